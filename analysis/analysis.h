@@ -1,0 +1,249 @@
+/*
+ * analysis.h - paired commands in, cluster findings out.
+ *
+ * The third stage. It consumes resp/'s events and builds:
+ *
+ *   slots     the command table (where the keys are, from Redis 7's own key
+ *             specs) used as resp/'s key hook; hash slots come from resp/
+ *   nodes     the node registry: observed and announced addresses, node ids,
+ *             roles, slots owned; learned from CLUSTER SLOTS/SHARDS/NODES replies
+ *             and MOVED targets on the wire, and from user overrides; node-to-node
+ *             links (replication, MIGRATE) are not clients
+ *   views     per client, the slot -> node map its first attempts reveal
+ *   detect    the detectors of README.md's findings table, each with its own
+ *             thresholds
+ *   timeline  per slot migration windows; per operation redirect cost; latency
+ *             of redirected vs direct operations per client, slot and node
+ *
+ * Output goes through an_sink as plain records; analysis/ decides, store/ and
+ * cli/ record and print.
+ */
+#ifndef SLOTSCOPE_ANALYSIS_H
+#define SLOTSCOPE_ANALYSIS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "capture/capture.h"
+#include "resp/resp.h"
+
+/* ---------------------------------------------------------------- findings */
+
+typedef enum an_finding_kind {
+    AN_ASK_CACHED = 0,
+    AN_ASKING_MISSING,
+    AN_ASKING_OTHER_CONNECTION,
+    AN_ASKING_INTERLEAVED,
+    AN_REDIRECT_LOOP,
+    AN_MOVED_IGNORED,
+    AN_TRYAGAIN_STORM,
+    AN_REDIRECT_UNFOLLOWED,
+    AN_READONLY_MISSING,
+    AN_CROSSSLOT,
+    AN_MIGRATION_STUCK,
+    AN_FINDING_KINDS
+} an_finding_kind;
+
+/* "ask_cached", "asking_missing", ... as in the README and the database. */
+const char *an_finding_name(an_finding_kind k);
+/* The kind named by text, or -1. */
+int an_finding_parse(const char *name);
+
+typedef enum an_severity { AN_INFO = 1, AN_WARNING = 2, AN_ERROR = 3 } an_severity;
+
+#define AN_NAME_MAX 64       /* client / node text: "127.0.0.1" or "[::1]:7001" */
+#define AN_SUMMARY_MAX 320
+
+/* One finding: a kind of mishandling by one client (or, for migration_stuck, the
+ * cluster) for one slot/node, aggregated over its occurrences. Emitted when first
+ * found and again whenever it has changed at an an_flush; `id` is stable so a
+ * store can replace the earlier row. */
+typedef struct an_finding {
+    uint64_t id;                  /* stable within a run, starts at 1 */
+    an_finding_kind kind;
+    an_severity severity;
+    char client[AN_NAME_MAX];     /* host, or host:port when clients are per
+                                     connection; "" for cluster-side findings */
+    char node[AN_NAME_MAX];       /* node involved ("" if several: see evidence) */
+    int32_t slot;                 /* -1 if not about one slot */
+    int64_t first_us, last_us;
+    uint64_t count;               /* occurrences */
+    int64_t extra_latency_us;     /* time the mishandling cost, summed */
+    char summary[AN_SUMMARY_MAX]; /* one line a person reads */
+    const char *evidence;         /* JSON object: the commands, replies,
+                                     connections and times to check by hand;
+                                     valid during the callback */
+} an_finding;
+
+/* ---------------------------------------------------------------- records */
+
+/* One redirect-class reply (MOVED, ASK, TRYAGAIN, CROSSSLOT, CLUSTERDOWN). */
+typedef struct an_redirect {
+    int64_t ts_us;                /* reply time */
+    char client[AN_NAME_MAX];
+    uint64_t conn_id;
+    char node[AN_NAME_MAX];       /* who answered (observed address) */
+    resp_err_class kind;
+    int32_t slot;                 /* from the reply, else the command's, else -1 */
+    char target[AN_NAME_MAX];     /* MOVED/ASK target, mapped to an observed
+                                     address when known; "" otherwise */
+    char command[RESP_NAME_MAX];
+    char key[RESP_ARG_PREFIX + 1];/* first key (redacted when asked) */
+    int64_t latency_us;           /* request complete -> reply complete */
+} an_redirect;
+
+/* A node as learned. */
+typedef struct an_node {
+    char observed[AN_NAME_MAX];   /* address:port seen in the capture ("" if not) */
+    char announced[AN_NAME_MAX];  /* address:port the cluster announces */
+    char node_id[48];             /* 40 hex chars, "" if unknown */
+    char role[16];                /* "master", "replica", "" */
+    uint32_t slots_owned;         /* per the latest map seen */
+    uint64_t commands;            /* commands it answered */
+} an_node;
+
+/* A client (host, or connection when asked) and what it did. */
+typedef struct an_client {
+    char name[AN_NAME_MAX];
+    int64_t first_us, last_us;
+    uint64_t connections;
+    uint64_t commands;
+    uint64_t redirects;
+    uint64_t findings;
+    uint8_t cluster_aware;        /* sent CLUSTER SLOTS/SHARDS/NODES or followed
+                                     a redirect */
+    uint8_t is_node;              /* it is a cluster node (replication, MIGRATE) */
+} an_client;
+
+/* One TCP connection at its end. */
+typedef struct an_connection {
+    uint64_t id;
+    char client[AN_NAME_MAX];     /* client name (as grouped) */
+    char src[AN_NAME_MAX];        /* client endpoint */
+    char dst[AN_NAME_MAX];        /* server endpoint */
+    int64_t first_us, last_us;
+    uint64_t bytes_to_server, bytes_to_client;
+    uint64_t commands;
+    uint64_t gaps;
+    uint8_t out_of_sync;
+    uint8_t mid_stream;
+    const cap_conn *conn;         /* all capture counters */
+    const resp_conn_stats *resp;  /* all resp counters */
+} an_connection;
+
+/* A slot's migration as reconstructed. */
+typedef struct an_migration {
+    int32_t slot;
+    char source[AN_NAME_MAX];
+    char target[AN_NAME_MAX];
+    int64_t first_ask_us, last_ask_us;  /* 0 if none */
+    int64_t flip_us;                    /* ownership flip (first MOVED to target
+                                           or SETSLOT NODE), 0 if not seen */
+    int64_t importing_us, migrating_us; /* SETSLOT times, 0 if not seen */
+    uint64_t asks, tryagains, moveds;
+    uint64_t keys_migrated;             /* MIGRATE keys seen */
+    uint8_t complete;                   /* the window has an end */
+} an_migration;
+
+/* Latency of logical operations, direct vs redirected, for one scope. */
+typedef enum an_scope { AN_SCOPE_CLIENT = 0, AN_SCOPE_SLOT, AN_SCOPE_NODE, AN_SCOPE_ALL } an_scope;
+typedef struct an_latency {
+    an_scope scope;
+    char key[AN_NAME_MAX];        /* client name, slot number, node address, "all" */
+    uint8_t redirected;           /* 0: direct operations, 1: redirected ones */
+    uint64_t count;
+    int64_t p50_us, p90_us, p99_us, max_us;
+    int64_t total_us;
+    int64_t extra_us;             /* redirected: time spent on redirects */
+    uint64_t extra_round_trips;
+} an_latency;
+
+/* Where results go. Every callback may be NULL. Pointers are valid during the
+ * call only. */
+typedef struct an_sink {
+    void *ctx;
+    void (*finding)(void *ctx, const an_finding *f);
+    void (*redirect)(void *ctx, const an_redirect *r);
+    void (*node)(void *ctx, const an_node *n);
+    void (*client)(void *ctx, const an_client *c);
+    void (*connection)(void *ctx, const an_connection *c);
+    void (*migration)(void *ctx, const an_migration *m);
+    void (*latency)(void *ctx, const an_latency *l);
+    void (*command)(void *ctx, const resp_command *cmd, const char *client,
+                    int32_t slot); /* every command, for --store-commands */
+} an_sink;
+
+/* ---------------------------------------------------------------- config */
+
+typedef enum an_client_by { AN_CLIENT_BY_HOST = 0, AN_CLIENT_BY_CONN = 1 } an_client_by;
+
+/* Thresholds and options; fill with an_config_defaults. Every threshold is
+ * settable from the command line (--set NAME=VALUE, see an_config_set). */
+typedef struct an_config {
+    an_client_by client_by;
+    int redact_keys;                 /* keys in records become "h:<hash>" */
+    /* user overrides: announced -> observed node address */
+    struct { char announced[AN_NAME_MAX]; char observed[AN_NAME_MAX]; } node_map[64];
+    size_t n_node_map;
+    /* detector thresholds */
+    uint32_t loop_max_redirects;     /* redirect_loop: more redirects than this in
+                                        one operation (default 5) */
+    int64_t op_window_us;            /* a retry belongs to the same operation if it
+                                        comes within this time (default 5 s) */
+    uint32_t moved_ignored_min;      /* moved_ignored: MOVEDs for a slot to one
+                                        client after the first (default 3) */
+    uint32_t tryagain_min;           /* tryagain_storm: retries (default 10) */
+    int64_t tryagain_min_backoff_us; /* ... faster than this (default 1 ms) */
+    uint32_t ask_cached_min;         /* ask_cached: direct commands (default 2) */
+    int64_t migration_stuck_us;      /* migration_stuck: ASK window longer than
+                                        this (default 60 s) or still open at end */
+    uint32_t max_clients;            /* tables are capped; evictions counted */
+    uint32_t max_ops;                /* operations in flight (per client sum) */
+} an_config;
+void an_config_defaults(an_config *cfg);
+/* Set a threshold by name ("loop_max_redirects=5"). 0 ok, -1 unknown name or
+ * bad value. */
+int an_config_set(an_config *cfg, const char *assignment);
+/* The names an_config_set accepts, with their meaning and default, one per line. */
+const char *an_config_help(void);
+
+/* ---------------------------------------------------------------- analyzer */
+
+/* Counters analysis keeps (stored in the counters table). */
+typedef struct an_stats {
+    uint64_t commands;
+    uint64_t keyed_commands;
+    uint64_t unknown_commands;       /* not in the command table: keys not guessed */
+    uint64_t redirects;
+    uint64_t moved, ask, tryagain, crossslot, clusterdown;
+    uint64_t operations;             /* logical operations */
+    uint64_t redirected_operations;
+    uint64_t findings;
+    uint64_t evicted_clients;
+    uint64_t evicted_ops;
+    uint64_t node_links;             /* connections between cluster nodes */
+} an_stats;
+
+typedef struct an_analyzer an_analyzer;
+
+an_analyzer *an_new(const an_config *cfg, const an_sink *sink);
+void an_free(an_analyzer *an);                   /* accepts NULL */
+/* The resp_sink that feeds this analyzer (ctx = an). */
+resp_sink an_resp_sink(an_analyzer *an);
+/* The key hook for resp_config.key_fn (ctx: NULL, the table is static). */
+int an_key_fn(void *ctx, resp_keyctx *k);
+/* Emit findings that changed since the last flush (live mode, periodic). */
+void an_flush(an_analyzer *an, int64_t now_us);
+/* End of input: close open operations, run end-of-capture detectors
+ * (migration_stuck, redirect_unfollowed), emit nodes, clients, migrations,
+ * latency summaries and every finding. */
+void an_finish(an_analyzer *an, int64_t end_us);
+const an_stats *an_get_stats(const an_analyzer *an);
+
+/* Key slot of a key (CRC16-XMODEM with hash tags); same as resp_key_slot. */
+uint16_t an_key_slot(const void *key, size_t len);
+
+/* Command table lookup: 1 if the command (upper-case name) is known. */
+int an_command_known(const char *name);
+
+#endif /* SLOTSCOPE_ANALYSIS_H */

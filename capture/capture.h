@@ -1,0 +1,272 @@
+/*
+ * capture.h - packets in, ordered TCP byte streams out.
+ *
+ * The first stage of the slotscope pipeline (see README.md):
+ *
+ *   source   libpcap offline (pcap, pcapng; several files merged by time) or live
+ *   decode   link layer (Ethernet, 802.1Q/802.1ad, Linux SLL/SLL2, BSD NULL/LOOP,
+ *            raw IP) -> IPv4 (options) / IPv6 (extension headers) -> TCP
+ *   flows    connection table keyed by the 4-tuple, both directions in one
+ *            connection; SYN/FIN/RST lifecycle, idle timeout in capture time,
+ *            a cap with eviction; which side is the server
+ *   reasm    per direction, in-order payload bytes with the capture time of the
+ *            packet that carried them; out-of-order segments held within byte
+ *            caps; retransmissions and overlaps dropped and counted; a hole that
+ *            will not fill becomes an explicit GAP event
+ *
+ * Downstream sees only plain events (OPEN, DATA, GAP, CLOSE) through one
+ * callback. capture/ knows nothing about RESP: the optional "shape" hook lets the
+ * caller say whether the first bytes of a stream look like a request, which is
+ * the last resort for telling client from server on a connection picked up
+ * mid-stream.
+ *
+ * Nothing here allocates per packet: connections come from a table sized at
+ * creation, out-of-order bytes from a capped pool.
+ */
+#ifndef SLOTSCOPE_CAPTURE_H
+#define SLOTSCOPE_CAPTURE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---------------------------------------------------------------- addresses */
+
+/* An IPv4 or IPv6 address. IPv4 uses bytes[0..3], the rest is zero. */
+typedef struct cap_addr {
+    uint8_t family;    /* 4 or 6 */
+    uint8_t bytes[16]; /* network order */
+} cap_addr;
+
+/* One side of a TCP connection. */
+typedef struct cap_endpoint {
+    cap_addr addr;
+    uint16_t port;     /* host order */
+} cap_endpoint;
+
+/* Longest text cap_endpoint_format writes, NUL included ("[v6]:65535"). */
+#define CAP_ENDPOINT_STRLEN 56
+
+/* "127.0.0.1" or "::1". Returns the length written (NUL-terminated, truncated
+ * to fit). */
+size_t cap_addr_format(const cap_addr *addr, char *buf, size_t size);
+/* "127.0.0.1:6379" or "[::1]:6379". Returns the length written. */
+size_t cap_endpoint_format(const cap_endpoint *ep, char *buf, size_t size);
+/* Parse an address as cap_addr_format writes it. 0 on success, -1 if invalid. */
+int cap_addr_parse(const char *text, cap_addr *out);
+/* Parse "host:port", "[v6]:port" or "v6:port" (port after the last colon).
+ * 0 on success, -1 if invalid. */
+int cap_endpoint_parse(const char *text, cap_endpoint *out);
+/* 1 when both addresses are equal. */
+int cap_addr_equal(const cap_addr *a, const cap_addr *b);
+/* 1 when both endpoints are equal. */
+int cap_endpoint_equal(const cap_endpoint *a, const cap_endpoint *b);
+
+/* ---------------------------------------------------------------- connections */
+
+/* Direction of bytes on a connection. */
+typedef enum cap_dir {
+    CAP_TO_SERVER = 0, /* client -> server: requests */
+    CAP_TO_CLIENT = 1  /* server -> client: replies */
+} cap_dir;
+
+/* How the tracker decided which side is the server. */
+typedef enum cap_side_source {
+    CAP_SIDE_SYN = 0,   /* the handshake was seen */
+    CAP_SIDE_PORT = 1,  /* one side's port is a configured server port */
+    CAP_SIDE_SHAPE = 2, /* the shape hook recognised a request */
+    CAP_SIDE_GUESS = 3  /* nothing to go on: the lower port is taken as server */
+} cap_side_source;
+
+/* One TCP connection as the tracker sees it. Owned by the tracker; valid from
+ * its OPEN event to the end of its CLOSE event. */
+typedef struct cap_conn {
+    uint64_t id;              /* unique and increasing within a run, never reused */
+    cap_endpoint client;      /* the side that sends requests */
+    cap_endpoint server;      /* the side that answers */
+    int64_t first_us;         /* capture time of the first packet */
+    int64_t last_us;          /* capture time of the latest packet */
+    uint8_t saw_syn;          /* handshake seen: both streams start at byte 0 */
+    uint8_t side_source;      /* a cap_side_source */
+    uint64_t packets[2];      /* TCP packets per cap_dir */
+    uint64_t bytes[2];        /* in-order stream bytes delivered per cap_dir */
+    uint64_t gap_bytes[2];    /* bytes lost in gaps per cap_dir */
+    uint32_t gaps[2];         /* gap events per cap_dir */
+    uint32_t out_of_order[2]; /* segments that arrived ahead of a hole */
+    uint32_t retransmits[2];  /* segments whose bytes were all seen already */
+    void *user;               /* downstream's per-connection state, NULL at OPEN */
+} cap_conn;
+
+/* What a cap_event tells. */
+typedef enum cap_ev_kind {
+    CAP_EV_OPEN = 0,  /* a connection was created (SYN, or first packet mid-stream) */
+    CAP_EV_DATA = 1,  /* in-order payload bytes in one direction */
+    CAP_EV_GAP = 2,   /* gap_len bytes in one direction will never be seen */
+    CAP_EV_CLOSE = 3  /* the connection ended; conn is freed after the callback */
+} cap_ev_kind;
+
+/* Why a connection ended. */
+typedef enum cap_close_reason {
+    CAP_CLOSE_FIN = 0,     /* both sides sent FIN (or one FIN and the other went idle) */
+    CAP_CLOSE_RST = 1,     /* a RST was seen */
+    CAP_CLOSE_IDLE = 2,    /* no packet for the idle timeout (capture time) */
+    CAP_CLOSE_EVICTED = 3, /* pushed out because the connection table was full */
+    CAP_CLOSE_END = 4      /* end of input (or the run was stopped) */
+} cap_close_reason;
+
+/* One event. Pointers are valid only during the callback. */
+typedef struct cap_event {
+    cap_ev_kind kind;
+    cap_conn *conn;          /* the connection; downstream may set conn->user */
+    cap_dir dir;             /* DATA and GAP */
+    int64_t ts_us;           /* capture time (microseconds since the epoch) of the
+                                packet that carried (DATA), revealed (GAP) or
+                                ended (CLOSE) it */
+    const uint8_t *data;     /* DATA: the bytes */
+    size_t len;              /* DATA: how many */
+    uint64_t gap_len;        /* GAP: bytes missing (0 when not known, e.g. a
+                                stream picked up mid-way with data held back) */
+    cap_close_reason reason; /* CLOSE */
+} cap_event;
+
+/* Receives every event, in capture order. */
+typedef void (*cap_event_fn)(void *ctx, const cap_event *ev);
+
+/* Optional hook: do these first bytes of a stream look like a request (+1),
+ * like a reply (-1), or can't tell (0)? Used only when neither a SYN nor a
+ * configured port says which side is the server. */
+typedef int (*cap_shape_fn)(const uint8_t *data, size_t len);
+
+/* ---------------------------------------------------------------- tracker */
+
+/* Limits and hints; fill with cap_config_defaults, then change what you need. */
+typedef struct cap_config {
+    uint16_t server_ports[64];  /* ports that identify the server side */
+    size_t n_server_ports;      /* 0: a built-in list (6379, 6380.., 7000..7010, 30001..) */
+    uint32_t max_connections;   /* live connections held; the oldest-idle is evicted */
+    int64_t idle_timeout_us;    /* capture time without a packet before CLOSE_IDLE */
+    size_t ooo_bytes_per_conn;  /* out-of-order bytes held per connection */
+    size_t ooo_bytes_total;     /* out-of-order bytes held in all */
+    cap_shape_fn shape;         /* see cap_shape_fn; may be NULL */
+} cap_config;
+
+/* Sensible defaults: 262144 connections, 300 s idle, 1 MiB per connection and
+ * 256 MiB in all for out-of-order data, the built-in server ports. */
+void cap_config_defaults(cap_config *cfg);
+
+/* Everything the capture layer counted. "What could not be seen" lives here. */
+typedef struct cap_stats {
+    uint64_t packets;              /* records read */
+    uint64_t wire_bytes;           /* sum of original packet lengths */
+    uint64_t captured_bytes;       /* sum of captured lengths */
+    uint64_t tcp_packets;          /* TCP segments decoded */
+    uint64_t non_tcp;              /* IP packets that are not TCP (UDP, ICMP, ...) */
+    uint64_t non_ip;               /* link frames that are not IP (ARP, LLDP, ...) */
+    uint64_t unsupported;          /* link types or encapsulations not decoded */
+    uint64_t ip_fragments;         /* IPv4/IPv6 fragments (not reassembled) */
+    uint64_t truncated;            /* packets cut by snaplen before the payload ended */
+    uint64_t malformed;            /* headers that failed a bounds or sanity check */
+    uint64_t time_backwards;       /* records older than the previous one */
+    uint64_t connections;          /* connections opened */
+    uint64_t mid_stream;           /* of which picked up without a SYN */
+    uint64_t evicted_connections;  /* closed because the table was full */
+    uint64_t idle_connections;     /* closed by the idle timeout */
+    uint64_t stream_bytes[2];      /* in-order bytes delivered per cap_dir */
+    uint64_t out_of_order;         /* segments held ahead of a hole */
+    uint64_t retransmitted;        /* segments entirely seen before */
+    uint64_t overlaps;             /* segments partly seen before (overlap trimmed) */
+    uint64_t overlap_conflicts;    /* overlapping bytes that differed from the first copy */
+    uint64_t ooo_dropped;          /* out-of-order segments dropped at a byte cap */
+    uint64_t out_of_window;        /* segments far outside the expected window */
+    uint64_t gaps;                 /* gap events */
+    uint64_t gap_bytes;            /* bytes those gaps stand for */
+    uint64_t kernel_drops;         /* live: packets the kernel dropped (pcap_stats) */
+    uint64_t if_drops;             /* live: packets the interface dropped */
+} cap_stats;
+
+typedef struct cap_tracker cap_tracker;
+
+/* Create a tracker that sends its events to fn(ctx, ...). NULL on out of memory. */
+cap_tracker *cap_tracker_new(const cap_config *cfg, cap_event_fn fn, void *ctx);
+/* Free the tracker. Does not emit CLOSE events: call cap_tracker_finish first.
+ * Accepts NULL. */
+void cap_tracker_free(cap_tracker *t);
+/* Feed one captured record: its DLT link type, capture time, the captured bytes
+ * and the original length on the wire. Never fails: what it cannot decode is
+ * counted in the stats. */
+void cap_tracker_packet(cap_tracker *t, int linktype, int64_t ts_us,
+                        const uint8_t *pkt, uint32_t caplen, uint32_t wirelen);
+/* End of input: deliver what is held (holes become GAP events) and CLOSE every
+ * live connection with CAP_CLOSE_END. */
+void cap_tracker_finish(cap_tracker *t, int64_t ts_us);
+/* The counters so far. */
+const cap_stats *cap_tracker_stats(const cap_tracker *t);
+/* Live connections now. */
+size_t cap_tracker_live(const cap_tracker *t);
+/* Add kernel/interface drop counts reported by a live source. */
+void cap_tracker_add_drops(cap_tracker *t, uint64_t kernel, uint64_t iface);
+
+/* ---------------------------------------------------------------- sources */
+
+/* One input (a file or an interface) and what was read from it. */
+typedef struct cap_input_info {
+    char name[512];           /* file path or interface name */
+    int linktype;             /* DLT_* */
+    char linktype_name[32];   /* "EN10MB", "LINUX_SLL2", ... */
+    uint64_t packets;         /* records read */
+    uint64_t bytes;           /* captured bytes read */
+    int64_t first_us;         /* first record's time (0 if none) */
+    int64_t last_us;          /* latest record's time */
+    uint64_t kernel_drops;    /* live only */
+    uint64_t if_drops;        /* live only */
+    char error[256];          /* "" or what went wrong (truncated record, ...) */
+} cap_input_info;
+
+/* Options for a live capture. */
+typedef struct cap_live_opts {
+    const char *iface;   /* interface name, e.g. "lo" or "eth0" */
+    const char *filter;  /* BPF filter or NULL */
+    int snaplen;         /* 0: 262144 */
+    int buffer_mb;       /* 0: libpcap's default */
+    int promisc;         /* nonzero: promiscuous mode */
+} cap_live_opts;
+
+typedef struct cap_source cap_source;
+
+/* Open capture files (pcap or pcapng); records are merged in timestamp order.
+ * NULL on error, with a one-line message in err (e.g. "cannot open 'x.pcap': No
+ * such file or directory"). */
+cap_source *cap_open_files(const char *const *paths, size_t n_paths,
+                           char *err, size_t err_size);
+/* Open a live interface. NULL on error with the message in err; warnings from
+ * pcap_activate go to stderr. */
+cap_source *cap_open_live(const cap_live_opts *opts, char *err, size_t err_size);
+/* Close and free. Accepts NULL. */
+void cap_source_free(cap_source *src);
+
+/* Read records into the tracker until the input ends, an error, or
+ * cap_source_break. Returns 0 at the end of input, 1 when stopped by
+ * cap_source_break, -1 on an error (message in err; every record read before it
+ * was delivered, and the other files of a merge are still read to their end).
+ * Does not call cap_tracker_finish. */
+int cap_source_run(cap_source *src, cap_tracker *t, char *err, size_t err_size);
+/* Ask cap_source_run to return soon. Async-signal-safe. */
+void cap_source_break(cap_source *src);
+
+/* One raw record, for benchmarks and tools that do not want the tracker. */
+typedef struct cap_record {
+    int linktype;
+    int64_t ts_us;
+    const uint8_t *data;  /* valid until the next call */
+    uint32_t caplen;
+    uint32_t wirelen;
+} cap_record;
+/* Next record in merged order: 1 got one, 0 end of input, -1 error (err). */
+int cap_source_next(cap_source *src, cap_record *rec, char *err, size_t err_size);
+
+/* The inputs and what was read from each (n set to their count). */
+const cap_input_info *cap_source_inputs(const cap_source *src, size_t *n);
+/* Bytes read so far and total bytes of the input files (0 total when live), for
+ * a progress display. */
+void cap_source_progress(const cap_source *src, uint64_t *done, uint64_t *total);
+
+#endif /* SLOTSCOPE_CAPTURE_H */

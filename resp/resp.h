@@ -1,0 +1,281 @@
+/*
+ * resp.h - RESP byte streams in, paired commands out.
+ *
+ * The second stage of the pipeline. It consumes capture/'s events (OPEN, DATA,
+ * GAP, CLOSE) and produces one resp_command per request with the reply that
+ * answered it, exactly as the server saw them.
+ *
+ *   decode  incremental RESP2 + RESP3 scanner, one per direction, fed chunks
+ *           split at any byte; resumable state with an explicit stack (no
+ *           recursion, depth limit). Keeps only what analysis needs: command
+ *           name, a few small arguments, key slots, reply type and error text.
+ *           Bulk payloads are skipped by moving a cursor, never copied.
+ *           Resynchronises after a gap or garbage.
+ *   pair    FIFO pairing per connection: pipelining, MULTI/EXEC, pub/sub and
+ *           RESP3 push, MONITOR, CLIENT REPLY OFF/ON/SKIP, HELLO, RESET, QUIT.
+ *           When it cannot know which reply answers which request (mid-stream
+ *           start, gap) it says so and finds solid ground rather than guess.
+ *
+ * Spec: https://redis.io/docs/latest/develop/reference/protocol-spec/
+ *
+ * Credentials are never kept: AUTH arguments, HELLO's AUTH username/password,
+ * MIGRATE's AUTH/AUTH2 arguments and CONFIG SET values are not copied into any
+ * resp_request (their lengths are counted, their bytes are skipped).
+ */
+#ifndef SLOTSCOPE_RESP_H
+#define SLOTSCOPE_RESP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "capture/capture.h"
+
+/* ---------------------------------------------------------------- values */
+
+/* Type of a RESP value: its first byte, or a pseudo type. */
+typedef enum resp_type {
+    RESP_T_NONE = 0,
+    RESP_T_SIMPLE = '+',
+    RESP_T_ERROR = '-',
+    RESP_T_INT = ':',
+    RESP_T_BULK = '$',
+    RESP_T_ARRAY = '*',
+    RESP_T_NULL = '_',
+    RESP_T_DOUBLE = ',',
+    RESP_T_BOOL = '#',
+    RESP_T_BLOBERR = '!',
+    RESP_T_VERBATIM = '=',
+    RESP_T_BIGNUM = '(',
+    RESP_T_MAP = '%',
+    RESP_T_SET = '~',
+    RESP_T_PUSH = '>',
+    RESP_T_ATTR = '|',
+    RESP_T_NIL = 'n',    /* RESP2 null bulk ($-1) or null array (*-1) */
+    RESP_T_INLINE = 'i'  /* an inline command (space separated, no '*') */
+} resp_type;
+
+/* The class of an error reply, from its first word. */
+typedef enum resp_err_class {
+    RESP_ERR_NONE = 0,
+    RESP_ERR_MOVED,
+    RESP_ERR_ASK,
+    RESP_ERR_TRYAGAIN,
+    RESP_ERR_CROSSSLOT,
+    RESP_ERR_CLUSTERDOWN,
+    RESP_ERR_READONLY,
+    RESP_ERR_NOAUTH,
+    RESP_ERR_WRONGTYPE,
+    RESP_ERR_LOADING,
+    RESP_ERR_EXECABORT,
+    RESP_ERR_OTHER
+} resp_err_class;
+
+/* Name of an error class: "MOVED", "ASK", ..., "ERR" for OTHER, "" for NONE. */
+const char *resp_err_name(resp_err_class c);
+
+/* Target of a MOVED or ASK. */
+typedef struct resp_redirect {
+    int32_t slot;       /* 0..16383, -1 if not parsed */
+    uint16_t port;      /* 0 if not parsed */
+    char host[64];      /* IPv4, IPv6 (no brackets) or hostname; "" when the server
+                           did not know its endpoint ("?" or empty in Redis 7) */
+} resp_redirect;
+
+/* Classify error text (without the leading '-' or '!' and without CRLF), e.g.
+ * "MOVED 3999 127.0.0.1:6381". For MOVED/ASK the target is parsed into redir
+ * (may be NULL); a malformed MOVED/ASK gives the class with redir->slot = -1. */
+resp_err_class resp_classify_error(const char *text, size_t len, resp_redirect *redir);
+
+/* ---------------------------------------------------------------- keys */
+
+/*
+ * Which arguments are keys is analysis/'s knowledge (the command table); resp/
+ * asks through this hook at the start of every argument after the name, so that
+ * only keys are hashed and everything else is skipped without a look.
+ *
+ * The hook sees the request so far (name, argc, the small arguments kept), the
+ * index of the argument about to start (1 = first after the name), the first
+ * bytes of the previous argument (for keywords like STREAMS, KEYS, STORE and
+ * counts like EVAL's numkeys), and four words of scratch state that start at
+ * zero for each request and are kept between calls.
+ */
+typedef struct resp_request resp_request;
+typedef struct resp_keyctx {
+    const resp_request *req;  /* name, argc, args kept so far */
+    uint32_t argi;            /* index of the argument about to start */
+    const uint8_t *prev;      /* first bytes of argument argi-1 */
+    size_t prev_len;          /* how many of them (<= RESP_ARG_PREFIX) */
+    uint32_t prev_full_len;   /* its whole length */
+    uint32_t scratch[4];      /* the hook's own state, zero per request */
+} resp_keyctx;
+
+/* Return 1 if argument k->argi is a key, 0 if not. */
+typedef int (*resp_key_fn)(void *ctx, resp_keyctx *k);
+
+/* Hash slot of a whole key (CRC16-XMODEM mod 16384 with the {hashtag} rule). */
+uint16_t resp_key_slot(const uint8_t *key, size_t len);
+
+/* Incremental form of resp_key_slot for keys that arrive in pieces. */
+typedef struct resp_slot_hasher {
+    uint16_t crc_all;   /* CRC16 of every byte */
+    uint16_t crc_tag;   /* CRC16 of the bytes after the first '{' */
+    uint32_t tag_len;   /* bytes in the tag so far */
+    uint8_t state;      /* 0 no '{' yet, 1 inside the tag, 2 tag closed */
+} resp_slot_hasher;
+void resp_slot_init(resp_slot_hasher *h);
+void resp_slot_update(resp_slot_hasher *h, const uint8_t *p, size_t n);
+uint16_t resp_slot_final(const resp_slot_hasher *h);
+
+/* ---------------------------------------------------------------- commands */
+
+#define RESP_NAME_MAX 32      /* command name, upper-case, NUL-terminated */
+#define RESP_ARG_KEEP 5       /* small arguments kept after the name */
+#define RESP_ARG_PREFIX 64    /* bytes kept of each kept argument and key */
+#define RESP_ERRTEXT_MAX 160  /* bytes kept of an error reply */
+
+/* A request as decoded. */
+struct resp_request {
+    int64_t start_us;                   /* capture time of its first byte */
+    int64_t ts_us;                      /* capture time when it was complete */
+    char name[RESP_NAME_MAX];           /* upper-case; "" if not a bulk string */
+    uint32_t argc;                      /* arguments including the name */
+    uint64_t bytes;                     /* request size on the wire */
+    uint8_t inline_cmd;                 /* sent as an inline command */
+    uint8_t nargs;                      /* arguments kept in args[] */
+    uint8_t arg_len[RESP_ARG_KEEP];     /* bytes kept of args[i] */
+    uint32_t arg_full_len[RESP_ARG_KEEP]; /* whole length of args[i] */
+    char args[RESP_ARG_KEEP][RESP_ARG_PREFIX]; /* arguments 1..RESP_ARG_KEEP,
+                                           prefix only; empty for credentials */
+    uint32_t nkeys;                     /* arguments the key hook marked as keys */
+    int32_t slot;                       /* slot of the first key, -1 if no key */
+    uint8_t multi_slot;                 /* keys hash to more than one slot */
+    uint8_t key0_len;                   /* bytes kept of the first key */
+    uint32_t key0_full_len;             /* its whole length */
+    char key0[RESP_ARG_PREFIX];         /* first key, prefix only */
+};
+
+/* A reply as decoded. */
+typedef struct resp_reply {
+    int64_t start_us;                 /* capture time of its first byte */
+    int64_t ts_us;                    /* capture time when it was complete */
+    resp_type type;                   /* of the top-level value */
+    resp_err_class err;               /* RESP_ERR_NONE unless an error */
+    char errtext[RESP_ERRTEXT_MAX];   /* error text without '-' (prefix) */
+    resp_redirect redir;              /* MOVED/ASK target */
+    int64_t integer;                  /* for ':' replies */
+    int64_t elements;                 /* aggregate count; -1 for a null */
+    uint64_t bytes;                   /* reply size on the wire */
+    const uint8_t *raw;               /* whole reply bytes, only for requests whose
+                                         reply analysis parses (CLUSTER SLOTS,
+                                         SHARDS, NODES; see resp_keep_reply); valid
+                                         during the callback */
+    size_t raw_len;
+} resp_reply;
+
+/* How a command ended up. */
+typedef enum resp_outcome {
+    RESP_OK = 0,         /* paired with its reply */
+    RESP_NO_REPLY = 1,   /* no reply by design (CLIENT REPLY OFF/SKIP) */
+    RESP_UNANSWERED = 2, /* the connection closed, or was declared out of sync,
+                            before the reply arrived */
+} resp_outcome;
+
+/* One request and the reply that answered it: the event analysis/ consumes. */
+typedef struct resp_command {
+    const cap_conn *conn;   /* connection (client/server endpoints, id) */
+    uint64_t seq;           /* index of this request on its connection */
+    resp_outcome outcome;
+    uint8_t in_multi;       /* sent between MULTI and EXEC/DISCARD */
+    uint8_t resp3;          /* the connection had switched to RESP3 (HELLO 3) */
+    resp_request req;
+    resp_reply reply;       /* valid when outcome == RESP_OK */
+} resp_command;
+
+/* Per-connection counters, reported at close. */
+typedef struct resp_conn_stats {
+    uint64_t requests;          /* requests decoded */
+    uint64_t replies;           /* replies decoded (pushes excluded) */
+    uint64_t pushes;            /* pub/sub messages and RESP3 pushes */
+    uint64_t paired;            /* commands emitted with a reply */
+    uint64_t unpaired_requests; /* requests that never got a reply */
+    uint64_t unpaired_replies;  /* replies with no request to pair with */
+    uint64_t resyncs;           /* times the decoder re-found a message boundary */
+    uint64_t skipped_bytes;     /* bytes thrown away while resynchronising */
+    uint64_t protocol_errors;   /* malformed input seen */
+    uint8_t out_of_sync;        /* pairing was lost at least once */
+    uint8_t monitor;            /* the connection entered MONITOR */
+    uint8_t subscribed;         /* the connection entered pub/sub */
+} resp_conn_stats;
+
+/* Totals over all connections. */
+typedef struct resp_stats {
+    resp_conn_stats total;      /* sums; out_of_sync counts connections */
+    uint64_t connections;       /* connections seen */
+    uint64_t dropped_requests;  /* in-flight requests dropped at the pipeline cap */
+    uint64_t limit_hits;        /* depth, element count or line length limits hit */
+    uint64_t commands;          /* resp_command events emitted */
+} resp_stats;
+
+/* Where paired commands go. Any callback may be NULL. */
+typedef struct resp_sink {
+    void *ctx;
+    void (*conn_open)(void *ctx, const cap_conn *conn);
+    void (*command)(void *ctx, const resp_command *cmd);
+    void (*conn_close)(void *ctx, const cap_conn *conn, const resp_conn_stats *st);
+} resp_sink;
+
+/* Limits; fill with resp_config_defaults. */
+typedef struct resp_config {
+    uint32_t max_depth;          /* nesting depth (default 64) */
+    uint32_t max_inflight;       /* requests waiting for replies per connection
+                                    (default 100000); more are dropped, counted */
+    uint64_t max_inflight_total; /* in all connections (default 4000000) */
+    uint32_t max_line;           /* longest simple line / inline command (64 KiB) */
+    size_t max_kept_reply;       /* largest raw reply kept for analysis (4 MiB) */
+    resp_key_fn key_fn;          /* which arguments are keys; NULL: the first
+                                    argument of every command with argc >= 2 */
+    void *key_ctx;
+} resp_config;
+void resp_config_defaults(resp_config *cfg);
+
+/* 1 if analysis needs the raw reply of this request (CLUSTER SLOTS / SHARDS /
+ * NODES): the decoder then keeps its bytes, up to max_kept_reply. */
+int resp_keep_reply(const resp_request *req);
+
+typedef struct resp_pipeline resp_pipeline;
+
+/* Create a decoder+pairer that sends commands to sink. NULL on out of memory. */
+resp_pipeline *resp_new(const resp_config *cfg, const resp_sink *sink);
+/* Free everything, including per-connection state still attached. Accepts NULL. */
+void resp_free(resp_pipeline *rp);
+/* Feed one capture event; use as the capture tracker's callback:
+ *   cap_tracker_new(&cfg, resp_on_capture_event, rp) */
+void resp_on_capture_event(void *rp, const cap_event *ev);
+/* Totals so far. */
+const resp_stats *resp_get_stats(const resp_pipeline *rp);
+
+/* Does this look like the start of a request (+1), a reply (-1), or unknown (0)?
+ * Fits cap_config.shape. */
+int resp_shape(const uint8_t *data, size_t len);
+
+/* ---------------------------------------------------------------- values */
+
+/*
+ * A small tree parser for complete replies kept in resp_reply.raw (CLUSTER
+ * SLOTS / SHARDS / NODES). Bounds-checked; not on the hot path.
+ */
+typedef struct resp_value {
+    resp_type type;
+    int64_t integer;              /* INT, BOOL */
+    const char *str;              /* SIMPLE, ERROR, BULK, VERBATIM, DOUBLE, BIGNUM:
+                                     points into the input; not NUL-terminated */
+    size_t len;
+    size_t n;                     /* ARRAY, SET, PUSH: elements; MAP: 2 * pairs */
+    struct resp_value *elem;      /* children */
+} resp_value;
+/* Parse one value from buf. Returns the parsed tree (free with
+ * resp_value_free), or NULL if the input is not one complete, valid value. */
+resp_value *resp_value_parse(const uint8_t *buf, size_t len, uint32_t max_depth);
+void resp_value_free(resp_value *v);
+
+#endif /* SLOTSCOPE_RESP_H */

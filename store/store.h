@@ -1,0 +1,62 @@
+/*
+ * store.h - analysis records in, a SQLite database out.
+ *
+ * The last stage. Schema in store/schema.sql (compiled in), with a schema
+ * version in the meta table. Statements are prepared once; rows are written in
+ * batched transactions while the analysis runs (WAL journal), so an interrupted
+ * run leaves a consistent, useful database. Times are integer microseconds
+ * since the epoch in columns ending _us.
+ *
+ * Credentials never reach this layer; keys arrive already redacted when the
+ * user asked for it.
+ */
+#ifndef SLOTSCOPE_STORE_H
+#define SLOTSCOPE_STORE_H
+
+#include <stdint.h>
+
+#include "analysis/analysis.h"
+#include "capture/capture.h"
+#include "resp/resp.h"
+
+#define STORE_SCHEMA_VERSION 1
+
+typedef struct store store;
+
+/* Options for store_open. */
+typedef struct store_opts {
+    int force;                 /* replace an existing database */
+    int store_commands;        /* keep every paired command (commands table) */
+    uint32_t batch_rows;       /* rows per transaction (default 5000) */
+    const char *command_line;  /* recorded in meta */
+} store_opts;
+
+/* Create the database at path. Refuses an existing file unless opts->force.
+ * NULL on error with a one-line message in err ("database 'x.db' exists (use
+ * --force)", "cannot create 'x.db': ..."). */
+store *store_open(const char *path, const store_opts *opts, char *err, size_t err_size);
+/* Commit what is pending, write the end time, close. Returns 0, or -1 with err. */
+int store_close(store *s, char *err, size_t err_size);
+/* Commit the batch now (live mode: periodically; before exit on a signal). */
+int store_commit(store *s);
+/* The first write error, or NULL: writing stops after one (disk full, ...). */
+const char *store_error(const store *s);
+
+/* The an_sink that writes analysis records (ctx = s). */
+an_sink store_sink(store *s);
+
+/* Each input file or interface. */
+void store_input(store *s, const cap_input_info *in);
+/* A counter (name, value); replaces an earlier value. */
+void store_counter(store *s, const char *name, uint64_t value);
+/* All counters of the three stages at once. */
+void store_counters(store *s, const cap_stats *cs, const resp_stats *rs, const an_stats *as);
+/* A meta key/value. */
+void store_meta(store *s, const char *key, const char *value);
+
+/* Open an existing database read-only (report, query). NULL with err. Checks the
+ * schema version. */
+struct sqlite3;
+struct sqlite3 *store_open_readonly(const char *path, char *err, size_t err_size);
+
+#endif /* SLOTSCOPE_STORE_H */
