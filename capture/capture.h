@@ -110,8 +110,15 @@ typedef enum cap_close_reason {
     CAP_CLOSE_RST = 1,     /* a RST was seen */
     CAP_CLOSE_IDLE = 2,    /* no packet for the idle timeout (capture time) */
     CAP_CLOSE_EVICTED = 3, /* pushed out because the connection table was full */
-    CAP_CLOSE_END = 4      /* end of input (or the run was stopped) */
+    CAP_CLOSE_END = 4,     /* end of input (or the run was stopped) */
+    CAP_CLOSE_REUSED = 5   /* a new handshake took the tuple before this connection
+                              was seen to end (its FIN/RST was not captured) */
 } cap_close_reason;
+
+/* "fin", "rst", "idle", "evicted", "end", "reused"; "?" for other values. */
+const char *cap_close_reason_name(int reason);
+/* "syn", "port", "shape", "guess"; "?" for other values. */
+const char *cap_side_source_name(int side_source);
 
 /* One event. Pointers are valid only during the callback. */
 typedef struct cap_event {
@@ -141,7 +148,8 @@ typedef int (*cap_shape_fn)(const uint8_t *data, size_t len);
 /* Limits and hints; fill with cap_config_defaults, then change what you need. */
 typedef struct cap_config {
     uint16_t server_ports[64];  /* ports that identify the server side */
-    size_t n_server_ports;      /* 0: a built-in list (6379, 6380.., 7000..7010, 30001..) */
+    size_t n_server_ports;      /* 0: the built-in list: 6379-6399, 7000-7010,
+                                   16379, 17000-17010, 26379, 30000-30999 */
     uint32_t max_connections;   /* live connections held; the oldest-idle is evicted */
     int64_t idle_timeout_us;    /* capture time without a packet before CLOSE_IDLE */
     size_t ooo_bytes_per_conn;  /* out-of-order bytes held per connection */
@@ -175,12 +183,16 @@ typedef struct cap_stats {
     uint64_t retransmitted;        /* segments entirely seen before */
     uint64_t overlaps;             /* segments partly seen before (overlap trimmed) */
     uint64_t overlap_conflicts;    /* overlapping bytes that differed from the first copy */
-    uint64_t ooo_dropped;          /* out-of-order segments dropped at a byte cap */
+    uint64_t ooo_dropped;          /* out-of-order segments that hit a byte cap: the
+                                      hole before them was given up as a GAP so
+                                      that they could be delivered */
     uint64_t out_of_window;        /* segments far outside the expected window */
     uint64_t gaps;                 /* gap events */
     uint64_t gap_bytes;            /* bytes those gaps stand for */
     uint64_t kernel_drops;         /* live: packets the kernel dropped (pcap_stats) */
     uint64_t if_drops;             /* live: packets the interface dropped */
+    uint64_t late_packets;         /* packets of a connection after its CLOSE (late
+                                      ACKs, retransmitted FINs, data after a RST) */
 } cap_stats;
 
 typedef struct cap_tracker cap_tracker;
@@ -219,6 +231,7 @@ typedef struct cap_input_info {
     uint64_t kernel_drops;    /* live only */
     uint64_t if_drops;        /* live only */
     char error[256];          /* "" or what went wrong (truncated record, ...) */
+    uint64_t time_backwards;  /* records older than the previous one of this input */
 } cap_input_info;
 
 /* Options for a live capture. */
@@ -260,7 +273,8 @@ typedef struct cap_record {
     uint32_t caplen;
     uint32_t wirelen;
 } cap_record;
-/* Next record in merged order: 1 got one, 0 end of input, -1 error (err). */
+/* Next record in merged order: 1 got one, 0 end of input, -1 error (err). After
+ * -1 the failed input is dropped and the next call goes on with the others. */
 int cap_source_next(cap_source *src, cap_record *rec, char *err, size_t err_size);
 
 /* The inputs and what was read from each (n set to their count). */
