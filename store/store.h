@@ -13,6 +13,7 @@
 #ifndef SLOTSCOPE_STORE_H
 #define SLOTSCOPE_STORE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "analysis/analysis.h"
@@ -45,7 +46,7 @@ const char *store_error(const store *s);
 /* The an_sink that writes analysis records (ctx = s). */
 an_sink store_sink(store *s);
 
-/* Each input file or interface. */
+/* Each input file or interface; writing the same name again updates its row. */
 void store_input(store *s, const cap_input_info *in);
 /* A counter (name, value); replaces an earlier value. */
 void store_counter(store *s, const char *name, uint64_t value);
@@ -54,9 +55,22 @@ void store_counters(store *s, const cap_stats *cs, const resp_stats *rs, const a
 /* A meta key/value. */
 void store_meta(store *s, const char *key, const char *value);
 
+/* Rows written so far (all tables). */
+uint64_t store_rows(const store *s);
+
+/* The named counters of the three stages, in a fixed order, each passed to
+ * fn(ctx, name, value); any stats pointer may be NULL (its group is skipped).
+ * store_counters writes exactly these; the report reads them back by name. */
+typedef void (*store_counter_fn)(void *ctx, const char *name, uint64_t value);
+void store_each_counter(const cap_stats *cs, const resp_stats *rs, const an_stats *as,
+                        store_counter_fn fn, void *ctx);
+
 /* Open an existing database read-only (report, query). NULL with err. Checks the
  * schema version. */
 struct sqlite3;
 struct sqlite3 *store_open_readonly(const char *path, char *err, size_t err_size);
+
+/* The handle's database connection (tests; tools that read what was written). */
+struct sqlite3 *store_db(store *s);
 
 #endif /* SLOTSCOPE_STORE_H */

@@ -1,0 +1,207 @@
+-- slotscope database schema, version 1 (store.h: STORE_SCHEMA_VERSION).
+--
+-- One database holds one run: the inputs it read, the nodes and clients it saw,
+-- every redirect reply, the findings with their evidence, each slot's migration
+-- window, latency summaries and the counters of what the capture could not see.
+-- Times are integer microseconds since the epoch, in columns ending _us.
+-- Addresses are text as the report prints them: "10.0.0.5", "10.0.0.5:41234",
+-- "[::1]:7001". Credentials are never stored; keys are hashed ("h:...") when the
+-- run used --redact-keys.
+
+-- Key/value facts about the run: schema_version, tool_version, start_us,
+-- end_us, command_line, inputs (names, one per line), client_by, redact_keys.
+CREATE TABLE meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+
+-- Each capture file or live interface, and what was read from it (a live run
+-- writes its row at the start and updates it at the end).
+CREATE TABLE inputs (
+    id            INTEGER PRIMARY KEY,
+    name          TEXT NOT NULL UNIQUE,
+    linktype      INTEGER NOT NULL,
+    linktype_name TEXT NOT NULL,
+    packets       INTEGER NOT NULL,
+    bytes         INTEGER NOT NULL,
+    first_us      INTEGER NOT NULL,
+    last_us       INTEGER NOT NULL,
+    kernel_drops  INTEGER NOT NULL DEFAULT 0,
+    if_drops      INTEGER NOT NULL DEFAULT 0,
+    error         TEXT NOT NULL DEFAULT ''
+);
+
+-- Cluster nodes: the address seen in the capture, the one the cluster
+-- announces (MOVED/ASK targets, CLUSTER SLOTS), its node id and role.
+CREATE TABLE nodes (
+    id          INTEGER PRIMARY KEY,
+    observed    TEXT NOT NULL,
+    announced   TEXT NOT NULL,
+    node_id     TEXT NOT NULL,
+    role        TEXT NOT NULL,
+    slots_owned INTEGER NOT NULL,
+    commands    INTEGER NOT NULL,
+    UNIQUE (observed, announced)
+);
+
+-- Clients: a host, or host:port when the run grouped per connection.
+CREATE TABLE clients (
+    name          TEXT PRIMARY KEY,
+    first_us      INTEGER NOT NULL,
+    last_us       INTEGER NOT NULL,
+    connections   INTEGER NOT NULL,
+    commands      INTEGER NOT NULL,
+    redirects     INTEGER NOT NULL,
+    findings      INTEGER NOT NULL,
+    cluster_aware INTEGER NOT NULL,
+    is_node       INTEGER NOT NULL
+);
+
+-- TCP connections, written when they end. id is the run's connection id
+-- (redirects.conn, commands.conn).
+CREATE TABLE connections (
+    id                INTEGER PRIMARY KEY,
+    client            TEXT NOT NULL,
+    src               TEXT NOT NULL,
+    dst               TEXT NOT NULL,
+    first_us          INTEGER NOT NULL,
+    last_us           INTEGER NOT NULL,
+    bytes_to_server   INTEGER NOT NULL,
+    bytes_to_client   INTEGER NOT NULL,
+    packets_to_server INTEGER NOT NULL,
+    packets_to_client INTEGER NOT NULL,
+    commands          INTEGER NOT NULL,
+    gaps              INTEGER NOT NULL,
+    gap_bytes         INTEGER NOT NULL,
+    retransmits       INTEGER NOT NULL,
+    out_of_order      INTEGER NOT NULL,
+    out_of_sync       INTEGER NOT NULL,
+    mid_stream        INTEGER NOT NULL,
+    side_source       TEXT NOT NULL,   -- how the server side was found: syn, port, shape, guess
+    requests          INTEGER NOT NULL,
+    replies           INTEGER NOT NULL,
+    pushes            INTEGER NOT NULL,
+    unpaired_requests INTEGER NOT NULL,
+    unpaired_replies  INTEGER NOT NULL,
+    resyncs           INTEGER NOT NULL,
+    skipped_bytes     INTEGER NOT NULL,
+    protocol_errors   INTEGER NOT NULL
+);
+
+-- One row per MOVED, ASK, TRYAGAIN, CROSSSLOT or CLUSTERDOWN reply. node is who
+-- answered, target the MOVED/ASK target ('' otherwise), latency_us the time
+-- from the complete request to the complete reply.
+CREATE TABLE redirects (
+    id         INTEGER PRIMARY KEY,
+    ts_us      INTEGER NOT NULL,
+    client     TEXT NOT NULL,
+    conn       INTEGER NOT NULL,
+    node       TEXT NOT NULL,
+    kind       TEXT NOT NULL,          -- MOVED, ASK, TRYAGAIN, CROSSSLOT, CLUSTERDOWN
+    slot       INTEGER NOT NULL,       -- -1 when unknown
+    target     TEXT NOT NULL,
+    command    TEXT NOT NULL,
+    key        TEXT NOT NULL,
+    latency_us INTEGER NOT NULL
+);
+
+-- Findings: one kind of mishandling by one client (client '' for cluster-side
+-- findings such as migration_stuck) for one slot/node, aggregated. id is the
+-- analyzer's stable id: a finding that changes replaces its row. evidence is a
+-- JSON object with the commands, replies, connections and times to check.
+CREATE TABLE findings (
+    id               INTEGER PRIMARY KEY,
+    kind             TEXT NOT NULL,    -- ask_cached, asking_missing, ... (DESIGN.md)
+    severity         TEXT NOT NULL,    -- info, warning, error
+    severity_level   INTEGER NOT NULL, -- 1, 2, 3 (for ordering)
+    client           TEXT NOT NULL,
+    node             TEXT NOT NULL,
+    slot             INTEGER NOT NULL, -- -1 when not about one slot
+    first_us         INTEGER NOT NULL,
+    last_us          INTEGER NOT NULL,
+    count            INTEGER NOT NULL,
+    extra_latency_us INTEGER NOT NULL,
+    summary          TEXT NOT NULL,
+    evidence         TEXT NOT NULL     -- JSON
+);
+
+-- Each slot's migration window as reconstructed: first and last ASK, the
+-- ownership flip (first MOVED to the target or SETSLOT NODE), SETSLOT times.
+-- 0 in a *_us column means not seen.
+CREATE TABLE slot_migrations (
+    id            INTEGER PRIMARY KEY,
+    slot          INTEGER NOT NULL,
+    source        TEXT NOT NULL,
+    target        TEXT NOT NULL,
+    first_ask_us  INTEGER NOT NULL,
+    last_ask_us   INTEGER NOT NULL,
+    flip_us       INTEGER NOT NULL,
+    importing_us  INTEGER NOT NULL,
+    migrating_us  INTEGER NOT NULL,
+    asks          INTEGER NOT NULL,
+    tryagains     INTEGER NOT NULL,
+    moveds        INTEGER NOT NULL,
+    keys_migrated INTEGER NOT NULL,
+    complete      INTEGER NOT NULL,
+    UNIQUE (slot, source, target, first_ask_us)
+);
+
+-- Latency of logical operations (first attempt to final reply), direct and
+-- redirected, per client, slot, node and over all ('all', key 'all').
+-- extra_us is the time redirected operations spent on redirects.
+CREATE TABLE latency (
+    scope             TEXT NOT NULL,   -- client, slot, node, all
+    key               TEXT NOT NULL,   -- client name, slot number, node address, 'all'
+    redirected        INTEGER NOT NULL,
+    count             INTEGER NOT NULL,
+    p50_us            INTEGER NOT NULL,
+    p90_us            INTEGER NOT NULL,
+    p99_us            INTEGER NOT NULL,
+    max_us            INTEGER NOT NULL,
+    total_us          INTEGER NOT NULL,
+    extra_us          INTEGER NOT NULL,
+    extra_round_trips INTEGER NOT NULL,
+    PRIMARY KEY (scope, key, redirected)
+);
+
+-- Counters of the three stages: packets, bytes, connections, commands,
+-- redirects, gaps, unpaired_requests, unpaired_replies, resyncs,
+-- evicted_connections, and more (see store_each_counter in store.h).
+CREATE TABLE counters (
+    name  TEXT PRIMARY KEY,
+    value INTEGER NOT NULL
+);
+
+-- Every paired command, only with --store-commands (forensics). Only the name,
+-- the first key (hashed with --redact-keys) and sizes are kept, never values.
+CREATE TABLE commands (
+    id          INTEGER PRIMARY KEY,
+    ts_us       INTEGER NOT NULL,      -- request complete
+    reply_us    INTEGER NOT NULL,      -- reply complete, 0 if none
+    client      TEXT NOT NULL,
+    conn        INTEGER NOT NULL,
+    node        TEXT NOT NULL,         -- server endpoint
+    seq         INTEGER NOT NULL,      -- index on its connection
+    name        TEXT NOT NULL,
+    argc        INTEGER NOT NULL,
+    slot        INTEGER NOT NULL,      -- -1 when no key
+    key         TEXT NOT NULL,
+    outcome     TEXT NOT NULL,         -- ok, no_reply, unanswered
+    reply_type  TEXT NOT NULL,         -- RESP type character, '' if none
+    error       TEXT NOT NULL,         -- error class (MOVED, ERR, ...) or ''
+    latency_us  INTEGER NOT NULL,      -- reply_us - ts_us, 0 if no reply
+    req_bytes   INTEGER NOT NULL,
+    reply_bytes INTEGER NOT NULL,
+    in_multi    INTEGER NOT NULL
+);
+
+-- Indexes for the canned queries (queries/*.sql).
+CREATE INDEX redirects_client ON redirects (client, ts_us);
+CREATE INDEX redirects_slot ON redirects (slot, ts_us);
+CREATE INDEX redirects_ts ON redirects (ts_us);
+CREATE INDEX findings_client ON findings (client);
+CREATE INDEX findings_kind ON findings (kind);
+CREATE INDEX connections_client ON connections (client);
+CREATE INDEX slot_migrations_slot ON slot_migrations (slot);
+CREATE INDEX commands_client ON commands (client, ts_us);
+CREATE INDEX commands_conn ON commands (conn, seq);

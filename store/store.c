@@ -1,0 +1,562 @@
+/*
+ * store.c - the database's life: create, batch, commit, close; read-only open.
+ *
+ * SQLite facts this file relies on (https://sqlite.org/lang_transaction.html,
+ * https://sqlite.org/wal.html):
+ * - a transaction is atomic: after a crash or kill the database holds exactly
+ *   the committed transactions, so committing every N rows keeps an
+ *   interrupted run consistent and useful;
+ * - in WAL mode readers never block the writer (someone may query the database
+ *   of a live run), and a commit is an append to the -wal file;
+ * - switching back to journal_mode=DELETE at close checkpoints the WAL into the
+ *   main file and removes it, so a finished database is one self-contained file
+ *   that can be copied elsewhere.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "store/internal.h"
+
+#ifndef SLOTSCOPE_VERSION
+#define SLOTSCOPE_VERSION "unknown"
+#endif
+
+#define STORE_DEFAULT_BATCH 5000
+
+/* The schema text, compiled in from store/schema.sql (cmake/embed.cmake). */
+extern const char store_schema_sql[];
+
+/* SQL of each prepared statement, indexed by enum store_stmt. */
+static const char *const stmt_sql[ST_COUNT] = {
+    [ST_BEGIN] = "BEGIN",
+    [ST_COMMIT] = "COMMIT",
+    [ST_META] = "INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)",
+    [ST_INPUT] =
+        "INSERT INTO inputs (name, linktype, linktype_name, packets, bytes, first_us,"
+        " last_us, kernel_drops, if_drops, error)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
+        " ON CONFLICT (name) DO UPDATE SET linktype = excluded.linktype,"
+        " linktype_name = excluded.linktype_name, packets = excluded.packets,"
+        " bytes = excluded.bytes, first_us = excluded.first_us, last_us = excluded.last_us,"
+        " kernel_drops = excluded.kernel_drops, if_drops = excluded.if_drops,"
+        " error = excluded.error",
+    [ST_INPUT_NAMES] =
+        "INSERT OR REPLACE INTO meta (key, value) SELECT 'inputs',"
+        " coalesce((SELECT group_concat(name, char(10)) FROM"
+        " (SELECT name FROM inputs ORDER BY id)), '')",
+    [ST_COUNTER] = "INSERT OR REPLACE INTO counters (name, value) VALUES (?1, ?2)",
+    [ST_NODE] =
+        "INSERT INTO nodes (observed, announced, node_id, role, slots_owned, commands)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
+        " ON CONFLICT (observed, announced) DO UPDATE SET node_id = excluded.node_id,"
+        " role = excluded.role, slots_owned = excluded.slots_owned,"
+        " commands = excluded.commands",
+    [ST_CLIENT] =
+        "INSERT OR REPLACE INTO clients (name, first_us, last_us, connections, commands,"
+        " redirects, findings, cluster_aware, is_node)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    [ST_CONNECTION] =
+        "INSERT OR REPLACE INTO connections (id, client, src, dst, first_us, last_us,"
+        " bytes_to_server, bytes_to_client, packets_to_server, packets_to_client,"
+        " commands, gaps, gap_bytes, retransmits, out_of_order, out_of_sync, mid_stream,"
+        " side_source, requests, replies, pushes, unpaired_requests, unpaired_replies,"
+        " resyncs, skipped_bytes, protocol_errors)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15,"
+        " ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26)",
+    [ST_REDIRECT] =
+        "INSERT INTO redirects (ts_us, client, conn, node, kind, slot, target, command,"
+        " key, latency_us) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+    [ST_FINDING] =
+        "INSERT OR REPLACE INTO findings (id, kind, severity, severity_level, client, node,"
+        " slot, first_us, last_us, count, extra_latency_us, summary, evidence)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+    [ST_MIGRATION] =
+        "INSERT OR REPLACE INTO slot_migrations (slot, source, target, first_ask_us,"
+        " last_ask_us, flip_us, importing_us, migrating_us, asks, tryagains, moveds,"
+        " keys_migrated, complete)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+    [ST_LATENCY] =
+        "INSERT OR REPLACE INTO latency (scope, key, redirected, count, p50_us, p90_us,"
+        " p99_us, max_us, total_us, extra_us, extra_round_trips)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+    [ST_COMMAND] =
+        "INSERT INTO commands (ts_us, reply_us, client, conn, node, seq, name, argc, slot,"
+        " key, outcome, reply_type, error, latency_us, req_bytes, reply_bytes, in_multi)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,"
+        " ?17)",
+};
+
+/* Wall-clock time in microseconds since the epoch (meta start_us / end_us). */
+static int64_t now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* Format into err (may be NULL) and return -1, so "return seterr(...)" reports
+ * and fails in one line. */
+static int seterr(char *err, size_t err_size, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int seterr(char *err, size_t err_size, const char *fmt, ...)
+{
+    va_list ap;
+    if (!err || err_size == 0)
+        return -1;
+    va_start(ap, fmt);
+    vsnprintf(err, err_size, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* SQLite's words for a failure, with the system's when it was an I/O error
+ * ("disk I/O error (File too large)"); disk full gets its own plain words. */
+static void describe_rc(sqlite3 *db, int rc, char *buf, size_t size)
+{
+    int sys = db ? sqlite3_system_errno(db) : 0;
+    if ((rc & 0xff) == SQLITE_FULL)
+        snprintf(buf, size, "disk full");
+    else if ((rc & 0xff) == SQLITE_IOERR && sys != 0)
+        snprintf(buf, size, "%s (%s)", sqlite3_errstr(rc), strerror(sys));
+    else if (db && sqlite3_errcode(db) == rc)
+        snprintf(buf, size, "%s", sqlite3_errmsg(db));
+    else
+        snprintf(buf, size, "%s", sqlite3_errstr(rc));
+}
+
+void store_fail(store *s, const char *what, int rc)
+{
+    char why[256];
+    if (s->error[0])
+        return; /* the first error sticks */
+    describe_rc(s->db, rc, why, sizeof why);
+    snprintf(s->error, sizeof s->error, "cannot %s '%s': %s", what, s->path, why);
+    /* A failed statement may have left the transaction open or rolled it back
+     * itself; either way nothing more is written, so end it cleanly. */
+    if (s->db && !sqlite3_get_autocommit(s->db))
+        sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+    s->in_txn = 0;
+}
+
+/* Run a statement that takes no parameters (BEGIN, COMMIT). */
+static int step_plain(store *s, enum store_stmt which)
+{
+    sqlite3_stmt *st = s->stmt[which];
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+sqlite3_stmt *store_row_begin(store *s, enum store_stmt which)
+{
+    if (!s || s->error[0])
+        return NULL;
+    if (!s->in_txn) {
+        int rc = step_plain(s, ST_BEGIN);
+        if (rc != SQLITE_OK) {
+            store_fail(s, "write to", rc);
+            return NULL;
+        }
+        s->in_txn = 1;
+    }
+    return s->stmt[which];
+}
+
+void store_row_end(store *s, sqlite3_stmt *st)
+{
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    if (rc != SQLITE_DONE) {
+        store_fail(s, "write to", rc);
+        return;
+    }
+    s->rows++;
+    if (++s->pending >= s->opts.batch_rows)
+        store_commit(s);
+}
+
+int store_commit(store *s)
+{
+    int rc;
+    if (!s || s->error[0])
+        return -1;
+    if (!s->in_txn)
+        return 0;
+    rc = step_plain(s, ST_COMMIT);
+    if (rc != SQLITE_OK) {
+        store_fail(s, "commit to", rc);
+        return -1;
+    }
+    s->in_txn = 0;
+    s->pending = 0;
+    return 0;
+}
+
+const char *store_error(const store *s)
+{
+    return s && s->error[0] ? s->error : NULL;
+}
+
+uint64_t store_rows(const store *s)
+{
+    return s ? s->rows : 0;
+}
+
+struct sqlite3 *store_db(store *s)
+{
+    return s ? s->db : NULL;
+}
+
+/* Remove path+suffix if it exists. 0, or -1 with err. */
+static int remove_file(const char *path, const char *suffix, char *err, size_t err_size)
+{
+    char name[1100];
+    snprintf(name, sizeof name, "%s%s", path, suffix);
+    if (unlink(name) != 0 && errno != ENOENT)
+        return seterr(err, err_size, "cannot remove '%s': %s", name, strerror(errno));
+    return 0;
+}
+
+/* Create the empty file ourselves, so that a missing directory, a read-only
+ * file system or a permission problem gets the system's plain words instead of
+ * SQLite's "unable to open database file". Refuses an existing file unless
+ * force, in which case the old database and its WAL files are removed. */
+static int create_file(const char *path, int force, char *err, size_t err_size)
+{
+    struct stat sb;
+    int fd;
+    if (lstat(path, &sb) == 0) {
+        if (!force)
+            return seterr(err, err_size, "database '%s' exists (use --force)", path);
+        if (S_ISDIR(sb.st_mode))
+            return seterr(err, err_size, "cannot create '%s': Is a directory", path);
+        if (remove_file(path, "", err, err_size) || remove_file(path, "-wal", err, err_size) ||
+            remove_file(path, "-shm", err, err_size) ||
+            remove_file(path, "-journal", err, err_size))
+            return -1;
+    }
+    fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
+    if (fd < 0) {
+        if (errno == EEXIST)
+            return seterr(err, err_size, "database '%s' exists (use --force)", path);
+        return seterr(err, err_size, "cannot create '%s': %s", path, strerror(errno));
+    }
+    close(fd);
+    return 0;
+}
+
+/* Run SQL text (schema, pragmas) on s->db. 0, or -1 with err. */
+static int exec_sql(store *s, const char *sql, const char *what, char *err, size_t err_size)
+{
+    char why[256];
+    int rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
+    if (rc == SQLITE_OK)
+        return 0;
+    describe_rc(s->db, rc, why, sizeof why);
+    return seterr(err, err_size, "cannot %s '%s': %s", what, s->path, why);
+}
+
+/* Prepare every statement once. 0, or -1 with err. */
+static int prepare_all(store *s, char *err, size_t err_size)
+{
+    for (int i = 0; i < ST_COUNT; i++) {
+        int rc = sqlite3_prepare_v3(s->db, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT,
+                                    &s->stmt[i], NULL);
+        if (rc != SQLITE_OK)
+            return seterr(err, err_size, "cannot prepare statements in '%s': %s", s->path,
+                          sqlite3_errmsg(s->db));
+    }
+    return 0;
+}
+
+/* Write the first meta rows: schema and tool version, start time, command line. */
+static void write_start_meta(store *s, const char *command_line)
+{
+    char num[32];
+    snprintf(num, sizeof num, "%d", STORE_SCHEMA_VERSION);
+    store_meta(s, "schema_version", num);
+    store_meta(s, "tool_version", SLOTSCOPE_VERSION);
+    snprintf(num, sizeof num, "%lld", (long long)now_us());
+    store_meta(s, "start_us", num);
+    store_meta(s, "command_line", command_line ? command_line : "");
+    store_meta(s, "inputs", "");
+}
+
+/* Finalize statements and close the connection. */
+static void close_db(store *s)
+{
+    for (int i = 0; i < ST_COUNT; i++) {
+        sqlite3_finalize(s->stmt[i]);
+        s->stmt[i] = NULL;
+    }
+    sqlite3_close(s->db);
+    s->db = NULL;
+}
+
+store *store_open(const char *path, const store_opts *opts, char *err, size_t err_size)
+{
+    store_opts defaults = {0};
+    store *s;
+    int rc;
+
+    if (!opts)
+        opts = &defaults;
+    if (!path || !path[0]) {
+        seterr(err, err_size, "no database path given");
+        return NULL;
+    }
+    if (create_file(path, opts->force, err, err_size) != 0)
+        return NULL;
+    s = calloc(1, sizeof *s);
+    if (!s) {
+        seterr(err, err_size, "out of memory");
+        return NULL;
+    }
+    snprintf(s->path, sizeof s->path, "%s", path);
+    s->opts = *opts;
+    s->opts.command_line = NULL;
+    if (s->opts.batch_rows == 0)
+        s->opts.batch_rows = STORE_DEFAULT_BATCH;
+
+    rc = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE, NULL);
+    if (rc != SQLITE_OK) {
+        seterr(err, err_size, "cannot open '%s': %s", path,
+               s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
+        goto fail;
+    }
+    /* WAL: readers (a query during a live run) never block the writer.
+     * synchronous=NORMAL: a commit survives a crash of this process; only a
+     * power loss may lose the last transactions, never consistency. */
+    if (exec_sql(s, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", "initialise", err,
+                 err_size) ||
+        exec_sql(s, store_schema_sql, "initialise", err, err_size) ||
+        prepare_all(s, err, err_size))
+        goto fail;
+    write_start_meta(s, opts->command_line);
+    if (store_commit(s) != 0) {
+        seterr(err, err_size, "%s", s->error);
+        goto fail;
+    }
+    return s;
+
+fail:
+    close_db(s);
+    free(s);
+    return NULL;
+}
+
+int store_close(store *s, char *err, size_t err_size)
+{
+    char num[32];
+    int ret = 0;
+    if (!s)
+        return 0;
+    snprintf(num, sizeof num, "%lld", (long long)now_us());
+    store_meta(s, "end_us", num);
+    store_commit(s);
+    /* Checkpoint the WAL into the main file and drop it: one self-contained file. */
+    if (!s->error[0]) {
+        int rc = sqlite3_exec(s->db, "PRAGMA journal_mode=DELETE", NULL, NULL, NULL);
+        if (rc != SQLITE_OK)
+            store_fail(s, "checkpoint", rc);
+    }
+    if (s->error[0])
+        ret = seterr(err, err_size, "%s", s->error);
+    close_db(s);
+    free(s);
+    return ret;
+}
+
+void store_meta(store *s, const char *key, const char *value)
+{
+    sqlite3_stmt *st = store_row_begin(s, ST_META);
+    if (!st)
+        return;
+    store_bind_text(st, 1, key);
+    store_bind_text(st, 2, value);
+    store_row_end(s, st);
+}
+
+void store_counter(store *s, const char *name, uint64_t value)
+{
+    sqlite3_stmt *st = store_row_begin(s, ST_COUNTER);
+    if (!st)
+        return;
+    store_bind_text(st, 1, name);
+    store_bind_uint(st, 2, value);
+    store_row_end(s, st);
+}
+
+void store_input(store *s, const cap_input_info *in)
+{
+    sqlite3_stmt *st = store_row_begin(s, ST_INPUT);
+    if (!st || !in)
+        return;
+    store_bind_text(st, 1, in->name);
+    store_bind_int(st, 2, in->linktype);
+    store_bind_text(st, 3, in->linktype_name);
+    store_bind_uint(st, 4, in->packets);
+    store_bind_uint(st, 5, in->bytes);
+    store_bind_int(st, 6, in->first_us);
+    store_bind_int(st, 7, in->last_us);
+    store_bind_uint(st, 8, in->kernel_drops);
+    store_bind_uint(st, 9, in->if_drops);
+    store_bind_text(st, 10, in->error);
+    store_row_end(s, st);
+    /* Keep meta 'inputs' (names, one per line) in step with the table. */
+    st = store_row_begin(s, ST_INPUT_NAMES);
+    if (st)
+        store_row_end(s, st);
+}
+
+/* store_counter as a store_counter_fn. */
+static void counter_to_store(void *ctx, const char *name, uint64_t value)
+{
+    store_counter(ctx, name, value);
+}
+
+void store_counters(store *s, const cap_stats *cs, const resp_stats *rs, const an_stats *as)
+{
+    store_each_counter(cs, rs, as, counter_to_store, s);
+}
+
+/* Capture counters. "bytes" is bytes on the wire, as the list has it. */
+static void each_cap_counter(const cap_stats *c, store_counter_fn fn, void *ctx)
+{
+    fn(ctx, "packets", c->packets);
+    fn(ctx, "bytes", c->wire_bytes);
+    fn(ctx, "captured_bytes", c->captured_bytes);
+    fn(ctx, "tcp_packets", c->tcp_packets);
+    fn(ctx, "non_tcp", c->non_tcp);
+    fn(ctx, "non_ip", c->non_ip);
+    fn(ctx, "unsupported", c->unsupported);
+    fn(ctx, "ip_fragments", c->ip_fragments);
+    fn(ctx, "truncated", c->truncated);
+    fn(ctx, "malformed", c->malformed);
+    fn(ctx, "time_backwards", c->time_backwards);
+    fn(ctx, "connections", c->connections);
+    fn(ctx, "mid_stream", c->mid_stream);
+    fn(ctx, "evicted_connections", c->evicted_connections);
+    fn(ctx, "idle_connections", c->idle_connections);
+    fn(ctx, "stream_bytes_to_server", c->stream_bytes[CAP_TO_SERVER]);
+    fn(ctx, "stream_bytes_to_client", c->stream_bytes[CAP_TO_CLIENT]);
+    fn(ctx, "out_of_order", c->out_of_order);
+    fn(ctx, "retransmitted", c->retransmitted);
+    fn(ctx, "overlaps", c->overlaps);
+    fn(ctx, "overlap_conflicts", c->overlap_conflicts);
+    fn(ctx, "ooo_dropped", c->ooo_dropped);
+    fn(ctx, "out_of_window", c->out_of_window);
+    fn(ctx, "gaps", c->gaps);
+    fn(ctx, "gap_bytes", c->gap_bytes);
+    fn(ctx, "kernel_drops", c->kernel_drops);
+    fn(ctx, "if_drops", c->if_drops);
+}
+
+/* RESP decoder and pairing counters. */
+static void each_resp_counter(const resp_stats *r, store_counter_fn fn, void *ctx)
+{
+    fn(ctx, "requests", r->total.requests);
+    fn(ctx, "replies", r->total.replies);
+    fn(ctx, "pushes", r->total.pushes);
+    fn(ctx, "paired", r->total.paired);
+    fn(ctx, "unpaired_requests", r->total.unpaired_requests);
+    fn(ctx, "unpaired_replies", r->total.unpaired_replies);
+    fn(ctx, "resyncs", r->total.resyncs);
+    fn(ctx, "skipped_bytes", r->total.skipped_bytes);
+    fn(ctx, "protocol_errors", r->total.protocol_errors);
+    fn(ctx, "out_of_sync_connections", r->total.out_of_sync);
+    fn(ctx, "resp_connections", r->connections);
+    fn(ctx, "dropped_requests", r->dropped_requests);
+    fn(ctx, "limit_hits", r->limit_hits);
+    fn(ctx, "resp_commands", r->commands);
+}
+
+/* Analysis counters. */
+static void each_an_counter(const an_stats *a, store_counter_fn fn, void *ctx)
+{
+    fn(ctx, "commands", a->commands);
+    fn(ctx, "keyed_commands", a->keyed_commands);
+    fn(ctx, "unknown_commands", a->unknown_commands);
+    fn(ctx, "redirects", a->redirects);
+    fn(ctx, "moved", a->moved);
+    fn(ctx, "ask", a->ask);
+    fn(ctx, "tryagain", a->tryagain);
+    fn(ctx, "crossslot", a->crossslot);
+    fn(ctx, "clusterdown", a->clusterdown);
+    fn(ctx, "operations", a->operations);
+    fn(ctx, "redirected_operations", a->redirected_operations);
+    fn(ctx, "findings", a->findings);
+    fn(ctx, "evicted_clients", a->evicted_clients);
+    fn(ctx, "evicted_ops", a->evicted_ops);
+    fn(ctx, "node_links", a->node_links);
+}
+
+void store_each_counter(const cap_stats *cs, const resp_stats *rs, const an_stats *as,
+                        store_counter_fn fn, void *ctx)
+{
+    if (cs)
+        each_cap_counter(cs, fn, ctx);
+    if (rs)
+        each_resp_counter(rs, fn, ctx);
+    if (as)
+        each_an_counter(as, fn, ctx);
+}
+
+/* Read meta schema_version: the version, or -1 when there is none. */
+static int read_schema_version(sqlite3 *db)
+{
+    sqlite3_stmt *st = NULL;
+    int version = -1;
+    if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'schema_version'", -1, &st,
+                           NULL) != SQLITE_OK)
+        return -1;
+    if (sqlite3_step(st) == SQLITE_ROW)
+        version = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    return version;
+}
+
+struct sqlite3 *store_open_readonly(const char *path, char *err, size_t err_size)
+{
+    sqlite3 *db = NULL;
+    struct stat sb;
+    int version;
+
+    if (stat(path, &sb) != 0) {
+        seterr(err, err_size, "cannot open '%s': %s", path, strerror(errno));
+        return NULL;
+    }
+    if (S_ISDIR(sb.st_mode)) {
+        seterr(err, err_size, "cannot open '%s': Is a directory", path);
+        return NULL;
+    }
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+        seterr(err, err_size, "cannot open '%s': %s", path,
+               db ? sqlite3_errmsg(db) : "out of memory");
+        sqlite3_close(db);
+        return NULL;
+    }
+    /* A database still being written (live run) may be busy for a moment. */
+    sqlite3_busy_timeout(db, 2000);
+    version = read_schema_version(db);
+    if (version < 0) {
+        seterr(err, err_size, "'%s' is not a slotscope database", path);
+        sqlite3_close(db);
+        return NULL;
+    }
+    if (version != STORE_SCHEMA_VERSION) {
+        seterr(err, err_size, "'%s' has schema version %d; this slotscope reads version %d",
+               path, version, STORE_SCHEMA_VERSION);
+        sqlite3_close(db);
+        return NULL;
+    }
+    return db;
+}

@@ -1,0 +1,605 @@
+/*
+ * test_store.c - the SQLite store: schema round trip, upserts, batching and
+ * interrupted runs, refusing to overwrite, clear errors (missing directory,
+ * disk full), read-only open checks, no credentials in the file.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <sqlite3.h>
+
+#include "store/store.h"
+
+/* A fresh temporary directory per test, removed afterwards. */
+static char tmpdir[256];
+static char dbpath[512];
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/ss_store_XXXXXX");
+    if (!mkdtemp(tmpdir))
+        return -1;
+    snprintf(dbpath, sizeof dbpath, "%s/t.db", tmpdir);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    char cmd[600];
+    (void)state;
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+/* One integer from a query (the first column of the first row), -1 if none. */
+static int64_t q_int(sqlite3 *db, const char *fmt, ...)
+{
+    char sql[1024];
+    sqlite3_stmt *st;
+    int64_t v = -1;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(sql, sizeof sql, fmt, ap);
+    va_end(ap);
+    assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+    if (sqlite3_step(st) == SQLITE_ROW)
+        v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return v;
+}
+
+/* One text value from a query into buf ("" if no row). */
+static const char *q_text(sqlite3 *db, char *buf, size_t size, const char *sql)
+{
+    sqlite3_stmt *st;
+    buf[0] = 0;
+    assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+        snprintf(buf, size, "%s", (const char *)sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+    return buf;
+}
+
+/* Open a new store at dbpath, failing the test if it cannot. */
+static store *open_store(int force, int store_commands, uint32_t batch)
+{
+    char err[512] = "";
+    store_opts o = {.force = force, .store_commands = store_commands, .batch_rows = batch,
+                    .command_line = "slotscope analyze t.pcap --db t.db"};
+    store *s = store_open(dbpath, &o, err, sizeof err);
+    if (!s)
+        fail_msg("store_open: %s", err);
+    return s;
+}
+
+static void close_store(store *s)
+{
+    char err[512] = "";
+    if (store_close(s, err, sizeof err) != 0)
+        fail_msg("store_close: %s", err);
+}
+
+static sqlite3 *open_ro(void)
+{
+    char err[512] = "";
+    sqlite3 *db = store_open_readonly(dbpath, err, sizeof err);
+    if (!db)
+        fail_msg("store_open_readonly: %s", err);
+    return db;
+}
+
+/* A finding with every field set. */
+static an_finding sample_finding(uint64_t id, uint64_t count)
+{
+    an_finding f;
+    memset(&f, 0, sizeof f);
+    f.id = id;
+    f.kind = AN_ASK_CACHED;
+    f.severity = AN_ERROR;
+    snprintf(f.client, sizeof f.client, "10.0.0.5");
+    snprintf(f.node, sizeof f.node, "10.0.0.2:7001");
+    f.slot = 3999;
+    f.first_us = 1700000000000001;
+    f.last_us = 1700000005000002;
+    f.count = count;
+    f.extra_latency_us = 12345;
+    snprintf(f.summary, sizeof f.summary, "sent slot 3999 to 10.0.0.2:7001 without ASKING");
+    f.evidence = "{\"commands\":[1,2]}";
+    return f;
+}
+
+/* A fake connection 10.0.0.5:41000 -> 10.0.0.1:7000. */
+static cap_conn sample_conn(void)
+{
+    cap_conn c;
+    memset(&c, 0, sizeof c);
+    c.id = 7;
+    assert_int_equal(cap_endpoint_parse("10.0.0.5:41000", &c.client), 0);
+    assert_int_equal(cap_endpoint_parse("10.0.0.1:7000", &c.server), 0);
+    c.first_us = 1700000000000000;
+    c.last_us = 1700000009000000;
+    c.side_source = CAP_SIDE_SYN;
+    c.packets[CAP_TO_SERVER] = 11;
+    c.packets[CAP_TO_CLIENT] = 12;
+    c.gap_bytes[CAP_TO_CLIENT] = 100;
+    c.retransmits[CAP_TO_SERVER] = 2;
+    c.out_of_order[CAP_TO_CLIENT] = 3;
+    return c;
+}
+
+/* Write one record of every kind through the sink. */
+static void write_every_record(store *s, const cap_conn *conn)
+{
+    an_sink sink = store_sink(s);
+    an_finding f = sample_finding(1, 4);
+    an_redirect r = {.ts_us = 1700000001000000, .conn_id = 7, .kind = RESP_ERR_ASK,
+                     .slot = 3999, .latency_us = 250};
+    an_node n = {.slots_owned = 5461, .commands = 99};
+    an_client c = {.first_us = 1, .last_us = 2, .connections = 3, .commands = 40,
+                   .redirects = 5, .findings = 1, .cluster_aware = 1};
+    resp_conn_stats rs = {.requests = 40, .replies = 39, .unpaired_requests = 1, .resyncs = 2};
+    an_connection ac = {.id = 7, .first_us = conn->first_us, .last_us = conn->last_us,
+                        .bytes_to_server = 1000, .bytes_to_client = 2000, .commands = 40,
+                        .gaps = 1, .out_of_sync = 1, .mid_stream = 0, .conn = conn, .resp = &rs};
+    an_migration m = {.slot = 3999, .first_ask_us = 10, .last_ask_us = 20, .flip_us = 21,
+                      .asks = 6, .tryagains = 1, .moveds = 2, .keys_migrated = 8, .complete = 1};
+    an_latency l = {.scope = AN_SCOPE_CLIENT, .redirected = 1, .count = 5, .p50_us = 300,
+                    .p90_us = 400, .p99_us = 500, .max_us = 600, .total_us = 1800,
+                    .extra_us = 900, .extra_round_trips = 5};
+
+    snprintf(r.client, sizeof r.client, "10.0.0.5");
+    snprintf(r.node, sizeof r.node, "10.0.0.1:7000");
+    snprintf(r.target, sizeof r.target, "10.0.0.2:7001");
+    snprintf(r.command, sizeof r.command, "GET");
+    snprintf(r.key, sizeof r.key, "user:1");
+    snprintf(n.observed, sizeof n.observed, "10.0.0.1:7000");
+    snprintf(n.announced, sizeof n.announced, "172.17.0.2:7000");
+    snprintf(n.node_id, sizeof n.node_id, "e7d1eecce10fd6bb5eb35b9f99a514335d9ba9ca");
+    snprintf(n.role, sizeof n.role, "master");
+    snprintf(c.name, sizeof c.name, "10.0.0.5");
+    snprintf(ac.client, sizeof ac.client, "10.0.0.5");
+    snprintf(ac.src, sizeof ac.src, "10.0.0.5:41000");
+    snprintf(ac.dst, sizeof ac.dst, "10.0.0.1:7000");
+    snprintf(m.source, sizeof m.source, "10.0.0.1:7000");
+    snprintf(m.target, sizeof m.target, "10.0.0.2:7001");
+    snprintf(l.key, sizeof l.key, "10.0.0.5");
+
+    sink.finding(sink.ctx, &f);
+    sink.redirect(sink.ctx, &r);
+    sink.node(sink.ctx, &n);
+    sink.client(sink.ctx, &c);
+    sink.connection(sink.ctx, &ac);
+    sink.migration(sink.ctx, &m);
+    sink.latency(sink.ctx, &l);
+}
+
+/* Every record type written through the sink reads back field by field. */
+static void test_round_trip(void **state)
+{
+    cap_conn conn = sample_conn();
+    cap_input_info in;
+    char buf[512];
+    store *s;
+    sqlite3 *db;
+    (void)state;
+
+    s = open_store(0, 0, 0);
+    write_every_record(s, &conn);
+    memset(&in, 0, sizeof in);
+    snprintf(in.name, sizeof in.name, "a.pcap");
+    in.linktype = 1;
+    snprintf(in.linktype_name, sizeof in.linktype_name, "EN10MB");
+    in.packets = 100;
+    in.bytes = 6400;
+    in.first_us = 1700000000000000;
+    in.last_us = 1700000009000000;
+    store_input(s, &in);
+    store_counter(s, "packets", 100);
+    store_meta(s, "client_by", "host");
+    assert_null(store_error(s));
+    close_store(s);
+
+    db = open_ro();
+    assert_string_equal(q_text(db, buf, sizeof buf, "SELECT value FROM meta WHERE key='schema_version'"), "1");
+    assert_string_equal(q_text(db, buf, sizeof buf, "SELECT value FROM meta WHERE key='command_line'"),
+                        "slotscope analyze t.pcap --db t.db");
+    assert_string_equal(q_text(db, buf, sizeof buf, "SELECT value FROM meta WHERE key='inputs'"), "a.pcap");
+    assert_string_equal(q_text(db, buf, sizeof buf, "SELECT value FROM meta WHERE key='client_by'"), "host");
+    assert_true(q_int(db, "SELECT value FROM meta WHERE key='end_us'") >=
+                q_int(db, "SELECT value FROM meta WHERE key='start_us'"));
+    assert_true(q_int(db, "SELECT value FROM meta WHERE key='start_us'") > 1600000000000000);
+
+    assert_int_equal(q_int(db, "SELECT count(*) FROM inputs WHERE name='a.pcap' AND linktype=1"
+                               " AND linktype_name='EN10MB' AND packets=100 AND bytes=6400"
+                               " AND first_us=1700000000000000 AND last_us=1700000009000000"
+                               " AND error=''"), 1);
+    assert_int_equal(q_int(db, "SELECT count(*) FROM findings WHERE id=1 AND kind='ask_cached'"
+                               " AND severity='error' AND severity_level=3 AND client='10.0.0.5'"
+                               " AND node='10.0.0.2:7001' AND slot=3999"
+                               " AND first_us=1700000000000001 AND last_us=1700000005000002"
+                               " AND count=4 AND extra_latency_us=12345"
+                               " AND summary='sent slot 3999 to 10.0.0.2:7001 without ASKING'"
+                               " AND json_extract(evidence, '$.commands[1]')=2"), 1);
+    assert_int_equal(q_int(db, "SELECT count(*) FROM redirects WHERE ts_us=1700000001000000"
+                               " AND client='10.0.0.5' AND conn=7 AND node='10.0.0.1:7000'"
+                               " AND kind='ASK' AND slot=3999 AND target='10.0.0.2:7001'"
+                               " AND command='GET' AND key='user:1' AND latency_us=250"), 1);
+    assert_int_equal(q_int(db, "SELECT count(*) FROM nodes WHERE observed='10.0.0.1:7000'"
+                               " AND announced='172.17.0.2:7000' AND role='master'"
+                               " AND node_id='e7d1eecce10fd6bb5eb35b9f99a514335d9ba9ca'"
+                               " AND slots_owned=5461 AND commands=99"), 1);
+    assert_int_equal(q_int(db, "SELECT count(*) FROM clients WHERE name='10.0.0.5' AND first_us=1"
+                               " AND last_us=2 AND connections=3 AND commands=40 AND redirects=5"
+                               " AND findings=1 AND cluster_aware=1 AND is_node=0"), 1);
+    assert_int_equal(q_int(db, "SELECT count(*) FROM connections WHERE id=7 AND client='10.0.0.5'"
+                               " AND src='10.0.0.5:41000' AND dst='10.0.0.1:7000'"
+                               " AND bytes_to_server=1000 AND bytes_to_client=2000"
+                               " AND packets_to_server=11 AND packets_to_client=12 AND commands=40"
+                               " AND gaps=1 AND gap_bytes=100 AND retransmits=2 AND out_of_order=3"
+                               " AND out_of_sync=1 AND mid_stream=0 AND side_source='syn'"
+                               " AND requests=40 AND replies=39 AND unpaired_requests=1"
+                               " AND resyncs=2"), 1);
+    assert_int_equal(q_int(db, "SELECT count(*) FROM slot_migrations WHERE slot=3999"
+                               " AND source='10.0.0.1:7000' AND target='10.0.0.2:7001'"
+                               " AND first_ask_us=10 AND last_ask_us=20 AND flip_us=21 AND asks=6"
+                               " AND tryagains=1 AND moveds=2 AND keys_migrated=8 AND complete=1"), 1);
+    assert_int_equal(q_int(db, "SELECT count(*) FROM latency WHERE scope='client'"
+                               " AND key='10.0.0.5' AND redirected=1 AND count=5 AND p50_us=300"
+                               " AND p90_us=400 AND p99_us=500 AND max_us=600 AND total_us=1800"
+                               " AND extra_us=900 AND extra_round_trips=5"), 1);
+    assert_int_equal(q_int(db, "SELECT value FROM counters WHERE name='packets'"), 100);
+    assert_int_equal(q_int(db, "SELECT count(*) FROM commands"), 0);
+    /* A finished database is one file: the WAL was checkpointed away. */
+    assert_string_equal(q_text(db, buf, sizeof buf, "PRAGMA journal_mode"), "delete");
+    sqlite3_close(db);
+}
+
+/* A finding emitted again (changed) replaces its row; so do clients, latency
+ * summaries, counters and inputs with the same key. */
+static void test_upserts(void **state)
+{
+    store *s;
+    sqlite3 *db;
+    an_sink sink;
+    an_finding f1 = sample_finding(1, 4), f1b = sample_finding(1, 9), f2 = sample_finding(2, 1);
+    cap_input_info in;
+    (void)state;
+
+    s = open_store(0, 0, 0);
+    sink = store_sink(s);
+    sink.finding(sink.ctx, &f1);
+    sink.finding(sink.ctx, &f2);
+    sink.finding(sink.ctx, &f1b);
+    store_counter(s, "gaps", 1);
+    store_counter(s, "gaps", 5);
+    memset(&in, 0, sizeof in);
+    snprintf(in.name, sizeof in.name, "lo");
+    store_input(s, &in);
+    in.packets = 77;
+    store_input(s, &in);
+    close_store(s);
+
+    db = open_ro();
+    assert_int_equal(q_int(db, "SELECT count(*) FROM findings"), 2);
+    assert_int_equal(q_int(db, "SELECT count FROM findings WHERE id=1"), 9);
+    assert_int_equal(q_int(db, "SELECT count FROM findings WHERE id=2"), 1);
+    assert_int_equal(q_int(db, "SELECT value FROM counters WHERE name='gaps'"), 5);
+    assert_int_equal(q_int(db, "SELECT count(*) FROM inputs"), 1);
+    assert_int_equal(q_int(db, "SELECT packets FROM inputs WHERE name='lo'"), 77);
+    sqlite3_close(db);
+}
+
+/* Write n redirects through the sink. */
+static void write_redirects(store *s, int n)
+{
+    an_sink sink = store_sink(s);
+    for (int i = 0; i < n; i++) {
+        an_redirect r = {.ts_us = 1000 + i, .kind = RESP_ERR_MOVED, .slot = i};
+        sink.redirect(sink.ctx, &r);
+    }
+}
+
+/* Rows become visible to another reader in whole batches, and store_commit
+ * commits the rest. */
+static void test_batches(void **state)
+{
+    store *s;
+    sqlite3 *db;
+    (void)state;
+
+    s = open_store(0, 0, 3);
+    write_redirects(s, 7);
+    db = open_ro();
+    assert_int_equal(q_int(db, "SELECT count(*) FROM redirects"), 6);
+    assert_int_equal(store_commit(s), 0);
+    assert_int_equal(q_int(db, "SELECT count(*) FROM redirects"), 7);
+    sqlite3_close(db);
+    close_store(s);
+}
+
+/* A run killed without store_close (here: a child that exits abruptly) leaves
+ * a consistent database holding every committed batch. */
+static void test_interrupted_run(void **state)
+{
+    pid_t pid;
+    int status = 0;
+    sqlite3 *db;
+    char buf[64];
+    (void)state;
+
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        store *s = open_store(0, 0, 4);
+        write_redirects(s, 10); /* two batches of 4 committed, 2 rows pending */
+        _exit(0);               /* no store_close, no commit */
+    }
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+
+    db = open_ro();
+    assert_string_equal(q_text(db, buf, sizeof buf, "PRAGMA integrity_check"), "ok");
+    assert_int_equal(q_int(db, "SELECT count(*) FROM redirects"), 8);
+    assert_int_equal(q_int(db, "SELECT count(*) FROM meta WHERE key='end_us'"), 0);
+    sqlite3_close(db);
+}
+
+/* An existing database is refused without force and replaced with it. */
+static void test_existing_database(void **state)
+{
+    char err[512] = "";
+    store_opts o = {0};
+    store *s;
+    sqlite3 *db;
+    (void)state;
+
+    s = open_store(0, 0, 0);
+    write_redirects(s, 3);
+    close_store(s);
+
+    assert_null(store_open(dbpath, &o, err, sizeof err));
+    assert_non_null(strstr(err, "exists (use --force)"));
+    assert_non_null(strstr(err, dbpath));
+    db = open_ro(); /* untouched */
+    assert_int_equal(q_int(db, "SELECT count(*) FROM redirects"), 3);
+    sqlite3_close(db);
+
+    s = open_store(1, 0, 0);
+    close_store(s);
+    db = open_ro();
+    assert_int_equal(q_int(db, "SELECT count(*) FROM redirects"), 0);
+    sqlite3_close(db);
+}
+
+/* A path that cannot be created says why, with the system's words. */
+static void test_unwritable_path(void **state)
+{
+    char err[512] = "", path[600];
+    store_opts o = {0};
+    (void)state;
+
+    snprintf(path, sizeof path, "%s/no/such/dir/t.db", tmpdir);
+    assert_null(store_open(path, &o, err, sizeof err));
+    assert_non_null(strstr(err, "cannot create"));
+    assert_non_null(strstr(err, path));
+    assert_non_null(strstr(err, strerror(ENOENT)));
+
+    assert_null(store_open(tmpdir, &(store_opts){.force = 1}, err, sizeof err));
+    assert_non_null(strstr(err, "Is a directory"));
+}
+
+/* A full disk (simulated with max_page_count) gives one sticky "disk full"
+ * error; writing stops; close reports it; what was committed stays. */
+static void test_disk_full(void **state)
+{
+    char err[512] = "";
+    store *s;
+    sqlite3 *db;
+    an_sink sink;
+    int64_t pages;
+    (void)state;
+
+    s = open_store(0, 0, 10);
+    write_redirects(s, 10); /* one committed batch */
+    pages = q_int(store_db(s), "PRAGMA page_count");
+    assert_true(pages > 0);
+    q_int(store_db(s), "PRAGMA max_page_count = %lld", (long long)pages);
+    sink = store_sink(s);
+    for (int i = 0; i < 100000 && !store_error(s); i++) {
+        an_finding f = sample_finding((uint64_t)i + 1, 1);
+        sink.finding(sink.ctx, &f);
+    }
+    assert_non_null(store_error(s));
+    assert_non_null(strstr(store_error(s), "disk full"));
+    assert_non_null(strstr(store_error(s), dbpath));
+    assert_int_equal(store_commit(s), -1);
+    assert_int_equal(store_close(s, err, sizeof err), -1);
+    assert_non_null(strstr(err, "disk full"));
+
+    db = open_ro();
+    assert_int_equal(q_int(db, "SELECT count(*) FROM redirects"), 10);
+    sqlite3_close(db);
+}
+
+/* Read-only open: missing file, a file that is not a slotscope database, a
+ * database of another schema version. */
+static void test_open_readonly_checks(void **state)
+{
+    char err[512] = "";
+    sqlite3 *db;
+    (void)state;
+
+    assert_null(store_open_readonly(dbpath, err, sizeof err));
+    assert_non_null(strstr(err, "cannot open"));
+
+    assert_int_equal(sqlite3_open(dbpath, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, "CREATE TABLE x (a)", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    assert_null(store_open_readonly(dbpath, err, sizeof err));
+    assert_non_null(strstr(err, "not a slotscope database"));
+
+    assert_int_equal(sqlite3_open(dbpath, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT);"
+                                      "INSERT INTO meta VALUES ('schema_version', '99')",
+                                  NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    assert_null(store_open_readonly(dbpath, err, sizeof err));
+    assert_non_null(strstr(err, "schema version 99"));
+}
+
+/* Does the file at path contain the bytes of needle? */
+static int file_contains(const char *path, const char *needle)
+{
+    FILE *f = fopen(path, "rb");
+    static char buf[1 << 20];
+    size_t n;
+    int found = 0;
+    assert_non_null(f);
+    n = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    for (size_t i = 0; i + strlen(needle) <= n && !found; i++)
+        found = memcmp(buf + i, needle, strlen(needle)) == 0;
+    return found;
+}
+
+/* A command for the commands table. */
+static resp_command sample_command(const cap_conn *conn, const char *name, const char *arg)
+{
+    resp_command cmd;
+    memset(&cmd, 0, sizeof cmd);
+    cmd.conn = conn;
+    cmd.seq = 3;
+    cmd.outcome = RESP_OK;
+    snprintf(cmd.req.name, sizeof cmd.req.name, "%s", name);
+    cmd.req.argc = 2;
+    cmd.req.ts_us = 1000;
+    cmd.req.bytes = 30;
+    cmd.req.nargs = 1;
+    cmd.req.arg_len[0] = (uint8_t)strlen(arg);
+    snprintf(cmd.req.args[0], sizeof cmd.req.args[0], "%s", arg);
+    cmd.req.slot = -1;
+    cmd.reply.type = RESP_T_ERROR;
+    cmd.reply.err = RESP_ERR_MOVED;
+    cmd.reply.ts_us = 1400;
+    cmd.reply.bytes = 40;
+    return cmd;
+}
+
+/* --store-commands keeps name, key and sizes, never argument values; without
+ * it no command row is written. */
+static void test_commands_table(void **state)
+{
+    cap_conn conn = sample_conn();
+    resp_command get = sample_command(&conn, "GET", "user:42");
+    resp_command auth = sample_command(&conn, "AUTH", "hunter2-password");
+    store *s;
+    sqlite3 *db;
+    an_sink sink;
+    (void)state;
+
+    get.req.key0_len = 7;
+    memcpy(get.req.key0, "user:42", 7);
+    get.req.slot = 1234;
+    s = open_store(0, 1, 0);
+    sink = store_sink(s);
+    assert_non_null(sink.command);
+    sink.command(sink.ctx, &get, "10.0.0.5", 1234);
+    sink.command(sink.ctx, &auth, "10.0.0.5", -1);
+    close_store(s);
+
+    db = open_ro();
+    assert_int_equal(q_int(db, "SELECT count(*) FROM commands WHERE name='GET' AND key='user:42'"
+                               " AND slot=1234 AND client='10.0.0.5' AND conn=7"
+                               " AND node='10.0.0.1:7000' AND seq=3 AND argc=2 AND ts_us=1000"
+                               " AND reply_us=1400 AND latency_us=400 AND outcome='ok'"
+                               " AND reply_type='-' AND error='MOVED' AND req_bytes=30"
+                               " AND reply_bytes=40"), 1);
+    assert_int_equal(q_int(db, "SELECT count(*) FROM commands WHERE name='AUTH' AND key=''"), 1);
+    sqlite3_close(db);
+    assert_false(file_contains(dbpath, "hunter2-password"));
+
+    s = open_store(1, 0, 0);
+    assert_null(store_sink(s).command);
+    close_store(s);
+}
+
+/* Collects counter names for test_counter_names. */
+struct names {
+    char list[4096];
+    int n;
+};
+static void collect_name(void *ctx, const char *name, uint64_t value)
+{
+    struct names *nm = ctx;
+    (void)value;
+    strncat(nm->list, name, sizeof nm->list - strlen(nm->list) - 2);
+    strcat(nm->list, ",");
+    nm->n++;
+}
+
+/* The counters the issue requires are all there and carry the right values. */
+static void test_counter_names(void **state)
+{
+    static const char *const required[] = {"packets", "bytes", "connections", "commands",
+                                           "redirects", "gaps", "unpaired_requests",
+                                           "unpaired_replies", "resyncs", "evicted_connections",
+                                           "kernel_drops", "truncated", "unknown_commands",
+                                           "out_of_sync_connections", "mid_stream"};
+    cap_stats cs = {.packets = 11, .wire_bytes = 22, .gaps = 33, .evicted_connections = 44};
+    resp_stats rs = {.total = {.unpaired_requests = 55, .resyncs = 66}};
+    an_stats as = {.commands = 77, .redirects = 88};
+    struct names nm = {.list = ",", .n = 0};
+    store *s;
+    sqlite3 *db;
+    (void)state;
+
+    store_each_counter(&cs, &rs, &as, collect_name, &nm);
+    for (size_t i = 0; i < sizeof required / sizeof required[0]; i++) {
+        char needle[64];
+        snprintf(needle, sizeof needle, ",%s,", required[i]);
+        if (!strstr(nm.list, needle))
+            fail_msg("counter %s missing", required[i]);
+    }
+    s = open_store(0, 0, 0);
+    store_counters(s, &cs, &rs, &as);
+    close_store(s);
+    db = open_ro();
+    assert_int_equal(q_int(db, "SELECT count(*) FROM counters"), nm.n);
+    assert_int_equal(q_int(db, "SELECT value FROM counters WHERE name='packets'"), 11);
+    assert_int_equal(q_int(db, "SELECT value FROM counters WHERE name='bytes'"), 22);
+    assert_int_equal(q_int(db, "SELECT value FROM counters WHERE name='gaps'"), 33);
+    assert_int_equal(q_int(db, "SELECT value FROM counters WHERE name='evicted_connections'"), 44);
+    assert_int_equal(q_int(db, "SELECT value FROM counters WHERE name='unpaired_requests'"), 55);
+    assert_int_equal(q_int(db, "SELECT value FROM counters WHERE name='resyncs'"), 66);
+    assert_int_equal(q_int(db, "SELECT value FROM counters WHERE name='commands'"), 77);
+    assert_int_equal(q_int(db, "SELECT value FROM counters WHERE name='redirects'"), 88);
+    sqlite3_close(db);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_upserts, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_batches, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_interrupted_run, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_existing_database, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unwritable_path, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_disk_full, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_open_readonly_checks, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_commands_table, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_counter_names, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
