@@ -22,17 +22,6 @@ static const char *severity_name(an_severity sev)
     }
 }
 
-/* How the capture layer found the server side, as stored in connections. */
-static const char *side_source_name(uint8_t src)
-{
-    switch (src) {
-    case CAP_SIDE_SYN: return "syn";
-    case CAP_SIDE_PORT: return "port";
-    case CAP_SIDE_SHAPE: return "shape";
-    default: return "guess";
-    }
-}
-
 /* "ok", "no_reply", "unanswered". */
 static const char *outcome_name(resp_outcome o)
 {
@@ -132,7 +121,7 @@ static void bind_conn_capture(sqlite3_stmt *st, const an_connection *c)
     store_bind_uint(st, 14, (uint64_t)k->retransmits[CAP_TO_SERVER] + k->retransmits[CAP_TO_CLIENT]);
     store_bind_uint(st, 15,
                     (uint64_t)k->out_of_order[CAP_TO_SERVER] + k->out_of_order[CAP_TO_CLIENT]);
-    store_bind_text(st, 18, c->conn ? side_source_name(k->side_source) : "");
+    store_bind_text(st, 18, c->conn ? cap_side_source_name(k->side_source) : "");
 }
 
 /* Bind the RESP layer's per-connection counters (zeros when absent). */

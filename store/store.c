@@ -40,13 +40,13 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_META] = "INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)",
     [ST_INPUT] =
         "INSERT INTO inputs (name, linktype, linktype_name, packets, bytes, first_us,"
-        " last_us, kernel_drops, if_drops, error)"
-        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
+        " last_us, kernel_drops, if_drops, error, time_backwards)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"
         " ON CONFLICT (name) DO UPDATE SET linktype = excluded.linktype,"
         " linktype_name = excluded.linktype_name, packets = excluded.packets,"
         " bytes = excluded.bytes, first_us = excluded.first_us, last_us = excluded.last_us,"
         " kernel_drops = excluded.kernel_drops, if_drops = excluded.if_drops,"
-        " error = excluded.error",
+        " error = excluded.error, time_backwards = excluded.time_backwards",
     [ST_INPUT_NAMES] =
         "INSERT OR REPLACE INTO meta (key, value) SELECT 'inputs',"
         " coalesce((SELECT group_concat(name, char(10)) FROM"
@@ -410,6 +410,7 @@ void store_input(store *s, const cap_input_info *in)
     store_bind_uint(st, 8, in->kernel_drops);
     store_bind_uint(st, 9, in->if_drops);
     store_bind_text(st, 10, in->error);
+    store_bind_uint(st, 11, in->time_backwards);
     store_row_end(s, st);
     /* Keep meta 'inputs' (names, one per line) in step with the table. */
     st = store_row_begin(s, ST_INPUT_NAMES);
@@ -458,6 +459,7 @@ static void each_cap_counter(const cap_stats *c, store_counter_fn fn, void *ctx)
     fn(ctx, "gap_bytes", c->gap_bytes);
     fn(ctx, "kernel_drops", c->kernel_drops);
     fn(ctx, "if_drops", c->if_drops);
+    fn(ctx, "late_packets", c->late_packets);
 }
 
 /* RESP decoder and pairing counters. */
