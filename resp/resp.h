@@ -138,7 +138,9 @@ struct resp_request {
     int64_t start_us;                   /* capture time of its first byte */
     int64_t ts_us;                      /* capture time when it was complete */
     char name[RESP_NAME_MAX];           /* upper-case; "" if not a bulk string */
-    uint32_t argc;                      /* arguments including the name */
+    uint32_t argc;                      /* arguments including the name (for
+                                           a multibulk, the declared count is
+                                           already set when the key hook runs) */
     uint64_t bytes;                     /* request size on the wire */
     uint8_t inline_cmd;                 /* sent as an inline command */
     uint8_t nargs;                      /* arguments kept in args[] */
@@ -202,9 +204,12 @@ typedef struct resp_conn_stats {
     uint64_t resyncs;           /* times the decoder re-found a message boundary */
     uint64_t skipped_bytes;     /* bytes thrown away while resynchronising */
     uint64_t protocol_errors;   /* malformed input seen */
-    uint8_t out_of_sync;        /* pairing was lost at least once */
-    uint8_t monitor;            /* the connection entered MONITOR */
-    uint8_t subscribed;         /* the connection entered pub/sub */
+    uint32_t out_of_sync;       /* pairing was lost at least once (in totals:
+                                   connections; hence not a uint8_t) */
+    uint32_t monitor;           /* the connection entered MONITOR */
+    uint32_t subscribed;        /* the connection entered pub/sub */
+    uint32_t replication;       /* PSYNC/SYNC seen: the server side is a
+                                   replication stream, no longer decoded */
 } resp_conn_stats;
 
 /* Totals over all connections. */
@@ -229,12 +234,18 @@ typedef struct resp_config {
     uint32_t max_depth;          /* nesting depth (default 64) */
     uint32_t max_inflight;       /* requests waiting for replies per connection
                                     (default 100000); more are dropped, counted */
-    uint64_t max_inflight_total; /* in all connections (default 4000000) */
+    uint64_t max_inflight_total; /* in all connections (default 1000000; an
+                                    in-flight request costs ~900 bytes) */
     uint32_t max_line;           /* longest simple line / inline command (64 KiB) */
     size_t max_kept_reply;       /* largest raw reply kept for analysis (4 MiB) */
     resp_key_fn key_fn;          /* which arguments are keys; NULL: the first
                                     argument of every command with argc >= 2 */
     void *key_ctx;
+    uint64_t max_bulk_request;   /* longest request argument (512 MiB, Redis's
+                                    proto-max-bulk-len default); longer is a
+                                    protocol error */
+    uint64_t max_bulk_reply;     /* longest reply bulk (1 TiB: replies are only
+                                    skipped, so a big one costs nothing) */
 } resp_config;
 void resp_config_defaults(resp_config *cfg);
 

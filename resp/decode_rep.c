@@ -1,0 +1,508 @@
+/*
+ * decode_rep.c - the reply side (server -> client) of a RESP connection.
+ *
+ * Every RESP2 and RESP3 type: simple string '+', error '-', integer ':', bulk
+ * '$' (and the RESP2 null "$-1"), array '*' (and "*-1"), null '_', double ',',
+ * boolean '#', blob error '!', verbatim '=', big number '(', map '%', set '~',
+ * push '>' and attribute '|'. An attribute is metadata about the value that
+ * follows it: it is decoded (to stay in step) but never counted as the reply nor
+ * as an element of an aggregate.
+ *
+ * Nesting is tracked with an explicit stack of open aggregates (elements still
+ * to come), so the decoder can stop at any byte and resume; its depth is capped
+ * by resp_config.max_depth. Bulk payloads are skipped by counting, except the
+ * few bytes pairing needs: the text of a top-level blob error and the first
+ * element of a top-level aggregate (to tell pub/sub messages from replies).
+ * A declared 4 GB bulk therefore costs a counter.
+ *
+ * Spec: https://redis.io/docs/latest/develop/reference/protocol-spec/
+ */
+#include <stdlib.h>
+
+#include "resp/resp_internal.h"
+
+/* What a captured bulk payload is for. */
+enum { CAP_NONE = 0, CAP_ERRTEXT = 1, CAP_ELEM0 = 2 };
+
+void rp_init(rc_conn *c)
+{
+    rp_dec *d = &c->rpd;
+    memset(d, 0, sizeof(*d));
+    d->stack = d->inline_stack;
+    d->stack_cap = RD_STACK_INLINE;
+    if (c->cc->saw_syn) {
+        d->state = RP_TYPE;
+    } else {
+        d->state = RP_RESYNC;
+        rd_resync_start(&d->rs, 0, 1);
+    }
+}
+
+void rp_free(rc_conn *c)
+{
+    rp_dec *d = &c->rpd;
+    if (d->stack != d->inline_stack)
+        free(d->stack);
+    d->stack = d->inline_stack;
+    d->stack_cap = RD_STACK_INLINE;
+}
+
+/* Stream offset of p in the chunk starting at base. */
+static inline uint64_t rp_pos(const rp_dec *d, const uint8_t *base, const uint8_t *p)
+{
+    return d->off + (uint64_t)(p - base);
+}
+
+/* Throw away the message in progress and look for the next boundary. */
+static void rp_drop(rc_conn *c, uint64_t pos, int at_boundary)
+{
+    rp_dec *d = &c->rpd;
+    if (d->in_msg)
+        c->st.skipped_bytes += pos - d->msg_off;
+    d->in_msg = 0;
+    d->depth = 0;
+    d->line.len = 0;
+    d->cap_dst = NULL;
+    c->keeping = 0;
+    d->state = RP_RESYNC;
+    rd_resync_start(&d->rs, 0, at_boundary);
+}
+
+/* Malformed input: count it, drop the message, resynchronise, and tell the
+ * pairing it can no longer know which reply answers which request. */
+static void rp_error(rc_conn *c, uint64_t pos, int limit)
+{
+    c->st.protocol_errors++;
+    if (limit)
+        pair_limit_hit(c);
+    rp_drop(c, pos, 0);
+    pair_lost(c);
+}
+
+void rp_lost(rc_conn *c, int at_boundary)
+{
+    if (c->rpd.state == RP_SINK)
+        return;
+    rp_drop(c, c->rpd.off, at_boundary);
+}
+
+void rp_sink(rc_conn *c)
+{
+    c->rpd.state = RP_SINK;
+    c->rpd.in_msg = 0;
+    c->rpd.depth = 0;
+    c->keeping = 0;
+}
+
+/* A top-level message starts at pos. */
+static void rp_begin(rc_conn *c, uint64_t pos, int64_t ts)
+{
+    rp_dec *d = &c->rpd;
+    d->in_msg = 1;
+    d->msg_off = pos;
+    d->top_set = 0;
+    d->top_idx = 0;
+    d->elem0_set = 0;
+    d->elem0_len = 0;
+    d->elem2_set = 0;
+    d->status_len = 0;
+    d->status_monitor = 0;
+    pair_reply_start(c, ts);
+}
+
+/* Does a simple string look like a MONITOR line: "<secs>.<usecs> [..."? */
+static int is_monitor_line(const uint8_t *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n && s[i] >= '0' && s[i] <= '9')
+        i++;
+    if (i == 0 || i >= n || s[i] != '.')
+        return 0;
+    size_t j = ++i;
+    while (i < n && s[i] >= '0' && s[i] <= '9')
+        i++;
+    return i > j && i + 1 < n && s[i] == ' ' && s[i + 1] == '[';
+}
+
+/* Is the value about to be read the first element of the top-level aggregate
+ * (and not inside an attribute)? */
+static inline int at_elem(const rp_dec *d, uint64_t idx)
+{
+    return d->depth == 1 && d->top_idx == idx && d->stack[0].type != '|';
+}
+
+/* Set the error class and redirect from the captured error text. */
+static void rp_error_text(rc_conn *c, const uint8_t *s, size_t n)
+{
+    resp_reply *rep = &c->reply;
+    if (n > RESP_ERRTEXT_MAX - 1)
+        n = RESP_ERRTEXT_MAX - 1;
+    memcpy(rep->errtext, s, n);
+    rep->errtext[n] = '\0';
+    rep->err = resp_classify_error(rep->errtext, n, &rep->redir);
+}
+
+/* The top-level message is complete at pos. */
+static void rp_message_done(rc_conn *c, uint64_t pos, int64_t ts)
+{
+    rp_dec *d = &c->rpd;
+    c->reply.ts_us = ts;
+    c->reply.bytes = pos - d->msg_off;
+    d->in_msg = 0;
+    d->state = RP_TYPE;
+    pair_reply_done(c);
+}
+
+/* A value is complete. Close every aggregate it completes; when the stack is
+ * empty the message is done. Returns 1 if the message ended. */
+static int rp_value_done(rc_conn *c, int was_attr)
+{
+    rp_dec *d = &c->rpd;
+    for (;;) {
+        if (d->depth == 0) {
+            d->state = RP_TYPE;
+            return !was_attr; /* a top-level attribute is followed by the reply */
+        }
+        rd_frame *f = &d->stack[d->depth - 1];
+        if (!was_attr) {
+            f->left--;
+            if (d->depth == 1)
+                d->top_idx++;
+        }
+        if (f->left > 0) {
+            d->state = RP_TYPE;
+            return 0;
+        }
+        was_attr = (f->type == '|');
+        d->depth--;
+    }
+}
+
+/* Open an aggregate of n elements (n > 0). Returns -1 past the depth limit. */
+static int rp_push(rc_conn *c, uint8_t type, uint64_t n)
+{
+    rp_dec *d = &c->rpd;
+    if (d->depth >= c->rp->cfg.max_depth)
+        return -1;
+    if (d->depth == d->stack_cap) {
+        uint32_t ncap = d->stack_cap * 2;
+        if (ncap > c->rp->cfg.max_depth)
+            ncap = c->rp->cfg.max_depth;
+        rd_frame *ns = malloc(sizeof(*ns) * ncap);
+        if (ns == NULL)
+            return -1;
+        memcpy(ns, d->stack, sizeof(*ns) * d->depth);
+        if (d->stack != d->inline_stack)
+            free(d->stack);
+        d->stack = ns;
+        d->stack_cap = ncap;
+    }
+    if (d->depth == 0)
+        d->top_idx = 0;
+    d->stack[d->depth].type = type;
+    d->stack[d->depth].left = n;
+    d->depth++;
+    return 0;
+}
+
+/* Results of rp_line. */
+enum { LN_VALUE = 0, LN_MSG = 1, LN_CONT = 2, LN_ERR = -1, LN_LIMIT = -2 };
+
+/* The line of a value of type t is complete: s/n is its kept prefix, full its
+ * length. Sets up what follows (payload, elements) or completes the value.
+ * Returns LN_MSG when the whole message ended, LN_CONT when more of this value
+ * follows (payload or elements), LN_VALUE when a value ended but not the
+ * message, LN_ERR / LN_LIMIT on bad input. */
+static int rp_line(rc_conn *c, uint8_t t, const uint8_t *s, size_t n, uint64_t full)
+{
+    rp_dec *d = &c->rpd;
+    resp_reply *rep = &c->reply;
+    int64_t v = 0;
+    int top = (d->depth == 0);
+    switch (t) {
+    case '+':
+        if (top) {
+            d->status_len = (uint8_t)(n < RD_STATUS_MAX ? n : RD_STATUS_MAX);
+            memcpy(d->status, s, d->status_len);
+            d->status_monitor = (uint8_t)is_monitor_line(s, n);
+        } else if (at_elem(d, 0)) {
+            d->elem0_len = (uint8_t)(n < RD_ELEM0_MAX ? n : RD_ELEM0_MAX);
+            memcpy(d->elem0, s, d->elem0_len);
+            d->elem0_set = 1;
+        }
+        break;
+    case '-':
+        if (top)
+            rp_error_text(c, s, n);
+        break;
+    case ':':
+        if (rd_parse_i64(s, n, &v) != 0)
+            return LN_ERR;
+        if (top)
+            rep->integer = v;
+        else if (at_elem(d, 2)) {
+            d->elem2 = v;
+            d->elem2_set = 1;
+        }
+        break;
+    case '_':
+        if (full != 0)
+            return LN_ERR;
+        if (top)
+            rep->elements = -1;
+        break;
+    case '#':
+        if (full != 1 || (s[0] != 't' && s[0] != 'f'))
+            return LN_ERR;
+        if (top)
+            rep->integer = (s[0] == 't');
+        break;
+    case ',':
+    case '(':
+        if (full == 0)
+            return LN_ERR;
+        break;
+    case '$':
+    case '!':
+    case '=':
+        if (rd_parse_i64(s, n, &v) != 0)
+            return LN_ERR;
+        if (v == -1 && t == '$') { /* RESP2 null bulk */
+            if (top) {
+                rep->type = RESP_T_NIL;
+                rep->elements = -1;
+            }
+            break;
+        }
+        if (v < 0)
+            return LN_ERR;
+        if ((uint64_t)v > c->rp->cfg.max_bulk_reply)
+            return LN_LIMIT;
+        d->bulk_left = (uint64_t)v;
+        d->ltype = t;
+        d->cap_dst = NULL;
+        d->cap_len = 0;
+        d->cap_what = CAP_NONE;
+        if (top && t == '!') {
+            d->cap_dst = (uint8_t *)rep->errtext;
+            d->cap_max = RESP_ERRTEXT_MAX - 1;
+            d->cap_what = CAP_ERRTEXT;
+        } else if (t == '$' && at_elem(d, 0)) {
+            d->cap_dst = d->elem0;
+            d->cap_max = RD_ELEM0_MAX;
+            d->cap_what = CAP_ELEM0;
+        }
+        d->state = RP_BULK;
+        return LN_CONT;
+    case '*':
+    case '%':
+    case '~':
+    case '>':
+    case '|': {
+        if (rd_parse_i64(s, n, &v) != 0)
+            return LN_ERR;
+        if (v == -1 && t == '*') { /* RESP2 null array */
+            if (top) {
+                rep->type = RESP_T_NIL;
+                rep->elements = -1;
+            }
+            break;
+        }
+        if (v < 0)
+            return LN_ERR;
+        if (v > RD_MAX_ELEMENTS)
+            return LN_LIMIT;
+        if (top && t != '|')
+            rep->elements = v;
+        uint64_t elems = (t == '%' || t == '|') ? 2 * (uint64_t)v : (uint64_t)v;
+        if (elems == 0) {
+            if (rp_value_done(c, t == '|'))
+                return LN_MSG;
+            return LN_VALUE;
+        }
+        if (rp_push(c, t, elems) != 0)
+            return LN_LIMIT;
+        d->state = RP_TYPE;
+        return LN_CONT;
+    }
+    default:
+        return LN_ERR;
+    }
+    return rp_value_done(c, 0) ? LN_MSG : LN_VALUE;
+}
+
+/* A bulk payload ended: finish what was captured from it. */
+static void rp_bulk_done(rc_conn *c)
+{
+    rp_dec *d = &c->rpd;
+    if (d->cap_what == CAP_ERRTEXT) {
+        c->reply.errtext[d->cap_len] = '\0';
+        c->reply.err = resp_classify_error(c->reply.errtext, d->cap_len, &c->reply.redir);
+    } else if (d->cap_what == CAP_ELEM0) {
+        d->elem0_len = (uint8_t)d->cap_len;
+        d->elem0_set = 1;
+    }
+    d->cap_dst = NULL;
+    d->cap_what = CAP_NONE;
+}
+
+/* Copy up to n payload bytes into the capture buffer, if one is set. */
+static inline void rp_capture(rp_dec *d, const uint8_t *p, size_t n)
+{
+    if (d->cap_dst != NULL && d->cap_len < d->cap_max) {
+        size_t room = d->cap_max - d->cap_len;
+        size_t k = n < room ? n : room;
+        memcpy(d->cap_dst + d->cap_len, p, k);
+        d->cap_len += (uint32_t)k;
+    }
+}
+
+/* Note a top-level type byte. */
+static inline void rp_top_type(rc_conn *c, uint8_t t)
+{
+    rp_dec *d = &c->rpd;
+    if (d->depth == 0 && t != '|' && !d->top_set) {
+        d->top_set = 1;
+        c->reply.type = (resp_type)t;
+    }
+}
+
+void rp_feed(rc_conn *c, const uint8_t *base, size_t len, int64_t ts)
+{
+    rp_dec *d = &c->rpd;
+    const resp_config *cfg = &c->rp->cfg;
+    const uint8_t *p = base;
+    const uint8_t *end = base + len;
+    const uint8_t *seg = p; /* start of bytes not yet handed to the keep buffer */
+    const uint8_t *s;
+    size_t sl;
+    uint64_t full;
+    int r;
+
+    while (p < end) {
+        switch (d->state) {
+        case RP_TYPE: {
+            uint8_t t = *p;
+            if (d->depth == 0 && !d->in_msg) {
+                seg = p;
+                rp_begin(c, rp_pos(d, base, p), ts);
+                if (d->state == RP_SINK)
+                    continue;
+            }
+            switch (t) {
+            case '+': case '-': case ':': case '$': case '*': case '_': case ',':
+            case '#': case '!': case '=': case '(': case '%': case '~': case '>':
+            case '|':
+                break;
+            default:
+                rp_error(c, rp_pos(d, base, p), 0);
+                continue;
+            }
+            rp_top_type(c, t);
+            d->ltype = t;
+            d->line.len = 0;
+            d->state = RP_LINE;
+            p++;
+        }
+            /* fall through */
+        case RP_LINE: {
+            uint8_t t = d->ltype;
+            uint64_t max = (t == '+' || t == '-' || t == ',' || t == '(') ? cfg->max_line
+                                                                         : RD_NUM_MAX;
+            r = rd_line_read(&d->line, &p, end, max, &s, &sl, &full);
+            if (r == RD_MORE)
+                break;
+            if (r != RD_DONE) {
+                rp_error(c, rp_pos(d, base, p), r == RD_ERR_LIMIT && max == cfg->max_line);
+                break;
+            }
+            r = rp_line(c, t, s, sl, full);
+            if (r == LN_MSG) {
+                if (c->keeping)
+                    pair_keep_bytes(c, seg, (size_t)(p - seg));
+                seg = p;
+                rp_message_done(c, rp_pos(d, base, p), ts);
+            } else if (r < 0) {
+                rp_error(c, rp_pos(d, base, p), r == LN_LIMIT);
+            }
+            break;
+        }
+
+        case RP_BULK: {
+            size_t avail = (size_t)(end - p);
+            if (d->bulk_left + 2 <= avail) { /* the rest of the payload is here */
+                size_t blen = (size_t)d->bulk_left;
+                if (p[blen] != '\r' || p[blen + 1] != '\n') {
+                    rp_error(c, rp_pos(d, base, p + blen), 0);
+                    p += blen;
+                    break;
+                }
+                rp_capture(d, p, blen);
+                p += blen + 2;
+                d->bulk_left = 0;
+                goto bulk_done;
+            }
+            size_t take = d->bulk_left < avail ? (size_t)d->bulk_left : avail;
+            rp_capture(d, p, take);
+            p += take;
+            d->bulk_left -= take;
+            if (d->bulk_left == 0) {
+                d->crlf_left = 2;
+                d->state = RP_BULK_CRLF;
+            }
+            break;
+        }
+
+        case RP_BULK_CRLF:
+            if (*p != (d->crlf_left == 2 ? '\r' : '\n')) {
+                rp_error(c, rp_pos(d, base, p), 0);
+                break;
+            }
+            p++;
+            if (--d->crlf_left > 0)
+                break;
+        bulk_done:
+            rp_bulk_done(c);
+            if (rp_value_done(c, 0)) {
+                if (c->keeping)
+                    pair_keep_bytes(c, seg, (size_t)(p - seg));
+                seg = p;
+                rp_message_done(c, rp_pos(d, base, p), ts);
+            }
+            break;
+
+        case RP_RESYNC: {
+            int64_t skipped = 0;
+            int found = rd_resync_scan(&d->rs, &d->line, &p, end, ts, &skipped,
+                                       cfg->max_bulk_reply);
+            c->st.skipped_bytes += (uint64_t)skipped;
+            if (!found)
+                break;
+            c->st.resyncs++;
+            uint8_t t = d->rs.type;
+            d->state = RP_TYPE;
+            rp_begin(c, rp_pos(d, base, p) - d->rs.cand, d->rs.cand_start_us);
+            c->keeping = 0; /* the head is uncertain now: nothing to keep */
+            rp_top_type(c, t);
+            uint64_t rfull = d->rs.full;
+            size_t rn = (size_t)(rfull < RD_LBUF ? rfull : RD_LBUF);
+            r = rp_line(c, t, d->line.buf, rn, rfull);
+            d->line.len = 0;
+            if (r == LN_MSG) {
+                seg = p;
+                rp_message_done(c, rp_pos(d, base, p), ts);
+            } else if (r < 0) {
+                rp_error(c, rp_pos(d, base, p), r == LN_LIMIT);
+            }
+            break;
+        }
+
+        default: /* RP_SINK: a replication stream, not replies */
+            p = end;
+            break;
+        }
+    }
+    if (c->keeping && d->in_msg && p > seg)
+        pair_keep_bytes(c, seg, (size_t)(p - seg));
+    d->off += len;
+}

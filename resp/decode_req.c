@@ -1,0 +1,621 @@
+/*
+ * decode_req.c - the request side (client -> server) of a RESP connection.
+ *
+ * Clients send either a multibulk ("*<n>\r\n" then n bulk strings "$<len>\r\n
+ * <bytes>\r\n") or an inline command (a line of space-separated words, quotes
+ * allowed, as redis-cli and telnet send). This is how Redis itself tells them
+ * apart (networking.c, processInputBuffer): a first byte of '*' means
+ * multibulk, anything else inline. "*0" and "*-1" are ignored by the server, as
+ * are empty inline lines: no command, no reply.
+ *
+ * The decoder is resumable at any byte: its state lives in rq_dec, and the only
+ * bytes it copies are header lines that straddle two chunks, the command name,
+ * and 64-byte prefixes of the first arguments and of keys. Everything else is
+ * skipped by moving a cursor. Keys are hashed as their bytes go by
+ * (resp_slot_update), so a key split across packets gets its exact slot.
+ *
+ * Credentials (AUTH, HELLO ... AUTH user pass, MIGRATE ... AUTH/AUTH2, CONFIG
+ * SET values, ACL SETUSER rules) are never copied anywhere, not even into the
+ * scratch prefix handed to the key hook.
+ *
+ * Spec: https://redis.io/docs/latest/develop/reference/protocol-spec/
+ *       (sections "Sending commands to a Redis server", "Inline commands")
+ */
+#include "resp/resp_internal.h"
+
+/* ---------------------------------------------------------------- arguments */
+
+/* Is argument i of the request being read a credential? */
+static int rq_is_secret(rq_dec *d, const resp_request *r, uint32_t i)
+{
+    if (d->cred_left > 0) {
+        d->cred_left--;
+        return 1;
+    }
+    switch (d->cred) {
+    case CRED_ALL:
+        return 1;
+    case CRED_CONFIG: /* CONFIG SET param value [param value ...] */
+        return i >= 3 && (i & 1) && r->nargs >= 1 &&
+               rd_eq_ci((const uint8_t *)r->args[0], r->arg_len[0], "SET");
+    case CRED_ACL:    /* ACL SETUSER name rule... (rules hold passwords) */
+        return i >= 3 && r->nargs >= 1 &&
+               rd_eq_ci((const uint8_t *)r->args[0], r->arg_len[0], "SETUSER");
+    default:
+        return 0;
+    }
+}
+
+/* Which arguments of this command are credentials, from its name. */
+static uint8_t rq_cred_class(const char *name)
+{
+    if (strcmp(name, "AUTH") == 0)
+        return CRED_ALL;
+    if (strcmp(name, "HELLO") == 0)
+        return CRED_HELLO;
+    if (strcmp(name, "MIGRATE") == 0)
+        return CRED_MIGRATE;
+    if (strcmp(name, "CONFIG") == 0)
+        return CRED_CONFIG;
+    if (strcmp(name, "ACL") == 0)
+        return CRED_ACL;
+    return CRED_NONE;
+}
+
+/* An argument starts: decide where its bytes go. full is its declared length
+ * (0 for inline arguments, whose length is known only at their end). */
+static void arg_begin(rc_conn *c, uint64_t full)
+{
+    rq_dec *d = &c->rq;
+    resp_request *r = &c->cur->cmd.req;
+    uint32_t i = d->argi;
+    d->a_seen = 0;
+    d->a_full = full > UINT32_MAX ? UINT32_MAX : (uint32_t)full;
+    d->a_key = 0;
+    d->a_dst = NULL;
+    if (i == 0) {
+        d->a_name = 1;
+        d->a_secret = 0;
+        return;
+    }
+    d->a_name = 0;
+    d->a_secret = (uint8_t)rq_is_secret(d, r, i);
+    if (!d->a_secret) {
+        const resp_config *cfg = &c->rp->cfg;
+        if (cfg->key_fn != NULL) {
+            resp_keyctx k;
+            k.req = r;
+            k.argi = i;
+            k.prev = d->prev;
+            k.prev_len = d->prev_len;
+            k.prev_full_len = d->prev_full;
+            memcpy(k.scratch, d->scratch, sizeof(k.scratch));
+            d->a_key = (uint8_t)(cfg->key_fn(cfg->key_ctx, &k) != 0);
+            memcpy(d->scratch, k.scratch, sizeof(k.scratch));
+        } else {
+            d->a_key = (i == 1);
+        }
+    }
+    if (d->a_key)
+        resp_slot_init(&d->hasher);
+    if (i <= RESP_ARG_KEEP) {
+        r->nargs = (uint8_t)i;
+        r->arg_len[i - 1] = 0;
+        r->arg_full_len[i - 1] = d->a_full;
+        if (!d->a_secret)
+            d->a_dst = (uint8_t *)r->args[i - 1];
+    } else if (!d->a_secret) {
+        d->a_dst = d->prevbuf;
+    }
+}
+
+/* n more bytes of the current argument. */
+static inline void arg_data(rc_conn *c, const uint8_t *p, size_t n)
+{
+    rq_dec *d = &c->rq;
+    resp_request *r = &c->cur->cmd.req;
+    if (d->a_name) {
+        size_t have = d->a_seen < RESP_NAME_MAX ? (size_t)d->a_seen : RESP_NAME_MAX;
+        for (size_t j = 0; j < n && have + j < RESP_NAME_MAX - 1; j++)
+            r->name[have + j] = (char)rd_upper(p[j]);
+    } else {
+        if (d->a_dst != NULL && d->a_seen < RESP_ARG_PREFIX) {
+            size_t room = RESP_ARG_PREFIX - (size_t)d->a_seen;
+            memcpy(d->a_dst + d->a_seen, p, n < room ? n : room);
+        }
+        if (d->a_key) {
+            if (r->nkeys == 0 && d->a_seen < RESP_ARG_PREFIX) {
+                size_t room = RESP_ARG_PREFIX - (size_t)d->a_seen;
+                memcpy(r->key0 + d->a_seen, p, n < room ? n : room);
+            }
+            resp_slot_update(&d->hasher, p, n);
+        }
+    }
+    d->a_seen += n;
+}
+
+/* The current argument ended. */
+static void arg_end(rc_conn *c)
+{
+    rq_dec *d = &c->rq;
+    resp_request *r = &c->cur->cmd.req;
+    uint32_t i = d->argi;
+    uint32_t seen = d->a_seen > UINT32_MAX ? UINT32_MAX : (uint32_t)d->a_seen;
+    uint32_t kept = seen < RESP_ARG_PREFIX ? seen : RESP_ARG_PREFIX;
+    if (i == 0) {
+        size_t nl = seen < RESP_NAME_MAX - 1 ? seen : RESP_NAME_MAX - 1;
+        r->name[nl] = '\0';
+        d->cred = rq_cred_class(r->name);
+        d->prev = (const uint8_t *)r->name;
+        d->prev_len = (uint32_t)nl;
+        d->prev_full = seen;
+    } else {
+        if (i <= RESP_ARG_KEEP) {
+            r->arg_len[i - 1] = d->a_secret ? 0 : (uint8_t)kept;
+            r->arg_full_len[i - 1] = seen;
+        }
+        if (d->a_key) {
+            uint16_t slot = resp_slot_final(&d->hasher);
+            r->nkeys++;
+            if (r->nkeys == 1) {
+                r->slot = slot;
+                r->key0_len = (uint8_t)kept;
+                r->key0_full_len = seen;
+            } else if ((int32_t)slot != r->slot) {
+                r->multi_slot = 1;
+            }
+        }
+        if (d->a_secret) {
+            d->prev = NULL;
+            d->prev_len = 0;
+        } else {
+            d->prev = d->a_dst;
+            d->prev_len = kept;
+            /* Keywords that announce credentials in the next arguments. */
+            if (d->cred == CRED_HELLO && rd_eq_ci(d->prev, kept, "AUTH")) {
+                d->cred_left = 2;
+            } else if (d->cred == CRED_MIGRATE && !d->cred_stop) {
+                if (rd_eq_ci(d->prev, kept, "AUTH"))
+                    d->cred_left = 1;
+                else if (rd_eq_ci(d->prev, kept, "AUTH2"))
+                    d->cred_left = 2;
+                else if (rd_eq_ci(d->prev, kept, "KEYS"))
+                    d->cred_stop = 1;
+            }
+        }
+        d->prev_full = seen;
+    }
+    d->argi = i + 1;
+    if (r->argc < d->argi)
+        r->argc = d->argi;
+}
+
+/* ---------------------------------------------------------------- messages */
+
+/* Stream offset of position p in the chunk that starts at base. */
+static inline uint64_t rq_pos(const rq_dec *d, const uint8_t *base, const uint8_t *p)
+{
+    return d->off + (uint64_t)(p - base);
+}
+
+/* A message starts at p: take a slot for it and reset the per-request state. */
+static void rq_begin(rc_conn *c, uint64_t pos, int64_t ts)
+{
+    rq_dec *d = &c->rq;
+    c->cur = pair_request_slot(c, ts);
+    d->in_msg = 1;
+    d->msg_off = pos;
+    d->argi = 0;
+    d->argc_expected = 0;
+    d->cred = CRED_NONE;
+    d->cred_left = 0;
+    d->cred_stop = 0;
+    d->prev = NULL;
+    d->prev_len = 0;
+    d->prev_full = 0;
+    memset(d->scratch, 0, sizeof(d->scratch));
+}
+
+/* The message ended at pos: hand the request over. */
+static void rq_complete(rc_conn *c, uint64_t pos, int64_t ts)
+{
+    rq_dec *d = &c->rq;
+    resp_request *r = &c->cur->cmd.req;
+    r->ts_us = ts;
+    r->bytes = pos - d->msg_off;
+    r->argc = d->argi;
+    d->in_msg = 0;
+    d->state = RQ_START;
+    pair_request_done(c);
+}
+
+/* The message turned out to be no command ("*0", empty inline line). */
+static void rq_nothing(rc_conn *c)
+{
+    c->rq.in_msg = 0;
+    c->rq.state = RQ_START;
+    pair_request_abandon(c);
+}
+
+/* Throw away the message in progress and look for the next boundary. */
+static void rq_drop(rc_conn *c, uint64_t pos, int at_boundary)
+{
+    rq_dec *d = &c->rq;
+    if (d->in_msg) {
+        c->st.skipped_bytes += pos - d->msg_off;
+        d->in_msg = 0;
+        pair_request_abandon(c);
+    }
+    d->line.len = 0;
+    d->state = RQ_RESYNC;
+    rd_resync_start(&d->rs, 1, at_boundary);
+}
+
+/* Malformed input at pos: count it, drop the message, resynchronise. */
+static void rq_error(rc_conn *c, uint64_t pos, int limit)
+{
+    c->st.protocol_errors++;
+    if (limit)
+        pair_limit_hit(c);
+    rq_drop(c, pos, 0);
+    pair_lost(c);
+}
+
+void rq_lost(rc_conn *c, int at_boundary)
+{
+    rq_drop(c, c->rq.off, at_boundary);
+}
+
+void rq_init(rc_conn *c)
+{
+    memset(&c->rq, 0, sizeof(c->rq));
+    if (c->cc->saw_syn) {
+        c->rq.state = RQ_START;
+    } else {
+        c->rq.state = RQ_RESYNC;
+        rd_resync_start(&c->rq.rs, 1, 1);
+    }
+}
+
+/* ---------------------------------------------------------------- inline */
+
+/* isspace() of the C locale, as sdssplitargs uses between arguments. */
+static inline int in_space(uint8_t ch)
+{
+    return ch == ' ' || ch == '\t' || ch == '\r' || ch == '\n' || ch == '\v' || ch == '\f';
+}
+
+/* Value of a hex digit, -1 if not one. */
+static int hexval(uint8_t ch)
+{
+    if (ch >= '0' && ch <= '9')
+        return ch - '0';
+    if (ch >= 'a' && ch <= 'f')
+        return ch - 'a' + 10;
+    if (ch >= 'A' && ch <= 'F')
+        return ch - 'A' + 10;
+    return -1;
+}
+
+/* One byte of an argument. */
+static inline void in_byte(rc_conn *c, uint8_t ch)
+{
+    arg_data(c, &ch, 1);
+}
+
+/* Split the bytes [p, stop) of an inline line into arguments, the way Redis's
+ * sdssplitargs does (double quotes with \n \r \t \b \a \xHH escapes, single
+ * quotes with \' only, a closing quote must be followed by a space). Returns -1
+ * on a quoting error. */
+static int in_tokens(rc_conn *c, const uint8_t *p, const uint8_t *stop)
+{
+    rq_dec *d = &c->rq;
+    while (p < stop) {
+        uint8_t ch = *p;
+        switch (d->in_state) {
+        case IN_SPACE:
+            if (in_space(ch)) {
+                p++;
+                break;
+            }
+            arg_begin(c, 0);
+            d->in_arg_open = 1;
+            d->in_state = IN_WORD;
+            break; /* re-examine ch as part of the word */
+        case IN_WORD: {
+            const uint8_t *q = p;
+            while (q < stop && *q != ' ' && *q != '\t' && *q != '\r' && *q != '\n' &&
+                   *q != '\0' && *q != '"' && *q != '\'')
+                q++;
+            if (q > p)
+                arg_data(c, p, (size_t)(q - p));
+            p = q;
+            if (p == stop)
+                break;
+            if (*p == '"') {
+                d->in_state = IN_DQ;
+            } else if (*p == '\'') {
+                d->in_state = IN_SQ;
+            } else {
+                arg_end(c);
+                d->in_arg_open = 0;
+                d->in_state = IN_SPACE;
+            }
+            p++;
+            break;
+        }
+        case IN_DQ:
+            p++;
+            if (ch == '\\')
+                d->in_state = IN_DQ_ESC;
+            else if (ch == '"')
+                d->in_state = IN_AFTER_Q;
+            else
+                in_byte(c, ch);
+            break;
+        case IN_DQ_ESC:
+            p++;
+            d->in_state = IN_DQ;
+            switch (ch) {
+            case 'x': d->in_state = IN_DQ_HEX1; break;
+            case 'n': in_byte(c, '\n'); break;
+            case 'r': in_byte(c, '\r'); break;
+            case 't': in_byte(c, '\t'); break;
+            case 'b': in_byte(c, '\b'); break;
+            case 'a': in_byte(c, '\a'); break;
+            default: in_byte(c, ch); break;
+            }
+            break;
+        case IN_DQ_HEX1:
+            if (hexval(ch) < 0) { /* "\x" not followed by two hex digits */
+                in_byte(c, 'x');
+                d->in_state = IN_DQ;
+                break;
+            }
+            d->in_hex = ch;
+            d->in_state = IN_DQ_HEX2;
+            p++;
+            break;
+        case IN_DQ_HEX2:
+            if (hexval(ch) < 0) {
+                in_byte(c, 'x');
+                in_byte(c, d->in_hex);
+                d->in_state = IN_DQ;
+                break;
+            }
+            in_byte(c, (uint8_t)(hexval(d->in_hex) * 16 + hexval(ch)));
+            d->in_state = IN_DQ;
+            p++;
+            break;
+        case IN_SQ:
+            p++;
+            if (ch == '\\')
+                d->in_state = IN_SQ_ESC;
+            else if (ch == '\'')
+                d->in_state = IN_AFTER_Q;
+            else
+                in_byte(c, ch);
+            break;
+        case IN_SQ_ESC:
+            d->in_state = IN_SQ;
+            if (ch == '\'') {
+                in_byte(c, '\'');
+                p++;
+            } else {
+                in_byte(c, '\\'); /* re-examine ch */
+            }
+            break;
+        case IN_AFTER_Q:
+            if (!in_space(ch))
+                return -1;
+            arg_end(c);
+            d->in_arg_open = 0;
+            d->in_state = IN_SPACE;
+            p++;
+            break;
+        default:
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The inline line ended (its LF was seen). Returns -1 on unbalanced quotes. */
+static int in_finish(rc_conn *c)
+{
+    rq_dec *d = &c->rq;
+    switch (d->in_state) {
+    case IN_SPACE:
+        break;
+    case IN_WORD:
+    case IN_AFTER_Q:
+        arg_end(c);
+        break;
+    default:
+        return -1;
+    }
+    d->in_arg_open = 0;
+    d->in_state = IN_SPACE;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- feed */
+
+/* A resynchronisation found "*<n>\r\n" with '$' next: carry on from there. */
+static void rq_resynced(rc_conn *c, uint64_t pos)
+{
+    rq_dec *d = &c->rq;
+    c->st.resyncs++;
+    rq_begin(c, pos - d->rs.cand, d->rs.cand_start_us);
+    d->argc_expected = (uint32_t)d->rs.num;
+    c->cur->cmd.req.argc = d->argc_expected;
+    d->state = RQ_ARG_TYPE;
+}
+
+void rq_feed(rc_conn *c, const uint8_t *base, size_t n, int64_t ts)
+{
+    rq_dec *d = &c->rq;
+    const resp_config *cfg = &c->rp->cfg;
+    const uint8_t *p = base;
+    const uint8_t *end = base + n;
+    const uint8_t *s;
+    size_t sl;
+    uint64_t full;
+    int64_t v;
+    int r;
+
+    while (p < end) {
+        switch (d->state) {
+        case RQ_START:
+            rq_begin(c, rq_pos(d, base, p), ts);
+            if (*p == '*') {
+                p++;
+                d->state = RQ_MB_LINE;
+            } else {
+                c->cur->cmd.req.inline_cmd = 1;
+                d->in_state = IN_SPACE;
+                d->in_len = 0;
+                d->in_arg_open = 0;
+                d->state = RQ_INLINE;
+            }
+            break;
+
+        case RQ_MB_LINE:
+            r = rd_line_read(&d->line, &p, end, RD_NUM_MAX, &s, &sl, &full);
+            if (r == RD_MORE)
+                break;
+            if (r != RD_DONE || rd_parse_i64(s, sl, &v) != 0) {
+                rq_error(c, rq_pos(d, base, p), 0);
+                break;
+            }
+            if (v <= 0) { /* Redis ignores "*0" and "*-1" */
+                rq_nothing(c);
+                break;
+            }
+            if (v > RD_MAX_ELEMENTS) {
+                rq_error(c, rq_pos(d, base, p), 1);
+                break;
+            }
+            d->argc_expected = (uint32_t)v;
+            c->cur->cmd.req.argc = (uint32_t)v;
+            d->state = RQ_ARG_TYPE;
+            break;
+
+        case RQ_ARG_TYPE:
+            if (*p != '$') { /* Redis: "expected '$', got ..." */
+                rq_error(c, rq_pos(d, base, p), 0);
+                break;
+            }
+            p++;
+            d->state = RQ_ARG_LINE;
+            break;
+
+        case RQ_ARG_LINE:
+            r = rd_line_read(&d->line, &p, end, RD_NUM_MAX, &s, &sl, &full);
+            if (r == RD_MORE)
+                break;
+            if (r != RD_DONE || rd_parse_i64(s, sl, &v) != 0 || v < 0) {
+                rq_error(c, rq_pos(d, base, p), 0);
+                break;
+            }
+            if ((uint64_t)v > cfg->max_bulk_request) {
+                rq_error(c, rq_pos(d, base, p), 1);
+                break;
+            }
+            arg_begin(c, (uint64_t)v);
+            d->arg_left = (uint64_t)v;
+            d->state = RQ_ARG_BODY;
+            /* fall through */
+        case RQ_ARG_BODY: {
+            size_t avail = (size_t)(end - p);
+            if (d->arg_left + 2 <= avail) { /* whole rest of the argument is here */
+                size_t len = (size_t)d->arg_left;
+                if (p[len] != '\r' || p[len + 1] != '\n') {
+                    rq_error(c, rq_pos(d, base, p + len), 0);
+                    p += len;
+                    break;
+                }
+                if (len && (d->a_name || d->a_dst || d->a_key))
+                    arg_data(c, p, len);
+                else
+                    d->a_seen += len;
+                p += len + 2;
+                d->arg_left = 0;
+                goto arg_done;
+            }
+            size_t take = d->arg_left < avail ? (size_t)d->arg_left : avail;
+            if (take && (d->a_name || d->a_dst || d->a_key))
+                arg_data(c, p, take);
+            else
+                d->a_seen += take;
+            p += take;
+            d->arg_left -= take;
+            if (d->arg_left == 0) {
+                d->crlf_left = 2;
+                d->state = RQ_ARG_CRLF;
+            }
+            break;
+        }
+
+        case RQ_ARG_CRLF:
+            if (*p != (d->crlf_left == 2 ? '\r' : '\n')) {
+                rq_error(c, rq_pos(d, base, p), 0);
+                break;
+            }
+            p++;
+            if (--d->crlf_left > 0)
+                break;
+        arg_done:
+            arg_end(c);
+            if (d->argi >= d->argc_expected)
+                rq_complete(c, rq_pos(d, base, p), ts);
+            else
+                d->state = RQ_ARG_TYPE;
+            break;
+
+        case RQ_INLINE: {
+            const uint8_t *nl = memchr(p, '\n', (size_t)(end - p));
+            const uint8_t *stop = nl ? nl : end;
+            size_t len = (size_t)(stop - p);
+            if (d->in_len + len > RD_INLINE_MAX || d->in_len + len > cfg->max_line) {
+                rq_error(c, rq_pos(d, base, p), 1); /* "too big inline request" */
+                break;
+            }
+            d->in_len += (uint32_t)len;
+            if (in_tokens(c, p, stop) != 0) {
+                rq_error(c, rq_pos(d, base, stop), 0);
+                p = stop;
+                break;
+            }
+            p = stop;
+            if (nl == NULL)
+                break;
+            p = nl + 1;
+            if (in_finish(c) != 0) { /* "unbalanced quotes in request" */
+                rq_error(c, rq_pos(d, base, nl), 0);
+                break;
+            }
+            if (d->argi == 0)
+                rq_nothing(c);
+            else
+                rq_complete(c, rq_pos(d, base, p), ts);
+            break;
+        }
+
+        case RQ_RESYNC: {
+            int64_t skipped = 0;
+            int found = rd_resync_scan(&d->rs, &d->line, &p, end, ts, &skipped,
+                                       cfg->max_bulk_request);
+            c->st.skipped_bytes += (uint64_t)skipped;
+            if (found)
+                rq_resynced(c, rq_pos(d, base, p));
+            break;
+        }
+
+        default: /* RQ_SINK */
+            p = end;
+            break;
+        }
+    }
+    d->off += n;
+}

@@ -1,0 +1,860 @@
+/*
+ * pair.c - which reply answers which request.
+ *
+ * A Redis server answers the requests of one connection in the order it
+ * received them, one reply each, so pairing is a FIFO per connection: a ring
+ * of in-flight requests (pipelining of any depth, bounded by max_inflight per
+ * connection and max_inflight_total overall). The exceptions a real server
+ * produces, and how they are handled here:
+ *
+ *   - no reply by design: CLIENT REPLY OFF (nothing until CLIENT REPLY ON, whose
+ *     +OK is sent), CLIENT REPLY SKIP (the next command), REPLCONF ACK. These
+ *     commands are emitted as RESP_NO_REPLY, in their place in the order.
+ *   - MULTI: queued commands get +QUEUED (or an error such as -MOVED at queue
+ *     time), EXEC gets one array (or -EXECABORT, or a null when WATCH failed):
+ *     still one reply per request. Client-side effects (CLIENT REPLY...) of
+ *     queued commands are not applied: they happen at EXEC.
+ *   - pub/sub: SUBSCRIBE/PSUBSCRIBE/SSUBSCRIBE and their UNSUBSCRIBE get one
+ *     confirmation per channel argument (["subscribe", ch, count]); without
+ *     arguments, UNSUBSCRIBE gets one per channel subscribed (one with a null
+ *     channel when none), tracked from the counts the server reports. In RESP2
+ *     subscribed mode, arrays starting with "message", "pmessage", "smessage"
+ *     (and unsolicited confirmations, e.g. "sunsubscribe" when a shard slot
+ *     moves) are pushes; PING's ["pong", ""] is a reply. In RESP3 confirmations
+ *     and messages are '>' pushes; a '>' matching the pending (un)subscribe is
+ *     its confirmation, any other '>' (client-tracking "invalidate", messages)
+ *     is never paired.
+ *   - MONITOR: after its +OK, simple strings shaped like a monitor line
+ *     ("<secs>.<usecs> [db addr] ...") are pushes.
+ *   - HELLO 2/3 switches the protocol when it succeeds; RESET returns to RESP2
+ *     and leaves MULTI, pub/sub, MONITOR and CLIENT REPLY OFF; QUIT gets +OK.
+ *   - PSYNC/SYNC: after the reply the server streams an RDB and the command
+ *     stream, which are not replies: that direction is no longer decoded.
+ *
+ * Losing the pairing. After a gap or malformed bytes on either side, or a
+ * request dropped at the in-flight cap, nobody can know how many replies are
+ * owed for requests that were not seen. The connection is marked out of sync,
+ * every in-flight request is emitted as RESP_UNANSWERED (counted unpaired),
+ * and pairing resumes only on solid ground: a request that starts when both
+ * decoders are at message boundaries, no request is waiting, and the server
+ * has completed at least one reply since the loss. Requests decoded before
+ * that are still matched positionally (to keep the queue in step) but emitted
+ * as RESP_UNANSWERED, their replies counted as unpaired. A connection picked
+ * up mid-stream starts in that state without being counted as out of sync.
+ * Known limit: a client that pipelines across the loss and sends a new request
+ * between two owed replies can still be paired one off; nothing in the bytes
+ * tells those cases apart.
+ */
+#include <stdlib.h>
+
+#include "resp/resp_internal.h"
+
+/* Request kinds that pairing treats specially. */
+enum {
+    RQK_NORMAL = 0,
+    RQK_QUEUED,        /* inside MULTI: +QUEUED or an error, no effects */
+    RQK_MULTI,
+    RQK_EXEC,
+    RQK_DISCARD,
+    RQK_WATCH,
+    RQK_SUB,           /* subscribe family (sub_word says which) */
+    RQK_MONITOR,
+    RQK_HELLO,
+    RQK_RESET,
+    RQK_QUIT,
+    RQK_REPLY_ON,
+    RQK_REPLY_OFF,
+    RQK_REPLY_SKIP,
+    RQK_REPLCONF_ACK,
+    RQK_PSYNC,
+    RQK_SYNC
+};
+
+/* Confirmation words of the subscribe family, indexed by rq_entry.sub_word. */
+enum { SW_SUB = 0, SW_PSUB, SW_SSUB, SW_UNSUB, SW_PUNSUB, SW_SUNSUB, SW_COUNT };
+static const char *const sub_words[SW_COUNT] = {
+    "SUBSCRIBE", "PSUBSCRIBE", "SSUBSCRIBE", "UNSUBSCRIBE", "PUNSUBSCRIBE", "SUNSUBSCRIBE"
+};
+
+/* ---------------------------------------------------------------- config */
+
+void resp_config_defaults(resp_config *cfg)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    cfg->max_depth = 64;
+    cfg->max_inflight = 100000;
+    cfg->max_inflight_total = 1000000;
+    cfg->max_line = 64 * 1024;
+    cfg->max_kept_reply = 4u << 20;
+    cfg->key_fn = NULL;
+    cfg->key_ctx = NULL;
+    cfg->max_bulk_request = 512ull << 20;
+    cfg->max_bulk_reply = 1ull << 40;
+}
+
+int resp_keep_reply(const resp_request *req)
+{
+    if (req == NULL || strcmp(req->name, "CLUSTER") != 0 || req->nargs < 1)
+        return 0;
+    const uint8_t *a = (const uint8_t *)req->args[0];
+    size_t n = req->arg_len[0];
+    return rd_eq_ci(a, n, "SLOTS") || rd_eq_ci(a, n, "SHARDS") || rd_eq_ci(a, n, "NODES");
+}
+
+/* ---------------------------------------------------------------- ring */
+
+/* The entry at position i of the FIFO (0 = head). */
+static inline rq_entry *ring_at(rc_conn *c, uint32_t i)
+{
+    return &c->ring[(c->head + i) & (c->ring_cap - 1)];
+}
+
+/* Make room for one more entry after the queued ones. Returns -1 if memory
+ * ran out. Capacities are powers of two. */
+static int ring_reserve(rc_conn *c)
+{
+    if (c->ring != NULL && c->count + 1 <= c->ring_cap)
+        return 0;
+    uint32_t ncap = c->ring_cap ? c->ring_cap * 2 : 4;
+    rq_entry *nr = malloc(sizeof(*nr) * ncap);
+    if (nr == NULL)
+        return -1;
+    for (uint32_t i = 0; i < c->count; i++)
+        memcpy(&nr[i], ring_at(c, i), sizeof(*nr));
+    free(c->ring);
+    c->ring = nr;
+    c->ring_cap = ncap;
+    c->head = 0;
+    return 0;
+}
+
+/* Give back a large ring once it is empty, so a burst does not pin memory. */
+static void ring_maybe_shrink(rc_conn *c)
+{
+    if (c->count == 0 && c->ring_cap > 1024) {
+        free(c->ring);
+        c->ring = NULL;
+        c->ring_cap = 0;
+        c->head = 0;
+    }
+}
+
+/* Remove the head. */
+static inline void ring_pop(rc_conn *c)
+{
+    c->head = (c->head + 1) & (c->ring_cap - 1);
+    c->count--;
+    c->rp->inflight_total--;
+}
+
+/* ---------------------------------------------------------------- emit */
+
+/* Reset a reply to "none". */
+static void reply_clear(resp_reply *r)
+{
+    memset(r, 0, sizeof(*r));
+    r->redir.slot = -1;
+}
+
+/* Hand one command to the sink. outcome RESP_OK copies the reply just decoded. */
+static void emit(rc_conn *c, rq_entry *e, resp_outcome outcome)
+{
+    resp_pipeline *rp = c->rp;
+    resp_command *cmd = &e->cmd;
+    if (outcome == RESP_OK && e->uncertain) {
+        outcome = RESP_UNANSWERED; /* a reply came, but whose is not known */
+        c->st.unpaired_replies++;
+    }
+    cmd->outcome = outcome;
+    cmd->resp3 = c->resp3;
+    if (outcome == RESP_OK) {
+        const resp_reply *src = &c->reply;
+        resp_reply *dst = &cmd->reply;
+        dst->start_us = e->got_reply ? e->first_reply_us : src->start_us;
+        dst->ts_us = src->ts_us;
+        dst->type = src->type;
+        dst->err = src->err;
+        if (src->err != RESP_ERR_NONE) {
+            memcpy(dst->errtext, src->errtext, sizeof(dst->errtext));
+            dst->redir = src->redir;
+        } else {
+            dst->errtext[0] = '\0';
+            dst->redir.slot = -1;
+            dst->redir.port = 0;
+            dst->redir.host[0] = '\0';
+        }
+        dst->integer = src->integer;
+        dst->elements = src->elements;
+        dst->bytes = src->bytes;
+        dst->raw = NULL;
+        dst->raw_len = 0;
+        if (e->keep && c->keeping && !c->keep_over) {
+            dst->raw = c->keep;
+            dst->raw_len = c->keep_len;
+        }
+        c->st.paired++;
+    } else {
+        reply_clear(&cmd->reply);
+        if (outcome == RESP_UNANSWERED)
+            c->st.unpaired_requests++;
+    }
+    rp->closed.commands++;
+    if (rp->sink.command != NULL)
+        rp->sink.command(rp->sink.ctx, cmd);
+}
+
+/* Emit requests at the head that expect no reply. */
+static void flush_no_reply(rc_conn *c)
+{
+    while (c->count > 0) {
+        rq_entry *h = ring_at(c, 0);
+        if (h->nreply != 0 || h->dynamic)
+            break;
+        emit(c, h, RESP_NO_REPLY);
+        ring_pop(c);
+    }
+}
+
+/* Emit every queued request as unanswered (no-reply ones as such). */
+static void flush_all(rc_conn *c)
+{
+    while (c->count > 0) {
+        rq_entry *h = ring_at(c, 0);
+        emit(c, h, (h->nreply == 0 && !h->dynamic) ? RESP_NO_REPLY : RESP_UNANSWERED);
+        ring_pop(c);
+    }
+}
+
+/* ---------------------------------------------------------------- sync */
+
+void pair_lost(rc_conn *c)
+{
+    c->st.out_of_sync = 1;
+    c->synced = 0;
+    c->reply_since_loss = 0;
+    c->keeping = 0;
+    flush_all(c);
+}
+
+void pair_limit_hit(rc_conn *c)
+{
+    c->rp->closed.limit_hits++;
+}
+
+uint64_t pair_max_bulk(const rc_conn *c, int request)
+{
+    return request ? c->rp->cfg.max_bulk_request : c->rp->cfg.max_bulk_reply;
+}
+
+/* Solid ground: a request starts while nothing is owed that we know of, both
+ * decoders are at boundaries and the server has spoken since the loss. */
+static void try_regain_sync(rc_conn *c)
+{
+    const rp_dec *d = &c->rpd;
+    if (c->count == 0 && c->reply_since_loss && !d->in_msg &&
+        (d->state == RP_TYPE || d->state == RP_SINK))
+        c->synced = 1;
+}
+
+/* ---------------------------------------------------------------- requests */
+
+rq_entry *pair_request_slot(rc_conn *c, int64_t ts)
+{
+    resp_pipeline *rp = c->rp;
+    rq_entry *e;
+    if (!c->synced)
+        try_regain_sync(c);
+    ring_maybe_shrink(c);
+    if (c->count < rp->cfg.max_inflight && rp->inflight_total < rp->cfg.max_inflight_total &&
+        ring_reserve(c) == 0) {
+        e = ring_at(c, c->count);
+        c->cur_dropped = 0;
+    } else {
+        if (c->overflow == NULL)
+            c->overflow = malloc(sizeof(*c->overflow));
+        if (c->overflow == NULL) { /* no memory at all: reuse a static slot */
+            static rq_entry last_resort;
+            e = &last_resort;
+        } else {
+            e = c->overflow;
+        }
+        c->cur_dropped = 1;
+    }
+    resp_request *r = &e->cmd.req;
+    memset(r, 0, offsetof(resp_request, args));
+    r->nkeys = 0;
+    r->slot = -1;
+    r->multi_slot = 0;
+    r->key0_len = 0;
+    r->key0_full_len = 0;
+    r->start_us = ts;
+    return e;
+}
+
+void pair_request_abandon(rc_conn *c)
+{
+    c->cur_dropped = 0;
+}
+
+/* Which special kind a request is, from its name and first arguments. */
+static uint8_t classify_request(rq_entry *e)
+{
+    const resp_request *r = &e->cmd.req;
+    const char *n = r->name;
+    const uint8_t *a0 = (const uint8_t *)r->args[0];
+    size_t l0 = r->nargs >= 1 ? r->arg_len[0] : 0;
+    switch (n[0]) {
+    case 'C':
+        if (strcmp(n, "CLIENT") == 0 && r->argc == 3 && r->nargs >= 2 &&
+            rd_eq_ci(a0, l0, "REPLY")) {
+            const uint8_t *a1 = (const uint8_t *)r->args[1];
+            size_t l1 = r->arg_len[1];
+            if (rd_eq_ci(a1, l1, "ON"))
+                return RQK_REPLY_ON;
+            if (rd_eq_ci(a1, l1, "OFF"))
+                return RQK_REPLY_OFF;
+            if (rd_eq_ci(a1, l1, "SKIP"))
+                return RQK_REPLY_SKIP;
+        }
+        break;
+    case 'D':
+        if (strcmp(n, "DISCARD") == 0)
+            return RQK_DISCARD;
+        break;
+    case 'E':
+        if (strcmp(n, "EXEC") == 0)
+            return RQK_EXEC;
+        break;
+    case 'H':
+        if (strcmp(n, "HELLO") == 0) {
+            e->hello_proto = 0;
+            if (l0 == 1 && (a0[0] == '2' || a0[0] == '3'))
+                e->hello_proto = (uint8_t)(a0[0] - '0');
+            return RQK_HELLO;
+        }
+        break;
+    case 'M':
+        if (strcmp(n, "MULTI") == 0)
+            return RQK_MULTI;
+        if (strcmp(n, "MONITOR") == 0)
+            return RQK_MONITOR;
+        break;
+    case 'P':
+        if (strcmp(n, "PSUBSCRIBE") == 0) { e->sub_word = SW_PSUB; return RQK_SUB; }
+        if (strcmp(n, "PUNSUBSCRIBE") == 0) { e->sub_word = SW_PUNSUB; return RQK_SUB; }
+        if (strcmp(n, "PSYNC") == 0)
+            return RQK_PSYNC;
+        break;
+    case 'Q':
+        if (strcmp(n, "QUIT") == 0)
+            return RQK_QUIT;
+        break;
+    case 'R':
+        if (strcmp(n, "RESET") == 0)
+            return RQK_RESET;
+        if (strcmp(n, "REPLCONF") == 0 && rd_eq_ci(a0, l0, "ACK"))
+            return RQK_REPLCONF_ACK;
+        break;
+    case 'S':
+        if (strcmp(n, "SUBSCRIBE") == 0) { e->sub_word = SW_SUB; return RQK_SUB; }
+        if (strcmp(n, "SSUBSCRIBE") == 0) { e->sub_word = SW_SSUB; return RQK_SUB; }
+        if (strcmp(n, "SUNSUBSCRIBE") == 0) { e->sub_word = SW_SUNSUB; return RQK_SUB; }
+        if (strcmp(n, "SYNC") == 0)
+            return RQK_SYNC;
+        break;
+    case 'U':
+        if (strcmp(n, "UNSUBSCRIBE") == 0) { e->sub_word = SW_UNSUB; return RQK_SUB; }
+        break;
+    case 'W':
+        if (strcmp(n, "WATCH") == 0)
+            return RQK_WATCH;
+        break;
+    default:
+        break;
+    }
+    return RQK_NORMAL;
+}
+
+/* How many replies a request gets, applying the client-side modes it changes
+ * (MULTI, CLIENT REPLY). Mirrors processCommand / clientCommand in Redis. */
+static void request_modes(rc_conn *c, rq_entry *e)
+{
+    uint8_t skip_this = c->skip_next;
+    c->skip_next = 0;
+    e->nreply = 1;
+    e->dynamic = 0;
+    e->cmd.in_multi = 0;
+    if (c->in_multi && e->kind != RQK_EXEC && e->kind != RQK_DISCARD &&
+        e->kind != RQK_MULTI && e->kind != RQK_WATCH && e->kind != RQK_QUIT &&
+        e->kind != RQK_RESET) {
+        e->kind = RQK_QUEUED; /* +QUEUED or an error; effects only at EXEC */
+        e->cmd.in_multi = 1;
+    }
+    switch (e->kind) {
+    case RQK_MULTI:
+        e->cmd.in_multi = c->in_multi;
+        c->in_multi = 1;
+        break;
+    case RQK_EXEC:
+    case RQK_DISCARD:
+        c->in_multi = 0;
+        break;
+    case RQK_SUB:
+        if (e->cmd.req.argc >= 2) {
+            e->nreply = e->cmd.req.argc - 1;
+        } else if (e->sub_word >= SW_UNSUB) {
+            e->dynamic = 1; /* one confirmation per current subscription */
+        } else {
+            e->kind = RQK_NORMAL; /* SUBSCRIBE without channels: an arity error */
+        }
+        break;
+    case RQK_REPLY_ON:
+        c->reply_off = 0;
+        return; /* always answered */
+    case RQK_REPLY_OFF:
+        c->reply_off = 1;
+        e->nreply = 0;
+        return;
+    case RQK_REPLY_SKIP:
+        if (!c->reply_off)
+            c->skip_next = 1;
+        e->nreply = 0;
+        return;
+    case RQK_RESET:
+        c->in_multi = 0;
+        c->reply_off = 0; /* cleared before RESET replies */
+        break;
+    case RQK_REPLCONF_ACK:
+        e->nreply = 0;
+        return;
+    default:
+        break;
+    }
+    if (c->reply_off || skip_this) {
+        e->nreply = 0;
+        e->dynamic = 0;
+    }
+}
+
+void pair_request_done(rc_conn *c)
+{
+    resp_pipeline *rp = c->rp;
+    rq_entry *e = c->cur;
+    c->st.requests++;
+    e->cmd.conn = c->cc;
+    e->cmd.seq = c->seq++;
+    e->sub_word = 0;
+    e->hello_proto = 0;
+    e->got_reply = 0;
+    e->first_reply_us = 0;
+    e->kind = classify_request(e);
+    request_modes(c, e);
+    e->keep = (uint8_t)resp_keep_reply(&e->cmd.req);
+    e->uncertain = (uint8_t)!c->synced;
+    if (c->cur_dropped) {
+        /* The FIFO lost a position: pairing after this point is unknown. */
+        c->cur_dropped = 0;
+        rp->closed.dropped_requests++;
+        pair_lost(c);
+        emit(c, e, RESP_UNANSWERED);
+        return;
+    }
+    c->count++;
+    rp->inflight_total++;
+    flush_no_reply(c);
+}
+
+/* ---------------------------------------------------------------- replies */
+
+void pair_reply_start(rc_conn *c, int64_t ts)
+{
+    resp_reply *r = &c->reply;
+    r->start_us = ts;
+    r->ts_us = ts;
+    r->type = RESP_T_NONE;
+    r->err = RESP_ERR_NONE;
+    r->errtext[0] = '\0';
+    r->redir.slot = -1;
+    r->redir.port = 0;
+    r->redir.host[0] = '\0';
+    r->integer = 0;
+    r->elements = 0;
+    r->bytes = 0;
+    r->raw = NULL;
+    r->raw_len = 0;
+    c->keep_len = 0;
+    c->keep_over = 0;
+    c->keeping = 0;
+    if (c->count == 0)
+        return;
+    rq_entry *h = ring_at(c, 0);
+    if (h->kind == RQK_SYNC) {
+        /* SYNC is answered by an RDB payload without a final CRLF, then the
+         * replication stream: neither is a reply. */
+        c->replication = 1;
+        c->st.replication = 1;
+        rp_sink(c);
+        emit(c, h, RESP_NO_REPLY);
+        ring_pop(c);
+        flush_no_reply(c);
+        return;
+    }
+    c->keeping = (uint8_t)(h->keep && !h->uncertain);
+}
+
+void pair_keep_bytes(rc_conn *c, const uint8_t *p, size_t n)
+{
+    if (c->keep_over || n == 0)
+        return;
+    size_t max = c->rp->cfg.max_kept_reply;
+    if (c->keep_len + n > max) {
+        c->keep_over = 1;
+        pair_limit_hit(c);
+        return;
+    }
+    if (c->keep_len + n > c->keep_cap) {
+        size_t ncap = c->keep_cap ? c->keep_cap : 4096;
+        while (ncap < c->keep_len + n)
+            ncap *= 2;
+        if (ncap > max)
+            ncap = max;
+        uint8_t *nb = realloc(c->keep, ncap);
+        if (nb == NULL) {
+            c->keep_over = 1;
+            pair_limit_hit(c);
+            return;
+        }
+        c->keep = nb;
+        c->keep_cap = ncap;
+    }
+    memcpy(c->keep + c->keep_len, p, n);
+    c->keep_len += n;
+}
+
+/* Release the keep buffer after use if it grew large. */
+static void keep_done(rc_conn *c)
+{
+    c->keep_len = 0;
+    c->keeping = 0;
+    if (c->keep_cap > 65536) {
+        free(c->keep);
+        c->keep = NULL;
+        c->keep_cap = 0;
+    }
+}
+
+/* Is the first element of the top-level aggregate this (lower-case) word? */
+static int elem0_is(const rp_dec *d, const char *upper_word)
+{
+    return d->elem0_set && rd_eq_ci(d->elem0, d->elem0_len, upper_word);
+}
+
+/* Which subscribe-family word the first element is, or -1. */
+static int elem0_sub_word(const rp_dec *d)
+{
+    if (!d->elem0_set)
+        return -1;
+    for (int i = 0; i < SW_COUNT; i++)
+        if (rd_eq_ci(d->elem0, d->elem0_len, sub_words[i]))
+            return i;
+    return -1;
+}
+
+/* Is the connection subscribed to anything (server side)? */
+static inline int subscribed(const rc_conn *c)
+{
+    return c->sub_channels + c->sub_patterns + c->sub_shards > 0;
+}
+
+/* A confirmation of kind w reported count n: update the subscription counts.
+ * Redis reports channels + patterns for the classic kinds and the shard
+ * channel count for the sharded ones. */
+static void sub_count_update(rc_conn *c, int w, const rp_dec *d)
+{
+    if (!d->elem2_set || d->elem2 < 0)
+        return;
+    uint64_t n = (uint64_t)d->elem2;
+    if (n > UINT32_MAX)
+        n = UINT32_MAX;
+    switch (w) {
+    case SW_SUB:
+    case SW_UNSUB:
+        c->sub_channels = n > c->sub_patterns ? (uint32_t)n - c->sub_patterns : 0;
+        break;
+    case SW_PSUB:
+    case SW_PUNSUB:
+        c->sub_patterns = n > c->sub_channels ? (uint32_t)n - c->sub_channels : 0;
+        break;
+    default:
+        c->sub_shards = (uint32_t)n;
+        break;
+    }
+    if (subscribed(c))
+        c->st.subscribed = 1;
+}
+
+/* Is an "unsubscribe from all" finished after this confirmation? */
+static int unsub_all_done(const rc_conn *c, int w)
+{
+    switch (w) {
+    case SW_UNSUB: return c->sub_channels == 0;
+    case SW_PUNSUB: return c->sub_patterns == 0;
+    default: return c->sub_shards == 0;
+    }
+}
+
+/* Server-side effects of a paired reply. */
+static void reply_effects(rc_conn *c, rq_entry *h)
+{
+    const resp_reply *r = &c->reply;
+    const rp_dec *d = &c->rpd;
+    int ok = (r->err == RESP_ERR_NONE && r->type != RESP_T_ERROR && r->type != RESP_T_BLOBERR);
+    if (!ok)
+        return;
+    switch (h->kind) {
+    case RQK_MONITOR:
+        if (r->type == RESP_T_SIMPLE && rd_eq_ci(d->status, d->status_len, "OK")) {
+            c->monitor = 1;
+            c->st.monitor = 1;
+        }
+        break;
+    case RQK_HELLO:
+        if (h->hello_proto)
+            c->resp3 = (h->hello_proto == 3);
+        break;
+    case RQK_RESET:
+        c->resp3 = 0;
+        c->monitor = 0;
+        c->sub_channels = c->sub_patterns = c->sub_shards = 0;
+        break;
+    case RQK_PSYNC:
+        c->replication = 1;
+        c->st.replication = 1;
+        rp_sink(c);
+        break;
+    default:
+        break;
+    }
+}
+
+void pair_reply_done(rc_conn *c)
+{
+    const rp_dec *d = &c->rpd;
+    resp_type t = c->reply.type;
+    rq_entry *h = c->count ? ring_at(c, 0) : NULL;
+    int aggregate = (t == RESP_T_ARRAY || t == RESP_T_PUSH);
+    c->reply_since_loss = 1;
+
+    /* 1. A confirmation for the pending (un)subscribe. */
+    if (h != NULL && h->kind == RQK_SUB && aggregate && elem0_is(d, sub_words[h->sub_word])) {
+        c->st.replies++;
+        sub_count_update(c, h->sub_word, d);
+        if (!h->got_reply) {
+            h->got_reply = 1;
+            h->first_reply_us = c->reply.start_us;
+        }
+        int done;
+        if (h->dynamic) {
+            done = unsub_all_done(c, h->sub_word);
+        } else {
+            h->nreply--;
+            done = (h->nreply == 0);
+        }
+        if (h->uncertain && !done)
+            c->st.unpaired_replies++;
+        if (done) {
+            emit(c, h, RESP_OK);
+            ring_pop(c);
+            flush_no_reply(c);
+        }
+        keep_done(c);
+        return;
+    }
+
+    /* 2. Pushes: never replies. */
+    if (t == RESP_T_PUSH ||
+        (c->monitor && t == RESP_T_SIMPLE && d->status_monitor) ||
+        (!c->resp3 && subscribed(c) && t == RESP_T_ARRAY &&
+         (elem0_is(d, "MESSAGE") || elem0_is(d, "PMESSAGE") || elem0_is(d, "SMESSAGE") ||
+          elem0_sub_word(d) >= 0))) {
+        int w = elem0_sub_word(d);
+        if (w >= 0) /* unsolicited confirmation, e.g. sunsubscribe on a slot move */
+            sub_count_update(c, w, d);
+        c->st.pushes++;
+        keep_done(c);
+        return;
+    }
+
+    /* 3. A reply for the head. */
+    c->st.replies++;
+    if (h == NULL) {
+        c->st.unpaired_replies++;
+        keep_done(c);
+        return;
+    }
+    reply_effects(c, h);
+    emit(c, h, RESP_OK);
+    ring_pop(c);
+    keep_done(c);
+    flush_no_reply(c);
+}
+
+/* ---------------------------------------------------------------- connections */
+
+/* Per-connection state for a new capture connection. NULL on out of memory. */
+static rc_conn *conn_new(resp_pipeline *rp, cap_conn *cc)
+{
+    rc_conn *c = calloc(1, sizeof(*c));
+    if (c == NULL)
+        return NULL;
+    c->cc = cc;
+    c->rp = rp;
+    c->synced = cc->saw_syn ? 1 : 0;
+    c->reply_since_loss = 0;
+    rq_init(c);
+    rp_init(c);
+    reply_clear(&c->reply);
+    c->next = rp->live;
+    if (rp->live != NULL)
+        rp->live->prev = c;
+    rp->live = c;
+    cc->user = c;
+    rp->closed.connections++;
+    if (rp->sink.conn_open != NULL)
+        rp->sink.conn_open(rp->sink.ctx, cc);
+    return c;
+}
+
+/* Add one connection's counters into totals. */
+static void stats_add(resp_conn_stats *t, const resp_conn_stats *s)
+{
+    t->requests += s->requests;
+    t->replies += s->replies;
+    t->pushes += s->pushes;
+    t->paired += s->paired;
+    t->unpaired_requests += s->unpaired_requests;
+    t->unpaired_replies += s->unpaired_replies;
+    t->resyncs += s->resyncs;
+    t->skipped_bytes += s->skipped_bytes;
+    t->protocol_errors += s->protocol_errors;
+    t->out_of_sync += s->out_of_sync;
+    t->monitor += s->monitor;
+    t->subscribed += s->subscribed;
+    t->replication += s->replication;
+}
+
+/* Unlink and free a connection's state (no events). */
+static void conn_free(resp_pipeline *rp, rc_conn *c)
+{
+    if (c->prev != NULL)
+        c->prev->next = c->next;
+    else
+        rp->live = c->next;
+    if (c->next != NULL)
+        c->next->prev = c->prev;
+    rp->inflight_total -= c->count;
+    rp_free(c);
+    free(c->ring);
+    free(c->overflow);
+    free(c->keep);
+    if (c->cc != NULL && c->cc->user == c)
+        c->cc->user = NULL;
+    free(c);
+}
+
+/* The connection ended: partial messages are dropped (counted as skipped),
+ * waiting requests are emitted as unanswered, then conn_close. */
+static void conn_close(resp_pipeline *rp, rc_conn *c)
+{
+    if (c->rq.in_msg)
+        c->st.skipped_bytes += c->rq.off - c->rq.msg_off;
+    if (c->rpd.in_msg)
+        c->st.skipped_bytes += c->rpd.off - c->rpd.msg_off;
+    c->rq.in_msg = 0;
+    c->rpd.in_msg = 0;
+    flush_all(c);
+    if (rp->sink.conn_close != NULL)
+        rp->sink.conn_close(rp->sink.ctx, c->cc, &c->st);
+    stats_add(&rp->closed.total, &c->st);
+    conn_free(rp, c);
+}
+
+/* ---------------------------------------------------------------- pipeline */
+
+resp_pipeline *resp_new(const resp_config *cfg, const resp_sink *sink)
+{
+    resp_pipeline *rp = calloc(1, sizeof(*rp));
+    if (rp == NULL)
+        return NULL;
+    if (cfg != NULL)
+        rp->cfg = *cfg;
+    else
+        resp_config_defaults(&rp->cfg);
+    if (rp->cfg.max_depth == 0)
+        rp->cfg.max_depth = 1;
+    if (rp->cfg.max_inflight == 0)
+        rp->cfg.max_inflight = 1;
+    if (rp->cfg.max_line < 64)
+        rp->cfg.max_line = 64;
+    if (sink != NULL)
+        rp->sink = *sink;
+    return rp;
+}
+
+void resp_free(resp_pipeline *rp)
+{
+    if (rp == NULL)
+        return;
+    while (rp->live != NULL)
+        conn_free(rp, rp->live);
+    free(rp);
+}
+
+const resp_stats *resp_get_stats(const resp_pipeline *rp)
+{
+    resp_pipeline *m = (resp_pipeline *)rp; /* the view is a cache */
+    m->view = rp->closed;
+    for (const rc_conn *c = rp->live; c != NULL; c = c->next)
+        stats_add(&m->view.total, &c->st);
+    return &m->view;
+}
+
+void resp_on_capture_event(void *vrp, const cap_event *ev)
+{
+    resp_pipeline *rp = vrp;
+    cap_conn *cc = ev->conn;
+    if (rp == NULL || cc == NULL)
+        return;
+    rc_conn *c = cc->user;
+    switch (ev->kind) {
+    case CAP_EV_OPEN:
+        if (c == NULL)
+            conn_new(rp, cc);
+        return;
+    case CAP_EV_DATA:
+        if (c == NULL && (c = conn_new(rp, cc)) == NULL)
+            return;
+        if (ev->data == NULL || ev->len == 0)
+            return;
+        if (ev->dir == CAP_TO_SERVER)
+            rq_feed(c, ev->data, ev->len, ev->ts_us);
+        else
+            rp_feed(c, ev->data, ev->len, ev->ts_us);
+        return;
+    case CAP_EV_GAP:
+        if (c == NULL && (c = conn_new(rp, cc)) == NULL)
+            return;
+        if (ev->dir == CAP_TO_SERVER)
+            rq_lost(c, 1);
+        else
+            rp_lost(c, 1);
+        pair_lost(c);
+        return;
+    case CAP_EV_CLOSE:
+        if (c != NULL)
+            conn_close(rp, c);
+        return;
+    default:
+        return;
+    }
+}

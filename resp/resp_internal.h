@@ -1,0 +1,367 @@
+/*
+ * resp_internal.h - state shared by the files of resp/ (not a public header).
+ *
+ *   decode_req.c  request decoder (client -> server): multibulk and inline
+ *   decode_rep.c  reply decoder (server -> client): every RESP2/RESP3 type
+ *   resync.c      finding a plausible message boundary after garbage or a gap
+ *   pair.c        per-connection FIFO pairing, modes, events, stats
+ *
+ * Spec: https://redis.io/docs/latest/develop/reference/protocol-spec/
+ */
+#ifndef SLOTSCOPE_RESP_INTERNAL_H
+#define SLOTSCOPE_RESP_INTERNAL_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "resp/resp.h"
+
+/* ---------------------------------------------------------------- limits */
+
+#define RD_LBUF 176                /* bytes kept of a line (errtext fits) */
+#define RD_NUM_MAX 24              /* a length or count line longer than this is bad */
+#define RD_STACK_INLINE 8          /* aggregate frames held without allocating */
+#define RD_MAX_ELEMENTS 0x7fffffffLL /* largest aggregate / multibulk count */
+#define RD_ELEM0_MAX 16            /* bytes kept of a top-level aggregate's 1st element */
+#define RD_STATUS_MAX 16           /* bytes kept of a top-level simple string */
+#define RD_INLINE_MAX (64 * 1024)  /* Redis PROTO_INLINE_MAX_SIZE */
+
+/* Results of the line reader. */
+enum { RD_MORE = 0, RD_DONE = 1, RD_ERR = -1, RD_ERR_LIMIT = -2 };
+
+/* A line being read (CRLF-terminated), possibly across chunks. Only the first
+ * RD_LBUF bytes are kept; the rest is counted. */
+typedef struct rd_line {
+    uint64_t len;        /* bytes so far, CR included, LF not */
+    uint8_t last;        /* last byte so far (to check the CR before LF) */
+    uint8_t buf[RD_LBUF];
+} rd_line;
+
+/* Resynchronisation scanner: looks for CRLF, a type byte and a plausible line. */
+typedef struct rd_resync {
+    uint8_t state;       /* RS_* in resync.c */
+    uint8_t type;        /* candidate type byte */
+    uint8_t is_req;      /* requests: only "*<n>\r\n$" counts */
+    uint32_t cand;       /* candidate bytes held (type + line + CRLF) */
+    int64_t num;         /* candidate's number when numeric */
+    uint8_t neg;         /* candidate number had a '-' */
+    uint8_t ok;          /* candidate line still plausible */
+    uint64_t full;       /* candidate line length (without CRLF) */
+    int64_t cand_start_us; /* capture time of the candidate's type byte */
+} rd_resync;
+
+/* ---------------------------------------------------------------- requests */
+
+/* One in-flight request: the command event it becomes, plus pairing facts. */
+typedef struct rq_entry {
+    resp_command cmd;        /* request filled in; reply copied at pairing */
+    uint32_t nreply;         /* replies still expected (0: none by design) */
+    uint8_t kind;            /* RQK_* in pair.c */
+    uint8_t sub_word;        /* subscribe family: which confirmation word */
+    uint8_t uncertain;       /* queued while the pairing was unknown */
+    uint8_t keep;            /* keep the raw reply (resp_keep_reply) */
+    uint8_t hello_proto;     /* HELLO: requested protocol (0 none) */
+    uint8_t got_reply;       /* subscribe family: a confirmation arrived */
+    uint8_t dynamic;         /* unsubscribe from all: count unknown in advance */
+    int64_t first_reply_us;  /* subscribe family: first confirmation's start */
+} rq_entry;
+
+/* Which request arguments are credentials. */
+enum { CRED_NONE = 0, CRED_ALL, CRED_HELLO, CRED_MIGRATE, CRED_CONFIG, CRED_ACL };
+
+/* Request decoder states. */
+enum {
+    RQ_START = 0,   /* at a message boundary */
+    RQ_MB_LINE,     /* reading "*<n>" */
+    RQ_ARG_TYPE,    /* expecting '$' */
+    RQ_ARG_LINE,    /* reading "<len>" after '$' */
+    RQ_ARG_BODY,    /* argument payload */
+    RQ_ARG_CRLF,    /* CRLF after the payload */
+    RQ_INLINE,      /* inline command */
+    RQ_RESYNC,      /* looking for a boundary */
+    RQ_SINK         /* ignoring everything (never used for requests today) */
+};
+
+/* Inline tokenizer states (sdssplitargs-like). */
+enum { IN_SPACE = 0, IN_WORD, IN_DQ, IN_DQ_ESC, IN_DQ_HEX1, IN_DQ_HEX2, IN_SQ,
+       IN_SQ_ESC, IN_AFTER_Q, IN_CR };
+
+typedef struct rq_dec {
+    uint8_t state;
+    uint8_t in_msg;          /* a message has started */
+    rd_line line;
+    rd_resync rs;
+    uint64_t off;            /* stream offset of the chunk being decoded */
+    uint64_t msg_off;        /* stream offset of the message's first byte */
+    /* multibulk */
+    uint32_t argc_expected;  /* from "*<n>" */
+    uint32_t argi;           /* index of the argument being read */
+    uint64_t arg_left;       /* payload bytes still to come */
+    uint8_t crlf_left;       /* bytes of the trailing CRLF still to come */
+    /* inline */
+    uint8_t in_state;        /* IN_* */
+    uint8_t in_hex;          /* first hex digit of \xHH */
+    uint8_t in_quote;        /* '"' or '\'' of the current quoted arg */
+    uint8_t in_arg_open;     /* an argument has started */
+    uint32_t in_len;         /* bytes of the inline line so far */
+    /* the argument being read */
+    uint8_t a_name;          /* argument 0 (the command name) */
+    uint8_t a_key;           /* the key hook said it is a key */
+    uint8_t a_secret;        /* a credential: nothing is copied */
+    uint8_t *a_dst;          /* where its prefix goes, NULL if nowhere */
+    uint64_t a_seen;         /* bytes of it seen */
+    uint32_t a_full;         /* declared length (inline: counted) */
+    resp_slot_hasher hasher; /* for keys */
+    /* the previous argument, for the key hook */
+    const uint8_t *prev;     /* its prefix, NULL if secret */
+    uint32_t prev_len;
+    uint32_t prev_full;
+    uint8_t prevbuf[RESP_ARG_PREFIX]; /* prefix of arguments past RESP_ARG_KEEP */
+    uint32_t scratch[4];     /* the key hook's state */
+    /* credentials */
+    uint8_t cred;            /* CRED_* of this command */
+    uint8_t cred_left;       /* arguments still secret after a keyword */
+    uint8_t cred_stop;       /* MIGRATE: past KEYS, no more keywords */
+} rq_dec;
+
+/* ---------------------------------------------------------------- replies */
+
+/* One open aggregate. */
+typedef struct rd_frame {
+    uint64_t left;           /* elements still to come */
+    uint8_t type;            /* '*', '%', '~', '>', '|' */
+} rd_frame;
+
+enum {
+    RP_TYPE = 0,    /* expecting a type byte */
+    RP_LINE,        /* reading the line after it */
+    RP_BULK,        /* bulk payload */
+    RP_BULK_CRLF,   /* CRLF after the payload */
+    RP_RESYNC,      /* looking for a boundary */
+    RP_SINK         /* replication stream: ignored */
+};
+
+typedef struct rp_dec {
+    uint8_t state;
+    uint8_t in_msg;          /* a top-level message has started */
+    uint8_t ltype;           /* type byte of the current line/bulk */
+    uint8_t crlf_left;
+    uint8_t top_set;         /* the top-level (non-attribute) value started */
+    uint8_t popped_attr;     /* the value just completed was an attribute */
+    rd_line line;
+    rd_resync rs;
+    uint64_t off;
+    uint64_t msg_off;
+    uint64_t bulk_left;
+    uint32_t depth;
+    uint32_t stack_cap;
+    rd_frame *stack;         /* = inline_stack or heap when deeper */
+    rd_frame inline_stack[RD_STACK_INLINE];
+    uint64_t top_idx;        /* elements completed in the top aggregate */
+    /* capture of small bulk payloads */
+    uint8_t *cap_dst;
+    uint32_t cap_max;
+    uint32_t cap_len;
+    uint8_t cap_what;        /* 1 errtext, 2 elem0 */
+    /* facts about the top-level value, for pairing */
+    uint8_t elem0[RD_ELEM0_MAX];
+    uint8_t elem0_len;
+    uint8_t elem0_set;
+    int64_t elem2;           /* integer third element (subscribe count) */
+    uint8_t elem2_set;
+    uint8_t status[RD_STATUS_MAX];
+    uint8_t status_len;
+    uint8_t status_monitor;  /* simple string shaped like a MONITOR line */
+    uint32_t errtext_len;
+} rp_dec;
+
+/* ---------------------------------------------------------------- connection */
+
+typedef struct rc_conn {
+    struct rc_conn *prev, *next;  /* live connections */
+    cap_conn *cc;
+    struct resp_pipeline *rp;
+    rq_dec rq;
+    rp_dec rpd;
+    /* FIFO of in-flight requests */
+    rq_entry *ring;
+    uint32_t ring_cap;
+    uint32_t head;
+    uint32_t count;
+    rq_entry *cur;            /* where the request decoder writes */
+    uint8_t cur_dropped;      /* cur is the overflow scratch */
+    rq_entry *overflow;       /* allocated on the first overflow */
+    uint64_t seq;
+    resp_reply reply;         /* reply being decoded */
+    /* raw reply kept for analysis */
+    uint8_t keeping;
+    uint8_t keep_over;
+    uint8_t *keep;
+    size_t keep_len, keep_cap;
+    /* client-side modes (known when a request is decoded) */
+    uint8_t in_multi, reply_off, skip_next;
+    /* server-side modes (known when a reply is paired) */
+    uint8_t resp3, monitor, replication;
+    uint32_t sub_channels, sub_patterns, sub_shards;
+    /* synchronisation of the pairing */
+    uint8_t synced;
+    uint8_t reply_since_loss;  /* a reply completed since the pairing was lost */
+    resp_conn_stats st;
+} rc_conn;
+
+struct resp_pipeline {
+    resp_config cfg;
+    resp_sink sink;
+    rc_conn *live;            /* list of live connections */
+    resp_stats closed;        /* totals of closed connections + global counters */
+    resp_stats view;          /* what resp_get_stats returns */
+    uint64_t inflight_total;
+};
+
+/* ---------------------------------------------------------------- helpers */
+
+/* Parse a strict decimal integer: optional '-', digits, no leading zeros (except
+ * "0"), no overflow. Returns 0 on success. */
+static inline int rd_parse_i64(const uint8_t *p, size_t n, int64_t *out)
+{
+    size_t i = 0;
+    int neg = 0;
+    if (n == 0 || n > 20)
+        return -1;
+    if (p[0] == '-') {
+        neg = 1;
+        i = 1;
+        if (n == 1)
+            return -1;
+    }
+    if (p[i] == '0' && n - i > 1)
+        return -1;
+    if (neg && p[i] == '0')
+        return -1; /* "-0" */
+    uint64_t v = 0;
+    for (; i < n; i++) {
+        unsigned d = (unsigned)p[i] - '0';
+        if (d > 9)
+            return -1;
+        if (v > (UINT64_MAX - d) / 10)
+            return -1;
+        v = v * 10 + d;
+    }
+    if (neg) {
+        if (v > (uint64_t)INT64_MAX + 1)
+            return -1;
+        *out = (v == (uint64_t)INT64_MAX + 1) ? INT64_MIN : -(int64_t)v;
+    } else {
+        if (v > (uint64_t)INT64_MAX)
+            return -1;
+        *out = (int64_t)v;
+    }
+    return 0;
+}
+
+/* Read a CRLF-terminated line from *pp. On RD_DONE, out and out_len hold the
+ * kept prefix (without CR), *full the whole length, and *pp is past the LF. On
+ * RD_MORE everything was consumed. RD_ERR: bad terminator; RD_ERR_LIMIT: longer
+ * than max. The common case (whole line in the chunk) copies nothing. */
+static inline int rd_line_read(rd_line *l, const uint8_t **pp, const uint8_t *end,
+                               uint64_t max, const uint8_t **out, size_t *out_len,
+                               uint64_t *full)
+{
+    const uint8_t *p = *pp;
+    size_t avail = (size_t)(end - p);
+    const uint8_t *nl = memchr(p, '\n', avail);
+    if (nl == NULL) {
+        if (l->len + avail > max + 1)
+            return RD_ERR_LIMIT;
+        if (l->len < RD_LBUF) {
+            size_t room = RD_LBUF - (size_t)l->len;
+            memcpy(l->buf + l->len, p, avail < room ? avail : room);
+        }
+        l->len += avail;
+        l->last = end[-1];
+        *pp = end;
+        return RD_MORE;
+    }
+    size_t n = (size_t)(nl - p);
+    uint64_t total = l->len + n;           /* CR included */
+    uint8_t before = n ? nl[-1] : l->last;
+    if (total == 0 || before != '\r') {
+        *pp = nl; /* resync starts at the LF */
+        return RD_ERR;
+    }
+    if (total > max + 1) {
+        *pp = nl;
+        return RD_ERR_LIMIT;
+    }
+    *pp = nl + 1;
+    *full = total - 1;
+    if (l->len == 0) {
+        *out = p;
+        *out_len = n - 1;
+        return RD_DONE;
+    }
+    if (l->len < RD_LBUF) {
+        size_t room = RD_LBUF - (size_t)l->len;
+        memcpy(l->buf + l->len, p, n < room ? n : room);
+    }
+    *out = l->buf;
+    *out_len = (size_t)(total - 1 < RD_LBUF ? total - 1 : RD_LBUF);
+    l->len = 0;
+    return RD_DONE;
+}
+
+/* ASCII upper-case. */
+static inline uint8_t rd_upper(uint8_t c)
+{
+    return (c >= 'a' && c <= 'z') ? (uint8_t)(c - 32) : c;
+}
+
+/* Case-insensitive compare of a byte prefix with an upper-case C string. */
+static inline int rd_eq_ci(const uint8_t *p, size_t n, const char *word)
+{
+    size_t wl = strlen(word);
+    if (n != wl)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (rd_upper(p[i]) != (uint8_t)word[i])
+            return 0;
+    return 1;
+}
+
+/* ---------------------------------------------------------------- functions */
+
+/* resync.c */
+void rd_resync_start(rd_resync *rs, int is_req, int at_boundary);
+/* Scan for a boundary. Returns 1 when found: *pp is just past the candidate
+ * line's LF (requests: the '$' after it is not consumed), rs->type is the
+ * candidate's type byte, rs->full its line length and line->buf its prefix.
+ * Returns 0 when the chunk was used up. *skipped is adjusted by the bytes
+ * thrown away (the candidate's own bytes are given back on success). */
+int rd_resync_scan(rd_resync *rs, rd_line *line, const uint8_t **pp,
+                   const uint8_t *end, int64_t ts, int64_t *skipped,
+                   uint64_t max_bulk);
+
+/* decode_req.c */
+void rq_init(rc_conn *c);
+void rq_feed(rc_conn *c, const uint8_t *p, size_t n, int64_t ts);
+void rq_lost(rc_conn *c, int at_boundary);   /* gap: drop the partial request */
+
+/* decode_rep.c */
+void rp_init(rc_conn *c);
+void rp_free(rc_conn *c);
+void rp_feed(rc_conn *c, const uint8_t *p, size_t n, int64_t ts);
+void rp_lost(rc_conn *c, int at_boundary);
+void rp_sink(rc_conn *c);
+
+/* pair.c: called by the decoders */
+rq_entry *pair_request_slot(rc_conn *c, int64_t ts);  /* a request starts */
+void pair_request_done(rc_conn *c);                    /* it is complete */
+void pair_request_abandon(rc_conn *c);                 /* it was not a request */
+void pair_reply_start(rc_conn *c, int64_t ts);         /* a reply starts */
+void pair_reply_done(rc_conn *c);                      /* it is complete */
+void pair_lost(rc_conn *c);                            /* pairing is unknown now */
+void pair_limit_hit(rc_conn *c);                       /* a limit was hit */
+void pair_keep_bytes(rc_conn *c, const uint8_t *p, size_t n);
+uint64_t pair_max_bulk(const rc_conn *c, int request);
+
+#endif /* SLOTSCOPE_RESP_INTERNAL_H */

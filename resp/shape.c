@@ -1,0 +1,88 @@
+/*
+ * shape.c - does the start of a byte stream look like a request or a reply?
+ *
+ * capture/ asks this only when neither a SYN nor a known port tells which side
+ * of a connection is the server. Replies start with a type byte other than
+ * '*' most of the time; requests are a multibulk whose first bulk is a command
+ * name, or an inline command. An array reply can look like a multibulk, so a
+ * '*' counts as a request only when its first element is a known command name
+ * (and as a reply when it is a pub/sub message word).
+ */
+#include "resp/resp_internal.h"
+
+/* Common command names (upper case), enough to recognise real clients. */
+static const char *const known_cmds[] = {
+    "GET", "SET", "DEL", "MGET", "MSET", "INCR", "INCRBY", "DECR", "DECRBY", "EXISTS",
+    "EXPIRE", "PEXPIRE", "TTL", "PTTL", "TYPE", "KEYS", "SCAN", "PING", "ECHO", "AUTH",
+    "HELLO", "SELECT", "INFO", "CLIENT", "CLUSTER", "CONFIG", "COMMAND", "ASKING",
+    "READONLY", "READWRITE", "MULTI", "EXEC", "DISCARD", "WATCH", "UNWATCH", "SUBSCRIBE",
+    "PSUBSCRIBE", "SSUBSCRIBE", "UNSUBSCRIBE", "PUNSUBSCRIBE", "SUNSUBSCRIBE", "PUBLISH",
+    "SPUBLISH", "HGET", "HSET", "HMGET", "HMSET", "HGETALL", "HDEL", "HINCRBY", "HKEYS",
+    "HVALS", "HLEN", "HEXISTS", "LPUSH", "RPUSH", "LPOP", "RPOP", "LRANGE", "LLEN", "LINDEX",
+    "LSET", "LREM", "LTRIM", "BLPOP", "BRPOP", "BLMOVE", "LMOVE", "SADD", "SREM", "SMEMBERS",
+    "SISMEMBER", "SCARD", "SPOP", "SUNION", "SINTER", "SDIFF", "ZADD", "ZREM", "ZRANGE",
+    "ZRANGEBYSCORE", "ZREVRANGE", "ZSCORE", "ZINCRBY", "ZCARD", "ZRANK", "ZPOPMIN",
+    "BZPOPMIN", "XADD", "XREAD", "XREADGROUP", "XRANGE", "XLEN", "XACK", "XGROUP", "EVAL",
+    "EVALSHA", "FCALL", "SCRIPT", "FUNCTION", "GETSET", "GETDEL", "GETEX", "SETEX",
+    "PSETEX", "SETNX", "APPEND", "STRLEN", "GETRANGE", "SETRANGE", "BITCOUNT", "SETBIT",
+    "GETBIT", "PFADD", "PFCOUNT", "UNLINK", "RENAME", "PERSIST", "DUMP", "RESTORE",
+    "MIGRATE", "OBJECT", "MEMORY", "DBSIZE", "FLUSHDB", "FLUSHALL", "SAVE", "BGSAVE",
+    "MONITOR", "QUIT", "RESET", "REPLCONF", "PSYNC", "SYNC", "WAIT", "TIME", "LASTSAVE",
+    "SLOWLOG", "LATENCY", "ACL", "GEOADD", "GEOSEARCH", "GEORADIUS", "SORT", "COPY", "TOUCH",
+};
+
+/* Is s/n a known command name (case-insensitive)? */
+static int known_command(const uint8_t *s, size_t n)
+{
+    if (n == 0 || n > 16)
+        return 0;
+    for (size_t i = 0; i < sizeof(known_cmds) / sizeof(known_cmds[0]); i++)
+        if (rd_eq_ci(s, n, known_cmds[i]))
+            return 1;
+    return 0;
+}
+
+/* Parse "<digits>\r\n" at *i; returns the value or -1. */
+static long shape_num(const uint8_t *d, size_t len, size_t *i)
+{
+    long v = 0;
+    size_t start = *i;
+    while (*i < len && d[*i] >= '0' && d[*i] <= '9' && *i - start < 9)
+        v = v * 10 + (d[(*i)++] - '0');
+    if (*i == start || *i + 1 >= len || d[*i] != '\r' || d[*i + 1] != '\n')
+        return -1;
+    *i += 2;
+    return v;
+}
+
+int resp_shape(const uint8_t *data, size_t len)
+{
+    if (data == NULL || len == 0)
+        return 0;
+    switch (data[0]) {
+    case '+': case '-': case ':': case '$': case '_': case ',': case '#': case '!':
+    case '=': case '(': case '%': case '~': case '>': case '|':
+        return -1;
+    case '*': {
+        size_t i = 1;
+        if (shape_num(data, len, &i) <= 0 || i >= len || data[i] != '$')
+            return 0;
+        i++;
+        long n = shape_num(data, len, &i);
+        if (n <= 0 || (size_t)n > len - i)
+            return 0;
+        if (known_command(data + i, (size_t)n))
+            return 1;
+        if (rd_eq_ci(data + i, (size_t)n, "MESSAGE") || rd_eq_ci(data + i, (size_t)n, "PMESSAGE") ||
+            rd_eq_ci(data + i, (size_t)n, "SMESSAGE") || rd_eq_ci(data + i, (size_t)n, "PONG"))
+            return -1;
+        return 0;
+    }
+    default: {
+        size_t n = 0;
+        while (n < len && n <= 16 && data[n] != ' ' && data[n] != '\r' && data[n] != '\n')
+            n++;
+        return known_command(data, n) ? 1 : 0;
+    }
+    }
+}
