@@ -239,6 +239,8 @@ typedef struct gen_opts {
     uint64_t seed;
     uint64_t bytes;            /* stop after this many file bytes (0: unused) */
     double duration_s;         /* or after this much capture time (0: unused) */
+    double rate_mbps;          /* capture time paced at this many MB/s of
+                                  file (0: only packet and server times) */
     int clients;
     int pool;                  /* connections per client per node */
     int masters, replicas;     /* replicas: 0 or 1 per master */
@@ -254,6 +256,7 @@ typedef struct gen_opts {
     int stuck_slots;           /* slots whose migration never ends */
     int bad[K_KINDS];          /* misbehaving clients per kind (stuck: slots) */
     int bad_times;             /* misbehaving operations per bad client */
+    int bad_weight;            /* turns of a bad client per turn of a good one */
     uint32_t weights[C_MIX];   /* command mix */
     int admin;                 /* write the resharding admin traffic */
     int net10;                 /* 10.x addresses instead of 127.x */

@@ -18,6 +18,8 @@ static void usage(FILE *f)
           "  --seed N            PRNG seed (1)\n"
           "  --bytes SIZE        stop at this file size, K/M/G suffixes (64M)\n"
           "  --duration S        or at this much capture time, seconds\n"
+          "  --rate MB/s         pace the capture clock to this file rate (0: as fast\n"
+          "                      as packets and server times allow)\n"
           "  --clients N         correct clients (50)\n"
           "  --pool N            connections per client per node (2)\n"
           "  --masters N         masters, ports 7000.. (3)\n"
@@ -35,6 +37,7 @@ static void usage(FILE *f)
           "                      kind; all=N for every kind); migration_stuck=N: N\n"
           "                      slots whose migration never ends\n"
           "  --bad-times N       misbehaving operations per bad client (5)\n"
+          "  --bad-weight N      turns of a bad client per turn of a good one (4)\n"
           "  --mix NAME=W,...    command weights (GET=45,SET=25,MGET=6,HSET=5,HGET=5,\n"
           "                      INCR=6,EVAL=3,DEL=3,EXPIRE=2)\n"
           "  --no-admin          no resharding admin / MIGRATE traffic\n"
@@ -152,6 +155,7 @@ static void parse_args(int argc, char **argv, gen_opts *o, const char **out, con
     o->mig_begin = 0.3;
     o->mig_end = 0.7;
     o->bad_times = 5;
+    o->bad_weight = 4;
     o->admin = 1;
     o->linktype = GEN_LINK_ETHERNET;
     o->mss = 1448;
@@ -185,6 +189,8 @@ static void parse_args(int argc, char **argv, gen_opts *o, const char **out, con
         } else if (OPT("--duration")) {
             o->duration_s = strtod(v, NULL);
             duration_given = 1;
+        } else if (OPT("--rate")) {
+            o->rate_mbps = strtod(v, NULL);
         } else if (OPT("--clients")) {
             o->clients = (int)parse_int(v, 0, 60000, "--clients");
         } else if (OPT("--pool")) {
@@ -218,6 +224,8 @@ static void parse_args(int argc, char **argv, gen_opts *o, const char **out, con
             parse_bad(o, v);
         } else if (OPT("--bad-times")) {
             o->bad_times = (int)parse_int(v, 1, 100000, "--bad-times");
+        } else if (OPT("--bad-weight")) {
+            o->bad_weight = (int)parse_int(v, 1, 1000, "--bad-weight");
         } else if (OPT("--mix")) {
             parse_mix(o, v);
         } else if (OPT("--net")) {

@@ -1158,7 +1158,8 @@ static void make_clients(sim *S)
     S->pool2 = o->pool < 2 ? 2 : o->pool;
     S->conns = calloc((size_t)S->n_clients * (size_t)S->cl->n_nodes * (size_t)S->pool2,
                       sizeof *S->conns);
-    S->turn_table = calloc((size_t)S->n_clients * 4, sizeof *S->turn_table);
+    S->turn_table = calloc((size_t)o->clients + (size_t)n_bad * (size_t)o->bad_weight,
+                           sizeof *S->turn_table);
     if (!S->clients || !S->conns || !S->turn_table)
         die("out of memory");
     int ci = 0, ordinal = 0;
@@ -1181,7 +1182,7 @@ static void make_clients(sim *S)
                 own_key(S, c, ci, 1, key_slot(c->own_key[0], strlen(c->own_key[0])));
                 c->slot = key_slot(c->own_key[0], strlen(c->own_key[0]));
             }
-            int weight = k < 0 ? 1 : 4;
+            int weight = k < 0 ? 1 : o->bad_weight;
             for (int w = 0; w < weight; w++)
                 S->turn_table[S->n_turns++] = ci;
         }
@@ -1240,6 +1241,7 @@ void traffic_run(const gen_opts *o, wire *w, cluster *cl, gen_truth *truth)
                     conn_of(S, ci, n, k)->lossy = 1;
     replicas_start(S);
 
+    const int64_t start_us = w->now_us;
     for (;;) {
         uint64_t written = w->file_bytes + w->out_len;
         double pb = o->bytes ? (double)written / (double)o->bytes : 0;
@@ -1252,6 +1254,13 @@ void traffic_run(const gen_opts *o, wire *w, cluster *cl, gen_truth *truth)
         advance_migration(S);
         client_turn(S, S->turn_table[rng_below(&S->r, (uint32_t)S->n_turns)]);
         wire_wait(w, rng_range(&S->r, 0, 8));
+        if (o->rate_mbps > 0) {
+            /* idle until the capture clock matches the asked-for rate */
+            int64_t due = start_us + (int64_t)((double)(w->file_bytes + w->out_len) /
+                                               o->rate_mbps);
+            if (w->now_us < due)
+                w->now_us = due;
+        }
     }
 
     /* every connection ends with FIN */
