@@ -1,0 +1,244 @@
+/*
+ * internal.h - what the files of capture/ share; not for other modules.
+ *
+ *   decode.c   link layer -> IP -> TCP into a cap_pkt (checked reads only)
+ *   pool.c     the capped store of out-of-order bytes (chunks from blocks)
+ *   flows.c    the connection table: hash by 4-tuple, LRU lists, free list
+ *   reasm.c    per-direction reassembly: in-order delivery, holes, gaps
+ *   tracker.c  the glue: lifecycle, server side, events, statistics
+ *   source.c   libpcap files (merged by time) and live interfaces
+ */
+#ifndef SLOTSCOPE_CAPTURE_INTERNAL_H
+#define SLOTSCOPE_CAPTURE_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "capture/capture.h"
+
+/* ---------------------------------------------------------------- decode */
+
+/* TCP flag bits (RFC 9293 section 3.1). */
+#define TCP_FIN 0x01
+#define TCP_SYN 0x02
+#define TCP_RST 0x04
+#define TCP_PSH 0x08
+#define TCP_ACK 0x10
+
+/* A decoded TCP segment. Pointers point into the captured record. */
+typedef struct cap_pkt {
+    cap_endpoint src;        /* sender */
+    cap_endpoint dst;        /* receiver */
+    uint32_t seq;            /* sequence number of the segment (SYN included) */
+    uint32_t ack;            /* acknowledgment number (valid with TCP_ACK) */
+    uint8_t flags;           /* TCP_* bits */
+    const uint8_t *payload;  /* captured payload bytes */
+    uint32_t payload_len;    /* how many were captured */
+    uint32_t payload_missing; /* payload bytes on the wire but cut by snaplen */
+} cap_pkt;
+
+/* What cap_decode found. */
+typedef enum cap_decode_result {
+    CAP_DEC_TCP = 0,       /* a TCP segment, pkt filled */
+    CAP_DEC_NON_TCP,       /* IP, but not TCP */
+    CAP_DEC_NON_IP,        /* a link frame that does not carry IP */
+    CAP_DEC_FRAGMENT,      /* an IPv4 or IPv6 fragment (not reassembled) */
+    CAP_DEC_UNSUPPORTED,   /* unknown link type or encapsulation */
+    CAP_DEC_TRUNCATED,     /* headers cut by snaplen before the TCP payload */
+    CAP_DEC_MALFORMED      /* a header failed a bounds or sanity check */
+} cap_decode_result;
+
+/* Decode one record of link type dlt. caplen bytes were captured of wirelen. */
+cap_decode_result cap_decode(int dlt, const uint8_t *data, uint32_t caplen,
+                             uint32_t wirelen, cap_pkt *pkt);
+/* 1 when cap_decode knows link type dlt. */
+int cap_linktype_supported(int dlt);
+
+/* ---------------------------------------------------------------- pool */
+
+/* Bytes of payload one pool chunk holds; a chunk is 2 KiB in all. */
+#define CAP_CHUNK_BYTES (2048 - sizeof(void *))
+
+/* A piece of held out-of-order payload. */
+typedef struct cap_chunk {
+    struct cap_chunk *next;
+    uint8_t data[CAP_CHUNK_BYTES];
+} cap_chunk;
+
+/* One held out-of-order range of a stream. chunks == NULL marks a range known
+ * to be missing (payload cut by snaplen): it becomes a GAP when reached. */
+typedef struct cap_held {
+    struct cap_held *next;   /* next range, higher sequence numbers */
+    cap_chunk *chunks;       /* the bytes, CAP_CHUNK_BYTES per chunk */
+    int64_t ts_us;           /* capture time of the packet that carried them */
+    uint32_t seq;            /* first sequence number */
+    uint32_t len;            /* length in sequence space */
+    uint32_t cost;           /* pool bytes charged for it */
+} cap_held;
+
+/* Chunks and range records, allocated in blocks and recycled, charged against
+ * a global byte cap. */
+typedef struct cap_pool {
+    cap_chunk *free_chunks;  /* recycled chunks */
+    cap_held *free_held;     /* recycled range records */
+    void *blocks;            /* every block allocated, linked through its head */
+    size_t used;             /* bytes charged now */
+    size_t cap;              /* most bytes that may be charged */
+    size_t peak;             /* most bytes ever charged */
+} cap_pool;
+
+/* Set up an empty pool with a byte cap. */
+void cap_pool_init(cap_pool *pool, size_t cap);
+/* Release every block. */
+void cap_pool_destroy(cap_pool *pool);
+/* Bytes charged for holding len bytes (len_has_data: 0 for a missing range). */
+uint32_t cap_pool_cost(uint32_t len, int has_data);
+/* A range record holding a copy of data[0..len) (data NULL: a missing range),
+ * or NULL when the cap or memory does not allow it. */
+cap_held *cap_pool_hold(cap_pool *pool, const uint8_t *data, uint32_t len);
+/* Give a range record and its chunks back. */
+void cap_pool_release(cap_pool *pool, cap_held *h);
+
+/* ---------------------------------------------------------------- flows */
+
+/* Serial number arithmetic on 32-bit sequence numbers (RFC 1982, RFC 9293). */
+#define SEQ_LT(a, b) ((int32_t)((uint32_t)(a) - (uint32_t)(b)) < 0)
+#define SEQ_LEQ(a, b) ((int32_t)((uint32_t)(a) - (uint32_t)(b)) <= 0)
+#define SEQ_GT(a, b) SEQ_LT(b, a)
+#define SEQ_GEQ(a, b) SEQ_LEQ(b, a)
+
+/* Farthest a segment or an ACK may lie ahead of the expected sequence number:
+ * the largest TCP window (RFC 7323: 2^30). Beyond it is out of window. */
+#define CAP_WINDOW_MAX (1u << 30)
+
+/* Reassembly state of one direction (one sender). */
+typedef struct cap_stream {
+    cap_held *held;          /* out-of-order ranges, sorted, not overlapping,
+                                all starting after next */
+    uint32_t next;           /* next sequence number to deliver */
+    uint32_t isn;            /* sequence number of the SYN (when syn) */
+    uint32_t fin_seq;        /* sequence number of the FIN (when fin) */
+    uint32_t acked;          /* highest ACK the peer sent beyond next (when has_acked) */
+    uint8_t started;         /* next is valid */
+    uint8_t syn;             /* a SYN from this side was seen */
+    uint8_t fin;             /* a FIN from this side was seen */
+    uint8_t done;            /* every byte up to the FIN was delivered */
+    uint8_t has_acked;       /* acked is valid */
+} cap_stream;
+
+/* Lifecycle of a table entry. */
+enum { FLOW_FREE = 0, FLOW_LIVE = 1, FLOW_CLOSED = 2 };
+
+/* Index of "no flow" in links (flows are numbered from 1; 0 means none). */
+#define FLOW_NONE 0u
+
+/* A doubly linked list of flows, oldest activity first. */
+typedef struct cap_lru {
+    uint32_t head;           /* least recently active */
+    uint32_t tail;           /* most recently active */
+    uint32_t count;
+} cap_lru;
+
+/* One entry of the connection table. ep[0] sent the first packet seen; the
+ * streams are indexed the same way (st[i]: bytes sent by ep[i]). */
+typedef struct cap_flow {
+    cap_conn pub;            /* what downstream sees */
+    cap_endpoint ep[2];      /* the two endpoints, padding zeroed */
+    cap_stream st[2];        /* bytes sent by ep[0] and by ep[1] */
+    uint64_t early_packets[2]; /* packets per ep before the OPEN event */
+    uint64_t held_cost;      /* pool bytes held by both streams */
+    uint32_t hash;           /* symmetric hash of the 4-tuple */
+    uint32_t chain;          /* next flow in the hash bucket (or free list) */
+    uint32_t prev, next;     /* neighbours in the live or closed LRU list */
+    uint8_t state;           /* FLOW_* */
+    uint8_t opened;          /* the OPEN event was sent */
+    uint8_t server;          /* ep index of the server (when opened) */
+    uint8_t side_known;      /* server is decided */
+} cap_flow;
+
+/* The connection table: flows numbered 1..cap, a hash of bucket heads, a live
+ * and a closed LRU list. Flows never used are handed out in order, so memory
+ * is touched only as connections come. */
+typedef struct cap_flows {
+    cap_flow *flows;         /* flows[0] unused, flows[1..cap] */
+    uint32_t cap;            /* most flows */
+    uint32_t fresh;          /* flows[fresh+1..] were never used */
+    uint32_t free_list;      /* recycled flows, linked through chain */
+    uint32_t *buckets;       /* heads of the hash chains */
+    uint32_t mask;           /* buckets - 1 (a power of two) */
+    cap_lru live;            /* open connections */
+    cap_lru closed;          /* closed ones kept to absorb late packets */
+} cap_flows;
+
+/* Allocate a table for cap flows. 0 on success, -1 out of memory. */
+int cap_flows_init(cap_flows *ft, uint32_t cap);
+/* Free the table. */
+void cap_flows_destroy(cap_flows *ft);
+/* Symmetric hash of a 4-tuple: the same for both directions. */
+uint32_t cap_flows_hash(const cap_endpoint *a, const cap_endpoint *b);
+/* Find the flow of (src, dst) in either direction; *side = index of src in its
+ * ep[]. NULL when none. */
+cap_flow *cap_flows_find(cap_flows *ft, const cap_endpoint *src,
+                         const cap_endpoint *dst, uint32_t hash, int *side);
+/* Take an unused flow (zeroed, state FLOW_LIVE, on the live list), keyed by
+ * src -> dst. NULL when the table is full. */
+cap_flow *cap_flows_take(cap_flows *ft, const cap_endpoint *src,
+                         const cap_endpoint *dst, uint32_t hash);
+/* Move a live flow to the closed list (it stays findable). */
+void cap_flows_mark_closed(cap_flows *ft, cap_flow *f);
+/* Remove a flow from the hash and its list and recycle it. */
+void cap_flows_release(cap_flows *ft, cap_flow *f);
+/* Mark f as just active: move it to the end of its list. */
+void cap_flows_touch(cap_flows *ft, cap_flow *f);
+/* The flow numbered i (1..cap), or NULL for FLOW_NONE. */
+static inline cap_flow *cap_flows_at(cap_flows *ft, uint32_t i)
+{
+    return i == FLOW_NONE ? NULL : &ft->flows[i];
+}
+
+/* ---------------------------------------------------------------- tracker */
+
+struct cap_tracker {
+    cap_config cfg;          /* limits, as given */
+    cap_event_fn fn;         /* downstream */
+    void *ctx;
+    cap_stats stats;
+    cap_flows flows;
+    cap_pool pool;
+    uint64_t next_id;        /* id of the next connection */
+    int64_t now_us;          /* latest capture time seen */
+    int64_t linger_us;       /* how long a closed flow absorbs late packets */
+    uint8_t have_time;       /* now_us is valid */
+    uint8_t server_port[65536 / 8]; /* bitmap of server ports */
+};
+
+/* The cap_dir of the bytes sent by ep[side] (the server is decided). */
+static inline cap_dir cap_dir_of(const cap_flow *f, int side)
+{
+    return side == f->server ? CAP_TO_CLIENT : CAP_TO_SERVER;
+}
+
+/* Send one event downstream (DATA and GAP also update the counters). */
+void cap_emit_data(cap_tracker *t, cap_flow *f, int side, int64_t ts_us,
+                   const uint8_t *data, size_t len);
+void cap_emit_gap(cap_tracker *t, cap_flow *f, int side, int64_t ts_us, uint64_t len);
+
+/* ---------------------------------------------------------------- reasm */
+
+/* Start the stream of side at sequence number seq (no SYN seen). */
+void cap_reasm_start(cap_stream *st, uint32_t seq);
+/* A segment from side: payload [seq, seq+len) captured, followed by missing
+ * bytes cut by snaplen. Delivers what is in order, holds what is ahead. */
+void cap_reasm_segment(cap_tracker *t, cap_flow *f, int side, uint32_t seq,
+                       const uint8_t *data, uint32_t len, uint32_t missing,
+                       int64_t ts_us);
+/* The peer of side acknowledged up to ack: a hole below it will never fill. */
+void cap_reasm_ack(cap_tracker *t, cap_flow *f, int side, uint32_t ack, int64_t ts_us);
+/* A FIN from side at sequence number fin_seq. */
+void cap_reasm_fin(cap_tracker *t, cap_flow *f, int side, uint32_t fin_seq, int64_t ts_us);
+/* Deliver everything known of the stream of side: holes become gaps. */
+void cap_reasm_flush(cap_tracker *t, cap_flow *f, int side, int64_t ts_us);
+/* Give every held range of the stream back to the pool. */
+void cap_reasm_clear(cap_tracker *t, cap_flow *f, int side);
+
+#endif /* SLOTSCOPE_CAPTURE_INTERNAL_H */

@@ -1,0 +1,528 @@
+/*
+ * source.c - where records come from: capture files or a live interface.
+ *
+ * Files are read with libpcap (pcap and pcapng: pcap-savefile(5),
+ * draft-ietf-opsawg-pcapng). Several files are merged by timestamp: each file
+ * keeps its current record (libpcap's buffer stays valid until the next read
+ * on that handle, so nothing is copied) and a small binary heap picks the
+ * earliest. A file that fails mid-way is reported and dropped; the records
+ * read before stay delivered and the other files go on.
+ *
+ * Live capture follows pcap(3PCAP): pcap_create, the options, pcap_activate
+ * (a positive result is a warning, a negative one an error), then a BPF
+ * filter. cap_source_break only sets a flag and calls pcap_breakloop, both
+ * safe in a signal handler.
+ */
+#include <errno.h>
+#include <pcap/pcap.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "capture/internal.h"
+
+/* Snap length of a live capture when none is given (tcpdump's default). */
+#define LIVE_SNAPLEN_DEFAULT 262144
+/* How long a live read waits before returning, so a break is seen (ms). */
+#define LIVE_TIMEOUT_MS 200
+
+/* One input file and its current record. */
+typedef struct input {
+    pcap_t *pcap;            /* the open handle (NULL when closed) */
+    uint64_t size;           /* file size in bytes */
+    cap_record cur;          /* the record waiting in the merge */
+    int64_t prev_us;         /* time of the previous record (time_backwards) */
+    int error_pending;       /* info.error is set and not yet reported */
+} input;
+
+struct cap_source {
+    input *inputs;           /* files (none when live) */
+    cap_input_info *info;    /* one per input */
+    size_t n;                /* inputs (1 when live) */
+    uint32_t *heap;          /* inputs with a waiting record, earliest first */
+    size_t heap_n;
+    int primed;              /* every file's first record was read */
+    long advance;            /* input whose record was returned last, or -1 */
+    pcap_t *live;            /* live handle, or NULL */
+    cap_tracker *run_tracker; /* the tracker of a live run (for the callback) */
+    struct pcap_stat last_stat; /* live: drop counters already reported */
+    volatile sig_atomic_t stop; /* set by cap_source_break */
+};
+
+/* Format a one-line message into err (when there is room); a long path is
+ * cut, never overflowed. */
+static void set_err(char *err, size_t size, const char *fmt, ...)
+{
+    va_list ap;
+    if (err == NULL || size == 0)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(err, size, fmt, ap);
+    va_end(ap);
+}
+
+/* Fill the name fields of an input's info. */
+static void describe_input(cap_input_info *info, const char *name, int dlt)
+{
+    const char *lt = pcap_datalink_val_to_name(dlt);
+    set_err(info->name, sizeof info->name, "%s", name);
+    info->linktype = dlt;
+    if (lt != NULL)
+        snprintf(info->linktype_name, sizeof info->linktype_name, "%s", lt);
+    else
+        snprintf(info->linktype_name, sizeof info->linktype_name, "DLT_%d", dlt);
+}
+
+/* The "unsupported link type" message for a handle. */
+static void unsupported_linktype(const char *name, int dlt, char *err, size_t size)
+{
+    char what[96];
+    const char *lt = pcap_datalink_val_to_name(dlt);
+    const char *desc = pcap_datalink_val_to_description(dlt);
+    snprintf(what, sizeof what, "%s (%d%s%s)", lt ? lt : "?", dlt, desc ? ", " : "",
+             desc ? desc : "");
+    set_err(err, size, "'%s': unsupported link type %s", name, what);
+}
+
+/* Allocate an empty source for n inputs. NULL on out of memory. */
+static cap_source *source_alloc(size_t n, int files)
+{
+    cap_source *src = calloc(1, sizeof *src);
+    if (src == NULL)
+        return NULL;
+    src->n = n;
+    src->advance = -1;
+    src->info = calloc(n, sizeof *src->info);
+    if (files) {
+        src->inputs = calloc(n, sizeof *src->inputs);
+        src->heap = calloc(n, sizeof *src->heap);
+    }
+    if (src->info == NULL || (files && (src->inputs == NULL || src->heap == NULL))) {
+        cap_source_free(src);
+        return NULL;
+    }
+    return src;
+}
+
+/* Open one capture file into in/info. 0 on success, -1 with err set. */
+static int open_file(const char *path, input *in, cap_input_info *info, char *err, size_t size)
+{
+    char errbuf[PCAP_ERRBUF_SIZE] = "";
+    struct stat sb;
+    FILE *fp = fopen(path, "rb");
+    if (fp == NULL) {
+        set_err(err, size, "cannot open '%s': %s", path, strerror(errno));
+        return -1;
+    }
+    if (fstat(fileno(fp), &sb) != 0) {
+        set_err(err, size, "cannot open '%s': %s", path, strerror(errno));
+        fclose(fp);
+        return -1;
+    }
+    if (S_ISDIR(sb.st_mode) || sb.st_size == 0) {
+        set_err(err, size, "'%s': %s", path,
+                S_ISDIR(sb.st_mode) ? "is a directory" : "empty file, not a capture");
+        fclose(fp);
+        return -1;
+    }
+    in->size = (uint64_t)sb.st_size;
+    /* On success libpcap owns fp and closes it in pcap_close. */
+    in->pcap = pcap_fopen_offline_with_tstamp_precision(fp, PCAP_TSTAMP_PRECISION_MICRO, errbuf);
+    if (in->pcap == NULL) {
+        set_err(err, size, "'%s': not a pcap or pcapng capture (%s)", path, errbuf);
+        fclose(fp);
+        return -1;
+    }
+    describe_input(info, path, pcap_datalink(in->pcap));
+    if (!cap_linktype_supported(info->linktype)) {
+        unsupported_linktype(path, info->linktype, err, size);
+        return -1;
+    }
+    return 0;
+}
+
+/* Open capture files to be merged by time. */
+cap_source *cap_open_files(const char *const *paths, size_t n_paths, char *err, size_t err_size)
+{
+    cap_source *src;
+    if (n_paths == 0) {
+        set_err(err, err_size, "no capture file given");
+        return NULL;
+    }
+    src = source_alloc(n_paths, 1);
+    if (src == NULL) {
+        set_err(err, err_size, "out of memory");
+        return NULL;
+    }
+    for (size_t i = 0; i < n_paths; i++) {
+        if (open_file(paths[i], &src->inputs[i], &src->info[i], err, err_size) != 0) {
+            cap_source_free(src);
+            return NULL;
+        }
+    }
+    return src;
+}
+
+/* 1 when input a's waiting record goes before input b's (ties: file order). */
+static int heap_before(const cap_source *src, uint32_t a, uint32_t b)
+{
+    int64_t ta = src->inputs[a].cur.ts_us, tb = src->inputs[b].cur.ts_us;
+    return ta < tb || (ta == tb && a < b);
+}
+
+/* Add input i to the heap. */
+static void heap_push(cap_source *src, uint32_t i)
+{
+    size_t k = src->heap_n++;
+    while (k > 0 && heap_before(src, i, src->heap[(k - 1) / 2])) {
+        src->heap[k] = src->heap[(k - 1) / 2];
+        k = (k - 1) / 2;
+    }
+    src->heap[k] = i;
+}
+
+/* Remove and return the earliest input of the heap (not empty). */
+static uint32_t heap_pop(cap_source *src)
+{
+    uint32_t top = src->heap[0];
+    uint32_t last = src->heap[--src->heap_n];
+    size_t k = 0;
+    for (;;) {
+        size_t c = 2 * k + 1;
+        if (c >= src->heap_n)
+            break;
+        if (c + 1 < src->heap_n && heap_before(src, src->heap[c + 1], src->heap[c]))
+            c++;
+        if (!heap_before(src, src->heap[c], last))
+            break;
+        src->heap[k] = src->heap[c];
+        k = c;
+    }
+    if (src->heap_n > 0)
+        src->heap[k] = last;
+    return top;
+}
+
+/* Record a read error of input i: its message, and the handle is done. */
+static void input_failed(cap_source *src, uint32_t i, const char *what, const char *detail)
+{
+    cap_input_info *info = &src->info[i];
+    set_err(info->error, sizeof info->error, "'%s': %s after %llu packets (%s)", info->name,
+            what, (unsigned long long)info->packets, detail);
+    src->inputs[i].error_pending = 1;
+}
+
+/* Read the next record of input i into its slot and the heap, or note its
+ * end or its error. */
+static void input_advance(cap_source *src, uint32_t i)
+{
+    input *in = &src->inputs[i];
+    struct pcap_pkthdr *hdr;
+    const u_char *data;
+    int r = pcap_next_ex(in->pcap, &hdr, &data);
+    if (r == PCAP_ERROR_BREAK || r == 0)
+        return; /* end of file */
+    if (r != 1) {
+        const char *msg = pcap_geterr(in->pcap);
+        input_failed(src, i, strstr(msg, "truncated") ? "truncated record" : "bad record", msg);
+        return;
+    }
+    if (hdr->caplen == 0) {
+        input_failed(src, i, "zero-length record", "the file's framing is broken");
+        return;
+    }
+    in->cur.linktype = src->info[i].linktype;
+    in->cur.ts_us = (int64_t)hdr->ts.tv_sec * 1000000 + hdr->ts.tv_usec;
+    in->cur.data = data;
+    in->cur.caplen = hdr->caplen;
+    in->cur.wirelen = hdr->len;
+    heap_push(src, i);
+}
+
+/* Account a record of input i that is being handed out. */
+static void input_count(cap_source *src, uint32_t i)
+{
+    input *in = &src->inputs[i];
+    cap_input_info *info = &src->info[i];
+    if (info->packets > 0 && in->cur.ts_us < in->prev_us)
+        info->time_backwards++;
+    if (info->packets == 0)
+        info->first_us = in->cur.ts_us;
+    if (info->packets == 0 || in->cur.ts_us > info->last_us)
+        info->last_us = in->cur.ts_us;
+    in->prev_us = in->cur.ts_us;
+    info->packets++;
+    info->bytes += in->cur.caplen;
+}
+
+/* Report the first input error not yet reported. 1 if there was one. */
+static int take_pending_error(cap_source *src, char *err, size_t err_size)
+{
+    for (size_t i = 0; i < src->n; i++) {
+        if (src->inputs[i].error_pending) {
+            src->inputs[i].error_pending = 0;
+            set_err(err, err_size, "%s", src->info[i].error);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Next live record (timeouts are waited through). */
+static int live_next(cap_source *src, cap_record *rec, char *err, size_t err_size)
+{
+    struct pcap_pkthdr *hdr;
+    const u_char *data;
+    while (!src->stop) {
+        int r = pcap_next_ex(src->live, &hdr, &data);
+        if (r == 0)
+            continue;
+        if (r == PCAP_ERROR_BREAK)
+            return 0;
+        if (r != 1) {
+            set_err(err, err_size, "'%s': %s", src->info[0].name, pcap_geterr(src->live));
+            return -1;
+        }
+        rec->linktype = src->info[0].linktype;
+        rec->ts_us = (int64_t)hdr->ts.tv_sec * 1000000 + hdr->ts.tv_usec;
+        rec->data = data;
+        rec->caplen = hdr->caplen;
+        rec->wirelen = hdr->len;
+        src->info[0].packets++;
+        src->info[0].bytes += hdr->caplen;
+        return 1;
+    }
+    return 0;
+}
+
+/* Next record in merged order: 1 got one, 0 end of input, -1 error. */
+int cap_source_next(cap_source *src, cap_record *rec, char *err, size_t err_size)
+{
+    uint32_t i;
+    if (src->live != NULL)
+        return live_next(src, rec, err, err_size);
+    if (!src->primed) {
+        src->primed = 1;
+        for (uint32_t k = 0; k < src->n; k++)
+            input_advance(src, k);
+    }
+    if (src->advance >= 0) {
+        input_advance(src, (uint32_t)src->advance);
+        src->advance = -1;
+    }
+    if (take_pending_error(src, err, err_size))
+        return -1;
+    if (src->heap_n == 0)
+        return 0;
+    i = heap_pop(src);
+    input_count(src, i);
+    *rec = src->inputs[i].cur;
+    src->advance = (long)i;
+    return 1;
+}
+
+/* Report the live handle's drop counters to the tracker (as increments). */
+static void live_update_drops(cap_source *src, cap_tracker *t)
+{
+    struct pcap_stat ps;
+    if (pcap_stats(src->live, &ps) != 0)
+        return;
+    if (ps.ps_drop >= src->last_stat.ps_drop && ps.ps_ifdrop >= src->last_stat.ps_ifdrop)
+        cap_tracker_add_drops(t, ps.ps_drop - src->last_stat.ps_drop,
+                              ps.ps_ifdrop - src->last_stat.ps_ifdrop);
+    src->last_stat = ps;
+    src->info[0].kernel_drops = ps.ps_drop;
+    src->info[0].if_drops = ps.ps_ifdrop;
+}
+
+/* pcap_dispatch callback: one live record into the tracker. */
+static void live_packet(u_char *user, const struct pcap_pkthdr *hdr, const u_char *data)
+{
+    cap_source *src = (cap_source *)user;
+    int64_t ts = (int64_t)hdr->ts.tv_sec * 1000000 + hdr->ts.tv_usec;
+    cap_input_info *info = &src->info[0];
+    if (info->packets == 0)
+        info->first_us = ts;
+    info->last_us = ts;
+    info->packets++;
+    info->bytes += hdr->caplen;
+    cap_tracker_packet(src->run_tracker, info->linktype, ts, data, hdr->caplen, hdr->len);
+}
+
+/* Live run: dispatch until a break or an error, reporting drops as we go. */
+static int live_run(cap_source *src, cap_tracker *t, char *err, size_t err_size)
+{
+    int rc = 0;
+    src->run_tracker = t;
+    while (!src->stop) {
+        int n = pcap_dispatch(src->live, -1, live_packet, (u_char *)src);
+        if (n == PCAP_ERROR_BREAK)
+            break;
+        if (n < 0) {
+            set_err(err, err_size, "'%s': %s", src->info[0].name, pcap_geterr(src->live));
+            rc = -1;
+            break;
+        }
+        live_update_drops(src, t);
+    }
+    live_update_drops(src, t);
+    src->run_tracker = NULL;
+    if (rc == 0 && src->stop)
+        rc = 1;
+    return rc;
+}
+
+/* Read records into the tracker until the end, an error, or a break. */
+int cap_source_run(cap_source *src, cap_tracker *t, char *err, size_t err_size)
+{
+    int failed = 0;
+    cap_record rec;
+    if (src->live != NULL)
+        return live_run(src, t, err, err_size);
+    while (!src->stop) {
+        int r = failed ? cap_source_next(src, &rec, NULL, 0)
+                       : cap_source_next(src, &rec, err, err_size);
+        if (r == 0)
+            break;
+        if (r < 0) {
+            failed = 1; /* keep the first message; read the other files on */
+            continue;
+        }
+        cap_tracker_packet(t, rec.linktype, rec.ts_us, rec.data, rec.caplen, rec.wirelen);
+    }
+    if (failed)
+        return -1;
+    return src->stop ? 1 : 0;
+}
+
+/* Ask cap_source_run to return soon: async-signal-safe (a flag, and
+ * pcap_breakloop, which only sets a flag and wakes the poll). */
+void cap_source_break(cap_source *src)
+{
+    src->stop = 1;
+    if (src->live != NULL)
+        pcap_breakloop(src->live);
+}
+
+/* Apply the options to a created live handle and activate it. 0 on success,
+ * -1 with err set. */
+static int live_activate(pcap_t *p, const cap_live_opts *opts, char *err, size_t err_size)
+{
+    int snaplen = opts->snaplen > 0 ? opts->snaplen : LIVE_SNAPLEN_DEFAULT;
+    int rc;
+    pcap_set_snaplen(p, snaplen);
+    pcap_set_promisc(p, opts->promisc ? 1 : 0);
+    pcap_set_timeout(p, LIVE_TIMEOUT_MS);
+    if (opts->buffer_mb > 0 && opts->buffer_mb <= 2047)
+        pcap_set_buffer_size(p, opts->buffer_mb * 1024 * 1024);
+    rc = pcap_activate(p);
+    if (rc < 0) {
+        char why[PCAP_ERRBUF_SIZE + 64];
+        const char *detail = pcap_geterr(p);
+        snprintf(why, sizeof why, "%s%s%s", pcap_statustostr(rc),
+                 detail && *detail ? ": " : "", detail ? detail : "");
+        set_err(err, err_size, "cannot capture on '%s': %s", opts->iface, why);
+        return -1;
+    }
+    if (rc > 0)
+        fprintf(stderr, "slotscope: warning: '%s': %s (%s)\n", opts->iface,
+                pcap_statustostr(rc), pcap_geterr(p));
+    return 0;
+}
+
+/* Compile and set the BPF filter. 0 on success, -1 with err set. */
+static int live_filter(pcap_t *p, const char *filter, char *err, size_t err_size)
+{
+    struct bpf_program prog;
+    if (filter == NULL || *filter == '\0')
+        return 0;
+    if (pcap_compile(p, &prog, filter, 1, PCAP_NETMASK_UNKNOWN) != 0) {
+        set_err(err, err_size, "bad filter '%s': %s", filter, pcap_geterr(p));
+        return -1;
+    }
+    if (pcap_setfilter(p, &prog) != 0) {
+        set_err(err, err_size, "cannot set filter '%s': %s", filter, pcap_geterr(p));
+        pcap_freecode(&prog);
+        return -1;
+    }
+    pcap_freecode(&prog);
+    return 0;
+}
+
+/* Open a live interface. */
+cap_source *cap_open_live(const cap_live_opts *opts, char *err, size_t err_size)
+{
+    char errbuf[PCAP_ERRBUF_SIZE] = "";
+    cap_source *src;
+    if (opts == NULL || opts->iface == NULL || *opts->iface == '\0') {
+        set_err(err, err_size, "no interface given");
+        return NULL;
+    }
+    src = source_alloc(1, 0);
+    if (src == NULL) {
+        set_err(err, err_size, "out of memory");
+        return NULL;
+    }
+    src->live = pcap_create(opts->iface, errbuf);
+    if (src->live == NULL) {
+        set_err(err, err_size, "cannot open interface '%s': %s", opts->iface, errbuf);
+        cap_source_free(src);
+        return NULL;
+    }
+    if (live_activate(src->live, opts, err, err_size) != 0 ||
+        live_filter(src->live, opts->filter, err, err_size) != 0) {
+        cap_source_free(src);
+        return NULL;
+    }
+    describe_input(&src->info[0], opts->iface, pcap_datalink(src->live));
+    if (!cap_linktype_supported(src->info[0].linktype)) {
+        unsupported_linktype(opts->iface, src->info[0].linktype, err, err_size);
+        cap_source_free(src);
+        return NULL;
+    }
+    return src;
+}
+
+/* Close and free. */
+void cap_source_free(cap_source *src)
+{
+    if (src == NULL)
+        return;
+    for (size_t i = 0; src->inputs != NULL && i < src->n; i++)
+        if (src->inputs[i].pcap != NULL)
+            pcap_close(src->inputs[i].pcap);
+    if (src->live != NULL)
+        pcap_close(src->live);
+    free(src->inputs);
+    free(src->info);
+    free(src->heap);
+    free(src);
+}
+
+/* The inputs and what was read from each. */
+const cap_input_info *cap_source_inputs(const cap_source *src, size_t *n)
+{
+    *n = src->n;
+    return src->info;
+}
+
+/* Bytes read so far and total bytes of the input files (0 total when live). */
+void cap_source_progress(const cap_source *src, uint64_t *done, uint64_t *total)
+{
+    *done = 0;
+    *total = 0;
+    if (src->live != NULL) {
+        *done = src->info[0].bytes;
+        return;
+    }
+    for (size_t i = 0; i < src->n; i++) {
+        FILE *fp = src->inputs[i].pcap ? pcap_file(src->inputs[i].pcap) : NULL;
+        long pos = fp ? ftell(fp) : -1;
+        *total += src->inputs[i].size;
+        if (pos > 0)
+            *done += (uint64_t)pos;
+    }
+}

@@ -1,0 +1,510 @@
+/*
+ * tracker.c - from decoded segments to connection events.
+ *
+ * For each TCP segment: find or create its connection, decide which side is
+ * the server, feed the payload to that direction's reassembly, and follow the
+ * lifecycle (RFC 9293 section 3.5/3.6): SYN opens, FIN from both sides closes,
+ * RST closes at once, a new SYN on a closed tuple is a new connection. Time is
+ * capture time: idle connections are closed when a later packet shows that the
+ * idle timeout passed, by looking at the head of a list kept in activity order.
+ *
+ * Which side is the server, in order of trust: the handshake (the SYN's sender
+ * is the client), a configured server port, the caller's shape hook on the
+ * first payload bytes, the lower port.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "capture/internal.h"
+
+/* How long a closed connection keeps absorbing late packets, at most (TCP's
+ * TIME-WAIT lasts 2 MSL; Linux uses 60 s). */
+#define LINGER_MAX_US (60 * 1000000LL)
+
+/* The built-in server ports: Redis and its usual cluster layouts (6379-6399,
+ * the 7000-7010 tutorial cluster and its bus ports, Sentinel, the
+ * create-cluster script's 30000 range). */
+static const uint16_t builtin_ranges[][2] = {
+    {6379, 6399}, {7000, 7010}, {16379, 16379}, {17000, 17010}, {26379, 26379}, {30000, 30999},
+};
+
+/* Fill cfg with the defaults. */
+void cap_config_defaults(cap_config *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->max_connections = 262144;
+    cfg->idle_timeout_us = 300 * 1000000LL;
+    cfg->ooo_bytes_per_conn = 1u << 20;
+    cfg->ooo_bytes_total = 256u << 20;
+    cfg->shape = NULL;
+}
+
+/* Mark one port as a server port in the bitmap. */
+static void set_server_port(cap_tracker *t, uint16_t port)
+{
+    t->server_port[port >> 3] |= (uint8_t)(1u << (port & 7));
+}
+
+/* 1 when port is a server port. */
+static int is_server_port(const cap_tracker *t, uint16_t port)
+{
+    return (t->server_port[port >> 3] >> (port & 7)) & 1;
+}
+
+/* Fill the server port bitmap from the config (or the built-in list). */
+static void load_server_ports(cap_tracker *t)
+{
+    size_t n = t->cfg.n_server_ports;
+    if (n > sizeof t->cfg.server_ports / sizeof t->cfg.server_ports[0])
+        n = sizeof t->cfg.server_ports / sizeof t->cfg.server_ports[0];
+    for (size_t i = 0; i < n; i++)
+        set_server_port(t, t->cfg.server_ports[i]);
+    if (n > 0)
+        return;
+    for (size_t r = 0; r < sizeof builtin_ranges / sizeof builtin_ranges[0]; r++)
+        for (uint32_t p = builtin_ranges[r][0]; p <= builtin_ranges[r][1]; p++)
+            set_server_port(t, (uint16_t)p);
+}
+
+/* Create a tracker. NULL on out of memory or a zero connection cap. */
+cap_tracker *cap_tracker_new(const cap_config *cfg, cap_event_fn fn, void *ctx)
+{
+    cap_tracker *t = calloc(1, sizeof *t);
+    if (t == NULL)
+        return NULL;
+    if (cfg != NULL)
+        t->cfg = *cfg;
+    else
+        cap_config_defaults(&t->cfg);
+    t->fn = fn;
+    t->ctx = ctx;
+    if (cap_flows_init(&t->flows, t->cfg.max_connections) != 0) {
+        free(t);
+        return NULL;
+    }
+    cap_pool_init(&t->pool, t->cfg.ooo_bytes_total);
+    t->linger_us = LINGER_MAX_US;
+    if (t->cfg.idle_timeout_us > 0 && t->cfg.idle_timeout_us < LINGER_MAX_US)
+        t->linger_us = t->cfg.idle_timeout_us;
+    load_server_ports(t);
+    return t;
+}
+
+/* Give back the held bytes of every flow on list l (no events). */
+static void clear_list(cap_tracker *t, const cap_lru *l)
+{
+    for (uint32_t i = l->head; i != FLOW_NONE; i = t->flows.flows[i].next) {
+        cap_reasm_clear(t, &t->flows.flows[i], 0);
+        cap_reasm_clear(t, &t->flows.flows[i], 1);
+    }
+}
+
+/* Free the tracker without events. */
+void cap_tracker_free(cap_tracker *t)
+{
+    if (t == NULL)
+        return;
+    clear_list(t, &t->flows.live);
+    clear_list(t, &t->flows.closed);
+    cap_pool_destroy(&t->pool);
+    cap_flows_destroy(&t->flows);
+    free(t);
+}
+
+/* Hand one event to downstream. */
+static void emit(cap_tracker *t, cap_ev_kind kind, cap_flow *f, int side, int64_t ts_us)
+{
+    cap_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.kind = kind;
+    ev.conn = &f->pub;
+    ev.dir = side >= 0 ? cap_dir_of(f, side) : CAP_TO_SERVER;
+    ev.ts_us = ts_us;
+    if (t->fn != NULL)
+        t->fn(t->ctx, &ev);
+}
+
+/* Send OPEN once the server side is known: fill in client/server and move
+ * the packets counted so far to their directions. */
+static void open_flow(cap_tracker *t, cap_flow *f, int64_t ts_us)
+{
+    f->opened = 1;
+    f->pub.server = f->ep[f->server];
+    f->pub.client = f->ep[1 - f->server];
+    for (int side = 0; side < 2; side++)
+        f->pub.packets[cap_dir_of(f, side)] += f->early_packets[side];
+    emit(t, CAP_EV_OPEN, f, -1, ts_us);
+}
+
+/* Decide the server from ports alone: 0 or 1 (an ep index), -1 if the ports
+ * do not tell. */
+static int server_by_port(const cap_tracker *t, const cap_flow *f)
+{
+    int p0 = is_server_port(t, f->ep[0].port), p1 = is_server_port(t, f->ep[1].port);
+    if (p0 != p1)
+        return p0 ? 0 : 1;
+    return -1;
+}
+
+/* Last resort: the lower port is the server (ties: the receiver of the first
+ * packet, ep[1]). */
+static void decide_by_guess(cap_flow *f)
+{
+    f->server = f->ep[0].port < f->ep[1].port ? 0 : 1;
+    f->pub.side_source = CAP_SIDE_GUESS;
+    f->side_known = 1;
+}
+
+/* Decide with the shape hook on the first payload bytes sent by side. */
+static void decide_by_shape(cap_tracker *t, cap_flow *f, int side, const uint8_t *data, uint32_t len)
+{
+    int shape = len > 0 ? t->cfg.shape(data, len) : 0;
+    if (shape == 0) {
+        decide_by_guess(f);
+        return;
+    }
+    /* A request comes from the client: the other side serves. */
+    f->server = (uint8_t)(shape > 0 ? 1 - side : side);
+    f->pub.side_source = CAP_SIDE_SHAPE;
+    f->side_known = 1;
+}
+
+/* Make sure OPEN was sent (closing a connection that never showed payload). */
+static void ensure_open(cap_tracker *t, cap_flow *f, int64_t ts_us)
+{
+    if (!f->side_known)
+        decide_by_guess(f);
+    if (!f->opened)
+        open_flow(t, f, ts_us);
+}
+
+/* DATA: bytes in order from ep[side]. */
+void cap_emit_data(cap_tracker *t, cap_flow *f, int side, int64_t ts_us,
+                   const uint8_t *data, size_t len)
+{
+    cap_event ev;
+    cap_dir dir;
+    ensure_open(t, f, ts_us);
+    dir = cap_dir_of(f, side);
+    f->pub.bytes[dir] += len;
+    t->stats.stream_bytes[dir] += len;
+    memset(&ev, 0, sizeof ev);
+    ev.kind = CAP_EV_DATA;
+    ev.conn = &f->pub;
+    ev.dir = dir;
+    ev.ts_us = ts_us;
+    ev.data = data;
+    ev.len = len;
+    if (t->fn != NULL)
+        t->fn(t->ctx, &ev);
+}
+
+/* GAP: len bytes from ep[side] that will never be seen. */
+void cap_emit_gap(cap_tracker *t, cap_flow *f, int side, int64_t ts_us, uint64_t len)
+{
+    cap_event ev;
+    cap_dir dir;
+    ensure_open(t, f, ts_us);
+    dir = cap_dir_of(f, side);
+    f->pub.gaps[dir]++;
+    f->pub.gap_bytes[dir] += len;
+    t->stats.gaps++;
+    t->stats.gap_bytes += len;
+    memset(&ev, 0, sizeof ev);
+    ev.kind = CAP_EV_GAP;
+    ev.conn = &f->pub;
+    ev.dir = dir;
+    ev.ts_us = ts_us;
+    ev.gap_len = len;
+    if (t->fn != NULL)
+        t->fn(t->ctx, &ev);
+}
+
+/* End a live connection: deliver what is held (holes become gaps), send
+ * CLOSE, then keep it on the closed list to absorb late packets, or free it
+ * (keep == 0) when its slot is needed. */
+static void close_flow(cap_tracker *t, cap_flow *f, cap_close_reason reason,
+                       int64_t ts_us, int keep)
+{
+    cap_event ev;
+    ensure_open(t, f, ts_us);
+    /* Requests first, then replies. */
+    cap_reasm_flush(t, f, f->server == 1 ? 0 : 1, ts_us);
+    cap_reasm_flush(t, f, f->server, ts_us);
+    cap_reasm_clear(t, f, 0);
+    cap_reasm_clear(t, f, 1);
+    if (reason == CAP_CLOSE_IDLE)
+        t->stats.idle_connections++;
+    else if (reason == CAP_CLOSE_EVICTED)
+        t->stats.evicted_connections++;
+    memset(&ev, 0, sizeof ev);
+    ev.kind = CAP_EV_CLOSE;
+    ev.conn = &f->pub;
+    ev.ts_us = ts_us;
+    ev.reason = reason;
+    if (t->fn != NULL)
+        t->fn(t->ctx, &ev);
+    f->pub.user = NULL;
+    if (keep)
+        cap_flows_mark_closed(&t->flows, f);
+    else
+        cap_flows_release(&t->flows, f);
+}
+
+/* Close the connections idle for the timeout and forget closed ones that
+ * lingered long enough. Both lists are in activity order: only heads. */
+static void expire(cap_tracker *t)
+{
+    cap_flow *f;
+    while ((f = cap_flows_at(&t->flows, t->flows.closed.head)) != NULL &&
+           t->now_us - f->pub.last_us >= t->linger_us)
+        cap_flows_release(&t->flows, f);
+    if (t->cfg.idle_timeout_us <= 0)
+        return;
+    while ((f = cap_flows_at(&t->flows, t->flows.live.head)) != NULL &&
+           t->now_us - f->pub.last_us >= t->cfg.idle_timeout_us) {
+        /* One side said FIN and the other went quiet: still a FIN close. */
+        int fin = f->st[0].fin || f->st[1].fin;
+        close_flow(t, f, fin ? CAP_CLOSE_FIN : CAP_CLOSE_IDLE, t->now_us, 1);
+    }
+}
+
+/* Free a slot: forget the oldest closed flow, or evict the least recently
+ * active live one. */
+static void make_room(cap_tracker *t, int64_t ts_us)
+{
+    cap_flow *f = cap_flows_at(&t->flows, t->flows.closed.head);
+    if (f != NULL) {
+        cap_flows_release(&t->flows, f);
+        return;
+    }
+    f = cap_flows_at(&t->flows, t->flows.live.head);
+    if (f != NULL)
+        close_flow(t, f, CAP_CLOSE_EVICTED, ts_us, 0);
+}
+
+/* Create the connection of a segment that matches none. ep[0] is its sender.
+ * The server is decided now unless only the shape hook can tell, which needs
+ * payload. */
+static cap_flow *new_flow(cap_tracker *t, const cap_pkt *p, uint32_t hash, int64_t ts_us)
+{
+    cap_flow *f = cap_flows_take(&t->flows, &p->src, &p->dst, hash);
+    int by_port;
+    if (f == NULL) {
+        make_room(t, ts_us);
+        f = cap_flows_take(&t->flows, &p->src, &p->dst, hash);
+        if (f == NULL)
+            return NULL;
+    }
+    f->pub.id = ++t->next_id;
+    f->pub.first_us = f->pub.last_us = ts_us;
+    t->stats.connections++;
+    if (p->flags & TCP_SYN) {
+        /* SYN: the sender is the client; SYN-ACK: the sender is the server. */
+        f->server = (p->flags & TCP_ACK) ? 0 : 1;
+        f->pub.saw_syn = 1;
+        f->pub.side_source = CAP_SIDE_SYN;
+        f->side_known = 1;
+    } else {
+        t->stats.mid_stream++;
+        by_port = server_by_port(t, f);
+        if (by_port >= 0) {
+            f->server = (uint8_t)by_port;
+            f->pub.side_source = CAP_SIDE_PORT;
+            f->side_known = 1;
+        } else if (t->cfg.shape == NULL) {
+            decide_by_guess(f);
+        }
+    }
+    if (f->side_known)
+        open_flow(t, f, ts_us);
+    return f;
+}
+
+/* 1 when a SYN from side starts a new connection on this live tuple rather
+ * than being the handshake of (or a retransmitted SYN on) the current one. */
+static int is_new_handshake(const cap_flow *f, int side, const cap_pkt *p)
+{
+    const cap_stream *st = &f->st[side];
+    if (!(p->flags & TCP_SYN) || (p->flags & TCP_RST) || !st->started)
+        return 0;
+    return !(st->syn && st->isn == p->seq);
+}
+
+/* Start the streams from a segment's SYN or, without one, its sequence
+ * number. Returns the sequence number of the first payload byte. */
+static uint32_t start_streams(cap_tracker *t, cap_flow *f, int side, const cap_pkt *p)
+{
+    cap_stream *st = &f->st[side];
+    cap_stream *peer = &f->st[1 - side];
+    if (!(p->flags & TCP_SYN)) {
+        if (!st->started)
+            cap_reasm_start(st, p->seq);
+        return p->seq;
+    }
+    if (!st->started) {
+        cap_reasm_start(st, p->seq + 1);
+        st->syn = 1;
+        st->isn = p->seq;
+    } else if (p->payload_len + p->payload_missing == 0) {
+        t->stats.retransmitted++; /* the same SYN again */
+        f->pub.retransmits[cap_dir_of(f, side)]++;
+    }
+    /* A SYN-ACK acknowledges the client's SYN: its stream starts there even
+     * when the SYN itself was not captured. */
+    if ((p->flags & TCP_ACK) && !peer->started) {
+        cap_reasm_start(peer, p->ack);
+        peer->syn = 1;
+        peer->isn = p->ack - 1;
+    }
+    return p->seq + 1;
+}
+
+/* Count a packet of f sent by side. */
+static void count_packet(cap_flow *f, int side, int64_t ts_us)
+{
+    if (f->opened)
+        f->pub.packets[cap_dir_of(f, side)]++;
+    else
+        f->early_packets[side]++;
+    if (ts_us > f->pub.last_us)
+        f->pub.last_us = ts_us;
+}
+
+/* Run one segment through its connection. */
+static void flow_segment(cap_tracker *t, cap_flow *f, int side, const cap_pkt *p, int64_t ts_us)
+{
+    uint32_t payload_seq = start_streams(t, f, side, p);
+    uint32_t wire_len = p->payload_len + p->payload_missing;
+    if (!f->side_known && wire_len > 0)
+        decide_by_shape(t, f, side, p->payload, p->payload_len);
+    if (f->side_known && !f->opened)
+        open_flow(t, f, ts_us);
+    if (p->flags & TCP_ACK)
+        cap_reasm_ack(t, f, 1 - side, p->ack, ts_us);
+    cap_reasm_segment(t, f, side, payload_seq, p->payload, p->payload_len,
+                      p->payload_missing, ts_us);
+    if (p->flags & TCP_FIN)
+        cap_reasm_fin(t, f, side, payload_seq + wire_len, ts_us);
+    if (p->flags & TCP_RST)
+        close_flow(t, f, CAP_CLOSE_RST, ts_us, 1);
+    else if (f->st[0].done && f->st[1].done)
+        close_flow(t, f, CAP_CLOSE_FIN, ts_us, 1);
+}
+
+/* Find (or create) the connection of a decoded segment and run it. */
+static void on_segment(cap_tracker *t, const cap_pkt *p, int64_t ts_us)
+{
+    uint32_t hash = cap_flows_hash(&p->src, &p->dst);
+    int side = 0;
+    cap_flow *f = cap_flows_find(&t->flows, &p->src, &p->dst, hash, &side);
+    if (f != NULL && f->state == FLOW_CLOSED) {
+        if (!(p->flags & TCP_SYN) || (p->flags & TCP_RST)) {
+            t->stats.late_packets++; /* the last ACK, a FIN again, ... */
+            if (ts_us > f->pub.last_us)
+                f->pub.last_us = ts_us;
+            cap_flows_touch(&t->flows, f);
+            return;
+        }
+        cap_flows_release(&t->flows, f); /* a new connection on the tuple */
+        f = NULL;
+    } else if (f != NULL && is_new_handshake(f, side, p)) {
+        close_flow(t, f, CAP_CLOSE_REUSED, ts_us, 0);
+        f = NULL;
+    }
+    if (f == NULL) {
+        f = new_flow(t, p, hash, ts_us);
+        side = 0;
+        if (f == NULL)
+            return;
+    }
+    cap_flows_touch(&t->flows, f);
+    count_packet(f, side, ts_us);
+    flow_segment(t, f, side, p, ts_us);
+}
+
+/* Count what a record that is not a TCP segment was. */
+static void count_non_tcp(cap_tracker *t, cap_decode_result r)
+{
+    switch (r) {
+    case CAP_DEC_NON_TCP:
+        t->stats.non_tcp++;
+        break;
+    case CAP_DEC_NON_IP:
+        t->stats.non_ip++;
+        break;
+    case CAP_DEC_FRAGMENT:
+        t->stats.ip_fragments++;
+        break;
+    case CAP_DEC_UNSUPPORTED:
+        t->stats.unsupported++;
+        break;
+    case CAP_DEC_TRUNCATED:
+        t->stats.truncated++;
+        break;
+    case CAP_DEC_MALFORMED:
+    default:
+        t->stats.malformed++;
+        break;
+    }
+}
+
+/* Feed one captured record. */
+void cap_tracker_packet(cap_tracker *t, int linktype, int64_t ts_us,
+                        const uint8_t *pkt, uint32_t caplen, uint32_t wirelen)
+{
+    cap_pkt p;
+    cap_decode_result r;
+    t->stats.packets++;
+    t->stats.wire_bytes += wirelen;
+    t->stats.captured_bytes += caplen;
+    if (t->have_time && ts_us < t->now_us)
+        t->stats.time_backwards++;
+    else
+        t->now_us = ts_us;
+    t->have_time = 1;
+    expire(t);
+    r = cap_decode(linktype, pkt, caplen, wirelen, &p);
+    if (r != CAP_DEC_TCP) {
+        count_non_tcp(t, r);
+        return;
+    }
+    t->stats.tcp_packets++;
+    if (p.payload_missing > 0)
+        t->stats.truncated++;
+    on_segment(t, &p, ts_us);
+}
+
+/* End of input: close every live connection (holes become gaps) and forget
+ * the closed ones. The CLOSE time is ts_us or the latest packet's, whichever
+ * is later. */
+void cap_tracker_finish(cap_tracker *t, int64_t ts_us)
+{
+    cap_flow *f;
+    if (!t->have_time || ts_us > t->now_us)
+        t->now_us = ts_us;
+    t->have_time = 1;
+    while ((f = cap_flows_at(&t->flows, t->flows.live.head)) != NULL)
+        close_flow(t, f, CAP_CLOSE_END, t->now_us, 0);
+    while ((f = cap_flows_at(&t->flows, t->flows.closed.head)) != NULL)
+        cap_flows_release(&t->flows, f);
+}
+
+/* The counters so far. */
+const cap_stats *cap_tracker_stats(const cap_tracker *t)
+{
+    return &t->stats;
+}
+
+/* Live connections now. */
+size_t cap_tracker_live(const cap_tracker *t)
+{
+    return t->flows.live.count;
+}
+
+/* Add drop counts reported by a live source. */
+void cap_tracker_add_drops(cap_tracker *t, uint64_t kernel, uint64_t iface)
+{
+    t->stats.kernel_drops += kernel;
+    t->stats.if_drops += iface;
+}
