@@ -199,6 +199,22 @@ typedef struct an_config {
                                         this (default 60 s) or still open at end */
     uint32_t max_clients;            /* tables are capped; evictions counted */
     uint32_t max_ops;                /* operations in flight (per client sum) */
+    /* added after the first version (keep at the end) */
+    uint32_t tryagain_max;           /* tryagain_storm also: more TRYAGAIN retries
+                                        than this in one operation, whatever the
+                                        backoff (default 50) */
+    uint32_t readonly_missing_min;   /* readonly_missing: bounced reads (default 1) */
+    uint32_t max_conns;              /* connections tracked (default 65536) */
+    uint32_t max_nodes;              /* nodes in the registry (default 1024) */
+    uint32_t max_findings;           /* distinct findings kept (default 10000) */
+    uint32_t max_memos;              /* (client, slot) redirect memories (default
+                                        262144) */
+    uint32_t max_slot_latency;       /* slots with latency histograms (default
+                                        2048; a slot gets one at its first
+                                        redirected operation) */
+    uint64_t max_view_bytes;         /* all clients' slot views (default 64 MiB) */
+    uint64_t redact_seed;            /* key of the redaction hash (default fixed,
+                                        so hashes compare across runs) */
 } an_config;
 void an_config_defaults(an_config *cfg);
 /* Set a threshold by name ("loop_max_redirects=5"). 0 ok, -1 unknown name or
@@ -222,6 +238,19 @@ typedef struct an_stats {
     uint64_t evicted_clients;
     uint64_t evicted_ops;
     uint64_t node_links;             /* connections between cluster nodes */
+    /* added after the first version (keep at the end) */
+    uint64_t evicted_conns;          /* connection states dropped at the cap */
+    uint64_t evicted_memos;          /* (client, slot) redirect memories dropped */
+    uint64_t dropped_findings;       /* new findings not kept: table full */
+    uint64_t view_drops;             /* slots not added to a view: byte cap */
+    uint64_t latency_slots_dropped;  /* slot latency scopes not kept: cap */
+    uint64_t unanswered;             /* commands without a reply */
+    uint64_t node_link_commands;     /* commands on node-to-node connections */
+    uint64_t map_replies;            /* CLUSTER SLOTS/SHARDS/NODES replies parsed */
+    uint64_t map_errors;             /* ... that could not be parsed */
+    uint64_t abandoned_ops;          /* operations still open at the end, too
+                                        recent to judge */
+    uint64_t dropped_nodes;          /* nodes not added: registry full */
 } an_stats;
 
 typedef struct an_analyzer an_analyzer;

@@ -1,0 +1,718 @@
+/*
+ * analyzer.c - the analysis stage's entry points: an_new/an_free, the resp_sink
+ * that receives paired commands, the connection and client tables, and the
+ * per-command dispatch to nodes, operations, detectors and the timeline.
+ *
+ * A client is a host address (AN_CLIENT_BY_HOST: a connection pool is one
+ * client) or one connection (AN_CLIENT_BY_CONN). A node is a server endpoint.
+ * Connections that carry replication (REPLCONF, PSYNC, SYNC) or MIGRATE's
+ * RESTORE-ASKING are node-to-node links: their commands are counted, never
+ * judged.
+ *
+ * Cluster behaviour modelled here (Redis Cluster specification, "Redirection
+ * and resharding"): ASKING is a flag on the connection that covers exactly the
+ * next command; READONLY lets a replica serve reads for its master's slots on
+ * that connection until READWRITE or RESET.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "analysis/internal.h"
+
+/* ---------------------------------------------------------------- names */
+
+const char *an_client_name(const an_analyzer *an, int32_t client)
+{
+    if (client < 0 || (uint32_t)client >= an->cfg.max_clients || !an->clients[client].used)
+        return "";
+    return an->clients[client].pub.name;
+}
+
+const char *an_node_name(const an_analyzer *an, int32_t node)
+{
+    if (node < 0 || (uint32_t)node >= an->nnodes)
+        return "";
+    const an_nd *n = &an->nodes[node];
+    return n->pub.observed[0] ? n->pub.observed : n->pub.announced;
+}
+
+/* ---------------------------------------------------------------- LRU lists */
+
+/* The tables below keep their entries in LRU order with prev/next indexes; these
+ * helpers work on any of them through pointers to the fields. */
+#define LRU_UNLINK(arr, i, head, tail)                                         \
+    do {                                                                       \
+        int32_t p_ = (arr)[i].lprev, n_ = (arr)[i].lnext;                      \
+        if (p_ != AN_NONE) (arr)[p_].lnext = n_; else (head) = n_;             \
+        if (n_ != AN_NONE) (arr)[n_].lprev = p_; else (tail) = p_;             \
+        (arr)[i].lprev = (arr)[i].lnext = AN_NONE;                             \
+    } while (0)
+#define LRU_PUSH(arr, i, head, tail)                                           \
+    do {                                                                       \
+        (arr)[i].lprev = (tail);                                               \
+        (arr)[i].lnext = AN_NONE;                                              \
+        if ((tail) != AN_NONE) (arr)[tail].lnext = (i); else (head) = (i);     \
+        (tail) = (i);                                                          \
+    } while (0)
+
+/* ---------------------------------------------------------------- clients */
+
+/* Does client entry val have the name key? */
+static int client_eq(const void *ctx, int32_t val, const void *key)
+{
+    const an_analyzer *an = ctx;
+    return strcmp(an->clients[val].pub.name, key) == 0;
+}
+
+/* Emit a client's record and latency, then forget it (eviction or finish). */
+static void client_emit(an_analyzer *an, an_cli *c)
+{
+    c->pub.is_node = c->node_conns > 0 && c->node_conns >= c->pub.connections;
+    if (an->sink.client)
+        an->sink.client(an->sink.ctx, &c->pub);
+    if (!c->pub.is_node)
+        an_lat_emit(an, AN_SCOPE_CLIENT, c->pub.name, c->lat);
+}
+
+static void client_drop(an_analyzer *an, int32_t i)
+{
+    an_cli *c = &an->clients[i];
+    an_map_del(&an->client_map, an_hash_str(c->pub.name, 0), i);
+    an_memos_drop_client(an, i);
+    an_ops_drop_client(an, i);
+    an_view_free(an, c);
+    an_lat_free(&c->lat[0]);
+    an_lat_free(&c->lat[1]);
+    LRU_UNLINK(an->clients, i, an->cli_lru_head, an->cli_lru_tail);
+    memset(c, 0, sizeof *c);
+    c->lnext = an->cli_free;
+    an->cli_free = i;
+    an->nclients--;
+}
+
+/* The client named name (created with its host when new). Evicts the least
+ * recently active client when the table is full. */
+static int32_t client_get(an_analyzer *an, const char *name, const cap_addr *host, int64_t ts)
+{
+    uint64_t h = an_hash_str(name, 0);
+    int32_t i = an_map_find(&an->client_map, h, client_eq, an, name);
+    if (i != AN_NONE) {
+        LRU_UNLINK(an->clients, i, an->cli_lru_head, an->cli_lru_tail);
+        LRU_PUSH(an->clients, i, an->cli_lru_head, an->cli_lru_tail);
+        return i;
+    }
+    if (an->nclients >= an->cfg.max_clients) {
+        int32_t old = an->cli_lru_head;
+        client_emit(an, &an->clients[old]);
+        client_drop(an, old);
+        an->st.evicted_clients++;
+    }
+    i = an->cli_free;
+    an->cli_free = an->clients[i].lnext;
+    an_cli *c = &an->clients[i];
+    memset(c, 0, sizeof *c);
+    c->used = 1;
+    c->memo_head = AN_NONE;
+    c->lprev = c->lnext = AN_NONE;
+    snprintf(c->pub.name, sizeof c->pub.name, "%s", name);
+    c->host = *host;
+    c->pub.first_us = c->pub.last_us = ts;
+    an_map_put(&an->client_map, h, i);
+    LRU_PUSH(an->clients, i, an->cli_lru_head, an->cli_lru_tail);
+    an->nclients++;
+    return i;
+}
+
+/* ---------------------------------------------------------------- connections */
+
+static int conn_eq(const void *ctx, int32_t val, const void *key)
+{
+    const an_analyzer *an = ctx;
+    return an->conns[val].id == *(const uint64_t *)key;
+}
+
+static uint64_t conn_hash(uint64_t id)
+{
+    return an_hash(&id, sizeof id, 1);
+}
+
+/* Emit the record of a connection; st is NULL when it is evicted early. */
+static void conn_emit(an_analyzer *an, an_cn *cn, const resp_conn_stats *st)
+{
+    if (!an->sink.connection)
+        return;
+    an_connection r;
+    memset(&r, 0, sizeof r);
+    r.id = cn->id;
+    snprintf(r.client, sizeof r.client, "%s", an_client_name(an, cn->client));
+    snprintf(r.src, sizeof r.src, "%s", cn->src);
+    snprintf(r.dst, sizeof r.dst, "%s", cn->dst);
+    r.first_us = cn->first_us;
+    r.last_us = cn->last_us;
+    r.commands = cn->commands;
+    if (cn->cc) {
+        r.bytes_to_server = cn->cc->bytes[CAP_TO_SERVER];
+        r.bytes_to_client = cn->cc->bytes[CAP_TO_CLIENT];
+        r.gaps = (uint64_t)cn->cc->gaps[0] + cn->cc->gaps[1];
+        r.first_us = cn->cc->first_us;
+        r.last_us = cn->cc->last_us;
+    }
+    r.mid_stream = cn->mid_stream;
+    r.out_of_sync = st ? st->out_of_sync : 0;
+    r.conn = cn->cc;
+    r.resp = st;
+    an->sink.connection(an->sink.ctx, &r);
+}
+
+static void conn_drop(an_analyzer *an, int32_t i)
+{
+    an_cn *cn = &an->conns[i];
+    an_map_del(&an->conn_map, conn_hash(cn->id), i);
+    LRU_UNLINK(an->conns, i, an->conn_lru_head, an->conn_lru_tail);
+    memset(cn, 0, sizeof *cn);
+    cn->lnext = an->conn_free;
+    an->conn_free = i;
+    an->nconns--;
+}
+
+/* The client name of a connection per cfg.client_by. */
+static void client_name_of(const an_analyzer *an, const cap_conn *cc, char *out, size_t n)
+{
+    if (an->cfg.client_by == AN_CLIENT_BY_CONN)
+        cap_endpoint_format(&cc->client, out, n);
+    else
+        cap_addr_format(&cc->client.addr, out, n);
+}
+
+/* The state of a connection, created at its first sight. The client it
+ * belongs to is looked up again when that client was evicted meanwhile. */
+static an_cn *conn_get(an_analyzer *an, const cap_conn *cc, int64_t ts)
+{
+    uint64_t id = cc->id;
+    int32_t i = an_map_find(&an->conn_map, conn_hash(id), conn_eq, an, &id);
+    char name[AN_NAME_MAX];
+    if (i == AN_NONE) {
+        if (an->nconns >= an->cfg.max_conns) {
+            int32_t old = an->conn_lru_head;
+            conn_emit(an, &an->conns[old], NULL);
+            conn_drop(an, old);
+            an->st.evicted_conns++;
+        }
+        i = an->conn_free;
+        an->conn_free = an->conns[i].lnext;
+        an_cn *cn = &an->conns[i];
+        memset(cn, 0, sizeof *cn);
+        cn->used = 1;
+        cn->id = id;
+        cn->cc = cc;
+        cn->first_us = cn->last_us = ts;
+        cn->mid_stream = !cc->saw_syn;
+        cn->getkeys_slot = -1;
+        cn->asking_ring = AN_NONE;
+        cap_endpoint_format(&cc->client, cn->src, sizeof cn->src);
+        cap_endpoint_format(&cc->server, cn->dst, sizeof cn->dst);
+        cn->node = an_node_by_endpoint(an, &cc->server);
+        client_name_of(an, cc, name, sizeof name);
+        cn->client = client_get(an, name, &cc->client.addr, ts);
+        an->clients[cn->client].pub.connections++;
+        an->clients[cn->client].client_conns++;
+        an_map_put(&an->conn_map, conn_hash(id), i);
+        LRU_PUSH(an->conns, i, an->conn_lru_head, an->conn_lru_tail);
+        an->nconns++;
+        return cn;
+    }
+    an_cn *cn = &an->conns[i];
+    LRU_UNLINK(an->conns, i, an->conn_lru_head, an->conn_lru_tail);
+    LRU_PUSH(an->conns, i, an->conn_lru_head, an->conn_lru_tail);
+    client_name_of(an, cc, name, sizeof name);
+    if (strcmp(an_client_name(an, cn->client), name) != 0) {
+        cn->client = client_get(an, name, &cc->client.addr, ts); /* was evicted */
+        an->clients[cn->client].pub.connections++;
+        an->clients[cn->client].client_conns++;
+    } else {
+        LRU_UNLINK(an->clients, cn->client, an->cli_lru_head, an->cli_lru_tail);
+        LRU_PUSH(an->clients, cn->client, an->cli_lru_head, an->cli_lru_tail);
+    }
+    return cn;
+}
+
+/* This connection carries node-to-node traffic. */
+static void mark_node_link(an_analyzer *an, an_cn *cn)
+{
+    if (cn->node_link)
+        return;
+    cn->node_link = 1;
+    an->st.node_links++;
+    an_cli *c = &an->clients[cn->client];
+    c->node_conns++;
+    if (c->client_conns)
+        c->client_conns--;
+}
+
+/* ---------------------------------------------------------------- new/free */
+
+an_analyzer *an_new(const an_config *cfg, const an_sink *sink)
+{
+    an_analyzer *an = calloc(1, sizeof *an);
+    if (!an)
+        return NULL;
+    if (cfg)
+        an->cfg = *cfg;
+    else
+        an_config_defaults(&an->cfg);
+    if (sink)
+        an->sink = *sink;
+    an_config *c = &an->cfg;
+    /* zero caps (a config not from an_config_defaults) get the defaults */
+    an_config d;
+    an_config_defaults(&d);
+#define FIX(f) if (!c->f) c->f = d.f
+    FIX(max_clients); FIX(max_ops); FIX(max_conns); FIX(max_nodes); FIX(max_findings);
+    FIX(max_memos); FIX(loop_max_redirects); FIX(op_window_us); FIX(moved_ignored_min);
+    FIX(tryagain_min); FIX(ask_cached_min); FIX(migration_stuck_us); FIX(tryagain_max);
+    FIX(readonly_missing_min);
+#undef FIX
+    if (c->max_nodes > 30000)
+        c->max_nodes = 30000; /* node indexes live in int16 / uint16 arrays */
+    an->conns = calloc(c->max_conns, sizeof *an->conns);
+    an->clients = calloc(c->max_clients, sizeof *an->clients);
+    an->nodes = calloc(c->max_nodes, sizeof *an->nodes);
+    an->memos = calloc(c->max_memos, sizeof *an->memos);
+    an->ops = calloc(c->max_ops, sizeof *an->ops);
+    an->findings = calloc(c->max_findings, sizeof *an->findings);
+    if (!an->conns || !an->clients || !an->nodes || !an->memos || !an->ops || !an->findings ||
+        an_map_init(&an->conn_map, c->max_conns) || an_map_init(&an->client_map, c->max_clients) ||
+        an_map_init(&an->node_map, c->max_nodes * 4) || an_map_init(&an->memo_map, c->max_memos) ||
+        an_map_init(&an->op_map, c->max_ops) || an_map_init(&an->finding_map, c->max_findings)) {
+        an_free(an);
+        return NULL;
+    }
+    /* free lists threaded through lnext */
+#define FREELIST(arr, n, head)                                                 \
+    do {                                                                       \
+        for (uint32_t i_ = 0; i_ < (n); i_++) {                                \
+            (arr)[i_].lnext = i_ + 1 < (n) ? (int32_t)i_ + 1 : AN_NONE;        \
+            (arr)[i_].lprev = AN_NONE;                                         \
+        }                                                                      \
+        (head) = 0;                                                            \
+    } while (0)
+    FREELIST(an->conns, c->max_conns, an->conn_free);
+    FREELIST(an->clients, c->max_clients, an->cli_free);
+    FREELIST(an->memos, c->max_memos, an->memo_free);
+    FREELIST(an->ops, c->max_ops, an->op_free);
+#undef FREELIST
+    an->conn_lru_head = an->conn_lru_tail = AN_NONE;
+    an->cli_lru_head = an->cli_lru_tail = AN_NONE;
+    an->memo_lru_head = an->memo_lru_tail = AN_NONE;
+    an->op_list_head = an->op_list_tail = AN_NONE;
+    for (int s = 0; s < AN_SLOTS; s++)
+        an->owner[s] = AN_NONE;
+    return an;
+}
+
+void an_free(an_analyzer *an)
+{
+    if (!an)
+        return;
+    if (an->clients) {
+        for (uint32_t i = 0; i < an->cfg.max_clients; i++) {
+            if (!an->clients[i].used)
+                continue;
+            an_view_free(an, &an->clients[i]);
+            an_lat_free(&an->clients[i].lat[0]);
+            an_lat_free(&an->clients[i].lat[1]);
+        }
+    }
+    an_nodes_free(an);
+    an_findings_free(an);
+    an_tl_free(an);
+    for (int s = 0; s < AN_SLOTS; s++) {
+        if (an->slot_lat[s]) {
+            an_lat_free(&an->slot_lat[s][0]);
+            an_lat_free(&an->slot_lat[s][1]);
+            free(an->slot_lat[s]);
+        }
+    }
+    an_lat_free(&an->all_lat[0]);
+    an_lat_free(&an->all_lat[1]);
+    an_map_free(&an->conn_map);
+    an_map_free(&an->client_map);
+    an_map_free(&an->node_map);
+    an_map_free(&an->memo_map);
+    an_map_free(&an->op_map);
+    an_map_free(&an->finding_map);
+    free(an->conns);
+    free(an->clients);
+    free(an->nodes);
+    free(an->memos);
+    free(an->ops);
+    free(an->findings);
+    free(an);
+}
+
+/* ---------------------------------------------------------------- commands */
+
+/* Text for a reply in evidence and records: the error line, or its type. */
+static void reply_text(const resp_command *cmd, char *out, size_t n)
+{
+    const resp_reply *r = &cmd->reply;
+    if (cmd->outcome == RESP_NO_REPLY) {
+        snprintf(out, n, "(no reply)");
+        return;
+    }
+    if (cmd->outcome != RESP_OK) {
+        snprintf(out, n, "(unanswered)");
+        return;
+    }
+    switch (r->type) {
+    case RESP_T_ERROR:
+    case RESP_T_BLOBERR:
+        snprintf(out, n, "-%.*s", (int)strnlen(r->errtext, sizeof r->errtext), r->errtext);
+        break;
+    case RESP_T_SIMPLE: snprintf(out, n, "+simple"); break;
+    case RESP_T_INT: snprintf(out, n, ":%lld", (long long)r->integer); break;
+    case RESP_T_BULK: snprintf(out, n, "$bulk"); break;
+    case RESP_T_NIL: case RESP_T_NULL: snprintf(out, n, "nil"); break;
+    case RESP_T_ARRAY: case RESP_T_MAP: case RESP_T_SET: case RESP_T_PUSH:
+        snprintf(out, n, "%c%lld", (char)r->type, (long long)r->elements);
+        break;
+    default: snprintf(out, n, "%c", r->type ? (char)r->type : '?'); break;
+    }
+}
+
+/* Pass the command to the sink's command callback, with keys and arguments
+ * hashed when redacting (arguments of keyed commands may be keys or values). */
+static void emit_command(an_analyzer *an, const an_cmdctx *x)
+{
+    if (!an->sink.command)
+        return;
+    const char *client = an_client_name(an, x->cn->client);
+    if (!an->cfg.redact_keys) {
+        an->sink.command(an->sink.ctx, x->cmd, client, x->slot);
+        return;
+    }
+    resp_command c = *x->cmd;
+    if (c.req.key0_len) {
+        char t[RESP_ARG_PREFIX + 1];
+        an_redact(an->cfg.redact_seed, c.req.key0, c.req.key0_len, c.req.key0_full_len, t, sizeof t);
+        size_t n = strlen(t);
+        memcpy(c.req.key0, t, n);
+        c.req.key0_len = (uint8_t)n;
+        c.req.key0_full_len = (uint32_t)n;
+    }
+    int keyed = x->info ? x->info->nspecs > 0 || x->info->proc != AN_PROC_NONE : c.req.nkeys > 0;
+    for (unsigned i = 0; keyed && i < c.req.nargs && i < RESP_ARG_KEEP; i++) {
+        /* a container's subcommand name stays readable */
+        if (i == 0 && x->info && strchr(x->info->name, '|'))
+            continue;
+        char t[RESP_ARG_PREFIX + 1];
+        an_redact(an->cfg.redact_seed, c.req.args[i], c.req.arg_len[i], c.req.arg_full_len[i], t,
+                  sizeof t);
+        size_t n = strlen(t);
+        memcpy(c.req.args[i], t, n);
+        c.req.arg_len[i] = (uint8_t)n;
+        c.req.arg_full_len[i] = (uint32_t)n;
+    }
+    an->sink.command(an->sink.ctx, &c, client, x->slot);
+}
+
+/* Argument i (0-based after the name) is exactly word (any case). */
+static int arg_is(const resp_request *r, unsigned i, const char *word)
+{
+    size_t n = strlen(word);
+    return i < r->nargs && r->arg_len[i] == n && r->arg_full_len[i] == n &&
+           strncasecmp(r->args[i], word, n) == 0;
+}
+
+/* Emit the record of a redirect-class reply and count it. */
+static void on_redirect_reply(an_analyzer *an, an_cmdctx *x)
+{
+    const resp_command *cmd = x->cmd;
+    resp_err_class e = cmd->reply.err;
+    an->st.redirects++;
+    an->clients[x->cn->client].pub.redirects++;
+    switch (e) {
+    case RESP_ERR_MOVED: an->st.moved++; break;
+    case RESP_ERR_ASK: an->st.ask++; break;
+    case RESP_ERR_TRYAGAIN: an->st.tryagain++; break;
+    case RESP_ERR_CROSSSLOT: an->st.crossslot++; break;
+    default: an->st.clusterdown++; break;
+    }
+    if (!an->sink.redirect)
+        return;
+    an_redirect r;
+    memset(&r, 0, sizeof r);
+    r.ts_us = cmd->reply.ts_us;
+    snprintf(r.client, sizeof r.client, "%s", an_client_name(an, x->cn->client));
+    r.conn_id = x->cn->id;
+    snprintf(r.node, sizeof r.node, "%s", x->cn->dst);
+    r.kind = e;
+    r.slot = x->slot;
+    if ((e == RESP_ERR_MOVED || e == RESP_ERR_ASK) && x->target != AN_NONE)
+        snprintf(r.target, sizeof r.target, "%s", an_node_name(an, x->target));
+    snprintf(r.command, sizeof r.command, "%s", cmd->req.name);
+    snprintf(r.key, sizeof r.key, "%s", x->key);
+    r.latency_us = cmd->reply.ts_us - cmd->req.ts_us;
+    an->sink.redirect(an->sink.ctx, &r);
+}
+
+/* CLUSTER subcommands: maps teach the node registry; SETSLOT and
+ * GETKEYSINSLOT feed the migration timeline. */
+static void on_cluster(an_analyzer *an, an_cmdctx *x)
+{
+    const resp_request *r = &x->cmd->req;
+    an_cli *c = &an->clients[x->cn->client];
+    if (x->cmd->outcome != RESP_OK)
+        return;
+    if (arg_is(r, 0, "SLOTS") || arg_is(r, 0, "SHARDS") || arg_is(r, 0, "NODES")) {
+        c->pub.cluster_aware = 1;
+        if (x->cmd->reply.err != RESP_ERR_NONE)
+            return;
+        c->map_ts = x->cmd->reply.ts_us;
+        char sub[8];
+        snprintf(sub, sizeof sub, "%.*s", (int)r->arg_len[0], r->args[0]);
+        for (char *p = sub; *p; p++)
+            *p = (char)(*p >= 'a' && *p <= 'z' ? *p - 32 : *p);
+        if (an_nodes_learn_map(an, sub, x->node, &x->cmd->reply) == 0)
+            an->st.map_replies++;
+        else
+            an->st.map_errors++;
+    } else if (arg_is(r, 0, "SETSLOT")) {
+        an_tl_setslot(an, x);
+    } else if (arg_is(r, 0, "GETKEYSINSLOT") && r->nargs >= 2) {
+        long v = 0;
+        int ok = r->arg_len[1] > 0 && r->arg_len[1] <= 5;
+        for (unsigned i = 0; ok && i < r->arg_len[1]; i++) {
+            if (r->args[1][i] < '0' || r->args[1][i] > '9')
+                ok = 0;
+            else
+                v = v * 10 + (r->args[1][i] - '0');
+        }
+        x->cn->getkeys_slot = ok && v < AN_SLOTS ? (int32_t)v : -1;
+    }
+}
+
+/* Remember an ASKING: on its connection (for the next command) and in the
+ * ring (for asking_other_connection). */
+static void on_asking(an_analyzer *an, an_cmdctx *x)
+{
+    an_cn *cn = x->cn;
+    cn->asking_pending = 1;
+    cn->asking_seq = x->cmd->seq;
+    cn->asking_ts = x->cmd->req.start_us;
+    an_asking_rec *a = &an->asking_ring[an->asking_ring_pos % AN_RING];
+    cn->asking_ring = (int32_t)(an->asking_ring_pos % AN_RING);
+    an->asking_ring_pos++;
+    memset(a, 0, sizeof *a);
+    a->host = an->clients[cn->client].host;
+    a->conn = cn->id;
+    a->node = x->node;
+    a->ts = x->cmd->req.start_us;
+    a->valid = 1;
+}
+
+/* Node-to-node traffic: a replica announcing itself, MIGRATE's restores. */
+static int on_node_link_command(an_analyzer *an, an_cmdctx *x)
+{
+    const resp_request *r = &x->cmd->req;
+    const char *n = r->name;
+    if (strcmp(n, "REPLCONF") == 0 || strcmp(n, "PSYNC") == 0 || strcmp(n, "SYNC") == 0) {
+        mark_node_link(an, x->cn);
+        if (strcmp(n, "REPLCONF") == 0 && arg_is(r, 0, "listening-port") && r->nargs >= 2) {
+            long port = 0;
+            for (unsigned i = 0; i < r->arg_len[1] && i < 6; i++)
+                port = r->args[1][i] >= '0' && r->args[1][i] <= '9'
+                           ? port * 10 + (r->args[1][i] - '0') : 1 << 20;
+            if (port > 0 && port < 65536 && x->cn->cc)
+                an_nodes_learn_replica(an, &x->cn->cc->client.addr, (uint16_t)port, x->node);
+        }
+        return 1;
+    }
+    if (strcmp(n, "RESTORE-ASKING") == 0) {
+        mark_node_link(an, x->cn);
+        return 1;
+    }
+    return x->cn->node_link;
+}
+
+/* The resp_sink command callback: everything starts here. */
+static void on_command(void *ctx, const resp_command *cmd)
+{
+    an_analyzer *an = ctx;
+    const resp_request *req = &cmd->req;
+    int64_t ts = cmd->outcome == RESP_OK ? cmd->reply.ts_us : req->ts_us;
+    if (ts > an->now_us)
+        an->now_us = ts;
+    an->st.commands++;
+    if (!cmd->conn)
+        return;
+
+    an_cmdctx x;
+    memset(&x, 0, sizeof x);
+    x.cmd = cmd;
+    x.cn = conn_get(an, cmd->conn, req->start_us);
+    x.node = x.cn->node;
+    x.cn->commands++;
+    if (ts > x.cn->last_us)
+        x.cn->last_us = ts;
+    an_cli *cli = &an->clients[x.cn->client];
+    x.cli = cli;
+    cli->pub.commands++;
+    if (ts > cli->pub.last_us)
+        cli->pub.last_us = ts;
+    if (req->start_us > cli->last_start_us)
+        cli->last_start_us = req->start_us;
+    if (x.node != AN_NONE)
+        an->nodes[x.node].pub.commands++;
+
+    int sub_known = 1;
+    x.info = an_cmd_for_request(req, &sub_known);
+    if (req->name[0] && (!x.info || !sub_known))
+        an->st.unknown_commands++;
+    if (req->nkeys > 0)
+        an->st.keyed_commands++;
+    x.slot = req->slot >= 0 && req->slot < AN_SLOTS && req->key0_full_len > 0 ? req->slot : -1;
+    if (x.slot >= 0) {
+        x.key_len = req->key0_len < RESP_ARG_PREFIX ? req->key0_len : RESP_ARG_PREFIX;
+        an_key_text(&an->cfg, req->key0, x.key_len, req->key0_full_len, x.key, sizeof x.key);
+        x.key_len = strlen(x.key);
+    }
+    reply_text(cmd, x.reply, sizeof x.reply);
+    x.target = AN_NONE;
+    if (cmd->outcome == RESP_OK &&
+        (cmd->reply.err == RESP_ERR_MOVED || cmd->reply.err == RESP_ERR_ASK)) {
+        x.target = an_node_by_redirect(an, &cmd->reply.redir, x.node);
+        if (x.slot < 0 && cmd->reply.redir.slot >= 0 && cmd->reply.redir.slot < AN_SLOTS)
+            x.slot = cmd->reply.redir.slot;
+    }
+
+    /* ASKING covers exactly the next command on its connection. */
+    int asking_was_pending = x.cn->asking_pending;
+    int64_t asking_ts = x.cn->asking_ts;
+    x.asked = asking_was_pending && cmd->seq == x.cn->asking_seq + 1;
+    if (strcmp(req->name, "ASKING") != 0)
+        x.cn->asking_pending = 0;
+
+    emit_command(an, &x);
+
+    if (strcmp(req->name, "ASKING") == 0) {
+        on_asking(an, &x);
+        return;
+    }
+    if (strcmp(req->name, "READONLY") == 0) {
+        x.cn->readonly = cmd->outcome == RESP_OK && cmd->reply.err == RESP_ERR_NONE;
+        return;
+    }
+    if (strcmp(req->name, "READWRITE") == 0 || strcmp(req->name, "RESET") == 0) {
+        x.cn->readonly = 0;
+        return;
+    }
+    if (on_node_link_command(an, &x)) {
+        an->st.node_link_commands++;
+        return;
+    }
+    if (strcmp(req->name, "CLUSTER") == 0) {
+        on_cluster(an, &x);
+        return;
+    }
+    if (cmd->outcome != RESP_OK) {
+        if (cmd->outcome == RESP_UNANSWERED)
+            an->st.unanswered++;
+        return;
+    }
+    if (strcmp(req->name, "MIGRATE") == 0) {
+        an_tl_migrate(an, &x); /* administration: not a client operation */
+        return;
+    }
+    resp_err_class e = cmd->reply.err;
+    int redirect_class = e == RESP_ERR_MOVED || e == RESP_ERR_ASK || e == RESP_ERR_TRYAGAIN ||
+                         e == RESP_ERR_CROSSSLOT || e == RESP_ERR_CLUSTERDOWN;
+    if (redirect_class) {
+        on_redirect_reply(an, &x);
+        an_tl_redirect(an, &x);
+    }
+    if (x.slot >= 0 && req->name[0]) {
+        an_ops_on_command(an, &x);
+    } else if (x.asked) {
+        an_ops_asking_spent(an, &x, asking_ts);
+    }
+}
+
+static void on_conn_open(void *ctx, const cap_conn *conn)
+{
+    an_analyzer *an = ctx;
+    if (conn->first_us > an->now_us)
+        an->now_us = conn->first_us;
+    conn_get(an, conn, conn->first_us);
+}
+
+static void on_conn_close(void *ctx, const cap_conn *conn, const resp_conn_stats *st)
+{
+    an_analyzer *an = ctx;
+    uint64_t id = conn->id;
+    int32_t i = an_map_find(&an->conn_map, conn_hash(id), conn_eq, an, &id);
+    if (i == AN_NONE)
+        return;
+    an->conns[i].cc = conn;
+    conn_emit(an, &an->conns[i], st);
+    conn_drop(an, i);
+}
+
+resp_sink an_resp_sink(an_analyzer *an)
+{
+    resp_sink s;
+    memset(&s, 0, sizeof s);
+    s.ctx = an;
+    s.conn_open = on_conn_open;
+    s.command = on_command;
+    s.conn_close = on_conn_close;
+    return s;
+}
+
+/* ---------------------------------------------------------------- flush/finish */
+
+void an_flush(an_analyzer *an, int64_t now_us)
+{
+    if (now_us > an->now_us)
+        an->now_us = now_us;
+    an_ops_expire(an, an->now_us, 0);
+    an_tl_check(an, an->now_us, 0);
+    an_findings_emit(an, 0);
+}
+
+void an_finish(an_analyzer *an, int64_t end_us)
+{
+    if (end_us > an->now_us)
+        an->now_us = end_us;
+    an_ops_expire(an, an->now_us, 1);
+    an_tl_check(an, an->now_us, 1);
+    an_nodes_emit(an);
+    for (int32_t i = an->cli_lru_head; i != AN_NONE; i = an->clients[i].lnext)
+        client_emit(an, &an->clients[i]);
+    /* connections still open (no CLOSE came): their records, without resp stats */
+    for (int32_t i = an->conn_lru_head; i != AN_NONE; i = an->conns[i].lnext) {
+        an->conns[i].cc = NULL; /* the capture layer may have freed it */
+        conn_emit(an, &an->conns[i], NULL);
+    }
+    while (an->conn_lru_head != AN_NONE)
+        conn_drop(an, an->conn_lru_head);
+    an_tl_emit(an);
+    for (int s = 0; s < AN_SLOTS; s++) {
+        if (!an->slot_lat[s])
+            continue;
+        char key[16];
+        snprintf(key, sizeof key, "%d", s);
+        an_lat_emit(an, AN_SCOPE_SLOT, key, an->slot_lat[s]);
+    }
+    for (uint32_t i = 0; i < an->nnodes; i++)
+        an_lat_emit(an, AN_SCOPE_NODE, an_node_name(an, (int32_t)i), an->nodes[i].lat);
+    an_lat_emit(an, AN_SCOPE_ALL, "all", an->all_lat);
+    an_findings_emit(an, 0);
+}
+
+const an_stats *an_get_stats(const an_analyzer *an)
+{
+    return &an->st;
+}

@@ -1,0 +1,68 @@
+/*
+ * detect_misc.c - readonly_missing and crossslot.
+ *
+ * Replicas answer -MOVED (to their master) unless the connection sent READONLY,
+ * after which they serve read-only commands for their master's slots (Redis
+ * Cluster specification, "Scaling reads using replica nodes"). A command whose
+ * keys hash to different slots is refused with -CROSSSLOT before any routing
+ * ("Multi-key operations"). The definitions below are written the same way in
+ * docs/findings.md.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "analysis/internal.h"
+
+/*
+ * readonly_missing: a read-only command (COMMAND INFO flag "readonly") sent to
+ * a node known to be a replica (from CLUSTER SLOTS / SHARDS / NODES or a
+ * replication link seen on the wire), on a connection that had not sent
+ * READONLY (or had cancelled it with READWRITE / RESET), answered with MOVED.
+ * Connections picked up mid-stream are not judged (READONLY may have been
+ * sent before the capture began). Aggregated per (client, replica, slot -1);
+ * visible at cfg.readonly_missing_min occurrences (default 1).
+ * Evidence: the read and its MOVED reply.
+ */
+void an_detect_readonly_missing(an_analyzer *an, an_attempt_ctx *a, int32_t *blame)
+{
+    an_cmdctx *x = a->x;
+    const an_attempt *cur = a->cur;
+    if (cur->reply != RESP_ERR_MOVED || cur->node == AN_NONE || x->cn->readonly ||
+        x->cn->mid_stream || !x->info || !(x->info->flags & AN_CMD_READONLY))
+        return;
+    if (strcmp(an->nodes[cur->node].pub.role, "replica") != 0)
+        return;
+    an_event ev;
+    an_event_from(&ev, x, "read sent to a replica without READONLY");
+    char summary[AN_SUMMARY_MAX];
+    const char *client = an_client_name(an, x->cn->client);
+    snprintf(summary, sizeof summary,
+             "%s reads from replica %s without READONLY: bounced to %s (%s, slot %d)", client,
+             an_node_name(an, cur->node), an_node_name(an, cur->target), x->cmd->req.name,
+             (int)x->slot);
+    int32_t f = an_finding_hit(an, AN_READONLY_MISSING, client, cur->node, -1, cur->start_us,
+                               cur->reply_us - cur->start_us, an->cfg.readonly_missing_min,
+                               summary, &ev, 1);
+    if (*blame == AN_NONE)
+        *blame = f;
+}
+
+/*
+ * crossslot: a command answered -CROSSSLOT: its keys hash to different slots
+ * (an application bug, not a migration effect). Aggregated per (client, "",
+ * slot -1): the node does not matter. Threshold: none (1).
+ * Evidence: the command (first key) and its reply.
+ */
+void an_detect_crossslot(an_analyzer *an, an_attempt_ctx *a)
+{
+    an_cmdctx *x = a->x;
+    if (a->cur->reply != RESP_ERR_CROSSSLOT)
+        return;
+    an_event ev;
+    an_event_from(&ev, x, "keys in different slots");
+    char summary[AN_SUMMARY_MAX];
+    const char *client = an_client_name(an, x->cn->client);
+    snprintf(summary, sizeof summary, "%s sends multi-key %s across slots (first key slot %d)",
+             client, x->cmd->req.name, (int)x->slot);
+    an_finding_hit(an, AN_CROSSSLOT, client, AN_NONE, -1, a->cur->start_us, 0, 1, summary, &ev, 1);
+}

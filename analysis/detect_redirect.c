@@ -1,0 +1,156 @@
+/*
+ * detect_redirect.c - redirect_loop, moved_ignored, tryagain_storm,
+ * redirect_unfollowed.
+ *
+ * What a correct client does (Redis Cluster specification, "Moved
+ * redirection", "ASK redirection", "Multi-key operations"): after -MOVED it
+ * retries at the new owner and sends later commands for the slot there (it
+ * updates its map, usually by fetching the whole map again); after -TRYAGAIN
+ * it retries later, a bounded number of times; it never ignores a redirect.
+ * The definitions below are written the same way in docs/findings.md.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "analysis/internal.h"
+
+/*
+ * redirect_loop: one operation bounced between nodes. Counted once per
+ * operation when, among its MOVED/ASK-answered attempts since its last
+ * TRYAGAIN, the same redirect repeats (same node, same ASKING state, same
+ * reply kind, same target: A -> B -> A -> B), or their number exceeds
+ * cfg.loop_max_redirects (default 5). TRYAGAIN restarts the count, since a
+ * client correctly retrying a split multi-key command walks source -> target
+ * -> source again. Not reported when another finding already explains the
+ * operation (e.g. asking_missing makes A -> B -> A). Aggregated per (client,
+ * "", slot); the evidence lists the attempts.
+ */
+void an_detect_redirect_loop(an_analyzer *an, an_attempt_ctx *a, int32_t *blame)
+{
+    an_op *op = a->op;
+    if (!op || op->loop_reported || op->ntrail == 0 || op->blame != AN_NONE || *blame != AN_NONE)
+        return;
+    const an_attempt *cur = &op->trail[op->ntrail - 1];
+    int repeated = 0;
+    for (uint32_t i = 0; i + 1 < op->ntrail; i++) {
+        const an_attempt *t = &op->trail[i];
+        if (t->node == cur->node && t->asked == cur->asked && t->reply == cur->reply &&
+            t->target == cur->target)
+            repeated = 1;
+    }
+    if (!repeated && op->seg_redirects <= an->cfg.loop_max_redirects)
+        return;
+    op->loop_reported = 1;
+    an_event ev[AN_OP_TRAIL];
+    char rb[AN_OP_TRAIL][RESP_ERRTEXT_MAX + 8];
+    for (uint32_t i = 0; i < op->ntrail; i++)
+        an_event_from_attempt(an, &ev[i], op, &op->trail[i], "redirected attempt", rb[i],
+                              sizeof rb[i]);
+    char summary[AN_SUMMARY_MAX];
+    const char *client = an_client_name(an, op->client);
+    snprintf(summary, sizeof summary,
+             "%s: %s (slot %d) bounced between nodes: %u redirects in one operation%s", client,
+             op->name, (int)op->slot, op->redirects, repeated ? ", the same redirect twice" : "");
+    int32_t f = an_finding_hit(an, AN_REDIRECT_LOOP, client, AN_NONE, op->slot, cur->start_us,
+                               0, 1, summary, ev, op->ntrail);
+    *blame = f;
+}
+
+/*
+ * moved_ignored: the client kept sending a slot to its old owner after MOVED.
+ * An occurrence is a command for slot s (first attempt or retry) sent to node
+ * S after the client received "-MOVED s T" from S (T != S), that S answers
+ * with MOVED again: the client knew and paid an extra round trip anyway.
+ * Commands already in flight when the first MOVED arrived are not counted
+ * (they were sent before it). Reads bounced by a replica for want of
+ * READONLY are readonly_missing instead; a client that never follows any
+ * redirect nor fetches a map is redirect_unfollowed instead (it has no map to
+ * update). Aggregated per (client, S, s);
+ * visible at cfg.moved_ignored_min occurrences (default 3).
+ * Evidence: the commands sent to the old owner and their MOVED replies.
+ */
+void an_detect_moved_ignored(an_analyzer *an, an_attempt_ctx *a, int32_t *blame)
+{
+    an_cmdctx *x = a->x;
+    const an_attempt *cur = a->cur;
+    if (cur->reply != RESP_ERR_MOVED || x->slot < 0 || !x->cli->pub.cluster_aware)
+        return;
+    an_memo *m = an_memo_get(an, x->cn->client, x->slot, 0);
+    if (!m || m->moved_ts == 0 || m->moved_ts > cur->start_us || m->moved_from != cur->node ||
+        m->moved_to == cur->node || m->moved_to == AN_NONE)
+        return;
+    const an_nd *nd = cur->node != AN_NONE ? &an->nodes[cur->node] : NULL;
+    if (nd && strcmp(nd->pub.role, "replica") == 0 && x->info &&
+        (x->info->flags & AN_CMD_READONLY) && !x->cn->readonly)
+        return; /* readonly_missing */
+    an_event ev;
+    an_event_from(&ev, x, "sent to the old owner after MOVED");
+    char summary[AN_SUMMARY_MAX];
+    const char *client = an_client_name(an, x->cn->client);
+    snprintf(summary, sizeof summary,
+             "%s keeps sending slot %d to %s after MOVED to %s", client, (int)x->slot,
+             an_node_name(an, cur->node), an_node_name(an, m->moved_to));
+    int32_t f = an_finding_hit(an, AN_MOVED_IGNORED, client, cur->node, x->slot, cur->start_us,
+                               cur->reply_us - cur->start_us, an->cfg.moved_ignored_min, summary,
+                               &ev, 1);
+    if (*blame == AN_NONE)
+        *blame = f;
+}
+
+/*
+ * tryagain_storm: one operation retried -TRYAGAIN without backoff or without
+ * bound: at least cfg.tryagain_min retries (default 10) each sent sooner than
+ * cfg.tryagain_min_backoff_us (default 1 ms) after the TRYAGAIN, or more than
+ * cfg.tryagain_max retries after TRYAGAIN whatever the delay (default 50).
+ * (redis-py retries at most 16 times, sleeping 50 ms from the 9th.) Counted
+ * once per operation, aggregated per (client, node, slot).
+ * Evidence: the retry that crossed the threshold and its reply.
+ */
+void an_detect_tryagain_storm(an_analyzer *an, an_attempt_ctx *a, int32_t *blame)
+{
+    an_op *op = a->op;
+    if (!op || op->storm_reported || !a->prev || a->prev->reply != RESP_ERR_TRYAGAIN)
+        return;
+    if (op->fast_tryagains < an->cfg.tryagain_min && op->tryagains <= an->cfg.tryagain_max)
+        return;
+    op->storm_reported = 1;
+    an_event ev;
+    an_event_from(&ev, a->x, "retry after TRYAGAIN");
+    char summary[AN_SUMMARY_MAX];
+    const char *client = an_client_name(an, op->client);
+    snprintf(summary, sizeof summary,
+             "%s retried %s (slot %d) %u times after TRYAGAIN, %u of them within %lld us",
+             client, op->name, (int)op->slot, op->tryagains, op->fast_tryagains,
+             (long long)an->cfg.tryagain_min_backoff_us);
+    int32_t f = an_finding_hit(an, AN_TRYAGAIN_STORM, client, a->cur->node, op->slot,
+                               a->cur->start_us, 0, 1, summary, &ev, 1);
+    if (*blame == AN_NONE)
+        *blame = f;
+}
+
+/*
+ * redirect_unfollowed: an operation got MOVED or ASK and was never retried:
+ * no command with the same name and first key from the same host within
+ * cfg.op_window_us after the redirect (judged 2 * op_window_us later, or at
+ * the end of the capture when the window has passed or the client sent other
+ * commands after the redirect). The client is not cluster-aware, and the
+ * error reached the application. Not reported when another finding already
+ * explains the operation. Aggregated per (client, node that redirected,
+ * slot). Evidence: the redirected command and its reply.
+ */
+void an_detect_unfollowed(an_analyzer *an, an_op *op, int64_t now_us)
+{
+    (void)now_us;
+    if (op->blame != AN_NONE)
+        return;
+    an_event ev;
+    char rb[RESP_ERRTEXT_MAX + 8];
+    an_event_from_attempt(an, &ev, op, &op->last, "redirect not followed", rb, sizeof rb);
+    char summary[AN_SUMMARY_MAX];
+    const char *client = an_client_name(an, op->client);
+    snprintf(summary, sizeof summary, "%s never retried %s (slot %d) after %s from %s", client,
+             op->name, (int)op->slot, resp_err_name((resp_err_class)op->last.reply),
+             an_node_name(an, op->last.node));
+    op->blame = an_finding_hit(an, AN_REDIRECT_UNFOLLOWED, client, op->last.node, op->slot,
+                               op->last.start_us, 0, 1, summary, &ev, 1);
+}

@@ -1,0 +1,248 @@
+/*
+ * findings.c - aggregation of detector hits into findings, their evidence and
+ * their emission.
+ *
+ * A finding is one kind of mishandling by one client (or the cluster) for one
+ * node and slot: detectors report occurrences with an_finding_hit; the first
+ * occurrences' commands are kept as evidence (JSON, capped at
+ * AN_EVIDENCE_EVENTS events and AN_EVIDENCE_MAX bytes, the rest counted in
+ * "omitted"). A finding is emitted when it first becomes visible (its count
+ * reaches the detector's threshold) and again at an_flush / an_finish when it
+ * has changed; its id is stable so a store can replace the earlier row.
+ *
+ * Evidence shape:
+ *   {"finding":"asking_missing","client":"127.0.0.5","node":"127.0.0.1:30102",
+ *    "slot":1234,"events":[{"what":"ask","ts_us":...,"conn":3,
+ *    "src":"127.0.0.5:40001","dst":"127.0.0.1:30101","cmd":"GET","key":"k",
+ *    "reply":"-ASK 1234 127.0.0.1:30102"}, ...],"omitted":0}
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/internal.h"
+
+typedef struct fkey {
+    an_finding_kind kind;
+    const char *client;
+    int32_t node;
+    int32_t slot;
+} fkey;
+
+static uint64_t fkey_hash(const fkey *k)
+{
+    uint64_t h = an_hash_str(k->client, (uint64_t)k->kind * 1000003u);
+    uint64_t t[2] = {h, ((uint64_t)(uint32_t)k->node << 32) | (uint32_t)k->slot};
+    return an_hash(t, sizeof t, 4);
+}
+
+static int fkey_eq(const void *ctx, int32_t val, const void *key)
+{
+    const an_analyzer *an = ctx;
+    const an_fnd *f = an->findings[val];
+    const fkey *k = key;
+    return f->f.kind == k->kind && f->node_idx == k->node && f->f.slot == k->slot &&
+           strcmp(f->f.client, k->client) == 0;
+}
+
+/* Append one event's JSON to the evidence body. */
+static void add_event(an_analyzer *an, an_fnd *f, const an_event *e)
+{
+    (void)an;
+    if (f->events >= AN_EVIDENCE_EVENTS) {
+        f->omitted++;
+        return;
+    }
+    char tmp[1024];
+    an_buf b = {tmp, 0, sizeof tmp, 0};
+    tmp[0] = 0;
+    an_buf_put(&b, f->events ? ",{\"what\":" : "{\"what\":");
+    an_buf_json_str(&b, e->what ? e->what : "", e->what ? strlen(e->what) : 0);
+    an_buf_printf(&b, ",\"ts_us\":%lld,\"conn\":%llu,\"src\":", (long long)e->ts_us,
+                  (unsigned long long)e->conn);
+    an_buf_json_str(&b, e->src ? e->src : "", e->src ? strlen(e->src) : 0);
+    an_buf_put(&b, ",\"dst\":");
+    an_buf_json_str(&b, e->dst ? e->dst : "", e->dst ? strlen(e->dst) : 0);
+    an_buf_put(&b, ",\"cmd\":");
+    an_buf_json_str(&b, e->cmd ? e->cmd : "", e->cmd ? strlen(e->cmd) : 0);
+    an_buf_put(&b, ",\"key\":");
+    an_buf_json_str(&b, e->key ? e->key : "", e->key ? e->key_len : 0);
+    an_buf_put(&b, ",\"reply\":");
+    an_buf_json_str(&b, e->reply ? e->reply : "", e->reply ? strlen(e->reply) : 0);
+    an_buf_put(&b, "}");
+    if (b.cut || f->ev_len + b.len + 1 > sizeof f->ev) {
+        f->omitted++;
+        return;
+    }
+    memcpy(f->ev + f->ev_len, tmp, b.len + 1);
+    f->ev_len += b.len;
+    f->events++;
+}
+
+/* Count a newly visible finding for its client. */
+static void count_for_client(an_analyzer *an, const char *client)
+{
+    if (!client[0])
+        return;
+    for (int32_t i = an->cli_lru_tail; i != AN_NONE; i = an->clients[i].lprev)
+        if (strcmp(an->clients[i].pub.name, client) == 0) {
+            an->clients[i].pub.findings++;
+            return;
+        }
+}
+
+static void emit_one(an_analyzer *an, an_fnd *f)
+{
+    f->dirty = 0;
+    if (!an->sink.finding)
+        return;
+    char text[AN_EVIDENCE_MAX + 512];
+    an_buf b = {text, 0, sizeof text, 0};
+    text[0] = 0;
+    an_buf_put(&b, "{\"finding\":");
+    an_buf_json_str(&b, an_finding_name(f->f.kind), strlen(an_finding_name(f->f.kind)));
+    an_buf_put(&b, ",\"client\":");
+    an_buf_json_str(&b, f->f.client, strlen(f->f.client));
+    an_buf_put(&b, ",\"node\":");
+    an_buf_json_str(&b, f->f.node, strlen(f->f.node));
+    an_buf_printf(&b, ",\"slot\":%d,\"events\":[", (int)f->f.slot);
+    an_buf_put(&b, f->ev);
+    an_buf_printf(&b, "],\"omitted\":%u}", f->omitted);
+    if (b.cut) /* cannot happen with the sizes above; stay valid JSON anyway */
+        snprintf(text, sizeof text, "{\"finding\":\"%s\",\"events\":[],\"omitted\":%u}",
+                 an_finding_name(f->f.kind), f->events + f->omitted);
+    f->f.evidence = text;
+    an->sink.finding(an->sink.ctx, &f->f);
+    f->f.evidence = NULL;
+}
+
+int32_t an_finding_hit(an_analyzer *an, an_finding_kind kind, const char *client,
+                       int32_t node, int32_t slot, int64_t ts_us, int64_t extra_us,
+                       uint32_t min_count, const char *summary, const an_event *ev,
+                       size_t nev)
+{
+    return an_finding_hit_sev(an, kind, 0, client, node, slot, ts_us, extra_us, min_count,
+                              summary, ev, nev);
+}
+
+int32_t an_finding_hit_sev(an_analyzer *an, an_finding_kind kind, an_severity sev,
+                           const char *client, int32_t node, int32_t slot, int64_t ts_us,
+                           int64_t extra_us, uint32_t min_count, const char *summary,
+                           const an_event *ev, size_t nev)
+{
+    fkey k = {kind, client ? client : "", node, slot};
+    uint64_t h = fkey_hash(&k);
+    int32_t i = an_map_find(&an->finding_map, h, fkey_eq, an, &k);
+    an_fnd *f;
+    if (i == AN_NONE) {
+        if (an->nfindings >= an->cfg.max_findings) {
+            an->st.dropped_findings++;
+            return AN_NONE;
+        }
+        f = calloc(1, sizeof *f);
+        if (!f) {
+            an->st.dropped_findings++;
+            return AN_NONE;
+        }
+        i = (int32_t)an->nfindings++;
+        an->findings[i] = f;
+        an_map_put(&an->finding_map, h, i);
+        f->f.kind = kind;
+        f->f.severity = an_finding_severity(kind);
+        snprintf(f->f.client, sizeof f->f.client, "%s", k.client);
+        snprintf(f->f.node, sizeof f->f.node, "%s", an_node_name(an, node));
+        f->node_idx = node;
+        f->f.slot = slot;
+        f->f.first_us = ts_us;
+        f->min_count = min_count ? min_count : 1;
+    }
+    f = an->findings[i];
+    f->f.count++;
+    if (ts_us < f->f.first_us)
+        f->f.first_us = ts_us;
+    if (ts_us > f->f.last_us)
+        f->f.last_us = ts_us;
+    f->f.extra_latency_us += extra_us > 0 ? extra_us : 0;
+    if (sev && sev > f->f.severity)
+        f->f.severity = sev;
+    if (summary)
+        snprintf(f->f.summary, sizeof f->f.summary, "%s", summary);
+    for (size_t e = 0; ev && e < nev; e++)
+        add_event(an, f, &ev[e]);
+    if (!f->visible && f->f.count >= f->min_count) {
+        f->visible = 1;
+        f->f.id = ++an->finding_seq;
+        an->st.findings++;
+        count_for_client(an, f->f.client);
+        emit_one(an, f);
+    } else if (f->visible) {
+        f->dirty = 1;
+    }
+    return i;
+}
+
+void an_finding_add_latency(an_analyzer *an, int32_t idx, int64_t extra_us)
+{
+    if (idx < 0 || (uint32_t)idx >= an->nfindings || extra_us <= 0)
+        return;
+    an_fnd *f = an->findings[idx];
+    f->f.extra_latency_us += extra_us;
+    if (f->visible)
+        f->dirty = 1;
+}
+
+void an_findings_emit(an_analyzer *an, int all)
+{
+    for (uint32_t i = 0; i < an->nfindings; i++) {
+        an_fnd *f = an->findings[i];
+        if (f->visible && (f->dirty || all))
+            emit_one(an, f);
+    }
+}
+
+void an_findings_free(an_analyzer *an)
+{
+    if (!an->findings)
+        return;
+    for (uint32_t i = 0; i < an->nfindings; i++)
+        free(an->findings[i]);
+}
+
+/* ---------------------------------------------------------------- events */
+
+void an_event_from(an_event *e, const an_cmdctx *x, const char *what)
+{
+    memset(e, 0, sizeof *e);
+    e->what = what;
+    e->ts_us = x->cmd->req.start_us;
+    e->conn = x->cn->id;
+    e->src = x->cn->src;
+    e->dst = x->cn->dst;
+    e->cmd = x->cmd->req.name;
+    e->key = x->key;
+    e->key_len = x->key_len;
+    e->reply = x->reply;
+}
+
+void an_event_from_attempt(an_analyzer *an, an_event *e, const an_op *op, const an_attempt *t,
+                           const char *what, char *reply_buf, size_t reply_size)
+{
+    memset(e, 0, sizeof *e);
+    e->what = what;
+    e->ts_us = t->start_us;
+    e->conn = t->conn;
+    e->src = op ? an_client_name(an, op->client) : "";
+    e->dst = an_node_name(an, t->node);
+    e->cmd = op ? op->name : "";
+    e->key = op ? op->key_text : "";
+    e->key_len = op ? strlen(op->key_text) : 0;
+    if (t->reply == RESP_ERR_MOVED || t->reply == RESP_ERR_ASK)
+        snprintf(reply_buf, reply_size, "-%s %d %s", resp_err_name((resp_err_class)t->reply),
+                 op ? (int)op->slot : -1, an_node_name(an, t->target));
+    else if (t->reply != RESP_ERR_NONE)
+        snprintf(reply_buf, reply_size, "-%s", resp_err_name((resp_err_class)t->reply));
+    else
+        snprintf(reply_buf, reply_size, "(ok)");
+    e->reply = reply_buf;
+}

@@ -1,0 +1,405 @@
+/*
+ * internal.h - the analyzer's state, shared by the files of analysis/ only.
+ *
+ *   analyzer.c  an_new/an_free, the resp_sink, connections and clients, the
+ *               per-command dispatch, flush and finish
+ *   ops.c       logical operations: first attempt, redirects, retries, reply
+ *   nodes.c     node registry; CLUSTER SLOTS / SHARDS / NODES parsing
+ *   views.c     per client slot -> node views; (client, slot) memories
+ *   findings.c  finding aggregation, evidence, emission
+ *   detect_*.c  one function per finding kind (definitions above each)
+ *   timeline.c  per slot migration windows
+ *   latency.c   log-linear histograms, per scope summaries
+ *   util.c      hash maps, JSON text, key redaction
+ *
+ * Every table has a cap, an eviction rule and a counter in an_stats.
+ */
+#ifndef SLOTSCOPE_ANALYSIS_INTERNAL_H
+#define SLOTSCOPE_ANALYSIS_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "analysis/analysis.h"
+#include "analysis/keys_internal.h"
+
+#define AN_SLOTS 16384
+#define AN_NONE (-1)
+
+/* ---------------------------------------------------------------- util.c */
+
+/* A hash map from 64-bit hashes to int32 values, open addressing with linear
+ * probing and backward-shift deletion. Equal hashes may hold several values;
+ * callers confirm a match with their own comparison (an_map_find's eq). The
+ * capacity is fixed at creation (twice the caller's cap, power of two). */
+typedef struct an_map {
+    uint64_t *hash;
+    int32_t *val;     /* AN_NONE: empty */
+    uint32_t mask;
+    uint32_t n;
+} an_map;
+int an_map_init(an_map *m, uint32_t max_entries);
+void an_map_free(an_map *m);
+typedef int (*an_map_eq)(const void *ctx, int32_t val, const void *key);
+/* The value stored under hash h for which eq(ctx, val, key) holds, or AN_NONE. */
+int32_t an_map_find(const an_map *m, uint64_t h, an_map_eq eq, const void *ctx, const void *key);
+/* Add (h, val). -1 when full (callers keep their tables within the cap). */
+int an_map_put(an_map *m, uint64_t h, int32_t val);
+/* Remove the entry (h, val). */
+void an_map_del(an_map *m, uint64_t h, int32_t val);
+
+uint64_t an_hash(const void *p, size_t n, uint64_t seed);
+uint64_t an_hash_str(const char *s, uint64_t seed);
+
+/* A bounded text buffer for JSON; writes past the end are cut and flagged. */
+typedef struct an_buf {
+    char *p;
+    size_t len, cap;
+    int cut;
+} an_buf;
+void an_buf_put(an_buf *b, const char *s);
+void an_buf_printf(an_buf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* A JSON string of arbitrary bytes (quotes included; control and non-ASCII
+ * bytes as \u00XX). */
+void an_buf_json_str(an_buf *b, const void *p, size_t n);
+
+/* A key as records show it: printable ASCII as is, other bytes (and '\\') as
+ * \xNN, cut to fit out; or "h:<16 hex>" when redacting. NUL-terminated. */
+void an_key_text(const an_config *cfg, const char *key, size_t len, uint32_t full_len,
+                 char *out, size_t out_size);
+/* The redaction text of a key prefix and its full length. */
+void an_redact(uint64_t seed, const char *key, size_t len, uint32_t full_len,
+               char *out, size_t out_size);
+
+/* ---------------------------------------------------------------- latency.c */
+
+#define AN_HIST_SUB 8                      /* buckets per power of two */
+#define AN_HIST_BUCKETS (16 + 34 * AN_HIST_SUB)
+typedef struct an_hist {
+    uint32_t b[AN_HIST_BUCKETS];
+} an_hist;
+/* One scope's operations of one kind (direct or redirected). */
+typedef struct an_lat {
+    an_hist *h;              /* allocated at the first sample */
+    uint64_t count;
+    int64_t total_us, extra_us, max_us;
+    uint64_t extra_rt;
+} an_lat;
+void an_lat_add(an_lat *l, int64_t us, int64_t extra_us, uint64_t extra_rt);
+void an_lat_free(an_lat *l);
+int64_t an_hist_quantile(const an_hist *h, uint64_t count, double q, int64_t max_us);
+/* Emit the two (direct, redirected) summaries of a scope. */
+struct an_analyzer;
+void an_lat_emit(struct an_analyzer *an, an_scope scope, const char *key, an_lat lat[2]);
+
+/* ---------------------------------------------------------------- nodes.c */
+
+typedef struct an_nd {
+    an_node pub;                /* observed, announced, id, role, slots, commands */
+    char hostname_ep[AN_NAME_MAX]; /* hostname:port announced (Redis 7) */
+    int32_t master;             /* node index of its master, or AN_NONE */
+    int32_t migrating_slot;     /* latest CLUSTER SETSLOT s MIGRATING on it */
+    an_lat lat[2];
+} an_nd;
+
+/* ---------------------------------------------------------------- views.c */
+
+/* A client's slot -> node view: sparse (open addressing of slot<<16 | node+1
+ * entries) while small, a dense array of 16384 node+1 values when large. */
+typedef struct an_view {
+    uint32_t *sparse;          /* entries, 0 = empty */
+    uint32_t cap, n;
+    uint16_t *dense;           /* node + 1 per slot, 0 = unknown */
+} an_view;
+
+/* What one client learned about one slot (the last MOVED and ASK it got). */
+typedef struct an_memo {
+    int32_t client;
+    int32_t slot;
+    int32_t lprev, lnext;        /* LRU list (global) */
+    int32_t cprev, cnext;        /* the same client's memos */
+    int64_t moved_ts;            /* last MOVED reply received, 0 if none */
+    int32_t moved_from, moved_to;
+    int64_t ask_ts;              /* last ASK reply received, 0 if none */
+    int32_t ask_from, ask_to;
+    uint32_t moved_n;            /* MOVEDs received for the slot */
+} an_memo;
+
+/* ---------------------------------------------------------------- clients */
+
+typedef struct an_cli {
+    an_client pub;
+    cap_addr host;
+    int32_t lprev, lnext;        /* LRU list */
+    int32_t memo_head;           /* this client's memos */
+    int64_t map_ts;              /* last cluster map reply it received */
+    int64_t last_start_us;       /* latest request start */
+    uint64_t node_conns;         /* connections that are node links */
+    uint64_t client_conns;       /* other connections */
+    an_view view;
+    an_lat lat[2];
+    uint8_t used;
+} an_cli;
+
+/* ---------------------------------------------------------------- connections */
+
+typedef struct an_cn {
+    uint64_t id;
+    const cap_conn *cc;          /* valid until its CLOSE */
+    int32_t client, node;
+    int32_t lprev, lnext;        /* LRU list */
+    char src[AN_NAME_MAX], dst[AN_NAME_MAX];
+    int64_t first_us, last_us;
+    uint64_t commands;
+    uint8_t used;
+    uint8_t node_link;           /* replication or MIGRATE traffic */
+    uint8_t readonly;            /* READONLY in force */
+    uint8_t mid_stream;          /* started without a handshake: state unknown */
+    uint8_t asking_pending;      /* ASKING sent, not yet used */
+    uint64_t asking_seq;         /* its request index */
+    int64_t asking_ts;
+    int32_t asking_ring;         /* its entry in the ASKING ring */
+    int64_t asking_spent_ts;     /* an ASKING used up by an unrelated command */
+    int32_t getkeys_slot;        /* last CLUSTER GETKEYSINSLOT slot, or -1 */
+} an_cn;
+
+/* ---------------------------------------------------------------- ops.c */
+
+/* One attempt of an operation. */
+typedef struct an_attempt {
+    uint64_t conn;
+    int32_t node;
+    int32_t target;              /* MOVED/ASK target node, else AN_NONE */
+    uint8_t asked;               /* ASKING came right before on its connection */
+    uint8_t reply;               /* resp_err_class */
+    int64_t start_us, req_us, reply_us;
+} an_attempt;
+
+#define AN_OP_TRAIL 8
+
+/* A logical operation waiting for a retry after a redirect. */
+typedef struct an_op {
+    uint8_t used;
+    uint32_t gen;                /* bumped when the slot is reused */
+    uint64_t key_hash;           /* (host, name, key) */
+    cap_addr host;
+    int32_t client;
+    char name[RESP_NAME_MAX];
+    uint8_t key_len;
+    uint32_t key_full_len;
+    char key[RESP_ARG_PREFIX];
+    char key_text[RESP_ARG_PREFIX + 1]; /* as records show it */
+    int32_t slot;
+    uint32_t attempts, redirects, seg_redirects, tryagains, fast_tryagains, askings;
+    an_attempt first, last;
+    an_attempt trail[AN_OP_TRAIL]; /* redirected attempts since the last TRYAGAIN */
+    uint8_t ntrail;
+    uint8_t loop_reported, storm_reported;
+    int32_t blame;               /* finding charged with the extra time */
+    int32_t lprev, lnext;        /* expiry list, by last reply time */
+} an_op;
+
+/* ---------------------------------------------------------------- findings.c */
+
+#define AN_EVIDENCE_MAX 2048
+#define AN_EVIDENCE_EVENTS 8
+
+typedef struct an_fnd {
+    an_finding f;
+    int32_t node_idx;
+    uint64_t key_hash;
+    uint32_t min_count;          /* becomes visible at this count */
+    uint8_t visible, dirty;
+    uint32_t events, omitted;
+    size_t ev_len;
+    char ev[AN_EVIDENCE_MAX];    /* JSON array body: {...},{...} */
+} an_fnd;
+
+/* One command as evidence. */
+typedef struct an_event {
+    const char *what;            /* "ask", "retry without ASKING", ... */
+    int64_t ts_us;
+    uint64_t conn;
+    const char *src, *dst;
+    const char *cmd;
+    const char *key;             /* already redacted when asked */
+    size_t key_len;
+    const char *reply;           /* reply text: error line or type */
+} an_event;
+
+/* ---------------------------------------------------------------- timeline.c */
+
+typedef struct an_mig {
+    an_migration pub;
+    int32_t source, target;      /* node indexes, AN_NONE if unknown */
+    int64_t extra_us;            /* redirect cost of operations in the window */
+    uint8_t stuck_reported;
+    uint8_t aborted;             /* SETSLOT STABLE */
+} an_mig;
+
+/* ---------------------------------------------------------------- rings */
+
+#define AN_RING 64
+/* A recent ASK reply to a host: which operation waits for ASKING + retry. */
+typedef struct an_ask_rec {
+    cap_addr host;
+    int32_t op;
+    uint32_t gen;
+    int32_t target;
+    int64_t ts;
+} an_ask_rec;
+/* A recent ASKING. */
+typedef struct an_asking_rec {
+    cap_addr host;
+    uint64_t conn;
+    int32_t node;
+    int64_t ts;
+    uint8_t used;                /* matched to a retry (same or other conn) */
+    uint8_t valid;
+} an_asking_rec;
+
+/* ---------------------------------------------------------------- analyzer */
+
+struct an_analyzer {
+    an_config cfg;
+    an_sink sink;
+    an_stats st;
+    int64_t now_us;              /* latest capture time seen */
+    uint64_t finding_seq;
+
+    an_cn *conns;  an_map conn_map;  int32_t conn_lru_head, conn_lru_tail, conn_free;
+    uint32_t nconns;
+    an_cli *clients; an_map client_map; int32_t cli_lru_head, cli_lru_tail, cli_free;
+    uint32_t nclients;
+    an_nd *nodes; an_map node_map; uint32_t nnodes;
+    int16_t owner[AN_SLOTS];     /* latest map: slot -> node, AN_NONE unknown */
+    an_memo *memos; an_map memo_map; int32_t memo_lru_head, memo_lru_tail, memo_free;
+    uint32_t nmemos;
+    uint64_t view_bytes;
+    an_op *ops; an_map op_map; int32_t op_list_head, op_list_tail, op_free;
+    uint32_t nops;
+    an_fnd **findings; an_map finding_map; uint32_t nfindings;
+    an_mig *migs[AN_SLOTS];
+    an_lat *slot_lat[AN_SLOTS];  /* [2] each, lazily */
+    uint32_t nslot_lat;
+    an_lat all_lat[2];
+    an_ask_rec ask_ring[AN_RING]; uint32_t ask_ring_pos;
+    an_asking_rec asking_ring[AN_RING]; uint32_t asking_ring_pos;
+};
+typedef struct an_analyzer an_analyzer;
+
+/* analyzer.c */
+const char *an_client_name(const an_analyzer *an, int32_t client);
+const char *an_node_name(const an_analyzer *an, int32_t node);
+
+/* nodes.c */
+int32_t an_node_by_endpoint(an_analyzer *an, const cap_endpoint *ep);
+/* The node an announced "host:port" (or hostname:port, or node id) stands for,
+ * after user overrides; created (observed "") when unknown and create != 0. */
+int32_t an_node_by_announced(an_analyzer *an, const char *text, int create);
+int32_t an_node_by_redirect(an_analyzer *an, const resp_redirect *r, int32_t answering);
+int32_t an_node_by_id(an_analyzer *an, const char *id, size_t len);
+/* Parse a CLUSTER SLOTS / SHARDS / NODES reply answered by node. 0 ok. */
+int an_nodes_learn_map(an_analyzer *an, const char *sub, int32_t node, const resp_reply *r);
+/* A replica connected to master (REPLCONF listening-port). */
+void an_nodes_learn_replica(an_analyzer *an, const cap_addr *host, uint16_t port, int32_t master);
+void an_nodes_emit(an_analyzer *an);
+void an_nodes_free(an_analyzer *an);
+
+/* views.c */
+void an_view_set(an_analyzer *an, an_cli *c, int32_t slot, int32_t node);
+int32_t an_view_get(const an_cli *c, int32_t slot);
+void an_view_free(an_analyzer *an, an_cli *c);
+an_memo *an_memo_get(an_analyzer *an, int32_t client, int32_t slot, int create);
+void an_memos_drop_client(an_analyzer *an, int32_t client);
+
+/* findings.c */
+/* Record one occurrence of a finding (aggregated per kind, client, node,
+ * slot); returns its index, or AN_NONE when the table is full (counted). It
+ * becomes visible (gets its id, is emitted) once count >= min_count; later
+ * changes are emitted at an_flush / an_finish. summary replaces the previous
+ * one; ev (nev events) is appended to the evidence up to its cap. */
+int32_t an_finding_hit(an_analyzer *an, an_finding_kind kind, const char *client,
+                       int32_t node, int32_t slot, int64_t ts_us, int64_t extra_us,
+                       uint32_t min_count, const char *summary, const an_event *ev,
+                       size_t nev);
+/* The same with a severity raised above the kind's default (0: default). */
+int32_t an_finding_hit_sev(an_analyzer *an, an_finding_kind kind, an_severity sev,
+                           const char *client, int32_t node, int32_t slot, int64_t ts_us,
+                           int64_t extra_us, uint32_t min_count, const char *summary,
+                           const an_event *ev, size_t nev);
+void an_finding_add_latency(an_analyzer *an, int32_t idx, int64_t extra_us);
+void an_findings_emit(an_analyzer *an, int all);
+void an_findings_free(an_analyzer *an);
+an_severity an_finding_severity(an_finding_kind k);
+
+/* ops.c */
+typedef struct an_cmdctx {
+    const resp_command *cmd;
+    an_cn *cn;
+    an_cli *cli;
+    int32_t node;
+    const an_cmd *info;          /* command table entry, may be NULL */
+    int asked;                   /* ASKING right before on this connection */
+    int32_t slot;
+    int32_t target;              /* MOVED/ASK target node */
+    char key[RESP_ARG_PREFIX + 1]; /* key text for records (redacted if asked) */
+    size_t key_len;
+    char reply[RESP_ERRTEXT_MAX + 8];
+} an_cmdctx;
+void an_ops_on_command(an_analyzer *an, an_cmdctx *x);
+void an_ops_expire(an_analyzer *an, int64_t now_us, int all);
+void an_ops_drop_client(an_analyzer *an, int32_t client);
+void an_ops_free(an_analyzer *an);
+/* An ASKING was spent on the command x (not a retry of an ASK'd operation):
+ * called by the analyzer; may report asking_interleaved. */
+void an_ops_asking_spent(an_analyzer *an, an_cmdctx *x, int64_t asking_ts);
+
+/* detect_*.c: called by ops.c with the operation and the attempt just made. */
+typedef struct an_attempt_ctx {
+    an_cmdctx *x;
+    an_op *op;                   /* NULL for a first attempt that completed */
+    const an_attempt *prev;      /* the attempt before (retries), else NULL */
+    const an_attempt *cur;
+    int first;                   /* first attempt of its operation */
+} an_attempt_ctx;
+void an_detect_asking(an_analyzer *an, an_attempt_ctx *a, int32_t *blame);
+void an_detect_ask_cached(an_analyzer *an, an_attempt_ctx *a, int32_t *blame);
+void an_detect_moved_ignored(an_analyzer *an, an_attempt_ctx *a, int32_t *blame);
+void an_detect_readonly_missing(an_analyzer *an, an_attempt_ctx *a, int32_t *blame);
+void an_detect_crossslot(an_analyzer *an, an_attempt_ctx *a);
+void an_detect_redirect_loop(an_analyzer *an, an_attempt_ctx *a, int32_t *blame);
+void an_detect_tryagain_storm(an_analyzer *an, an_attempt_ctx *a, int32_t *blame);
+void an_detect_unfollowed(an_analyzer *an, an_op *op, int64_t now_us);
+void an_detect_asking_interleaved(an_analyzer *an, an_cmdctx *x, an_op *op,
+                                  int64_t asking_ts);
+void an_detect_migration_stuck(an_analyzer *an, an_mig *m, int64_t now_us, int at_end);
+
+/* Fill an evidence event from a command context. */
+void an_event_from(an_event *e, const an_cmdctx *x, const char *what);
+/* The same for an earlier attempt (no command at hand). */
+void an_event_from_attempt(an_analyzer *an, an_event *e, const an_op *op,
+                           const an_attempt *t, const char *what, char *reply_buf,
+                           size_t reply_size);
+
+/* timeline.c */
+void an_tl_redirect(an_analyzer *an, an_cmdctx *x);
+void an_tl_setslot(an_analyzer *an, an_cmdctx *x);
+void an_tl_migrate(an_analyzer *an, an_cmdctx *x);
+void an_tl_op_cost(an_analyzer *an, int32_t slot, int64_t extra_us);
+void an_tl_check(an_analyzer *an, int64_t now_us, int at_end);
+void an_tl_emit(an_analyzer *an);
+void an_tl_free(an_analyzer *an);
+
+/* latency.c */
+/* A finished operation: its time from the first request to the final reply,
+ * the extra time (first request to the final attempt's request) and extra round
+ * trips (attempts - 1 + ASKINGs), per client, first node, slot and overall. A
+ * slot gets histograms at its first redirected operation (cap
+ * cfg.max_slot_latency). */
+void an_lat_record(an_analyzer *an, int32_t client, int32_t node, int32_t slot,
+                   const an_attempt *first, const an_attempt *final, uint32_t attempts,
+                   uint32_t askings);
+
+#endif /* SLOTSCOPE_ANALYSIS_INTERNAL_H */

@@ -1,0 +1,137 @@
+/*
+ * latency.c - latency of logical operations, direct vs redirected, per client,
+ * slot, node and overall, in bounded log-linear histograms.
+ *
+ * A histogram has fixed buckets: one per microsecond below 16 us, then 8 per
+ * power of two up to 2^38 us (about 76 hours): a value is reported within 1/16
+ * of itself (the bucket's middle), whatever the number of samples. 288 uint32
+ * counters, allocated at a scope's first sample.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <stdio.h>
+
+#include "analysis/internal.h"
+
+/* The bucket of a value. */
+static unsigned bucket_of(int64_t v)
+{
+    if (v < 16)
+        return v < 0 ? 0 : (unsigned)v;
+    unsigned e = 63u - (unsigned)__builtin_clzll((unsigned long long)v); /* >= 4 */
+    unsigned sub = (unsigned)((unsigned long long)v >> (e - 3)) & 7u;
+    unsigned b = 16 + (e - 4) * AN_HIST_SUB + sub;
+    return b < AN_HIST_BUCKETS ? b : AN_HIST_BUCKETS - 1;
+}
+
+/* The middle of a bucket's range. */
+static int64_t bucket_mid(unsigned b)
+{
+    if (b < 16)
+        return b;
+    unsigned e = (b - 16) / AN_HIST_SUB + 4, sub = (b - 16) % AN_HIST_SUB;
+    int64_t low = (int64_t)(8 + sub) << (e - 3);
+    int64_t width = (int64_t)1 << (e - 3);
+    return low + width / 2;
+}
+
+void an_lat_add(an_lat *l, int64_t us, int64_t extra_us, uint64_t extra_rt)
+{
+    if (us < 0)
+        us = 0;
+    if (!l->h)
+        l->h = calloc(1, sizeof *l->h);
+    if (l->h) {
+        unsigned b = bucket_of(us);
+        if (l->h->b[b] < UINT32_MAX)
+            l->h->b[b]++;
+    }
+    l->count++;
+    l->total_us += us;
+    l->extra_us += extra_us > 0 ? extra_us : 0;
+    l->extra_rt += extra_rt;
+    if (us > l->max_us)
+        l->max_us = us;
+}
+
+void an_lat_free(an_lat *l)
+{
+    free(l->h);
+    memset(l, 0, sizeof *l);
+}
+
+int64_t an_hist_quantile(const an_hist *h, uint64_t count, double q, int64_t max_us)
+{
+    if (!h || count == 0)
+        return 0;
+    uint64_t rank = (uint64_t)(q * (double)count + 0.999999);
+    if (rank < 1)
+        rank = 1;
+    uint64_t seen = 0;
+    for (unsigned b = 0; b < AN_HIST_BUCKETS; b++) {
+        seen += h->b[b];
+        if (seen >= rank) {
+            int64_t v = bucket_mid(b);
+            return v > max_us ? max_us : v;
+        }
+    }
+    return max_us;
+}
+
+void an_lat_emit(an_analyzer *an, an_scope scope, const char *key, an_lat lat[2])
+{
+    if (!an->sink.latency)
+        return;
+    for (int r = 0; r < 2; r++) {
+        an_lat *l = &lat[r];
+        if (l->count == 0)
+            continue;
+        an_latency out;
+        memset(&out, 0, sizeof out);
+        out.scope = scope;
+        snprintf(out.key, sizeof out.key, "%s", key);
+        out.redirected = (uint8_t)r;
+        out.count = l->count;
+        out.p50_us = an_hist_quantile(l->h, l->count, 0.50, l->max_us);
+        out.p90_us = an_hist_quantile(l->h, l->count, 0.90, l->max_us);
+        out.p99_us = an_hist_quantile(l->h, l->count, 0.99, l->max_us);
+        out.max_us = l->max_us;
+        out.total_us = l->total_us;
+        out.extra_us = l->extra_us;
+        out.extra_round_trips = l->extra_rt;
+        an->sink.latency(an->sink.ctx, &out);
+    }
+}
+
+void an_lat_record(an_analyzer *an, int32_t client, int32_t node, int32_t slot,
+                   const an_attempt *first, const an_attempt *final, uint32_t attempts,
+                   uint32_t askings)
+{
+    int64_t total = final->reply_us - first->req_us;
+    int64_t extra = final->req_us - first->req_us;
+    uint64_t rt = (uint64_t)(attempts ? attempts - 1 : 0) + askings;
+    int r = attempts > 1;
+    an->st.operations++;
+    if (r)
+        an->st.redirected_operations++;
+    else
+        extra = 0;
+    if (client >= 0 && an->clients[client].used)
+        an_lat_add(&an->clients[client].lat[r], total, extra, rt);
+    if (node >= 0 && (uint32_t)node < an->nnodes)
+        an_lat_add(&an->nodes[node].lat[r], total, extra, rt);
+    if (slot >= 0 && slot < AN_SLOTS) {
+        if (!an->slot_lat[slot] && r) {
+            if (an->nslot_lat < an->cfg.max_slot_latency) {
+                an->slot_lat[slot] = calloc(2, sizeof(an_lat));
+                if (an->slot_lat[slot])
+                    an->nslot_lat++;
+            } else {
+                an->st.latency_slots_dropped++;
+            }
+        }
+        if (an->slot_lat[slot])
+            an_lat_add(&an->slot_lat[slot][r], total, extra, rt);
+    }
+    an_lat_add(&an->all_lat[r], total, extra, rt);
+}

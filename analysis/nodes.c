@@ -1,0 +1,582 @@
+/*
+ * nodes.c - the node registry: who the cluster's nodes are, under which
+ * addresses, with which ids, roles and slots.
+ *
+ * Learned from the wire:
+ *   CLUSTER SLOTS   [[start, end, [ip, port, id, {hostname, ip}], replicas...]...]
+ *                   (metadata is a flat array in RESP2, a map in RESP3; the
+ *                   first field is the preferred endpoint: ip, hostname, "?"
+ *                   unknown, or "" meaning "the node you are talking to")
+ *   CLUSTER SHARDS  [{slots: [s0, e0, ...], nodes: [{id, port, ip, endpoint,
+ *                   hostname, role, ...}]}...] (Redis 7)
+ *   CLUSTER NODES   "<id> <ip:port@cport[,hostname]> <flags> <master> <ping>
+ *                   <pong> <epoch> <link> <slot ranges...>" per line; the
+ *                   "myself" line ties the answering endpoint to its announced
+ *                   address
+ *   MOVED / ASK     host:port targets
+ *   REPLCONF listening-port from a replica connecting to its master
+ * (https://redis.io/commands/cluster-slots/, cluster-shards/, cluster-nodes/)
+ *
+ * A node is known by its observed endpoint (seen in the capture) and by the
+ * addresses the cluster announces; user overrides (cfg.node_map) map announced
+ * to observed for NAT, containers and hostnames. One hash map holds every name
+ * of every node ("id:" + node id for ids).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/internal.h"
+
+/* Does node val answer to name key? */
+static int node_eq(const void *ctx, int32_t val, const void *key)
+{
+    const an_analyzer *an = ctx;
+    const an_nd *n = &an->nodes[val];
+    const char *k = key;
+    if (strncmp(k, "id:", 3) == 0)
+        return n->pub.node_id[0] && strcmp(n->pub.node_id, k + 3) == 0;
+    return strcmp(n->pub.observed, k) == 0 || strcmp(n->pub.announced, k) == 0 ||
+           strcmp(n->hostname_ep, k) == 0;
+}
+
+static int32_t node_find(an_analyzer *an, const char *name)
+{
+    if (!name[0])
+        return AN_NONE;
+    return an_map_find(&an->node_map, an_hash_str(name, 2), node_eq, an, name);
+}
+
+/* Add a name for node i (no-op when it already answers to it). */
+static void node_add_name(an_analyzer *an, int32_t i, const char *name)
+{
+    if (!name[0] || node_find(an, name) == i)
+        return;
+    an_map_put(&an->node_map, an_hash_str(name, 2), i);
+}
+
+static int32_t node_new(an_analyzer *an)
+{
+    if (an->nnodes >= an->cfg.max_nodes) {
+        an->st.dropped_nodes++;
+        return AN_NONE;
+    }
+    int32_t i = (int32_t)an->nnodes++;
+    an_nd *n = &an->nodes[i];
+    memset(n, 0, sizeof *n);
+    n->master = AN_NONE;
+    n->migrating_slot = -1;
+    return i;
+}
+
+/* The user's override for an announced address, or NULL. */
+static const char *override_of(const an_analyzer *an, const char *announced)
+{
+    for (size_t i = 0; i < an->cfg.n_node_map && i < 64; i++)
+        if (strcmp(an->cfg.node_map[i].announced, announced) == 0)
+            return an->cfg.node_map[i].observed;
+    return NULL;
+}
+
+int32_t an_node_by_endpoint(an_analyzer *an, const cap_endpoint *ep)
+{
+    char text[AN_NAME_MAX];
+    cap_endpoint_format(ep, text, sizeof text);
+    int32_t i = node_find(an, text);
+    if (i == AN_NONE) {
+        i = node_new(an);
+        if (i == AN_NONE)
+            return AN_NONE;
+        node_add_name(an, i, text);
+    }
+    an_nd *n = &an->nodes[i];
+    if (!n->pub.observed[0]) {
+        snprintf(n->pub.observed, sizeof n->pub.observed, "%s", text);
+        node_add_name(an, i, text);
+    }
+    return i;
+}
+
+int32_t an_node_by_announced(an_analyzer *an, const char *text, int create)
+{
+    if (!text[0])
+        return AN_NONE;
+    const char *obs = override_of(an, text);
+    int32_t i = obs ? node_find(an, obs) : AN_NONE;
+    if (i == AN_NONE)
+        i = node_find(an, text);
+    if (i == AN_NONE) {
+        if (!create)
+            return AN_NONE;
+        i = node_new(an);
+        if (i == AN_NONE)
+            return AN_NONE;
+        if (obs) {
+            snprintf(an->nodes[i].pub.observed, sizeof an->nodes[i].pub.observed, "%s", obs);
+            node_add_name(an, i, obs);
+        }
+    }
+    an_nd *n = &an->nodes[i];
+    if (!n->pub.announced[0] && strcmp(n->hostname_ep, text) != 0) {
+        snprintf(n->pub.announced, sizeof n->pub.announced, "%s", text);
+        node_add_name(an, i, text);
+    }
+    return i;
+}
+
+int32_t an_node_by_id(an_analyzer *an, const char *id, size_t len)
+{
+    char key[64];
+    if (len == 0 || len > 47)
+        return AN_NONE;
+    snprintf(key, sizeof key, "id:%.*s", (int)len, id);
+    return node_find(an, key);
+}
+
+/* "host:port", bracketing IPv6 hosts. */
+static void endpoint_text(char *out, size_t n, const char *host, size_t hlen, long port)
+{
+    if (memchr(host, ':', hlen))
+        snprintf(out, n, "[%.*s]:%ld", (int)hlen, host, port);
+    else
+        snprintf(out, n, "%.*s:%ld", (int)hlen, host, port);
+}
+
+/* The host part of a node's observed (else announced) endpoint. */
+static size_t node_host(const an_analyzer *an, int32_t node, const char **host)
+{
+    const char *t = an_node_name(an, node);
+    const char *colon = strrchr(t, ':');
+    *host = t;
+    if (!colon)
+        return 0;
+    if (t[0] == '[' && colon > t + 1 && colon[-1] == ']') {
+        *host = t + 1;
+        return (size_t)(colon - t - 2);
+    }
+    return (size_t)(colon - t);
+}
+
+int32_t an_node_by_redirect(an_analyzer *an, const resp_redirect *r, int32_t answering)
+{
+    char text[AN_NAME_MAX];
+    if (r->slot < 0 || r->port == 0)
+        return AN_NONE;
+    const char *host = r->host;
+    size_t hlen = strnlen(r->host, sizeof r->host);
+    if (hlen == 0) {
+        /* Redis 7: an empty host means "the node that answered" (unknown
+         * endpoint); keep the port, take the host from the answering node */
+        hlen = node_host(an, answering, &host);
+        if (hlen == 0)
+            return AN_NONE;
+    }
+    endpoint_text(text, sizeof text, host, hlen, r->port);
+    return an_node_by_announced(an, text, 1);
+}
+
+/* Set a node's id (and its "id:" name). */
+static void node_set_id(an_analyzer *an, int32_t i, const char *id, size_t len)
+{
+    if (i == AN_NONE || len == 0 || len > 47)
+        return;
+    an_nd *n = &an->nodes[i];
+    if (strlen(n->pub.node_id) == len && memcmp(n->pub.node_id, id, len) == 0)
+        return;
+    snprintf(n->pub.node_id, sizeof n->pub.node_id, "%.*s", (int)len, id);
+    char key[64];
+    snprintf(key, sizeof key, "id:%s", n->pub.node_id);
+    node_add_name(an, i, key);
+}
+
+static void node_set_role(an_analyzer *an, int32_t i, const char *role, int32_t master)
+{
+    if (i == AN_NONE)
+        return;
+    snprintf(an->nodes[i].pub.role, sizeof an->nodes[i].pub.role, "%s", role);
+    an->nodes[i].master = master;
+}
+
+void an_nodes_learn_replica(an_analyzer *an, const cap_addr *host, uint16_t port, int32_t master)
+{
+    cap_endpoint ep;
+    memset(&ep, 0, sizeof ep);
+    ep.addr = *host;
+    ep.port = port;
+    int32_t i = an_node_by_endpoint(an, &ep);
+    node_set_role(an, i, "replica", master);
+    if (master != AN_NONE && !an->nodes[master].pub.role[0])
+        node_set_role(an, master, "master", AN_NONE);
+}
+
+/* ---------------------------------------------------------------- values */
+
+static int v_is_str(const resp_value *v)
+{
+    return v && (v->type == RESP_T_BULK || v->type == RESP_T_SIMPLE || v->type == RESP_T_VERBATIM);
+}
+
+static int v_int(const resp_value *v, long *out)
+{
+    if (!v)
+        return -1;
+    if (v->type == RESP_T_INT) {
+        *out = (long)v->integer;
+        return 0;
+    }
+    if (v_is_str(v) && v->len > 0 && v->len < 12) {
+        long x = 0;
+        for (size_t i = 0; i < v->len; i++) {
+            if (v->str[i] < '0' || v->str[i] > '9')
+                return -1;
+            x = x * 10 + (v->str[i] - '0');
+        }
+        *out = x;
+        return 0;
+    }
+    return -1;
+}
+
+static int v_eq(const resp_value *v, const char *s)
+{
+    return v_is_str(v) && v->len == strlen(s) && memcmp(v->str, s, v->len) == 0;
+}
+
+static int v_is_agg(const resp_value *v)
+{
+    return v && (v->type == RESP_T_ARRAY || v->type == RESP_T_MAP || v->type == RESP_T_SET);
+}
+
+/* Look up a field in a map or a flat key/value array. */
+static const resp_value *v_field(const resp_value *v, const char *name)
+{
+    if (!v_is_agg(v))
+        return NULL;
+    for (size_t i = 0; i + 1 < v->n; i += 2)
+        if (v_eq(&v->elem[i], name))
+            return &v->elem[i + 1];
+    return NULL;
+}
+
+/* Set owner[] for [start, end] to node (bounds-checked). */
+static void own(an_analyzer *an, long start, long end, int32_t node)
+{
+    if (start < 0 || end >= AN_SLOTS || start > end || node == AN_NONE)
+        return;
+    for (long s = start; s <= end; s++)
+        an->owner[s] = (int16_t)node;
+}
+
+/* ---------------------------------------------------------------- SLOTS */
+
+/* One node entry of CLUSTER SLOTS: [endpoint, port, id?, metadata?]. */
+static int32_t slots_node(an_analyzer *an, const resp_value *e, int32_t answering)
+{
+    long port;
+    if (!v_is_agg(e) || e->n < 2 || !v_is_str(&e->elem[0]) || v_int(&e->elem[1], &port) ||
+        port <= 0 || port > 65535)
+        return AN_NONE;
+    const resp_value *ep = &e->elem[0];
+    const resp_value *meta = e->n >= 4 ? &e->elem[3] : NULL;
+    const resp_value *mip = meta ? v_field(meta, "ip") : NULL;
+    const resp_value *mhost = meta ? v_field(meta, "hostname") : NULL;
+    char addr[AN_NAME_MAX] = "", hostep[AN_NAME_MAX] = "";
+    const char *host = ep->str;
+    size_t hlen = ep->len;
+    if (hlen == 1 && host[0] == '?')
+        hlen = 0; /* unknown endpoint */
+    else if (hlen == 0)
+        hlen = node_host(an, answering, &host);
+    if (mip && v_is_str(mip) && mip->len) {
+        /* preferred endpoint is a hostname; the ip is in the metadata */
+        endpoint_text(addr, sizeof addr, mip->str, mip->len, port);
+        if (hlen)
+            endpoint_text(hostep, sizeof hostep, host, hlen, port);
+    } else if (hlen) {
+        endpoint_text(addr, sizeof addr, host, hlen, port);
+        if (mhost && v_is_str(mhost) && mhost->len)
+            endpoint_text(hostep, sizeof hostep, mhost->str, mhost->len, port);
+    }
+    int32_t i = AN_NONE;
+    if (e->n >= 3 && v_is_str(&e->elem[2]))
+        i = an_node_by_id(an, e->elem[2].str, e->elem[2].len);
+    if (i == AN_NONE && addr[0])
+        i = an_node_by_announced(an, addr, 1);
+    if (i == AN_NONE)
+        return AN_NONE;
+    if (addr[0] && !an->nodes[i].pub.announced[0]) {
+        snprintf(an->nodes[i].pub.announced, sizeof an->nodes[i].pub.announced, "%s", addr);
+        node_add_name(an, i, addr);
+    }
+    if (hostep[0] && !an->nodes[i].hostname_ep[0]) {
+        snprintf(an->nodes[i].hostname_ep, sizeof an->nodes[i].hostname_ep, "%s", hostep);
+        node_add_name(an, i, hostep);
+    }
+    if (e->n >= 3 && v_is_str(&e->elem[2]))
+        node_set_id(an, i, e->elem[2].str, e->elem[2].len);
+    return i;
+}
+
+static int learn_slots(an_analyzer *an, const resp_value *v, int32_t answering)
+{
+    if (!v || v->type != RESP_T_ARRAY)
+        return -1;
+    for (int s = 0; s < AN_SLOTS; s++)
+        an->owner[s] = AN_NONE;
+    for (size_t r = 0; r < v->n; r++) {
+        const resp_value *range = &v->elem[r];
+        long start, end;
+        if (!v_is_agg(range) || range->n < 3 || v_int(&range->elem[0], &start) ||
+            v_int(&range->elem[1], &end))
+            continue;
+        int32_t master = slots_node(an, &range->elem[2], answering);
+        node_set_role(an, master, "master", AN_NONE);
+        own(an, start, end, master);
+        for (size_t k = 3; k < range->n; k++)
+            node_set_role(an, slots_node(an, &range->elem[k], answering), "replica", master);
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- SHARDS */
+
+static int32_t shards_node(an_analyzer *an, const resp_value *nd)
+{
+    const resp_value *id = v_field(nd, "id"), *ip = v_field(nd, "ip");
+    const resp_value *endpoint = v_field(nd, "endpoint"), *hostname = v_field(nd, "hostname");
+    long port = 0;
+    if (v_int(v_field(nd, "port"), &port) && v_int(v_field(nd, "tls-port"), &port))
+        return AN_NONE;
+    if (port <= 0 || port > 65535)
+        return AN_NONE;
+    char addr[AN_NAME_MAX] = "", hostep[AN_NAME_MAX] = "";
+    if (v_is_str(ip) && ip->len && !(ip->len == 1 && ip->str[0] == '?'))
+        endpoint_text(addr, sizeof addr, ip->str, ip->len, port);
+    if (v_is_str(hostname) && hostname->len)
+        endpoint_text(hostep, sizeof hostep, hostname->str, hostname->len, port);
+    else if (v_is_str(endpoint) && endpoint->len && !(ip && v_eq(endpoint, "")) &&
+             !(v_is_str(ip) && endpoint->len == ip->len &&
+               memcmp(endpoint->str, ip->str, ip->len) == 0) &&
+             !(endpoint->len == 1 && endpoint->str[0] == '?'))
+        endpoint_text(hostep, sizeof hostep, endpoint->str, endpoint->len, port);
+    int32_t i = v_is_str(id) ? an_node_by_id(an, id->str, id->len) : AN_NONE;
+    if (i == AN_NONE && addr[0])
+        i = an_node_by_announced(an, addr, 1);
+    if (i == AN_NONE)
+        return AN_NONE;
+    if (addr[0] && !an->nodes[i].pub.announced[0]) {
+        snprintf(an->nodes[i].pub.announced, sizeof an->nodes[i].pub.announced, "%s", addr);
+        node_add_name(an, i, addr);
+    }
+    if (hostep[0] && !an->nodes[i].hostname_ep[0]) {
+        snprintf(an->nodes[i].hostname_ep, sizeof an->nodes[i].hostname_ep, "%s", hostep);
+        node_add_name(an, i, hostep);
+    }
+    if (v_is_str(id))
+        node_set_id(an, i, id->str, id->len);
+    return i;
+}
+
+static int learn_shards(an_analyzer *an, const resp_value *v)
+{
+    if (!v || v->type != RESP_T_ARRAY)
+        return -1;
+    for (int s = 0; s < AN_SLOTS; s++)
+        an->owner[s] = AN_NONE;
+    for (size_t k = 0; k < v->n; k++) {
+        const resp_value *shard = &v->elem[k];
+        const resp_value *slots = v_field(shard, "slots");
+        const resp_value *nodes = v_field(shard, "nodes");
+        if (!v_is_agg(nodes))
+            continue;
+        int32_t master = AN_NONE;
+        int32_t idx[64];
+        size_t n = 0;
+        for (size_t j = 0; j < nodes->n && n < 64; j++) {
+            int32_t i = shards_node(an, &nodes->elem[j]);
+            if (i == AN_NONE)
+                continue;
+            idx[n++] = i;
+            if (v_eq(v_field(&nodes->elem[j], "role"), "master"))
+                master = i;
+        }
+        for (size_t j = 0; j < n; j++)
+            node_set_role(an, idx[j], idx[j] == master ? "master" : "replica",
+                          idx[j] == master ? AN_NONE : master);
+        if (v_is_agg(slots))
+            for (size_t j = 0; j + 1 < slots->n; j += 2) {
+                long a, b;
+                if (!v_int(&slots->elem[j], &a) && !v_int(&slots->elem[j + 1], &b))
+                    own(an, a, b, master);
+            }
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- NODES */
+
+/* Split the next space-separated field of line [*p, end). */
+static int next_field(const char **p, const char *end, const char **f, size_t *len)
+{
+    while (*p < end && **p == ' ')
+        (*p)++;
+    if (*p >= end)
+        return 0;
+    *f = *p;
+    while (*p < end && **p != ' ')
+        (*p)++;
+    *len = (size_t)(*p - *f);
+    return 1;
+}
+
+static int has_flag(const char *flags, size_t len, const char *flag)
+{
+    size_t n = strlen(flag);
+    for (size_t i = 0; i + n <= len; i++)
+        if ((i == 0 || flags[i - 1] == ',') && memcmp(flags + i, flag, n) == 0 &&
+            (i + n == len || flags[i + n] == ','))
+            return 1;
+    return 0;
+}
+
+/* One line of CLUSTER NODES. Returns the node, *master_id gets the master
+ * field, slot ranges are applied when the node is a master. */
+static void nodes_line(an_analyzer *an, const char *p, const char *end, int32_t answering,
+                       int pass)
+{
+    const char *id, *addr, *flags, *master, *f;
+    size_t idl, addrl, flagsl, masterl, fl;
+    if (!next_field(&p, end, &id, &idl) || !next_field(&p, end, &addr, &addrl) ||
+        !next_field(&p, end, &flags, &flagsl) || !next_field(&p, end, &master, &masterl))
+        return;
+    /* address: ip:port@cport[,hostname] */
+    const char *at = memchr(addr, '@', addrl);
+    size_t ipport = at ? (size_t)(at - addr) : addrl;
+    const char *comma = memchr(addr, ',', addrl);
+    const char *colon = NULL;
+    for (size_t i = 0; i < ipport; i++)
+        if (addr[i] == ':')
+            colon = addr + i;
+    char text[AN_NAME_MAX] = "", hostep[AN_NAME_MAX] = "";
+    long port = 0;
+    if (colon) {
+        for (const char *q = colon + 1; q < addr + ipport && port < 70000; q++)
+            port = *q >= '0' && *q <= '9' ? port * 10 + (*q - '0') : 70000;
+        size_t hl = (size_t)(colon - addr);
+        if (port > 0 && port < 65536 && hl > 0)
+            endpoint_text(text, sizeof text, addr, hl, port);
+        if (comma && port > 0 && port < 65536 && addr + addrl > comma + 1)
+            endpoint_text(hostep, sizeof hostep, comma + 1, (size_t)(addr + addrl - comma - 1), port);
+    }
+    int myself = has_flag(flags, flagsl, "myself");
+    int32_t i = an_node_by_id(an, id, idl);
+    if (i == AN_NONE && myself)
+        i = answering;
+    if (i == AN_NONE && text[0])
+        i = an_node_by_announced(an, text, 1);
+    if (i == AN_NONE)
+        return;
+    an_nd *n = &an->nodes[i];
+    node_set_id(an, i, id, idl);
+    if (text[0] && !n->pub.announced[0]) {
+        snprintf(n->pub.announced, sizeof n->pub.announced, "%s", text);
+        node_add_name(an, i, text);
+    }
+    if (hostep[0] && !n->hostname_ep[0]) {
+        snprintf(n->hostname_ep, sizeof n->hostname_ep, "%s", hostep);
+        node_add_name(an, i, hostep);
+    }
+    if (pass == 0)
+        return; /* first pass: names and ids, so masters resolve in the second */
+    if (has_flag(flags, flagsl, "master")) {
+        node_set_role(an, i, "master", AN_NONE);
+        while (next_field(&p, end, &f, &fl)) {
+            if (fl && f[0] == '[')
+                continue; /* [slot->-id] migrating / [slot-<-id] importing */
+            long a = 0, b = -1, *cur = &a;
+            int ok = fl > 0;
+            for (size_t k = 0; k < fl && ok; k++) {
+                if (f[k] == '-' && cur == &a) {
+                    cur = &b;
+                    b = 0;
+                } else if (f[k] >= '0' && f[k] <= '9' && *cur < AN_SLOTS) {
+                    *cur = *cur * 10 + (f[k] - '0');
+                } else {
+                    ok = 0;
+                }
+            }
+            if (ok)
+                own(an, a, b < 0 ? a : b, i);
+        }
+    } else if (has_flag(flags, flagsl, "slave") || has_flag(flags, flagsl, "replica")) {
+        int32_t m = masterl && master[0] != '-' ? an_node_by_id(an, master, masterl) : AN_NONE;
+        node_set_role(an, i, "replica", m);
+    }
+}
+
+static int learn_nodes(an_analyzer *an, const resp_value *v, int32_t answering)
+{
+    if (!v_is_str(v))
+        return -1;
+    const char *p = v->str, *end = v->str + v->len;
+    if (v->type == RESP_T_VERBATIM && v->len >= 4 && p[3] == ':')
+        p += 4; /* "txt:" */
+    for (int s = 0; s < AN_SLOTS; s++)
+        an->owner[s] = AN_NONE;
+    for (int pass = 0; pass < 2; pass++) {
+        const char *q = p;
+        while (q < end) {
+            const char *nl = memchr(q, '\n', (size_t)(end - q));
+            const char *le = nl ? nl : end;
+            if (le > q && le[-1] == '\r')
+                le--;
+            nodes_line(an, q, le, answering, pass);
+            q = nl ? nl + 1 : end;
+        }
+    }
+    return 0;
+}
+
+int an_nodes_learn_map(an_analyzer *an, const char *sub, int32_t node, const resp_reply *r)
+{
+    if (!r->raw || r->raw_len == 0)
+        return -1;
+    resp_value *v = resp_value_parse(r->raw, r->raw_len, 16);
+    if (!v)
+        return -1;
+    int rc;
+    if (strcmp(sub, "SLOTS") == 0)
+        rc = learn_slots(an, v, node);
+    else if (strcmp(sub, "SHARDS") == 0)
+        rc = learn_shards(an, v);
+    else
+        rc = learn_nodes(an, v, node);
+    resp_value_free(v);
+    return rc;
+}
+
+void an_nodes_emit(an_analyzer *an)
+{
+    if (!an->sink.node || an->nnodes == 0)
+        return;
+    uint32_t *owned = calloc(an->nnodes, sizeof *owned);
+    for (int s = 0; owned && s < AN_SLOTS; s++)
+        if (an->owner[s] != AN_NONE && (uint32_t)an->owner[s] < an->nnodes)
+            owned[an->owner[s]]++;
+    for (uint32_t i = 0; i < an->nnodes; i++) {
+        an_nd *n = &an->nodes[i];
+        n->pub.slots_owned = owned ? owned[i] : 0;
+        an->sink.node(an->sink.ctx, &n->pub);
+    }
+    free(owned);
+}
+
+void an_nodes_free(an_analyzer *an)
+{
+    if (!an->nodes)
+        return;
+    for (uint32_t i = 0; i < an->nnodes; i++) {
+        an_lat_free(&an->nodes[i].lat[0]);
+        an_lat_free(&an->nodes[i].lat[1]);
+    }
+}

@@ -1,0 +1,338 @@
+/*
+ * ops.c - logical operations: the chain a client walks for one command.
+ *
+ * An operation starts with a first attempt: a command with a key that is not
+ * a retry. When its reply is -MOVED, -ASK or -TRYAGAIN the operation waits for
+ * a retry: the same command name with the same first key from the same host,
+ * sent after that reply and within cfg.op_window_us of it (on any connection,
+ * to any node). Any other reply ends the operation: its latency (first request
+ * to final reply), the extra time (first request to the final attempt's
+ * request) and the extra round trips (attempts - 1 + ASKINGs) go to the
+ * latency summaries and to the finding blamed for it, if any.
+ *
+ * An operation that waits longer than 2 * op_window_us is judged: after MOVED
+ * or ASK it was not followed (redirect_unfollowed); after TRYAGAIN the client
+ * gave up, which is allowed. At the end of the capture, waiting operations are
+ * judged the same way when their window has passed or the client sent other
+ * commands after the redirect; the others are counted as abandoned_ops.
+ *
+ * Operations waiting for a retry live in a pool of cfg.max_ops entries, in a
+ * list ordered by their last reply time; when the pool is full the oldest is
+ * dropped unjudged (evicted_ops).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "analysis/internal.h"
+
+typedef struct opkey {
+    const cap_addr *host;
+    const char *name;
+    const char *key;
+    size_t klen;
+    uint32_t full;
+    int64_t start_us;
+    int64_t window;
+} opkey;
+
+static uint64_t op_hash(const cap_addr *host, const char *name, const char *key, size_t klen,
+                        uint32_t full)
+{
+    uint64_t h = an_hash(host, sizeof *host, full);
+    h = an_hash(name, strlen(name), h);
+    return an_hash(key, klen, h);
+}
+
+/* Is waiting operation val the one this command retries? */
+static int op_eq(const void *ctx, int32_t val, const void *key)
+{
+    const an_analyzer *an = ctx;
+    const an_op *op = &an->ops[val];
+    const opkey *k = key;
+    return op->used && cap_addr_equal(&op->host, k->host) && strcmp(op->name, k->name) == 0 &&
+           op->key_len == k->klen && op->key_full_len == k->full &&
+           memcmp(op->key, k->key, k->klen) == 0 && op->last.reply_us <= k->start_us &&
+           k->start_us - op->last.reply_us <= k->window;
+}
+
+static void list_unlink(an_analyzer *an, int32_t i)
+{
+    an_op *op = &an->ops[i];
+    if (op->lprev != AN_NONE) an->ops[op->lprev].lnext = op->lnext; else an->op_list_head = op->lnext;
+    if (op->lnext != AN_NONE) an->ops[op->lnext].lprev = op->lprev; else an->op_list_tail = op->lprev;
+    op->lprev = op->lnext = AN_NONE;
+}
+
+static void list_push(an_analyzer *an, int32_t i)
+{
+    an_op *op = &an->ops[i];
+    op->lprev = an->op_list_tail;
+    op->lnext = AN_NONE;
+    if (an->op_list_tail != AN_NONE)
+        an->ops[an->op_list_tail].lnext = i;
+    else
+        an->op_list_head = i;
+    an->op_list_tail = i;
+}
+
+static void op_free(an_analyzer *an, int32_t i)
+{
+    an_op *op = &an->ops[i];
+    an_map_del(&an->op_map, op->key_hash, i);
+    list_unlink(an, i);
+    uint32_t gen = op->gen + 1;
+    memset(op, 0, sizeof *op);
+    op->gen = gen;
+    op->lnext = an->op_free;
+    op->lprev = AN_NONE;
+    an->op_free = i;
+    an->nops--;
+}
+
+/* Judge an operation that waits no more, then free it. */
+static void op_judge(an_analyzer *an, int32_t i, int64_t now_us, int at_end)
+{
+    an_op *op = &an->ops[i];
+    int redirect = op->last.reply == RESP_ERR_MOVED || op->last.reply == RESP_ERR_ASK;
+    int64_t spent = op->last.reply_us - op->first.req_us;
+    if (redirect) {
+        const an_cli *c = &an->clients[op->client];
+        int window_passed = now_us - op->last.reply_us >= an->cfg.op_window_us;
+        int moved_on = c->used && c->last_start_us > op->last.reply_us;
+        if (!at_end || window_passed || moved_on)
+            an_detect_unfollowed(an, op, now_us);
+        else
+            an->st.abandoned_ops++;
+    }
+    if (op->blame != AN_NONE)
+        an_finding_add_latency(an, op->blame, spent);
+    an_tl_op_cost(an, op->slot, spent);
+    op_free(an, i);
+}
+
+void an_ops_expire(an_analyzer *an, int64_t now_us, int all)
+{
+    while (an->op_list_head != AN_NONE) {
+        int32_t i = an->op_list_head;
+        if (!all && an->ops[i].last.reply_us + 2 * an->cfg.op_window_us > now_us)
+            break;
+        op_judge(an, i, now_us, all);
+    }
+}
+
+/* A new waiting operation for the attempt cur of command x. */
+static an_op *op_new(an_analyzer *an, an_cmdctx *x, const an_attempt *cur, uint64_t h)
+{
+    if (an->nops >= an->cfg.max_ops) {
+        op_free(an, an->op_list_head); /* the oldest, unjudged */
+        an->st.evicted_ops++;
+    }
+    int32_t i = an->op_free;
+    an_op *op = &an->ops[i];
+    an->op_free = op->lnext;
+    uint32_t gen = op->gen;
+    memset(op, 0, sizeof *op);
+    op->gen = gen;
+    op->used = 1;
+    op->key_hash = h;
+    op->host = x->cli->host;
+    op->client = x->cn->client;
+    snprintf(op->name, sizeof op->name, "%s", x->cmd->req.name);
+    op->key_len = x->cmd->req.key0_len;
+    op->key_full_len = x->cmd->req.key0_full_len;
+    memcpy(op->key, x->cmd->req.key0, op->key_len);
+    snprintf(op->key_text, sizeof op->key_text, "%s", x->key);
+    op->slot = x->slot;
+    op->attempts = 1;
+    op->askings = x->asked;
+    op->first = op->last = *cur;
+    op->blame = AN_NONE;
+    an_map_put(&an->op_map, h, i);
+    list_push(an, i);
+    an->nops++;
+    return op;
+}
+
+/* Push a redirected attempt on the operation's trail (oldest dropped). */
+static void trail_push(an_op *op, const an_attempt *t)
+{
+    if (op->ntrail == AN_OP_TRAIL) {
+        memmove(op->trail, op->trail + 1, (AN_OP_TRAIL - 1) * sizeof op->trail[0]);
+        op->ntrail--;
+    }
+    op->trail[op->ntrail++] = *t;
+}
+
+/* Remember what the client was told about the slot. */
+static void learn(an_analyzer *an, an_cmdctx *x, const an_attempt *cur)
+{
+    const resp_reply *r = &x->cmd->reply;
+    int32_t slot = r->redir.slot >= 0 && r->redir.slot < AN_SLOTS ? r->redir.slot : x->slot;
+    if (cur->reply == RESP_ERR_MOVED) {
+        an_memo *m = an_memo_get(an, x->cn->client, slot, 1);
+        if (m) {
+            m->moved_ts = cur->reply_us;
+            m->moved_from = cur->node;
+            m->moved_to = cur->target;
+            m->moved_n++;
+        }
+        if (cur->target != AN_NONE)
+            an->owner[slot] = (int16_t)cur->target;
+    } else if (cur->reply == RESP_ERR_ASK) {
+        an_memo *m = an_memo_get(an, x->cn->client, slot, 1);
+        if (m) {
+            m->ask_ts = cur->reply_us;
+            m->ask_from = cur->node;
+            m->ask_to = cur->target;
+        }
+    }
+}
+
+void an_ops_on_command(an_analyzer *an, an_cmdctx *x)
+{
+    const resp_command *cmd = x->cmd;
+    const resp_request *req = &cmd->req;
+    an_attempt cur;
+    memset(&cur, 0, sizeof cur);
+    cur.conn = x->cn->id;
+    cur.node = x->node;
+    cur.target = x->target;
+    cur.asked = (uint8_t)x->asked;
+    cur.reply = (uint8_t)cmd->reply.err;
+    cur.start_us = req->start_us;
+    cur.req_us = req->ts_us;
+    cur.reply_us = cmd->reply.ts_us;
+    /* a command queued in MULTI has no latency of its own */
+    if (cmd->in_multi && cmd->reply.err == RESP_ERR_NONE) {
+        if (x->asked)
+            an_ops_asking_spent(an, x, x->cn->asking_ts);
+        return;
+    }
+
+    size_t klen = req->key0_len < RESP_ARG_PREFIX ? req->key0_len : RESP_ARG_PREFIX;
+    uint64_t h = op_hash(&x->cli->host, req->name, req->key0, klen, req->key0_full_len);
+    opkey k = {&x->cli->host, req->name, req->key0, klen, req->key0_full_len, req->start_us,
+               an->cfg.op_window_us};
+    int32_t oi = an_map_find(&an->op_map, h, op_eq, an, &k);
+    int redir = cur.reply == RESP_ERR_MOVED || cur.reply == RESP_ERR_ASK ||
+                cur.reply == RESP_ERR_TRYAGAIN;
+    an_op *op = oi != AN_NONE ? &an->ops[oi] : NULL;
+    an_attempt prev;
+    an_attempt_ctx a;
+    memset(&a, 0, sizeof a);
+    a.x = x;
+    if (op) {
+        prev = op->last;
+        op->attempts++;
+        op->askings += x->asked;
+        if (prev.reply == RESP_ERR_TRYAGAIN) {
+            op->tryagains++;
+            if (cur.start_us - prev.reply_us < an->cfg.tryagain_min_backoff_us)
+                op->fast_tryagains++;
+            op->ntrail = 0;
+            op->seg_redirects = 0;
+        }
+        if (prev.target != AN_NONE && cur.node == prev.target)
+            x->cli->pub.cluster_aware = 1; /* it followed a redirect */
+        op->last = cur;
+        a.op = op;
+        a.prev = &prev;
+        a.cur = &op->last;
+    } else {
+        if (x->asked)
+            an_ops_asking_spent(an, x, x->cn->asking_ts);
+        else
+            an_view_set(an, x->cli, x->slot, x->node);
+        if (redir)
+            op = op_new(an, x, &cur, h);
+        a.op = op;
+        a.cur = op ? &op->last : &cur;
+        a.first = 1;
+    }
+    if (op && (cur.reply == RESP_ERR_MOVED || cur.reply == RESP_ERR_ASK)) {
+        op->redirects++;
+        op->seg_redirects++;
+        trail_push(op, &cur);
+    }
+
+    int32_t blame = AN_NONE;
+    if (!a.first)
+        an_detect_asking(an, &a, &blame);
+    else
+        an_detect_ask_cached(an, &a, &blame);
+    an_detect_readonly_missing(an, &a, &blame);
+    an_detect_moved_ignored(an, &a, &blame);
+    an_detect_crossslot(an, &a);
+    if (op && !a.first)
+        an_detect_tryagain_storm(an, &a, &blame);
+    if (op && (cur.reply == RESP_ERR_MOVED || cur.reply == RESP_ERR_ASK))
+        an_detect_redirect_loop(an, &a, &blame);
+    if (op && op->blame == AN_NONE)
+        op->blame = blame;
+
+    learn(an, x, &cur);
+
+    if (redir) {
+        int32_t i = (int32_t)(op - an->ops);
+        list_unlink(an, i);
+        list_push(an, i);
+        if (cur.reply == RESP_ERR_ASK) {
+            an_ask_rec *r = &an->ask_ring[an->ask_ring_pos++ % AN_RING];
+            r->host = x->cli->host;
+            r->op = i;
+            r->gen = op->gen;
+            r->target = cur.target;
+            r->ts = cur.reply_us;
+        }
+        return;
+    }
+    /* the operation is over */
+    if (op) {
+        an_lat_record(an, op->client, op->first.node, op->slot, &op->first, &op->last,
+                      op->attempts, op->askings);
+        int64_t extra = op->last.req_us - op->first.req_us;
+        if (op->blame != AN_NONE)
+            an_finding_add_latency(an, op->blame, extra);
+        an_tl_op_cost(an, op->slot, extra);
+        op_free(an, (int32_t)(op - an->ops));
+    } else {
+        an_lat_record(an, x->cn->client, x->node, x->slot, &cur, &cur, 1, 0);
+    }
+}
+
+/* ASKING on x's connection was used by x, which retries no ASK'd operation. */
+void an_ops_asking_spent(an_analyzer *an, an_cmdctx *x, int64_t asking_ts)
+{
+    x->cn->asking_spent_ts = asking_ts;
+    /* is an ASK'd operation of this host waiting for exactly this node? */
+    for (uint32_t k = 0; k < AN_RING; k++) {
+        an_ask_rec *r = &an->ask_ring[k];
+        if (r->ts == 0 || r->ts > asking_ts || r->target != x->node ||
+            !cap_addr_equal(&r->host, &x->cli->host))
+            continue;
+        an_op *op = &an->ops[r->op];
+        if (!op->used || op->gen != r->gen || op->last.reply != RESP_ERR_ASK ||
+            op->last.target != x->node)
+            continue;
+        an_detect_asking_interleaved(an, x, op, asking_ts);
+        return;
+    }
+}
+
+void an_ops_drop_client(an_analyzer *an, int32_t client)
+{
+    int32_t i = an->op_list_head;
+    while (i != AN_NONE) {
+        int32_t next = an->ops[i].lnext;
+        if (an->ops[i].client == client) {
+            op_free(an, i);
+            an->st.evicted_ops++;
+        }
+        i = next;
+    }
+}
+
+void an_ops_free(an_analyzer *an)
+{
+    (void)an;
+}

@@ -1,0 +1,222 @@
+/*
+ * util.c - small tools for analysis/: a fixed-size hash map, a keyed hash,
+ * bounded JSON text and key redaction.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/internal.h"
+
+/* ---------------------------------------------------------------- map */
+
+int an_map_init(an_map *m, uint32_t max_entries)
+{
+    uint32_t cap = 16;
+    while (cap < (uint64_t)max_entries * 2 && cap < (1u << 30))
+        cap <<= 1;
+    m->hash = calloc(cap, sizeof *m->hash);
+    m->val = malloc((size_t)cap * sizeof *m->val);
+    if (!m->hash || !m->val) {
+        free(m->hash);
+        free(m->val);
+        m->hash = NULL;
+        m->val = NULL;
+        return -1;
+    }
+    for (uint32_t i = 0; i < cap; i++)
+        m->val[i] = AN_NONE;
+    m->mask = cap - 1;
+    m->n = 0;
+    return 0;
+}
+
+void an_map_free(an_map *m)
+{
+    free(m->hash);
+    free(m->val);
+    m->hash = NULL;
+    m->val = NULL;
+}
+
+int32_t an_map_find(const an_map *m, uint64_t h, an_map_eq eq, const void *ctx, const void *key)
+{
+    uint32_t i = (uint32_t)h & m->mask;
+    while (m->val[i] != AN_NONE) {
+        if (m->hash[i] == h && (!eq || eq(ctx, m->val[i], key)))
+            return m->val[i];
+        i = (i + 1) & m->mask;
+    }
+    return AN_NONE;
+}
+
+int an_map_put(an_map *m, uint64_t h, int32_t val)
+{
+    if (m->n + 1 > (m->mask + 1) / 2 + (m->mask + 1) / 4)
+        return -1; /* keep the load under 3/4 so probes stay short */
+    uint32_t i = (uint32_t)h & m->mask;
+    while (m->val[i] != AN_NONE)
+        i = (i + 1) & m->mask;
+    m->hash[i] = h;
+    m->val[i] = val;
+    m->n++;
+    return 0;
+}
+
+/* Backward-shift deletion: entries after the hole move back if their home
+ * position allows it, so no tombstones are needed. */
+void an_map_del(an_map *m, uint64_t h, int32_t val)
+{
+    uint32_t i = (uint32_t)h & m->mask;
+    while (m->val[i] != AN_NONE && !(m->hash[i] == h && m->val[i] == val))
+        i = (i + 1) & m->mask;
+    if (m->val[i] == AN_NONE)
+        return;
+    m->n--;
+    uint32_t hole = i;
+    for (;;) {
+        i = (i + 1) & m->mask;
+        if (m->val[i] == AN_NONE)
+            break;
+        uint32_t home = (uint32_t)m->hash[i] & m->mask;
+        /* may the entry at i move to hole? only if home is not in (hole, i] */
+        int between = hole <= i ? (home > hole && home <= i) : (home > hole || home <= i);
+        if (between)
+            continue;
+        m->hash[hole] = m->hash[i];
+        m->val[hole] = m->val[i];
+        hole = i;
+    }
+    m->val[hole] = AN_NONE;
+}
+
+/* ---------------------------------------------------------------- hash */
+
+/* FNV-1a over the bytes, keyed by mixing the seed in first, then a
+ * splitmix64 finaliser so that every input bit reaches every output bit. Not a
+ * cryptographic MAC: it keeps key names out of records and spreads hash tables. */
+uint64_t an_hash(const void *p, size_t n, uint64_t seed)
+{
+    const uint8_t *b = p;
+    uint64_t h = 0xcbf29ce484222325ull ^ (seed * 0x9e3779b97f4a7c15ull);
+    for (size_t i = 0; i < n; i++) {
+        h ^= b[i];
+        h *= 0x100000001b3ull;
+    }
+    h ^= (uint64_t)n;
+    h ^= h >> 30;
+    h *= 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 27;
+    h *= 0x94d049bb133111ebull;
+    h ^= h >> 31;
+    return h;
+}
+
+uint64_t an_hash_str(const char *s, uint64_t seed)
+{
+    return an_hash(s, strlen(s), seed);
+}
+
+/* ---------------------------------------------------------------- text */
+
+void an_buf_put(an_buf *b, const char *s)
+{
+    size_t n = strlen(s);
+    if (b->len + n + 1 > b->cap) {
+        b->cut = 1;
+        return;
+    }
+    memcpy(b->p + b->len, s, n + 1);
+    b->len += n;
+}
+
+void an_buf_printf(an_buf *b, const char *fmt, ...)
+{
+    va_list ap;
+    if (b->len + 1 >= b->cap) {
+        b->cut = 1;
+        return;
+    }
+    va_start(ap, fmt);
+    int n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= b->cap - b->len) {
+        b->p[b->len] = 0; /* drop the partial piece: keep the JSON well formed */
+        b->cut = 1;
+        return;
+    }
+    b->len += (size_t)n;
+}
+
+void an_buf_json_str(an_buf *b, const void *p, size_t n)
+{
+    const uint8_t *s = p;
+    /* worst case 6 bytes per input byte plus quotes */
+    if (b->len + 6 * n + 3 > b->cap) {
+        b->cut = 1;
+        return;
+    }
+    char *o = b->p + b->len;
+    *o++ = '"';
+    for (size_t i = 0; i < n; i++) {
+        uint8_t c = s[i];
+        if (c == '"' || c == '\\') {
+            *o++ = '\\';
+            *o++ = (char)c;
+        } else if (c < 0x20 || c >= 0x7f) {
+            static const char hex[] = "0123456789abcdef";
+            *o++ = '\\';
+            *o++ = 'u';
+            *o++ = '0';
+            *o++ = '0';
+            *o++ = hex[c >> 4];
+            *o++ = hex[c & 15];
+        } else {
+            *o++ = (char)c;
+        }
+    }
+    *o++ = '"';
+    *o = 0;
+    b->len = (size_t)(o - b->p);
+}
+
+/* ---------------------------------------------------------------- keys */
+
+void an_redact(uint64_t seed, const char *key, size_t len, uint32_t full_len, char *out,
+               size_t out_size)
+{
+    uint64_t h = an_hash(key, len, seed ^ ((uint64_t)full_len << 32));
+    snprintf(out, out_size, "h:%016llx", (unsigned long long)h);
+}
+
+void an_key_text(const an_config *cfg, const char *key, size_t len, uint32_t full_len,
+                 char *out, size_t out_size)
+{
+    if (out_size == 0)
+        return;
+    if (cfg->redact_keys) {
+        an_redact(cfg->redact_seed, key, len, full_len, out, out_size);
+        return;
+    }
+    /* printable ASCII as is; backslash and every other byte as \xNN, so the
+     * text is one line of valid UTF-8 that shows where binary bytes were */
+    static const char hex[] = "0123456789abcdef";
+    size_t o = 0;
+    for (size_t i = 0; i < len; i++) {
+        uint8_t c = (uint8_t)key[i];
+        if (c >= 0x20 && c < 0x7f && c != '\\') {
+            if (o + 2 > out_size)
+                break;
+            out[o++] = (char)c;
+        } else {
+            if (o + 5 > out_size)
+                break;
+            out[o++] = '\\';
+            out[o++] = 'x';
+            out[o++] = hex[c >> 4];
+            out[o++] = hex[c & 15];
+        }
+    }
+    out[o] = 0;
+}
