@@ -1,0 +1,190 @@
+/*
+ * cmd_live.c - `slotscope live -i IFACE [-f BPF] [--duration S] [options]`.
+ *
+ * The same analysis on a live interface. Findings are printed as they are
+ * found; once a second (of capture time) the analyzer is flushed and the
+ * database committed. SIGINT, SIGTERM or the end of --duration only ask the
+ * capture loop to return (the handler calls cap_source_break and nothing
+ * else); then everything is finished, flushed and closed, and the report and
+ * the kernel's drop counts are printed, as tcpdump does.
+ *
+ * -Z USER: after the interface is open, switch to USER (groups, gid, uid) so
+ * that the analysis of hostile packets does not run as root. The database is
+ * created after the switch, owned by USER.
+ */
+#include <errno.h>
+#include <grp.h>
+#include <inttypes.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+
+static const char live_usage[] =
+    "usage: slotscope live -i IFACE [-f BPF] [--duration S] [-Z USER] [options]\n"
+    "\n"
+    "Analyse a live interface until Ctrl-C (or SIGTERM, or --duration). Findings\n"
+    "are printed as they are found; the report follows at the end.\n"
+    "\n"
+    "capture options:\n"
+    "  -i, --interface IFACE  the interface (\"lo\", \"eth0\", \"any\")\n"
+    "  -f, --filter BPF       a capture filter, e.g. 'tcp portrange 7000-7010'\n"
+    "  --duration S           stop after S seconds\n"
+    "  -Z, --user USER        drop root privileges to USER once the interface is open\n"
+    "\n"
+    "analysis options:\n";
+
+/* The source the signal handler stops; set before handlers are installed. */
+static cap_source *live_source;
+
+/* SIGINT, SIGTERM, SIGALRM: ask the capture loop to return. Nothing else is
+ * async-signal-safe enough to do here. */
+static void on_stop_signal(int sig)
+{
+    (void)sig;
+    if (live_source)
+        cap_source_break(live_source);
+}
+
+static void print_help(void)
+{
+    fputs(live_usage, stdout);
+    fputs(cli_analysis_options_help, stdout);
+    fputs("\nsettings for --set NAME=VALUE:\n", stdout);
+    fputs(an_config_help(), stdout);
+}
+
+/* Install the stop handler (no SA_RESTART: the capture's wait must return). */
+static void install_handlers(double duration_s)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGALRM, &sa, NULL);
+    if (duration_s > 0) {
+        struct itimerval it;
+        memset(&it, 0, sizeof it);
+        it.it_value.tv_sec = (time_t)duration_s;
+        it.it_value.tv_usec = (suseconds_t)((duration_s - (double)(time_t)duration_s) * 1e6);
+        if (it.it_value.tv_sec == 0 && it.it_value.tv_usec == 0)
+            it.it_value.tv_usec = 1;
+        setitimer(ITIMER_REAL, &it, NULL);
+    }
+}
+
+/* After the capture loop: a second Ctrl-C ends the process at once (the
+ * database stays consistent: every commit is atomic). */
+static void restore_handlers(void)
+{
+    struct itimerval off;
+    memset(&off, 0, sizeof off);
+    setitimer(ITIMER_REAL, &off, NULL);
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGALRM, SIG_IGN);
+}
+
+/* Switch to user's groups, gid and uid. 0, or -1 printed. */
+static int drop_privileges(const char *user)
+{
+    struct passwd *pw = getpwnam(user);
+    if (!pw) {
+        cli_error("unknown user '%s'", user);
+        return -1;
+    }
+    if (initgroups(pw->pw_name, pw->pw_gid) != 0 || setgid(pw->pw_gid) != 0 ||
+        setuid(pw->pw_uid) != 0) {
+        cli_error("cannot switch to user '%s': %s", user, strerror(errno));
+        return -1;
+    }
+    if (pw->pw_uid != 0 && setuid(0) == 0) {
+        cli_error("privileges of root could not be given up");
+        return -1;
+    }
+    return 0;
+}
+
+/* Packets seen and dropped, on stderr, as tcpdump prints them. */
+static void print_drops(const cap_source *src)
+{
+    size_t n = 0;
+    const cap_input_info *in = cap_source_inputs(src, &n);
+    for (size_t i = 0; i < n; i++)
+        fprintf(stderr,
+                "slotscope: %s: %" PRIu64 " packets captured, %" PRIu64
+                " dropped by the kernel, %" PRIu64 " by the interface\n",
+                in[i].name, in[i].packets, in[i].kernel_drops, in[i].if_drops);
+}
+
+/* Run the pipeline on the open source until stopped. Returns the exit code. */
+static int run_live(const cli_opts *o, cap_source *src)
+{
+    report rep;
+    pipeline *p;
+    int status = EXIT_OK;
+
+    report_init(&rep);
+    p = pipeline_new(o, &rep, 1);
+    if (!p)
+        return EXIT_RUNTIME;
+    live_source = src;
+    install_handlers(o->duration_s);
+    if (!o->quiet)
+        fprintf(stderr, "slotscope: listening on %s%s%s, Ctrl-C to stop\n", o->iface,
+                o->filter ? " with filter " : "", o->filter ? o->filter : "");
+    if (pipeline_run(p, src) < 0)
+        status = EXIT_RUNTIME;
+    restore_handlers();
+    if (pipeline_finish(p, src) != 0)
+        status = EXIT_RUNTIME;
+    if (o->json)
+        report_print_json(&rep, stdout);
+    else
+        report_print_text(&rep, stdout);
+    fflush(stdout);
+    print_drops(src);
+    if (status == EXIT_OK && o->fail_on_findings && rep.n_findings > 0)
+        status = EXIT_FINDINGS;
+    pipeline_free(p);
+    report_free(&rep);
+    live_source = NULL;
+    return status;
+}
+
+/* Open the interface, give up root, run. Returns the exit code. */
+static int live(const cli_opts *o)
+{
+    char err[1024] = "";
+    cap_live_opts lo = {.iface = o->iface, .filter = o->filter};
+    cap_source *src = cap_open_live(&lo, err, sizeof err);
+    int status;
+    if (!src)
+        return cli_error("%s", err);
+    if (o->user && drop_privileges(o->user) != 0) {
+        cap_source_free(src);
+        return EXIT_RUNTIME;
+    }
+    status = run_live(o, src);
+    cap_source_free(src);
+    return status;
+}
+
+int cmd_live(int argc, char **argv)
+{
+    cli_opts o;
+    int rc = cli_parse_options(&o, 1, argc, argv);
+    if (rc == EXIT_OK && o.help)
+        print_help();
+    else if (rc == EXIT_OK)
+        rc = live(&o);
+    free(o.files);
+    return rc;
+}

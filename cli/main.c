@@ -1,0 +1,96 @@
+/*
+ * main.c - the slotscope command: dispatch to a subcommand.
+ *
+ *   slotscope analyze FILE... [options]     analyse capture files, print a report
+ *   slotscope live -i IFACE [options]       analyse a live interface
+ *   slotscope report DB                     the report again, from a database
+ *   slotscope query DB NAME [--param k=v]   a canned SQL report
+ *
+ * Each subcommand lives in its own file (cmd_*.c) and returns the exit code.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+static const char main_help[] =
+    "usage: slotscope COMMAND [ARGS]\n"
+    "\n"
+    "Passive traffic analyzer for Redis Cluster: which clients mishandle MOVED,\n"
+    "ASK and TRYAGAIN during a reshard, what the redirects cost, when each slot\n"
+    "migrated, and what the capture could not see.\n"
+    "\n"
+    "commands:\n"
+    "  analyze FILE... [options]       analyse pcap/pcapng files, print the report\n"
+    "  live -i IFACE [options]         analyse a live interface until Ctrl-C\n"
+    "  report DB [--json]              the incident report from a database\n"
+    "  query DB NAME [--param K=V]...  run a canned query (query --list shows them)\n"
+    "\n"
+    "  slotscope COMMAND --help        options of a command\n"
+    "  slotscope --version             the version\n"
+    "\n"
+    "exit codes: 0 ok, 1 runtime error, 2 usage error, 3 findings (--fail-on-findings)\n";
+
+char cli_command_line[4096];
+
+int cli_error(const char *fmt, ...)
+{
+    va_list ap;
+    fputs("slotscope: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    return EXIT_RUNTIME;
+}
+
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "slotscope %s: ", cmd);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\ntry 'slotscope %s --help'\n", cmd);
+    return EXIT_USAGE;
+}
+
+void cli_print_safe(FILE *f, const char *text)
+{
+    for (const unsigned char *p = (const unsigned char *)text; p && *p; p++) {
+        if (*p < 0x20 || *p == 0x7f)
+            fprintf(f, "\\x%02x", *p);
+        else
+            fputc(*p, f);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    const char *cmd = argc > 1 ? argv[1] : NULL;
+
+    cli_join_argv(argc, argv, cli_command_line, sizeof cli_command_line);
+    if (!cmd) {
+        fputs(main_help, stderr);
+        return EXIT_USAGE;
+    }
+    if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
+        fputs(main_help, stdout);
+        return EXIT_OK;
+    }
+    if (!strcmp(cmd, "--version") || !strcmp(cmd, "-V")) {
+        printf("slotscope %s\n", SLOTSCOPE_VERSION);
+        return EXIT_OK;
+    }
+    if (!strcmp(cmd, "analyze"))
+        return cmd_analyze(argc - 2, argv + 2);
+    if (!strcmp(cmd, "live"))
+        return cmd_live(argc - 2, argv + 2);
+    if (!strcmp(cmd, "report"))
+        return cmd_report(argc - 2, argv + 2);
+    if (!strcmp(cmd, "query"))
+        return cmd_query(argc - 2, argv + 2);
+    fprintf(stderr, "slotscope: unknown command '%s'\ntry 'slotscope --help'\n", cmd);
+    return EXIT_USAGE;
+}

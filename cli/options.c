@@ -1,0 +1,334 @@
+/*
+ * options.c - the options of `analyze` and `live`.
+ *
+ * A small table-driven parser (no getopt_long, so it behaves the same
+ * everywhere): long options as "--name value" or "--name=value", the short
+ * ones tcpdump users expect (-i, -f, -Z) as "-i lo" or "-ilo", "--" ends the
+ * options. Analysis settings go straight into an an_config, server ports into
+ * the capture config.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+/* Which option a table entry is. */
+typedef enum opt_id {
+    OPT_DB, OPT_FORCE, OPT_PORTS, OPT_CLIENT_BY, OPT_NODE_MAP, OPT_REDACT, OPT_STORE_COMMANDS,
+    OPT_JSON, OPT_QUIET, OPT_SET, OPT_FAIL_ON_FINDINGS, OPT_HELP,
+    OPT_IFACE, OPT_FILTER, OPT_DURATION, OPT_USER
+} opt_id;
+
+/* One option: its long name, short letter (0 if none), whether it takes a
+ * value, and whether only `live` has it. */
+typedef struct opt_def {
+    const char *name;
+    char letter;
+    int has_value;
+    int live_only;
+    opt_id id;
+} opt_def;
+
+static const opt_def opt_table[] = {
+    {"db", 0, 1, 0, OPT_DB},
+    {"force", 0, 0, 0, OPT_FORCE},
+    {"ports", 0, 1, 0, OPT_PORTS},
+    {"client-by", 0, 1, 0, OPT_CLIENT_BY},
+    {"node-map", 0, 1, 0, OPT_NODE_MAP},
+    {"redact-keys", 0, 0, 0, OPT_REDACT},
+    {"store-commands", 0, 0, 0, OPT_STORE_COMMANDS},
+    {"json", 0, 0, 0, OPT_JSON},
+    {"quiet", 'q', 0, 0, OPT_QUIET},
+    {"set", 0, 1, 0, OPT_SET},
+    {"fail-on-findings", 0, 0, 0, OPT_FAIL_ON_FINDINGS},
+    {"help", 'h', 0, 0, OPT_HELP},
+    {"interface", 'i', 1, 1, OPT_IFACE},
+    {"filter", 'f', 1, 1, OPT_FILTER},
+    {"duration", 0, 1, 1, OPT_DURATION},
+    {"user", 'Z', 1, 1, OPT_USER},
+};
+
+const char cli_analysis_options_help[] =
+    "  --db PATH              write everything to a SQLite database (see store/schema.sql)\n"
+    "  --force                replace an existing database\n"
+    "  --ports LIST           server ports, e.g. 7000-7005,6379 (default: a built-in list);\n"
+    "                         tells client from server on connections seen without SYN\n"
+    "  --client-by host|conn  a client is a host (default) or one connection\n"
+    "  --node-map ANNOUNCED=OBSERVED\n"
+    "                         the cluster announces ANNOUNCED (host:port) for the node the\n"
+    "                         capture sees as OBSERVED (NAT, containers); repeatable\n"
+    "  --redact-keys          show and store a stable hash (h:...) instead of each key\n"
+    "  --store-commands       keep every paired command in the commands table\n"
+    "  --set NAME=VALUE       a detector threshold or table cap (list below); repeatable\n"
+    "  --json                 JSON lines (one object per record, \"type\" field) for jq\n"
+    "  --quiet, -q            no progress display\n"
+    "  --fail-on-findings     exit 3 when there are findings (CI for client libraries)\n"
+    "  --help, -h             this help\n";
+
+/* The table entry for a long name (without "--", up to '=') or a letter. */
+static const opt_def *find_opt(const char *name, size_t len, char letter)
+{
+    for (size_t i = 0; i < sizeof opt_table / sizeof opt_table[0]; i++) {
+        const opt_def *d = &opt_table[i];
+        if (letter ? d->letter == letter : strlen(d->name) == len && !strncmp(d->name, name, len))
+            return d;
+    }
+    return NULL;
+}
+
+/* Parse one port number (1..65535). 0 ok, -1 bad. */
+static int parse_port(const char *text, size_t len, uint16_t *port)
+{
+    char buf[8];
+    char *end;
+    long v;
+    if (len == 0 || len >= sizeof buf)
+        return -1;
+    memcpy(buf, text, len);
+    buf[len] = 0;
+    v = strtol(buf, &end, 10);
+    if (*end || v < 1 || v > 65535)
+        return -1;
+    *port = (uint16_t)v;
+    return 0;
+}
+
+/* Append one "N" or "N-M" item to the server ports. 0 ok, -1 bad or too many. */
+static int add_port_item(cap_config *cap, const char *item, size_t len)
+{
+    const char *dash = memchr(item, '-', len);
+    uint16_t lo, hi;
+    if (dash) {
+        if (parse_port(item, (size_t)(dash - item), &lo) ||
+            parse_port(dash + 1, len - (size_t)(dash - item) - 1, &hi) || hi < lo)
+            return -1;
+    } else {
+        if (parse_port(item, len, &lo))
+            return -1;
+        hi = lo;
+    }
+    for (uint32_t p = lo; p <= hi; p++) {
+        size_t cap_n = sizeof cap->server_ports / sizeof cap->server_ports[0];
+        if (cap->n_server_ports >= cap_n)
+            return -1;
+        cap->server_ports[cap->n_server_ports++] = (uint16_t)p;
+    }
+    return 0;
+}
+
+/* "7000-7005,6379": every item. 0 ok, -1 bad. */
+static int parse_ports(cap_config *cap, const char *list)
+{
+    const char *p = list;
+    while (*p) {
+        size_t len = strcspn(p, ",");
+        if (add_port_item(cap, p, len))
+            return -1;
+        p += len;
+        if (*p == ',')
+            p++;
+    }
+    return cap->n_server_ports > 0 ? 0 : -1;
+}
+
+/* "ANNOUNCED=OBSERVED" into the analysis node map. 0 ok, -1 bad or full. */
+static int parse_node_map(an_config *an, const char *text)
+{
+    const char *eq = strchr(text, '=');
+    size_t alen, olen, max = sizeof an->node_map / sizeof an->node_map[0];
+    if (!eq || an->n_node_map >= max)
+        return -1;
+    alen = (size_t)(eq - text);
+    olen = strlen(eq + 1);
+    if (alen == 0 || olen == 0 || alen >= AN_NAME_MAX || olen >= AN_NAME_MAX)
+        return -1;
+    memcpy(an->node_map[an->n_node_map].announced, text, alen);
+    an->node_map[an->n_node_map].announced[alen] = 0;
+    memcpy(an->node_map[an->n_node_map].observed, eq + 1, olen + 1);
+    an->n_node_map++;
+    return 0;
+}
+
+/* Append text to a space-separated list in a fixed buffer. */
+static void append_word(char *list, size_t size, const char *word)
+{
+    size_t used = strlen(list);
+    snprintf(list + used, size - used, "%s%s", used ? " " : "", word);
+}
+
+/* Apply one option with its value (NULL for flags). 0, or EXIT_USAGE printed. */
+static int apply_opt(cli_opts *o, const opt_def *d, const char *v)
+{
+    char *end;
+    switch (d->id) {
+    case OPT_DB: o->db = v; break;
+    case OPT_FORCE: o->force = 1; break;
+    case OPT_PORTS:
+        if (parse_ports(&o->cap, v))
+            return cli_usage_error(o->cmd, "bad --ports '%s' (ports 1-65535, N or N-M, "
+                                           "comma separated, at most 64)", v);
+        break;
+    case OPT_CLIENT_BY:
+        if (!strcmp(v, "host"))
+            o->an.client_by = AN_CLIENT_BY_HOST;
+        else if (!strcmp(v, "conn"))
+            o->an.client_by = AN_CLIENT_BY_CONN;
+        else
+            return cli_usage_error(o->cmd, "bad --client-by '%s' (host or conn)", v);
+        break;
+    case OPT_NODE_MAP:
+        if (parse_node_map(&o->an, v))
+            return cli_usage_error(o->cmd, "bad --node-map '%s' (ANNOUNCED=OBSERVED, at most 64)", v);
+        break;
+    case OPT_REDACT: o->an.redact_keys = 1; break;
+    case OPT_STORE_COMMANDS: o->store_commands = 1; break;
+    case OPT_JSON: o->json = 1; break;
+    case OPT_QUIET: o->quiet = 1; break;
+    case OPT_SET:
+        if (an_config_set(&o->an, v) != 0)
+            return cli_usage_error(o->cmd, "unknown setting or bad value in --set '%s'", v);
+        append_word(o->settings, sizeof o->settings, v);
+        break;
+    case OPT_FAIL_ON_FINDINGS: o->fail_on_findings = 1; break;
+    case OPT_HELP: o->help = 1; break;
+    case OPT_IFACE: o->iface = v; break;
+    case OPT_FILTER: o->filter = v; break;
+    case OPT_DURATION:
+        o->duration_s = strtod(v, &end);
+        if (*end || !(o->duration_s > 0) || o->duration_s > 1e7)
+            return cli_usage_error(o->cmd, "bad --duration '%s' (seconds, > 0)", v);
+        break;
+    case OPT_USER: o->user = v; break;
+    }
+    return 0;
+}
+
+/* Find the option argv[*i] names and its value (inline or the next argument,
+ * advancing *i). 0, or EXIT_USAGE printed. */
+static int take_opt(cli_opts *o, int live, int argc, char **argv, int *i)
+{
+    const char *a = argv[*i];
+    const char *inline_value = NULL;
+    const opt_def *d;
+    if (a[1] == '-') {
+        const char *eq = strchr(a + 2, '=');
+        d = find_opt(a + 2, eq ? (size_t)(eq - a - 2) : strlen(a + 2), 0);
+        inline_value = eq ? eq + 1 : NULL;
+    } else {
+        d = find_opt(NULL, 0, a[1]);
+        inline_value = a[2] ? a + 2 : NULL;
+    }
+    if (!d || (d->live_only && !live))
+        return cli_usage_error(o->cmd, "unknown option '%s'", a);
+    if (!d->has_value) {
+        if (inline_value)
+            return cli_usage_error(o->cmd, "option '%s' takes no value", a);
+        return apply_opt(o, d, NULL);
+    }
+    if (!inline_value) {
+        if (*i + 1 >= argc)
+            return cli_usage_error(o->cmd, "option '%s' needs a value", a);
+        inline_value = argv[++*i];
+    }
+    return apply_opt(o, d, inline_value);
+}
+
+/* Check what the command needs once everything is parsed. */
+static int check_opts(cli_opts *o, int live)
+{
+    if (o->help)
+        return 0;
+    if (live && !o->iface)
+        return cli_usage_error(o->cmd, "no interface given (-i IFACE)");
+    if (live && o->n_files)
+        return cli_usage_error(o->cmd, "unexpected argument '%s'", o->files[0]);
+    if (!live && o->n_files == 0)
+        return cli_usage_error(o->cmd, "no capture file given");
+    if (o->force && !o->db)
+        return cli_usage_error(o->cmd, "--force needs --db");
+    if (o->store_commands && !o->db)
+        return cli_usage_error(o->cmd, "--store-commands needs --db");
+    return 0;
+}
+
+int cli_parse_options(cli_opts *o, int live, int argc, char **argv)
+{
+    int only_files = 0;
+    memset(o, 0, sizeof *o);
+    o->cmd = live ? "live" : "analyze";
+    cap_config_defaults(&o->cap);
+    an_config_defaults(&o->an);
+    o->files = calloc((size_t)argc + 1, sizeof *o->files);
+    if (!o->files)
+        return cli_error("out of memory");
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        int rc;
+        if (!only_files && !strcmp(a, "--")) {
+            only_files = 1;
+            continue;
+        }
+        if (only_files || a[0] != '-' || a[1] == 0) {
+            o->files[o->n_files++] = a;
+            continue;
+        }
+        rc = take_opt(o, live, argc, argv, &i);
+        if (rc)
+            return rc;
+    }
+    return check_opts(o, live);
+}
+
+/* Does the argument need quoting to be pasted into a shell? */
+static int needs_quotes(const char *a)
+{
+    if (!*a)
+        return 1;
+    for (; *a; a++)
+        if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+                    "-_./=:,+@%", *a))
+            return 1;
+    return 0;
+}
+
+/* Append one character if it fits (keeping room for the NUL). */
+static void put_char(char *out, size_t size, size_t *used, char c)
+{
+    if (*used + 1 < size) {
+        out[(*used)++] = c;
+        out[*used] = 0;
+    }
+}
+
+/* Append a string if it fits, character by character. */
+static void put_str(char *out, size_t size, size_t *used, const char *s)
+{
+    for (; *s; s++)
+        put_char(out, size, used, *s);
+}
+
+void cli_join_argv(int argc, char **argv, char *out, size_t size)
+{
+    size_t used = 0;
+    if (size == 0)
+        return;
+    out[0] = 0;
+    for (int i = 0; i < argc; i++) {
+        if (i)
+            put_char(out, size, &used, ' ');
+        if (!needs_quotes(argv[i])) {
+            put_str(out, size, &used, argv[i]);
+            continue;
+        }
+        /* Single quotes; a quote inside becomes '\'' (close, escaped, reopen). */
+        put_char(out, size, &used, '\'');
+        for (const char *p = argv[i]; *p; p++) {
+            if (*p == '\'')
+                put_str(out, size, &used, "'\\''");
+            else
+                put_char(out, size, &used, *p);
+        }
+        put_char(out, size, &used, '\'');
+    }
+}

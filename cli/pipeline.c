@@ -1,0 +1,319 @@
+/*
+ * pipeline.c - wire the stages together for `analyze` and `live`.
+ *
+ *   cap_source -> cap_tracker -> resp pipeline -> analyzer -> fan-out sink
+ *                 (shape hook:   (key hook:                   -> store (--db)
+ *                  resp_shape)    an_key_fn)                  -> report model
+ *
+ * The tracker's callback is wrapped so that, between events, the progress bar
+ * is redrawn (analyze) and, once per second of capture time, the analyzer is
+ * flushed and the database committed (live): findings show up as they are
+ * found and an interrupted run keeps them.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+#define LIVE_FLUSH_US 1000000    /* live: an_flush + commit every second */
+#define PROGRESS_EVERY 1024      /* events between progress redraw checks */
+
+struct pipeline {
+    const cli_opts *o;
+    int live;
+    report *rep;
+    store *st;                   /* NULL without --db */
+    an_sink to_store;            /* the store's sink (callbacks NULL without --db) */
+    an_sink to_report;           /* the report model's sink */
+    an_analyzer *an;
+    resp_pipeline *rp;
+    cap_tracker *tracker;
+    cap_source *src;             /* during pipeline_run, for progress */
+    progress *pg;
+    int64_t last_ts_us;          /* latest capture time seen */
+    int64_t next_flush_us;       /* live: capture time of the next flush */
+    uint32_t events;             /* since the last progress check */
+    int db_error_shown;          /* the store's error was printed */
+};
+
+/* ---------------------------------------------------------------- fan-out */
+
+static void fan_finding(void *ctx, const an_finding *f)
+{
+    pipeline *p = ctx;
+    if (p->to_store.finding)
+        p->to_store.finding(p->to_store.ctx, f);
+    p->to_report.finding(p->to_report.ctx, f);
+}
+
+static void fan_redirect(void *ctx, const an_redirect *r)
+{
+    pipeline *p = ctx;
+    if (p->to_store.redirect)
+        p->to_store.redirect(p->to_store.ctx, r);
+}
+
+static void fan_node(void *ctx, const an_node *n)
+{
+    pipeline *p = ctx;
+    if (p->to_store.node)
+        p->to_store.node(p->to_store.ctx, n);
+    p->to_report.node(p->to_report.ctx, n);
+}
+
+static void fan_client(void *ctx, const an_client *c)
+{
+    pipeline *p = ctx;
+    if (p->to_store.client)
+        p->to_store.client(p->to_store.ctx, c);
+    p->to_report.client(p->to_report.ctx, c);
+}
+
+static void fan_connection(void *ctx, const an_connection *c)
+{
+    pipeline *p = ctx;
+    if (p->to_store.connection)
+        p->to_store.connection(p->to_store.ctx, c);
+}
+
+static void fan_migration(void *ctx, const an_migration *m)
+{
+    pipeline *p = ctx;
+    if (p->to_store.migration)
+        p->to_store.migration(p->to_store.ctx, m);
+    p->to_report.migration(p->to_report.ctx, m);
+}
+
+static void fan_latency(void *ctx, const an_latency *l)
+{
+    pipeline *p = ctx;
+    if (p->to_store.latency)
+        p->to_store.latency(p->to_store.ctx, l);
+    p->to_report.latency(p->to_report.ctx, l);
+}
+
+static void fan_command(void *ctx, const resp_command *cmd, const char *client, int32_t slot)
+{
+    pipeline *p = ctx;
+    p->to_store.command(p->to_store.ctx, cmd, client, slot);
+}
+
+/* The sink the analyzer writes to. */
+static an_sink fan_sink(pipeline *p)
+{
+    an_sink s = {.ctx = p, .finding = fan_finding, .redirect = fan_redirect, .node = fan_node,
+                 .client = fan_client, .connection = fan_connection,
+                 .migration = fan_migration, .latency = fan_latency};
+    /* Only ask analysis for every command when they are stored. */
+    if (p->to_store.command)
+        s.command = fan_command;
+    return s;
+}
+
+/* ---------------------------------------------------------------- events */
+
+/* Print the store's first error once. */
+static void show_db_error(pipeline *p)
+{
+    if (p->st && store_error(p->st) && !p->db_error_shown) {
+        cli_error("%s", store_error(p->st));
+        p->db_error_shown = 1;
+    }
+}
+
+/* Live: emit what changed and commit it. */
+static void live_tick(pipeline *p)
+{
+    an_flush(p->an, p->last_ts_us);
+    if (p->st) {
+        store_commit(p->st);
+        show_db_error(p);
+    }
+    p->next_flush_us = p->last_ts_us + LIVE_FLUSH_US;
+}
+
+/* The tracker's callback: feed resp/, then the periodic work. */
+static void on_capture_event(void *ctx, const cap_event *ev)
+{
+    pipeline *p = ctx;
+    resp_on_capture_event(p->rp, ev);
+    if (ev->ts_us > p->last_ts_us)
+        p->last_ts_us = ev->ts_us;
+    if (p->live && p->last_ts_us >= p->next_flush_us)
+        live_tick(p);
+    if (p->pg && ++p->events >= PROGRESS_EVERY) {
+        p->events = 0;
+        progress_update(p->pg, p->src, cap_tracker_stats(p->tracker)->packets);
+    }
+}
+
+/* ---------------------------------------------------------------- setup */
+
+/* Open the database and record how this run was made. 0, or -1 printed. */
+static int open_store(pipeline *p)
+{
+    const cli_opts *o = p->o;
+    char err[1600];
+    store_opts so = {.force = o->force, .store_commands = o->store_commands,
+                     .command_line = cli_command_line};
+    p->st = store_open(o->db, &so, err, sizeof err);
+    if (!p->st) {
+        cli_error("%s", err);
+        return -1;
+    }
+    store_meta(p->st, "mode", p->live ? "live" : "analyze");
+    store_meta(p->st, "client_by", o->an.client_by == AN_CLIENT_BY_CONN ? "conn" : "host");
+    store_meta(p->st, "redact_keys", o->an.redact_keys ? "1" : "0");
+    store_meta(p->st, "settings", o->settings);
+    p->to_store = store_sink(p->st);
+    return 0;
+}
+
+/* Create the three stages, last first (each needs the next one's sink). */
+static int create_stages(pipeline *p)
+{
+    an_sink sink = fan_sink(p);
+    resp_config rc;
+    resp_sink rsink;
+    cap_config cc = p->o->cap;
+
+    p->an = an_new(&p->o->an, &sink);
+    if (!p->an)
+        return -1;
+    resp_config_defaults(&rc);
+    rc.key_fn = an_key_fn;
+    rc.key_ctx = NULL;
+    rsink = an_resp_sink(p->an);
+    p->rp = resp_new(&rc, &rsink);
+    if (!p->rp)
+        return -1;
+    cc.shape = resp_shape;
+    p->tracker = cap_tracker_new(&cc, on_capture_event, p);
+    return p->tracker ? 0 : -1;
+}
+
+pipeline *pipeline_new(const cli_opts *o, report *rep, int live)
+{
+    pipeline *p = calloc(1, sizeof *p);
+    if (!p) {
+        cli_error("out of memory");
+        return NULL;
+    }
+    p->o = o;
+    p->live = live;
+    p->rep = rep;
+    p->to_report = report_sink(rep);
+    if (live) {
+        rep->live_out = stdout;
+        rep->live_json = o->json;
+    }
+    if (o->db && open_store(p) != 0) {
+        pipeline_free(p);
+        return NULL;
+    }
+    if (create_stages(p) != 0) {
+        cli_error("out of memory");
+        pipeline_free(p);
+        return NULL;
+    }
+    return p;
+}
+
+/* ---------------------------------------------------------------- run */
+
+/* Store each input's row now (live: so an interrupted run names its interface). */
+static void store_inputs(pipeline *p, const cap_source *src)
+{
+    size_t n = 0;
+    const cap_input_info *in = cap_source_inputs(src, &n);
+    for (size_t i = 0; i < n; i++) {
+        rep_input ri;
+        if (p->st)
+            store_input(p->st, &in[i]);
+        report_input_from_cap(&ri, &in[i]);
+        report_add_input(p->rep, &ri);
+    }
+}
+
+int pipeline_run(pipeline *p, cap_source *src)
+{
+    char err[512] = "";
+    int rc;
+    p->src = src;
+    if (p->live) {
+        store_inputs(p, src);
+        if (p->st)
+            store_commit(p->st);
+    } else {
+        p->pg = progress_new(p->o->quiet);
+    }
+    rc = cap_source_run(src, p->tracker, err, sizeof err);
+    progress_done(p->pg);
+    p->pg = NULL;
+    if (rc < 0)
+        cli_error("%s", err[0] ? err : "cannot read the input");
+    return rc;
+}
+
+/* The latest time of the inputs or of any event: the end of the capture. */
+static int64_t end_time(const pipeline *p, const cap_source *src)
+{
+    size_t n = 0;
+    const cap_input_info *in = cap_source_inputs(src, &n);
+    int64_t end = p->last_ts_us;
+    for (size_t i = 0; i < n; i++)
+        if (in[i].last_us > end)
+            end = in[i].last_us;
+    return end;
+}
+
+/* report_add_counter as a store_counter_fn. */
+static void counter_to_report(void *ctx, const char *name, uint64_t value)
+{
+    report_add_counter(ctx, name, value);
+}
+
+int pipeline_finish(pipeline *p, cap_source *src)
+{
+    int64_t end = end_time(p, src);
+    const cap_stats *cs;
+    const resp_stats *rs;
+    const an_stats *as;
+    int ret = 0;
+
+    cap_tracker_finish(p->tracker, end);
+    an_finish(p->an, end);
+    store_inputs(p, src);
+    cs = cap_tracker_stats(p->tracker);
+    rs = resp_get_stats(p->rp);
+    as = an_get_stats(p->an);
+    store_each_counter(cs, rs, as, counter_to_report, p->rep);
+    if (p->st) {
+        char err[1600];
+        store_counters(p->st, cs, rs, as);
+        show_db_error(p);
+        if (store_close(p->st, err, sizeof err) != 0) {
+            if (!p->db_error_shown)
+                cli_error("%s", err);
+            ret = -1;
+        }
+        p->st = NULL;
+    }
+    if (p->db_error_shown)
+        ret = -1;
+    report_sort(p->rep);
+    return ret;
+}
+
+void pipeline_free(pipeline *p)
+{
+    if (!p)
+        return;
+    if (p->st)
+        store_close(p->st, NULL, 0);
+    cap_tracker_free(p->tracker);
+    resp_free(p->rp);
+    an_free(p->an);
+    progress_done(p->pg);
+    free(p);
+}

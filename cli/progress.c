@@ -1,0 +1,83 @@
+/*
+ * progress.c - the progress bar of `analyze`, on stderr when it is a terminal:
+ *
+ *   [###########.................]  38%  412345 pkt/s  ETA 0:07
+ *
+ * Percent of the input bytes read (cap_source_progress), packets per second
+ * since the start, and the time left at that pace. Redrawn at most five times
+ * a second; erased at the end so the report starts on a clean line.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+
+#define BAR_WIDTH 28
+#define REDRAW_NS 200000000LL
+
+struct progress {
+    struct timespec start;   /* when analysis began */
+    int64_t last_draw_ns;    /* since start, of the last redraw */
+    int drawn;               /* something is on the line */
+};
+
+/* Nanoseconds from a to b. */
+static int64_t elapsed_ns(const struct timespec *a, const struct timespec *b)
+{
+    return (int64_t)(b->tv_sec - a->tv_sec) * 1000000000LL + (b->tv_nsec - a->tv_nsec);
+}
+
+progress *progress_new(int quiet)
+{
+    progress *pg;
+    if (quiet || !isatty(STDERR_FILENO))
+        return NULL;
+    pg = calloc(1, sizeof *pg);
+    if (pg)
+        clock_gettime(CLOCK_MONOTONIC, &pg->start);
+    return pg;
+}
+
+void progress_update(progress *pg, const cap_source *src, uint64_t packets)
+{
+    struct timespec now;
+    uint64_t done = 0, total = 0;
+    int64_t ns;
+    double secs, frac, rate;
+    char bar[BAR_WIDTH + 1];
+    int eta;
+
+    if (!pg)
+        return;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    ns = elapsed_ns(&pg->start, &now);
+    if (ns - pg->last_draw_ns < REDRAW_NS)
+        return;
+    pg->last_draw_ns = ns;
+    cap_source_progress(src, &done, &total);
+    secs = ns > 0 ? (double)ns / 1e9 : 1e-9;
+    frac = total ? (double)done / (double)total : 0;
+    if (frac > 1)
+        frac = 1;
+    rate = (double)packets / secs;
+    eta = frac > 0 ? (int)(secs * (1 - frac) / frac) : 0;
+    for (int i = 0; i < BAR_WIDTH; i++)
+        bar[i] = i < (int)(frac * BAR_WIDTH) ? '#' : '.';
+    bar[BAR_WIDTH] = 0;
+    fprintf(stderr, "\r[%s] %3d%%  %.0f pkt/s  ETA %d:%02d ", bar, (int)(frac * 100), rate,
+            eta / 60, eta % 60);
+    fflush(stderr);
+    pg->drawn = 1;
+}
+
+void progress_done(progress *pg)
+{
+    if (!pg)
+        return;
+    if (pg->drawn)
+        fputs("\r\033[K", stderr);
+    free(pg);
+}

@@ -1,0 +1,412 @@
+/*
+ * report.c - the report model: what the incident report shows.
+ *
+ * Filled either while the analysis runs (report_sink) or from a database
+ * (report_db.c); report_sort then puts everything in one order, so the text of
+ * `analyze` and of `report DB` is the same for the same run.
+ *
+ * Memory is bounded without a database too: each list has a cap (cli.h), and
+ * records beyond it are counted in `dropped` (the database, when there is one,
+ * still has them). Per-redirect and per-connection records are not kept at
+ * all: the report shows them through counters and latency summaries.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+/* Slots in the finding id index: a power of two, over twice the finding cap. */
+#define FINDING_INDEX_SIZE 32768u
+
+void report_init(report *r)
+{
+    memset(r, 0, sizeof *r);
+}
+
+void report_free(report *r)
+{
+    for (size_t i = 0; i < r->n_findings; i++)
+        free(r->findings[i].evidence);
+    free(r->findings);
+    free(r->inputs);
+    free(r->nodes);
+    free(r->migrations);
+    free(r->latency);
+    free(r->counters);
+    free(r->finding_index);
+    memset(r, 0, sizeof *r);
+}
+
+/* Make room for element n of an array of elem-sized items: capacity doubles at
+ * 16, 32, 64, ... Returns the (maybe moved) array, or NULL when out of memory
+ * (the old array is still valid then). */
+static void *room_for(void *base, size_t n, size_t elem)
+{
+    if (n > 0 && (n < 16 || (n & (n - 1)) != 0))
+        return base;
+    return realloc(base, (n == 0 ? 16 : n * 2) * elem);
+}
+
+/* Copy text into a fixed field, truncating. */
+static void copy_field(char *dst, size_t size, const char *src)
+{
+    snprintf(dst, size, "%s", src ? src : "");
+}
+
+/* ---------------------------------------------------------------- findings */
+
+/* The index slot for id: where it is, or the empty slot where it would go. */
+static uint32_t *index_slot(report *r, uint64_t id)
+{
+    uint32_t h = (uint32_t)((id * 0x9e3779b97f4a7c15ull) >> 40) & (FINDING_INDEX_SIZE - 1);
+    for (;;) {
+        uint32_t *slot = &r->finding_index[h];
+        if (*slot == 0 || r->findings[*slot - 1].id == id)
+            return slot;
+        h = (h + 1) & (FINDING_INDEX_SIZE - 1);
+    }
+}
+
+/* Set a finding's evidence copy (or mark it as too long). "{}" is no
+ * evidence, as the store writes it. */
+static void set_evidence(rep_finding *f, const char *evidence)
+{
+    size_t len = evidence && strcmp(evidence, "{}") ? strlen(evidence) : 0;
+    f->evidence = NULL;
+    f->evidence_too_long = len > REPORT_MAX_EVIDENCE;
+    if (len > 0 && !f->evidence_too_long)
+        f->evidence = strdup(evidence);
+}
+
+/* Returns 1 when the finding is new, 0 when it replaced an earlier version,
+ * -1 when it was dropped (cap or memory). */
+static int upsert_finding(report *r, const rep_finding *f, const char *evidence)
+{
+    uint32_t *slot;
+    rep_finding *arr;
+    if (!r->finding_index) {
+        r->finding_index = calloc(FINDING_INDEX_SIZE, sizeof *r->finding_index);
+        if (!r->finding_index) {
+            r->dropped++;
+            return -1;
+        }
+    }
+    slot = index_slot(r, f->id);
+    if (*slot) {
+        rep_finding *old = &r->findings[*slot - 1];
+        free(old->evidence);
+        *old = *f;
+        set_evidence(old, evidence);
+        return 0;
+    }
+    if (r->n_findings >= REPORT_MAX_FINDINGS ||
+        !(arr = room_for(r->findings, r->n_findings, sizeof *arr))) {
+        r->dropped++;
+        return -1;
+    }
+    r->findings = arr;
+    arr[r->n_findings] = *f;
+    set_evidence(&arr[r->n_findings], evidence);
+    *slot = (uint32_t)++r->n_findings;
+    return 1;
+}
+
+void report_add_finding(report *r, const rep_finding *f, const char *evidence)
+{
+    upsert_finding(r, f, evidence);
+}
+
+/* "info", "warning", "error" as the database stores them. */
+static const char *severity_name(int level)
+{
+    return level >= AN_ERROR ? "error" : level == AN_WARNING ? "warning" : "info";
+}
+
+/* The model's form of an analysis finding. */
+static void finding_from_an(rep_finding *out, const an_finding *f)
+{
+    memset(out, 0, sizeof *out);
+    out->id = f->id;
+    copy_field(out->kind, sizeof out->kind, an_finding_name(f->kind));
+    out->severity_level = (int)f->severity;
+    copy_field(out->severity, sizeof out->severity, severity_name(out->severity_level));
+    copy_field(out->client, sizeof out->client, f->client);
+    copy_field(out->node, sizeof out->node, f->node);
+    out->slot = f->slot;
+    out->first_us = f->first_us;
+    out->last_us = f->last_us;
+    out->count = f->count;
+    out->extra_latency_us = f->extra_latency_us;
+    copy_field(out->summary, sizeof out->summary, f->summary);
+}
+
+/* ---------------------------------------------------------------- the rest */
+
+void report_add_input(report *r, const rep_input *in)
+{
+    rep_input *arr;
+    for (size_t i = 0; i < r->n_inputs; i++) {
+        if (!strcmp(r->inputs[i].name, in->name)) {
+            r->inputs[i] = *in;
+            return;
+        }
+    }
+    if (r->n_inputs >= REPORT_MAX_INPUTS || !(arr = room_for(r->inputs, r->n_inputs, sizeof *arr))) {
+        r->dropped++;
+        return;
+    }
+    r->inputs = arr;
+    arr[r->n_inputs++] = *in;
+}
+
+void report_input_from_cap(rep_input *out, const cap_input_info *in)
+{
+    memset(out, 0, sizeof *out);
+    copy_field(out->name, sizeof out->name, in->name);
+    copy_field(out->linktype, sizeof out->linktype, in->linktype_name);
+    out->packets = in->packets;
+    out->bytes = in->bytes;
+    out->kernel_drops = in->kernel_drops;
+    out->if_drops = in->if_drops;
+    out->time_backwards = in->time_backwards;
+    out->first_us = in->first_us;
+    out->last_us = in->last_us;
+    copy_field(out->error, sizeof out->error, in->error);
+}
+
+void report_add_node(report *r, const rep_node *n)
+{
+    rep_node *arr;
+    for (size_t i = 0; i < r->n_nodes; i++) {
+        if (!strcmp(r->nodes[i].observed, n->observed) &&
+            !strcmp(r->nodes[i].announced, n->announced)) {
+            r->nodes[i] = *n;
+            return;
+        }
+    }
+    if (r->n_nodes >= REPORT_MAX_NODES || !(arr = room_for(r->nodes, r->n_nodes, sizeof *arr))) {
+        r->dropped++;
+        return;
+    }
+    r->nodes = arr;
+    arr[r->n_nodes++] = *n;
+}
+
+void report_add_migration(report *r, const an_migration *m)
+{
+    an_migration *arr;
+    if (r->n_migrations >= REPORT_MAX_MIGRATIONS ||
+        !(arr = room_for(r->migrations, r->n_migrations, sizeof *arr))) {
+        r->dropped++;
+        return;
+    }
+    r->migrations = arr;
+    arr[r->n_migrations++] = *m;
+}
+
+void report_add_latency(report *r, const rep_latency *l)
+{
+    rep_latency *arr;
+    if (r->n_latency >= REPORT_MAX_LATENCY ||
+        !(arr = room_for(r->latency, r->n_latency, sizeof *arr))) {
+        r->dropped++;
+        return;
+    }
+    r->latency = arr;
+    arr[r->n_latency++] = *l;
+}
+
+void report_add_counter(report *r, const char *name, uint64_t value)
+{
+    rep_counter *arr;
+    for (size_t i = 0; i < r->n_counters; i++) {
+        if (!strcmp(r->counters[i].name, name)) {
+            r->counters[i].value = value;
+            return;
+        }
+    }
+    if (!(arr = room_for(r->counters, r->n_counters, sizeof *arr))) {
+        r->dropped++;
+        return;
+    }
+    r->counters = arr;
+    copy_field(arr[r->n_counters].name, sizeof arr[r->n_counters].name, name);
+    arr[r->n_counters++].value = value;
+}
+
+uint64_t report_counter(const report *r, const char *name)
+{
+    for (size_t i = 0; i < r->n_counters; i++)
+        if (!strcmp(r->counters[i].name, name))
+            return r->counters[i].value;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- the sink */
+
+/* A finding from the analysis; in live mode a new one is printed at once. */
+static void sink_finding(void *ctx, const an_finding *f)
+{
+    report *r = ctx;
+    rep_finding rf;
+    finding_from_an(&rf, f);
+    if (upsert_finding(r, &rf, f->evidence) == 1 && r->live_out) {
+        if (r->live_json)
+            report_print_finding_json(&r->findings[r->n_findings - 1], "live_finding", r->live_out);
+        else
+            report_print_finding_line(&r->findings[r->n_findings - 1], r->live_out);
+        fflush(r->live_out);
+    }
+}
+
+static void sink_node(void *ctx, const an_node *n)
+{
+    rep_node rn;
+    memset(&rn, 0, sizeof rn);
+    copy_field(rn.observed, sizeof rn.observed, n->observed);
+    copy_field(rn.announced, sizeof rn.announced, n->announced);
+    copy_field(rn.node_id, sizeof rn.node_id, n->node_id);
+    copy_field(rn.role, sizeof rn.role, n->role);
+    rn.slots_owned = n->slots_owned;
+    rn.commands = n->commands;
+    report_add_node(ctx, &rn);
+}
+
+static void sink_client(void *ctx, const an_client *c)
+{
+    report *r = ctx;
+    r->clients++;
+    r->clients_aware += c->cluster_aware ? 1 : 0;
+    r->clients_nodes += c->is_node ? 1 : 0;
+}
+
+static void sink_migration(void *ctx, const an_migration *m)
+{
+    report_add_migration(ctx, m);
+}
+
+/* "client", "slot", "node", "all" as the database stores them. */
+static const char *scope_name(an_scope s)
+{
+    return s == AN_SCOPE_CLIENT ? "client" : s == AN_SCOPE_SLOT ? "slot"
+                                         : s == AN_SCOPE_NODE ? "node" : "all";
+}
+
+static void sink_latency(void *ctx, const an_latency *l)
+{
+    rep_latency rl;
+    memset(&rl, 0, sizeof rl);
+    copy_field(rl.scope, sizeof rl.scope, scope_name(l->scope));
+    copy_field(rl.key, sizeof rl.key, l->key);
+    rl.redirected = l->redirected ? 1 : 0;
+    rl.count = l->count;
+    rl.p50_us = l->p50_us;
+    rl.p90_us = l->p90_us;
+    rl.p99_us = l->p99_us;
+    rl.max_us = l->max_us;
+    rl.total_us = l->total_us;
+    rl.extra_us = l->extra_us;
+    rl.extra_round_trips = l->extra_round_trips;
+    report_add_latency(ctx, &rl);
+}
+
+an_sink report_sink(report *r)
+{
+    an_sink s;
+    memset(&s, 0, sizeof s);
+    s.ctx = r;
+    s.finding = sink_finding;
+    s.node = sink_node;
+    s.client = sink_client;
+    s.migration = sink_migration;
+    s.latency = sink_latency;
+    return s;
+}
+
+/* ---------------------------------------------------------------- order */
+
+/* Impact: worst severity, then most extra latency, then most occurrences. */
+static int cmp_finding(const void *a, const void *b)
+{
+    const rep_finding *x = a, *y = b;
+    if (x->severity_level != y->severity_level)
+        return y->severity_level - x->severity_level;
+    if (x->extra_latency_us != y->extra_latency_us)
+        return y->extra_latency_us > x->extra_latency_us ? 1 : -1;
+    if (x->count != y->count)
+        return y->count > x->count ? 1 : -1;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* The first time a migration shows: first ASK, else a SETSLOT, else the flip. */
+static int64_t migration_start(const an_migration *m)
+{
+    if (m->first_ask_us)
+        return m->first_ask_us;
+    if (m->importing_us)
+        return m->importing_us;
+    if (m->migrating_us)
+        return m->migrating_us;
+    return m->flip_us;
+}
+
+static int cmp_migration(const void *a, const void *b)
+{
+    const an_migration *x = a, *y = b;
+    int c;
+    if (migration_start(x) != migration_start(y))
+        return migration_start(x) < migration_start(y) ? -1 : 1;
+    if (x->slot != y->slot)
+        return x->slot < y->slot ? -1 : 1;
+    if ((c = strcmp(x->source, y->source)) != 0)
+        return c;
+    return strcmp(x->target, y->target);
+}
+
+static int cmp_counter(const void *a, const void *b)
+{
+    return strcmp(((const rep_counter *)a)->name, ((const rep_counter *)b)->name);
+}
+
+static int cmp_node(const void *a, const void *b)
+{
+    const rep_node *x = a, *y = b;
+    int c = strcmp(x->observed, y->observed);
+    return c ? c : strcmp(x->announced, y->announced);
+}
+
+/* By scope, redirected first, most extra time, most operations, key. */
+static int cmp_latency(const void *a, const void *b)
+{
+    const rep_latency *x = a, *y = b;
+    int c = strcmp(x->scope, y->scope);
+    if (c)
+        return c;
+    if (x->redirected != y->redirected)
+        return y->redirected - x->redirected;
+    if (x->extra_us != y->extra_us)
+        return y->extra_us > x->extra_us ? 1 : -1;
+    if (x->count != y->count)
+        return y->count > x->count ? 1 : -1;
+    return strcmp(x->key, y->key);
+}
+
+void report_sort(report *r)
+{
+    if (r->n_findings)
+        qsort(r->findings, r->n_findings, sizeof *r->findings, cmp_finding);
+    if (r->n_migrations)
+        qsort(r->migrations, r->n_migrations, sizeof *r->migrations, cmp_migration);
+    if (r->n_counters)
+        qsort(r->counters, r->n_counters, sizeof *r->counters, cmp_counter);
+    if (r->n_nodes)
+        qsort(r->nodes, r->n_nodes, sizeof *r->nodes, cmp_node);
+    if (r->n_latency)
+        qsort(r->latency, r->n_latency, sizeof *r->latency, cmp_latency);
+    /* The id index points into the old order: rebuild it. */
+    if (r->finding_index) {
+        memset(r->finding_index, 0, FINDING_INDEX_SIZE * sizeof *r->finding_index);
+        for (size_t i = 0; i < r->n_findings; i++)
+            *index_slot(r, r->findings[i].id) = (uint32_t)(i + 1);
+    }
+}

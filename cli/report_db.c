@@ -1,0 +1,172 @@
+/*
+ * report_db.c - fill the report model from a database (`slotscope report DB`).
+ *
+ * Reads the tables store/ wrote, with the same caps the in-memory model has,
+ * then report_sort puts everything in the order `analyze` prints it in.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include <sqlite3.h>
+
+#include "cli/cli.h"
+
+/* Column i as text, "" for NULL. */
+static const char *col_text(sqlite3_stmt *st, int i)
+{
+    const unsigned char *t = sqlite3_column_text(st, i);
+    return t ? (const char *)t : "";
+}
+
+/* Column i as an unsigned counter (negative values read as 0). */
+static uint64_t col_uint(sqlite3_stmt *st, int i)
+{
+    int64_t v = sqlite3_column_int64(st, i);
+    return v > 0 ? (uint64_t)v : 0;
+}
+
+static void row_input(report *r, sqlite3_stmt *st)
+{
+    rep_input in;
+    memset(&in, 0, sizeof in);
+    snprintf(in.name, sizeof in.name, "%s", col_text(st, 0));
+    snprintf(in.linktype, sizeof in.linktype, "%s", col_text(st, 1));
+    in.packets = col_uint(st, 2);
+    in.bytes = col_uint(st, 3);
+    in.kernel_drops = col_uint(st, 4);
+    in.if_drops = col_uint(st, 5);
+    in.time_backwards = col_uint(st, 6);
+    in.first_us = sqlite3_column_int64(st, 7);
+    in.last_us = sqlite3_column_int64(st, 8);
+    snprintf(in.error, sizeof in.error, "%s", col_text(st, 9));
+    report_add_input(r, &in);
+}
+
+static void row_node(report *r, sqlite3_stmt *st)
+{
+    rep_node n;
+    memset(&n, 0, sizeof n);
+    snprintf(n.observed, sizeof n.observed, "%s", col_text(st, 0));
+    snprintf(n.announced, sizeof n.announced, "%s", col_text(st, 1));
+    snprintf(n.node_id, sizeof n.node_id, "%s", col_text(st, 2));
+    snprintf(n.role, sizeof n.role, "%s", col_text(st, 3));
+    n.slots_owned = (uint32_t)col_uint(st, 4);
+    n.commands = col_uint(st, 5);
+    report_add_node(r, &n);
+}
+
+static void row_migration(report *r, sqlite3_stmt *st)
+{
+    an_migration m;
+    memset(&m, 0, sizeof m);
+    m.slot = sqlite3_column_int(st, 0);
+    snprintf(m.source, sizeof m.source, "%s", col_text(st, 1));
+    snprintf(m.target, sizeof m.target, "%s", col_text(st, 2));
+    m.first_ask_us = sqlite3_column_int64(st, 3);
+    m.last_ask_us = sqlite3_column_int64(st, 4);
+    m.flip_us = sqlite3_column_int64(st, 5);
+    m.importing_us = sqlite3_column_int64(st, 6);
+    m.migrating_us = sqlite3_column_int64(st, 7);
+    m.asks = col_uint(st, 8);
+    m.tryagains = col_uint(st, 9);
+    m.moveds = col_uint(st, 10);
+    m.keys_migrated = col_uint(st, 11);
+    m.complete = sqlite3_column_int(st, 12) != 0;
+    report_add_migration(r, &m);
+}
+
+static void row_finding(report *r, sqlite3_stmt *st)
+{
+    rep_finding f;
+    memset(&f, 0, sizeof f);
+    f.id = col_uint(st, 0);
+    snprintf(f.kind, sizeof f.kind, "%s", col_text(st, 1));
+    snprintf(f.severity, sizeof f.severity, "%s", col_text(st, 2));
+    f.severity_level = sqlite3_column_int(st, 3);
+    snprintf(f.client, sizeof f.client, "%s", col_text(st, 4));
+    snprintf(f.node, sizeof f.node, "%s", col_text(st, 5));
+    f.slot = sqlite3_column_int(st, 6);
+    f.first_us = sqlite3_column_int64(st, 7);
+    f.last_us = sqlite3_column_int64(st, 8);
+    f.count = col_uint(st, 9);
+    f.extra_latency_us = sqlite3_column_int64(st, 10);
+    snprintf(f.summary, sizeof f.summary, "%s", col_text(st, 11));
+    /* The store writes "{}" for a finding without evidence. */
+    report_add_finding(r, &f, strcmp(col_text(st, 12), "{}") ? col_text(st, 12) : NULL);
+}
+
+static void row_latency(report *r, sqlite3_stmt *st)
+{
+    rep_latency l;
+    memset(&l, 0, sizeof l);
+    snprintf(l.scope, sizeof l.scope, "%s", col_text(st, 0));
+    snprintf(l.key, sizeof l.key, "%s", col_text(st, 1));
+    l.redirected = sqlite3_column_int(st, 2) != 0;
+    l.count = col_uint(st, 3);
+    l.p50_us = sqlite3_column_int64(st, 4);
+    l.p90_us = sqlite3_column_int64(st, 5);
+    l.p99_us = sqlite3_column_int64(st, 6);
+    l.max_us = sqlite3_column_int64(st, 7);
+    l.total_us = sqlite3_column_int64(st, 8);
+    l.extra_us = sqlite3_column_int64(st, 9);
+    l.extra_round_trips = col_uint(st, 10);
+    report_add_latency(r, &l);
+}
+
+static void row_counter(report *r, sqlite3_stmt *st)
+{
+    report_add_counter(r, col_text(st, 0), col_uint(st, 1));
+}
+
+static void row_clients(report *r, sqlite3_stmt *st)
+{
+    r->clients = col_uint(st, 0);
+    r->clients_aware = col_uint(st, 1);
+    r->clients_nodes = col_uint(st, 2);
+}
+
+/* Run sql and hand each row to fn. 0, or -1 with err. */
+static int each_row(sqlite3 *db, const char *sql, void (*fn)(report *, sqlite3_stmt *), report *r,
+                    char *err, size_t err_size)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+    while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        fn(r, st);
+        rc = SQLITE_OK;
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) {
+        snprintf(err, err_size, "cannot read the database: %s", sqlite3_errmsg(db));
+        return -1;
+    }
+    return 0;
+}
+
+int report_load_db(report *r, sqlite3 *db, char *err, size_t err_size)
+{
+    static const struct {
+        const char *sql;
+        void (*fn)(report *, sqlite3_stmt *);
+    } reads[] = {
+        {"SELECT name, linktype_name, packets, bytes, kernel_drops, if_drops, time_backwards,"
+         " first_us, last_us, error FROM inputs ORDER BY id", row_input},
+        {"SELECT observed, announced, node_id, role, slots_owned, commands FROM nodes ORDER BY id",
+         row_node},
+        {"SELECT slot, source, target, first_ask_us, last_ask_us, flip_us, importing_us,"
+         " migrating_us, asks, tryagains, moveds, keys_migrated, complete FROM slot_migrations"
+         " ORDER BY id", row_migration},
+        {"SELECT id, kind, severity, severity_level, client, node, slot, first_us, last_us, count,"
+         " extra_latency_us, summary, evidence FROM findings ORDER BY id", row_finding},
+        {"SELECT scope, key, redirected, count, p50_us, p90_us, p99_us, max_us, total_us,"
+         " extra_us, extra_round_trips FROM latency", row_latency},
+        {"SELECT name, value FROM counters", row_counter},
+        {"SELECT count(*), coalesce(sum(cluster_aware <> 0), 0), coalesce(sum(is_node <> 0), 0)"
+         " FROM clients", row_clients},
+    };
+    for (size_t i = 0; i < sizeof reads / sizeof reads[0]; i++)
+        if (each_row(db, reads[i].sql, reads[i].fn, r, err, err_size) != 0)
+            return -1;
+    report_sort(r);
+    return 0;
+}

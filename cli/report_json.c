@@ -1,0 +1,223 @@
+/*
+ * report_json.c - the report as JSON lines, for jq.
+ *
+ * One object per line, each with a "type": report (the totals), input, node,
+ * migration, finding, redirects (replies by kind), latency, counter. Findings
+ * carry their evidence as a JSON value when it is valid JSON, else as a string.
+ * In live mode findings are also printed as they are found, as type
+ * "live_finding".
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+/* One JSON object being written: the stream and whether a member was written. */
+typedef struct jobj {
+    FILE *out;
+    int members;
+} jobj;
+
+/* Start an object with its "type". */
+static jobj jbegin(FILE *out, const char *type)
+{
+    jobj j = {out, 1};
+    fputs("{\"type\":", out);
+    json_string(out, type);
+    return j;
+}
+
+/* The member name, after a comma when needed. */
+static void jname(jobj *j, const char *name)
+{
+    fputs(j->members++ ? "," : "", j->out);
+    json_string(j->out, name);
+    fputc(':', j->out);
+}
+
+static void jstr(jobj *j, const char *name, const char *value)
+{
+    jname(j, name);
+    json_string(j->out, value);
+}
+
+static void jint(jobj *j, const char *name, int64_t value)
+{
+    jname(j, name);
+    fprintf(j->out, "%" PRId64, value);
+}
+
+static void juint(jobj *j, const char *name, uint64_t value)
+{
+    jname(j, name);
+    fprintf(j->out, "%" PRIu64, value);
+}
+
+static void jend(jobj *j)
+{
+    fputs("}\n", j->out);
+}
+
+void report_print_finding_json(const rep_finding *f, const char *type, FILE *out)
+{
+    jobj j = jbegin(out, type);
+    juint(&j, "id", f->id);
+    jstr(&j, "kind", f->kind);
+    jstr(&j, "severity", f->severity);
+    jstr(&j, "client", f->client);
+    jstr(&j, "node", f->node);
+    jint(&j, "slot", f->slot);
+    jint(&j, "first_us", f->first_us);
+    jint(&j, "last_us", f->last_us);
+    juint(&j, "count", f->count);
+    jint(&j, "extra_latency_us", f->extra_latency_us);
+    jstr(&j, "summary", f->summary);
+    jname(&j, "evidence");
+    if (f->evidence && json_valid(f->evidence))
+        fputs(f->evidence, out);
+    else if (f->evidence)
+        json_string(out, f->evidence);
+    else
+        fputs("null", out);
+    if (f->evidence_too_long) {
+        jname(&j, "evidence_too_long");
+        fputs("true", out);
+    }
+    jend(&j);
+}
+
+/* The totals line. */
+static void print_totals(const report *r, FILE *out)
+{
+    int64_t first = 0, last = 0;
+    jobj j;
+    for (size_t i = 0; i < r->n_inputs; i++) {
+        if (r->inputs[i].packets == 0)
+            continue;
+        if (!first || r->inputs[i].first_us < first)
+            first = r->inputs[i].first_us;
+        if (r->inputs[i].last_us > last)
+            last = r->inputs[i].last_us;
+    }
+    j = jbegin(out, "report");
+    jstr(&j, "slotscope_version", SLOTSCOPE_VERSION);
+    jint(&j, "first_us", first);
+    jint(&j, "last_us", last);
+    juint(&j, "inputs", r->n_inputs);
+    juint(&j, "packets", report_counter(r, "packets"));
+    juint(&j, "connections", report_counter(r, "connections"));
+    juint(&j, "commands", report_counter(r, "commands"));
+    juint(&j, "clients", r->clients);
+    juint(&j, "clients_cluster_aware", r->clients_aware);
+    juint(&j, "nodes", r->n_nodes);
+    juint(&j, "migrations", r->n_migrations);
+    juint(&j, "findings", r->n_findings);
+    juint(&j, "redirects", report_counter(r, "redirects"));
+    juint(&j, "not_shown", r->dropped);
+    jend(&j);
+}
+
+static void print_input(const rep_input *in, FILE *out)
+{
+    jobj j = jbegin(out, "input");
+    jstr(&j, "name", in->name);
+    jstr(&j, "linktype", in->linktype);
+    juint(&j, "packets", in->packets);
+    juint(&j, "bytes", in->bytes);
+    jint(&j, "first_us", in->first_us);
+    jint(&j, "last_us", in->last_us);
+    juint(&j, "kernel_drops", in->kernel_drops);
+    juint(&j, "if_drops", in->if_drops);
+    juint(&j, "time_backwards", in->time_backwards);
+    jstr(&j, "error", in->error);
+    jend(&j);
+}
+
+static void print_node(const rep_node *n, FILE *out)
+{
+    jobj j = jbegin(out, "node");
+    jstr(&j, "observed", n->observed);
+    jstr(&j, "announced", n->announced);
+    jstr(&j, "node_id", n->node_id);
+    jstr(&j, "role", n->role);
+    juint(&j, "slots_owned", n->slots_owned);
+    juint(&j, "commands", n->commands);
+    jend(&j);
+}
+
+static void print_migration(const an_migration *m, FILE *out)
+{
+    jobj j = jbegin(out, "migration");
+    jint(&j, "slot", m->slot);
+    jstr(&j, "source", m->source);
+    jstr(&j, "target", m->target);
+    jint(&j, "first_ask_us", m->first_ask_us);
+    jint(&j, "last_ask_us", m->last_ask_us);
+    jint(&j, "flip_us", m->flip_us);
+    jint(&j, "importing_us", m->importing_us);
+    jint(&j, "migrating_us", m->migrating_us);
+    juint(&j, "asks", m->asks);
+    juint(&j, "tryagains", m->tryagains);
+    juint(&j, "moveds", m->moveds);
+    juint(&j, "keys_migrated", m->keys_migrated);
+    jint(&j, "complete", m->complete);
+    jend(&j);
+}
+
+static void print_redirects(const report *r, FILE *out)
+{
+    jobj j = jbegin(out, "redirects");
+    juint(&j, "total", report_counter(r, "redirects"));
+    juint(&j, "moved", report_counter(r, "moved"));
+    juint(&j, "ask", report_counter(r, "ask"));
+    juint(&j, "tryagain", report_counter(r, "tryagain"));
+    juint(&j, "crossslot", report_counter(r, "crossslot"));
+    juint(&j, "clusterdown", report_counter(r, "clusterdown"));
+    juint(&j, "redirected_operations", report_counter(r, "redirected_operations"));
+    juint(&j, "operations", report_counter(r, "operations"));
+    jend(&j);
+}
+
+static void print_latency(const rep_latency *l, FILE *out)
+{
+    jobj j = jbegin(out, "latency");
+    jstr(&j, "scope", l->scope);
+    jstr(&j, "key", l->key);
+    jint(&j, "redirected", l->redirected);
+    juint(&j, "count", l->count);
+    jint(&j, "p50_us", l->p50_us);
+    jint(&j, "p90_us", l->p90_us);
+    jint(&j, "p99_us", l->p99_us);
+    jint(&j, "max_us", l->max_us);
+    jint(&j, "total_us", l->total_us);
+    jint(&j, "extra_us", l->extra_us);
+    juint(&j, "extra_round_trips", l->extra_round_trips);
+    jend(&j);
+}
+
+static void print_counter(const rep_counter *c, FILE *out)
+{
+    jobj j = jbegin(out, "counter");
+    jstr(&j, "name", c->name);
+    juint(&j, "value", c->value);
+    jend(&j);
+}
+
+void report_print_json(const report *r, FILE *out)
+{
+    print_totals(r, out);
+    for (size_t i = 0; i < r->n_inputs; i++)
+        print_input(&r->inputs[i], out);
+    for (size_t i = 0; i < r->n_nodes; i++)
+        print_node(&r->nodes[i], out);
+    for (size_t i = 0; i < r->n_migrations; i++)
+        print_migration(&r->migrations[i], out);
+    for (size_t i = 0; i < r->n_findings; i++)
+        report_print_finding_json(&r->findings[i], "finding", out);
+    print_redirects(r, out);
+    for (size_t i = 0; i < r->n_latency; i++)
+        print_latency(&r->latency[i], out);
+    for (size_t i = 0; i < r->n_counters; i++)
+        print_counter(&r->counters[i], out);
+}

@@ -1,0 +1,481 @@
+/*
+ * report_text.c - the incident report as text.
+ *
+ * Four parts, in the order an on-call engineer asks:
+ *   what happened           capture span, inputs, traffic, nodes, slot migrations
+ *   findings                ranked by impact, each with its evidence
+ *   what the redirects cost redirect replies, direct vs redirected latency
+ *   what the capture could not see   gaps, drops, mid-stream, out of sync, ...
+ * Every string that came from the capture goes through cli_print_safe.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli/cli.h"
+
+#define TEXT_MAX_FINDINGS 50    /* findings printed in full */
+#define TEXT_MAX_NODES 20
+#define TEXT_MAX_MIGRATIONS 30  /* migration lines (ranges of slots count once) */
+#define TEXT_MAX_TOP 5          /* clients / slots in the latency part */
+#define TEXT_EVIDENCE_CHARS 240 /* evidence shown per finding */
+
+/* ---------------------------------------------------------------- formatting */
+
+/* UTC time of us, with the date or without ("22:13:20.500"). */
+static const char *fmt_time(char *buf, size_t size, int64_t us, int with_date)
+{
+    time_t sec = (time_t)(us / 1000000);
+    struct tm tm;
+    char hms[32];
+    if (us <= 0 || !gmtime_r(&sec, &tm)) {
+        snprintf(buf, size, "?");
+        return buf;
+    }
+    strftime(hms, sizeof hms, with_date ? "%Y-%m-%d %H:%M:%S" : "%H:%M:%S", &tm);
+    snprintf(buf, size, "%s.%03d", hms, (int)(us % 1000000 / 1000));
+    return buf;
+}
+
+/* A duration: "850 us", "3.214 ms", "2.500 s", "12m05s", "3h02m". */
+static const char *fmt_dur(char *buf, size_t size, int64_t us)
+{
+    if (us < 0)
+        us = 0;
+    if (us < 1000)
+        snprintf(buf, size, "%" PRId64 " us", us);
+    else if (us < 1000000)
+        snprintf(buf, size, "%.3f ms", (double)us / 1e3);
+    else if (us < 120 * 1000000LL)
+        snprintf(buf, size, "%.3f s", (double)us / 1e6);
+    else if (us < 3600 * 1000000LL)
+        snprintf(buf, size, "%dm%02ds", (int)(us / 60000000), (int)(us / 1000000 % 60));
+    else
+        snprintf(buf, size, "%dh%02dm", (int)(us / 3600000000LL), (int)(us / 60000000 % 60));
+    return buf;
+}
+
+/* A byte count: "512 bytes", "62.5 KiB", "1.2 GiB". */
+static const char *fmt_bytes(char *buf, size_t size, uint64_t n)
+{
+    static const char *const unit[] = {"KiB", "MiB", "GiB", "TiB"};
+    double v = (double)n;
+    int u = -1;
+    if (n < 1024) {
+        snprintf(buf, size, "%" PRIu64 " bytes", n);
+        return buf;
+    }
+    while (v >= 1024 && u < 3) {
+        v /= 1024;
+        u++;
+    }
+    snprintf(buf, size, "%.1f %s", v, unit[u]);
+    return buf;
+}
+
+/* A latency in milliseconds with three decimals. */
+static const char *fmt_ms(char *buf, size_t size, int64_t us)
+{
+    snprintf(buf, size, "%.3f ms", (double)us / 1e3);
+    return buf;
+}
+
+/* ---------------------------------------------------------------- what happened */
+
+/* The earliest first and latest last record time over the inputs. */
+static void capture_span(const report *r, int64_t *first, int64_t *last)
+{
+    *first = *last = 0;
+    for (size_t i = 0; i < r->n_inputs; i++) {
+        const rep_input *in = &r->inputs[i];
+        if (in->packets == 0)
+            continue;
+        if (!*first || in->first_us < *first)
+            *first = in->first_us;
+        if (in->last_us > *last)
+            *last = in->last_us;
+    }
+}
+
+/* Does the capture cross midnight UTC? Then times carry their date. */
+static int spans_days(const report *r)
+{
+    int64_t first, last;
+    capture_span(r, &first, &last);
+    return first / 86400000000LL != last / 86400000000LL;
+}
+
+static void print_span(const report *r, FILE *out)
+{
+    char a[48], b[48], d[32];
+    int64_t first, last;
+    capture_span(r, &first, &last);
+    if (!first) {
+        fprintf(out, "  capture      no packets\n");
+        return;
+    }
+    fprintf(out, "  capture      %s .. %s UTC (%s)\n", fmt_time(a, sizeof a, first, 1),
+            fmt_time(b, sizeof b, last, 1), fmt_dur(d, sizeof d, last - first));
+}
+
+static void print_inputs(const report *r, FILE *out)
+{
+    for (size_t i = 0; i < r->n_inputs; i++) {
+        const rep_input *in = &r->inputs[i];
+        char b[32];
+        fprintf(out, "  %-12s ", i == 0 ? (r->n_inputs > 1 ? "inputs" : "input") : "");
+        cli_print_safe(out, in->name);
+        fprintf(out, ": %s, %" PRIu64 " packets, %s", in->linktype, in->packets,
+                fmt_bytes(b, sizeof b, in->bytes));
+        if (in->error[0]) {
+            fputs(", stopped early (see below)", out);
+        }
+        fputc('\n', out);
+    }
+}
+
+static void print_traffic(const report *r, FILE *out)
+{
+    fprintf(out,
+            "  traffic      %" PRIu64 " packets, %" PRIu64 " connections, %" PRIu64
+            " commands from %" PRIu64 " clients (%" PRIu64 " cluster-aware",
+            report_counter(r, "packets"), report_counter(r, "connections"),
+            report_counter(r, "commands"), r->clients, r->clients_aware);
+    if (r->clients_nodes)
+        fprintf(out, ", %" PRIu64 " of them cluster nodes", r->clients_nodes);
+    fputs(")\n", out);
+}
+
+static void print_nodes(const report *r, FILE *out)
+{
+    if (r->n_nodes == 0) {
+        fprintf(out, "  nodes        none identified\n");
+        return;
+    }
+    for (size_t i = 0; i < r->n_nodes && i < TEXT_MAX_NODES; i++) {
+        const rep_node *n = &r->nodes[i];
+        fprintf(out, "  %-12s ", i == 0 ? "nodes" : "");
+        cli_print_safe(out, n->observed[0] ? n->observed : n->announced);
+        fprintf(out, " %s, %u slots, %" PRIu64 " commands", n->role[0] ? n->role : "role unknown",
+                n->slots_owned, n->commands);
+        if (n->observed[0] && n->announced[0] && strcmp(n->observed, n->announced)) {
+            fputs(", announced as ", out);
+            cli_print_safe(out, n->announced);
+        }
+        if (n->node_id[0])
+            fprintf(out, ", id %.8s", n->node_id);
+        fputc('\n', out);
+    }
+    if (r->n_nodes > TEXT_MAX_NODES)
+        fprintf(out, "  %-12s ... and %zu more (query 'nodes')\n", "", r->n_nodes - TEXT_MAX_NODES);
+}
+
+/* How many migrations from i on form one run: consecutive slots with the same
+ * source, target and completeness (a reshard moves slots one after another). */
+static size_t migration_run(const report *r, size_t i)
+{
+    size_t n = 1;
+    while (i + n < r->n_migrations) {
+        const an_migration *a = &r->migrations[i + n - 1], *b = &r->migrations[i + n];
+        if (b->slot != a->slot + 1 || strcmp(a->source, b->source) ||
+            strcmp(a->target, b->target) || a->complete != b->complete)
+            break;
+        n++;
+    }
+    return n;
+}
+
+/* One line for migrations[i .. i+n): slots, nodes, ASK window, counts. */
+static void print_migration_run(const report *r, size_t i, size_t n, int days, FILE *out)
+{
+    const an_migration *m = &r->migrations[i];
+    int64_t first = 0, last = 0, flip = 0;
+    uint64_t asks = 0, tryagains = 0, keys = 0;
+    char a[48], b[48], d[32], slots[48];
+    for (size_t k = i; k < i + n; k++) {
+        const an_migration *x = &r->migrations[k];
+        if (x->first_ask_us && (!first || x->first_ask_us < first))
+            first = x->first_ask_us;
+        if (x->last_ask_us > last)
+            last = x->last_ask_us;
+        if (x->flip_us > flip)
+            flip = x->flip_us;
+        asks += x->asks;
+        tryagains += x->tryagains;
+        keys += x->keys_migrated;
+    }
+    if (n == 1)
+        snprintf(slots, sizeof slots, "slot %d", m->slot);
+    else
+        snprintf(slots, sizeof slots, "slots %d-%d (%zu)", m->slot, m->slot + (int)n - 1, n);
+    fprintf(out, "  %-12s %s ", "", slots);
+    cli_print_safe(out, m->source[0] ? m->source : "?");
+    fputs(" -> ", out);
+    cli_print_safe(out, m->target[0] ? m->target : "?");
+    if (first)
+        fprintf(out, ": ASK %s .. %s (%s), %" PRIu64 " ASK", fmt_time(a, sizeof a, first, days),
+                fmt_time(b, sizeof b, last, days), fmt_dur(d, sizeof d, last - first), asks);
+    else
+        fputs(": no ASK seen", out);
+    if (tryagains)
+        fprintf(out, ", %" PRIu64 " TRYAGAIN", tryagains);
+    if (keys)
+        fprintf(out, ", %" PRIu64 " keys moved", keys);
+    if (flip)
+        fprintf(out, ", owner changed %s", fmt_time(a, sizeof a, flip, days));
+    fputs(m->complete ? "\n" : ", no end seen\n", out);
+}
+
+static void print_migrations(const report *r, FILE *out)
+{
+    int days = spans_days(r);
+    size_t lines = 0, i = 0;
+    if (r->n_migrations == 0) {
+        fprintf(out, "  migrations   none seen\n");
+        return;
+    }
+    fprintf(out, "  migrations   %zu slot migration%s\n", r->n_migrations,
+            r->n_migrations == 1 ? "" : "s");
+    while (i < r->n_migrations && lines < TEXT_MAX_MIGRATIONS) {
+        size_t n = migration_run(r, i);
+        print_migration_run(r, i, n, days, out);
+        i += n;
+        lines++;
+    }
+    if (i < r->n_migrations)
+        fprintf(out, "  %-12s ... and %zu more (query 'migrations')\n", "", r->n_migrations - i);
+}
+
+/* ---------------------------------------------------------------- findings */
+
+/* The evidence, cut to a readable length. */
+static void print_evidence(const rep_finding *f, const char *indent, FILE *out)
+{
+    char cut[TEXT_EVIDENCE_CHARS + 1];
+    if (f->evidence_too_long) {
+        fprintf(out, "%sevidence: too long to show (--json, or the findings table)\n", indent);
+        return;
+    }
+    if (!f->evidence)
+        return;
+    snprintf(cut, sizeof cut, "%s", f->evidence);
+    fprintf(out, "%sevidence: ", indent);
+    cli_print_safe(out, cut);
+    fputs(strlen(f->evidence) > TEXT_EVIDENCE_CHARS ? " ...\n" : "\n", out);
+}
+
+/* "ask_cached: client 10.0.0.5, slot 3999, node 10.0.0.2:7001". */
+static void print_finding_subject(const rep_finding *f, FILE *out)
+{
+    cli_print_safe(out, f->kind);
+    fputs(":", out);
+    if (f->client[0]) {
+        fputs(" client ", out);
+        cli_print_safe(out, f->client);
+    } else {
+        fputs(" the cluster", out);
+    }
+    if (f->slot >= 0)
+        fprintf(out, ", slot %d", f->slot);
+    if (f->node[0]) {
+        fputs(", node ", out);
+        cli_print_safe(out, f->node);
+    }
+}
+
+void report_print_finding_line(const rep_finding *f, FILE *out)
+{
+    char t[48], d[32];
+    fprintf(out, "[%s] ", fmt_time(t, sizeof t, f->first_us, 0));
+    cli_print_safe(out, f->severity);
+    fputc(' ', out);
+    print_finding_subject(f, out);
+    fprintf(out, " (%" PRIu64 "x, cost %s): ", f->count, fmt_dur(d, sizeof d, f->extra_latency_us));
+    cli_print_safe(out, f->summary);
+    fputc('\n', out);
+}
+
+static void print_finding(const rep_finding *f, size_t rank, int days, FILE *out)
+{
+    char a[48], b[48], d[32];
+    fprintf(out, "  %2zu. ", rank);
+    cli_print_safe(out, f->severity);
+    fprintf(out, "%*s", (int)(strlen(f->severity) < 8 ? 8 - strlen(f->severity) : 1), "");
+    print_finding_subject(f, out);
+    fprintf(out, "\n      %" PRIu64 " time%s, %s .. %s, cost %s\n      ", f->count,
+            f->count == 1 ? "" : "s", fmt_time(a, sizeof a, f->first_us, days),
+            fmt_time(b, sizeof b, f->last_us, days), fmt_dur(d, sizeof d, f->extra_latency_us));
+    cli_print_safe(out, f->summary);
+    fputc('\n', out);
+    print_evidence(f, "      ", out);
+}
+
+static void print_findings(const report *r, FILE *out)
+{
+    int days = spans_days(r);
+    if (r->n_findings == 0) {
+        fputs("\nFindings: none (no client mishandled a redirect the capture shows)\n", out);
+        return;
+    }
+    fprintf(out, "\nFindings: %zu, ranked by impact\n", r->n_findings);
+    for (size_t i = 0; i < r->n_findings && i < TEXT_MAX_FINDINGS; i++)
+        print_finding(&r->findings[i], i + 1, days, out);
+    if (r->n_findings > TEXT_MAX_FINDINGS)
+        fprintf(out, "  ... and %zu more (--json, or query 'findings')\n",
+                r->n_findings - TEXT_MAX_FINDINGS);
+}
+
+/* ---------------------------------------------------------------- cost */
+
+/* The latency row of (scope, key, redirected), or NULL. */
+static const rep_latency *find_latency(const report *r, const char *scope, const char *key,
+                                       int redirected)
+{
+    for (size_t i = 0; i < r->n_latency; i++) {
+        const rep_latency *l = &r->latency[i];
+        if (l->redirected == redirected && !strcmp(l->scope, scope) && !strcmp(l->key, key))
+            return l;
+    }
+    return NULL;
+}
+
+static void print_redirect_counts(const report *r, FILE *out)
+{
+    fprintf(out,
+            "  redirects    %" PRIu64 " replies: %" PRIu64 " MOVED, %" PRIu64 " ASK, %" PRIu64
+            " TRYAGAIN, %" PRIu64 " CROSSSLOT, %" PRIu64 " CLUSTERDOWN\n",
+            report_counter(r, "redirects"), report_counter(r, "moved"), report_counter(r, "ask"),
+            report_counter(r, "tryagain"), report_counter(r, "crossslot"),
+            report_counter(r, "clusterdown"));
+}
+
+/* "170 direct: p50 0.200 ms, p99 0.900 ms" and the redirected line. */
+static void print_overall_latency(const report *r, FILE *out)
+{
+    const rep_latency *direct = find_latency(r, "all", "all", 0);
+    const rep_latency *redir = find_latency(r, "all", "all", 1);
+    char a[32], b[32], c[32];
+    if (direct)
+        fprintf(out, "  operations   %" PRIu64 " direct: p50 %s, p99 %s\n", direct->count,
+                fmt_ms(a, sizeof a, direct->p50_us), fmt_ms(b, sizeof b, direct->p99_us));
+    if (redir)
+        fprintf(out,
+                "  %-12s %" PRIu64 " redirected: p50 %s, p99 %s; %s spent on %" PRIu64
+                " extra round trips\n",
+                direct ? "" : "operations", redir->count, fmt_ms(a, sizeof a, redir->p50_us),
+                fmt_ms(b, sizeof b, redir->p99_us), fmt_dur(c, sizeof c, redir->extra_us),
+                redir->extra_round_trips);
+}
+
+/* The scopes (client or slot) whose redirected operations cost the most. */
+static void print_top(const report *r, const char *scope, const char *label, FILE *out)
+{
+    size_t shown = 0;
+    for (size_t i = 0; i < r->n_latency && shown < TEXT_MAX_TOP; i++) {
+        const rep_latency *l = &r->latency[i], *direct;
+        char a[32], b[32], c[32];
+        if (!l->redirected || strcmp(l->scope, scope))
+            continue;
+        fprintf(out, "  %-12s %s", shown == 0 ? label : "", !strcmp(scope, "slot") ? "slot " : "");
+        cli_print_safe(out, l->key);
+        fprintf(out, ": %" PRIu64 " redirected, %s extra, p99 %s", l->count,
+                fmt_dur(a, sizeof a, l->extra_us), fmt_ms(b, sizeof b, l->p99_us));
+        direct = find_latency(r, scope, l->key, 0);
+        if (direct)
+            fprintf(out, " (direct p99 %s)", fmt_ms(c, sizeof c, direct->p99_us));
+        fputc('\n', out);
+        shown++;
+    }
+}
+
+static void print_cost(const report *r, FILE *out)
+{
+    fputs("\nWhat the redirects cost\n", out);
+    if (report_counter(r, "redirects") == 0) {
+        fputs("  redirects    none (no MOVED, ASK, TRYAGAIN, CROSSSLOT or CLUSTERDOWN reply)\n", out);
+    } else {
+        print_redirect_counts(r, out);
+    }
+    print_overall_latency(r, out);
+    print_top(r, "client", "by client", out);
+    print_top(r, "slot", "by slot", out);
+}
+
+/* ---------------------------------------------------------------- blind spots */
+
+static void print_loss(const report *r, FILE *out)
+{
+    char b[32];
+    fprintf(out,
+            "  lost bytes   %" PRIu64 " gaps (%s), %" PRIu64 " truncated packets, %" PRIu64
+            " out-of-order segments given up\n",
+            report_counter(r, "gaps"), fmt_bytes(b, sizeof b, report_counter(r, "gap_bytes")),
+            report_counter(r, "truncated"), report_counter(r, "ooo_dropped"));
+    fprintf(out, "  drops        %" PRIu64 " by the kernel, %" PRIu64 " by the interface\n",
+            report_counter(r, "kernel_drops"), report_counter(r, "if_drops"));
+    fprintf(out,
+            "  connections  %" PRIu64 " picked up mid-stream, %" PRIu64 " out of sync, %" PRIu64
+            " evicted (table full)\n",
+            report_counter(r, "mid_stream"), report_counter(r, "out_of_sync_connections"),
+            report_counter(r, "evicted_connections"));
+    fprintf(out,
+            "  pairing      %" PRIu64 " unpaired requests, %" PRIu64 " unpaired replies, %" PRIu64
+            " resyncs (%s skipped), %" PRIu64 " protocol errors\n",
+            report_counter(r, "unpaired_requests"), report_counter(r, "unpaired_replies"),
+            report_counter(r, "resyncs"), fmt_bytes(b, sizeof b, report_counter(r, "skipped_bytes")),
+            report_counter(r, "protocol_errors"));
+    fprintf(out, "  commands     %" PRIu64 " not in the command table (their keys are unknown)\n",
+            report_counter(r, "unknown_commands"));
+}
+
+/* Caps that were hit anywhere: tables that were full, records not shown. */
+static void print_caps(const report *r, FILE *out)
+{
+    static const char *const names[] = {"evicted_clients", "evicted_ops", "dropped_requests",
+                                        "limit_hits", "malformed", "time_backwards"};
+    int any = 0;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        uint64_t v = report_counter(r, names[i]);
+        if (!v)
+            continue;
+        fprintf(out, "%s%s %" PRIu64, any ? ", " : "  limits       ", names[i], v);
+        any = 1;
+    }
+    if (any)
+        fputc('\n', out);
+    if (r->dropped)
+        fprintf(out, "  not shown    %" PRIu64 " records beyond the report's caps\n", r->dropped);
+}
+
+static void print_input_errors(const report *r, FILE *out)
+{
+    for (size_t i = 0; i < r->n_inputs; i++) {
+        if (!r->inputs[i].error[0])
+            continue;
+        fputs("  input error  ", out);
+        cli_print_safe(out, r->inputs[i].error);
+        fputc('\n', out);
+    }
+}
+
+static void print_blind_spots(const report *r, FILE *out)
+{
+    fputs("\nWhat the capture could not see\n", out);
+    print_loss(r, out);
+    print_caps(r, out);
+    print_input_errors(r, out);
+}
+
+void report_print_text(const report *r, FILE *out)
+{
+    fputs("slotscope incident report\n\nWhat happened\n", out);
+    print_span(r, out);
+    print_inputs(r, out);
+    print_traffic(r, out);
+    print_nodes(r, out);
+    print_migrations(r, out);
+    print_findings(r, out);
+    print_cost(r, out);
+    print_blind_spots(r, out);
+}

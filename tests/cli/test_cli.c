@@ -1,0 +1,446 @@
+/*
+ * test_cli.c - the slotscope binary end to end (SS_BINARY), on the captures of
+ * tests/fixtures/cli/ and, when present, tests/fixtures/gen/findings.pcap:
+ * exit codes, bad arguments, the report text, `report DB` printing the same
+ * report, JSON lines that parse (python3's json module, independent of the
+ * code under test), the database (integrity, rows, refusing to overwrite,
+ * unwritable paths), canned queries, a capture cut short.
+ */
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <sqlite3.h>
+
+#define FIX SS_FIXTURES "/cli/"
+#define FINDINGS_PCAP SS_FIXTURES "/gen/findings.pcap"
+
+static char tmpdir[256];
+static char out_path[512], err_path[512];
+static char *out_text, *err_text; /* of the last run */
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/ss_cli_XXXXXX");
+    if (!mkdtemp(tmpdir))
+        return -1;
+    snprintf(out_path, sizeof out_path, "%s/stdout", tmpdir);
+    snprintf(err_path, sizeof err_path, "%s/stderr", tmpdir);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    char cmd[600];
+    (void)state;
+    free(out_text);
+    free(err_text);
+    out_text = err_text = NULL;
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+/* A path in the test's directory. */
+static const char *tmp(const char *name)
+{
+    static char paths[8][512];
+    static int next;
+    char *p = paths[next++ % 8];
+    snprintf(p, 512, "%s/%s", tmpdir, name);
+    return p;
+}
+
+/* The whole file (malloc'd, NUL-terminated). */
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    char *text;
+    long n;
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    text = malloc((size_t)n + 1);
+    assert_non_null(text);
+    assert_int_equal(fread(text, 1, (size_t)n, f), (size_t)n);
+    text[n] = 0;
+    fclose(f);
+    return text;
+}
+
+/* Run slotscope with the NULL-terminated arguments; stdout and stderr are kept
+ * in out_text / err_text. Returns the exit code (-1 if it did not exit). */
+static int run_args(const char *const *args)
+{
+    const char *argv[64];
+    int status = 0, n = 0;
+    pid_t pid;
+    argv[n++] = SS_BINARY;
+    while (*args && n < 63)
+        argv[n++] = *args++;
+    argv[n] = NULL;
+    fflush(NULL);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int fo = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int fe = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fo < 0 || fe < 0 || dup2(fo, 1) < 0 || dup2(fe, 2) < 0)
+            _exit(126);
+        execv(SS_BINARY, (char *const *)argv);
+        _exit(127);
+    }
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    free(out_text);
+    free(err_text);
+    out_text = slurp(out_path);
+    err_text = slurp(err_path);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* run_args with the arguments inline. */
+#define run(...) run_args((const char *const[]){__VA_ARGS__, NULL})
+
+static void assert_contains(const char *text, const char *needle)
+{
+    if (!strstr(text, needle))
+        fail_msg("expected \"%s\" in:\n%s", needle, text);
+}
+
+/* One integer from a query on a database file. */
+static int64_t db_int(const char *path, const char *sql)
+{
+    sqlite3 *db;
+    sqlite3_stmt *st;
+    int64_t v = -1;
+    assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+        fail_msg("%s: %s", sql, sqlite3_errmsg(db));
+    if (sqlite3_step(st) == SQLITE_ROW)
+        v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return v;
+}
+
+/* PRAGMA integrity_check says "ok". */
+static void assert_db_ok(const char *path)
+{
+    sqlite3 *db;
+    sqlite3_stmt *st;
+    assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA integrity_check", -1, &st, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    assert_string_equal((const char *)sqlite3_column_text(st, 0), "ok");
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+}
+
+/* Every line of the last stdout is a JSON object with a string "type"
+ * (checked by python3's json module); returns how many lines there were. */
+static int assert_json_lines(void)
+{
+    char cmd[1024];
+    int lines = 0;
+    snprintf(cmd, sizeof cmd,
+             "python3 -c 'import json,sys\n"
+             "for l in sys.stdin:\n"
+             "  o = json.loads(l)\n"
+             "  assert isinstance(o, dict) and isinstance(o[\"type\"], str), l\n' < '%s'",
+             out_path);
+    assert_int_equal(system(cmd), 0);
+    for (const char *p = out_text; *p; p++)
+        lines += *p == '\n';
+    return lines;
+}
+
+static int have_file(const char *path)
+{
+    return access(path, R_OK) == 0;
+}
+
+/* ---------------------------------------------------------------- arguments */
+
+static void test_version_and_help(void **state)
+{
+    static const char *const cmds[] = {"analyze", "live", "report", "query"};
+    (void)state;
+    assert_int_equal(run("--version"), 0);
+    assert_string_equal(out_text, "slotscope " SLOTSCOPE_VERSION "\n");
+    assert_int_equal(run("--help"), 0);
+    assert_contains(out_text, "usage: slotscope COMMAND");
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        char want[64];
+        assert_int_equal(run(cmds[i], "--help"), 0);
+        snprintf(want, sizeof want, "usage: slotscope %s", cmds[i]);
+        assert_contains(out_text, want);
+    }
+    /* analyze --help lists the analysis settings (an_config_help). */
+    assert_int_equal(run("analyze", "--help"), 0);
+    assert_contains(out_text, "loop_max_redirects");
+}
+
+/* Usage errors exit 2 with a message on stderr and nothing on stdout. */
+static void test_usage_errors(void **state)
+{
+    (void)state;
+    assert_int_equal(run("frobnicate"), 2);
+    assert_contains(err_text, "unknown command 'frobnicate'");
+    assert_int_equal(run("analyze"), 2);
+    assert_contains(err_text, "no capture file given");
+    assert_int_equal(run("analyze", FIX "set.pcap", "--bogus"), 2);
+    assert_contains(err_text, "unknown option '--bogus'");
+    assert_int_equal(run("analyze", FIX "set.pcap", "--ports", "70000"), 2);
+    assert_contains(err_text, "bad --ports");
+    assert_int_equal(run("analyze", FIX "set.pcap", "--set", "no_such_threshold=1"), 2);
+    assert_contains(err_text, "--set");
+    assert_int_equal(run("analyze", FIX "set.pcap", "--client-by", "rack"), 2);
+    assert_int_equal(run("analyze", FIX "set.pcap", "--node-map", "no-equals-sign"), 2);
+    assert_int_equal(run("analyze", FIX "set.pcap", "--db"), 2);
+    assert_contains(err_text, "needs a value");
+    assert_int_equal(run("analyze", FIX "set.pcap", "--force"), 2);
+    assert_int_equal(run("analyze", FIX "set.pcap", "-i", "lo"), 2);
+    assert_int_equal(run("live"), 2);
+    assert_contains(err_text, "no interface given");
+    assert_int_equal(run("live", "-i", "lo", "--duration", "-1"), 2);
+    assert_int_equal(run("report"), 2);
+    assert_int_equal(run("report", "a.db", "b.db"), 2);
+    assert_int_equal(run("query"), 2);
+    assert_int_equal(run("query", "x.db"), 2);
+    assert_int_equal(run("query", "x.db", "no_such_query"), 2);
+    assert_contains(err_text, "no query named 'no_such_query'");
+    assert_int_equal(run("query", "x.db", "client"), 2);
+    assert_contains(err_text, "needs --param client=VALUE");
+    assert_int_equal(run("query", "x.db", "health", "--param", "novalue"), 2);
+    assert_string_equal(out_text, "");
+}
+
+/* Runtime errors exit 1 with one clear line. */
+static void test_runtime_errors(void **state)
+{
+    (void)state;
+    assert_int_equal(run("analyze", tmp("missing.pcap")), 1);
+    assert_contains(err_text, "missing.pcap");
+    assert_int_equal(run("analyze", FIX "README.md"), 1);
+    assert_int_equal(run("report", tmp("missing.db")), 1);
+    assert_contains(err_text, "cannot open");
+    assert_int_equal(run("report", FIX "set.pcap"), 1);
+    assert_int_equal(run("query", tmp("missing.db"), "health"), 1);
+}
+
+/* ---------------------------------------------------------------- analyze */
+
+/* The report of a small capture: every part is there, with the facts of
+ * set.pcap (three SETs to 127.0.0.1:6379 from one client). */
+static void test_report_text(void **state)
+{
+    (void)state;
+    assert_int_equal(run("analyze", FIX "set.pcap"), 0);
+    assert_contains(out_text, "slotscope incident report");
+    assert_contains(out_text, "What happened");
+    assert_contains(out_text, "  capture      2");
+    assert_contains(out_text, "set.pcap: EN10MB, 12 packets");
+    assert_contains(out_text, " commands from 1 clients");
+    assert_contains(out_text, "Findings: none");
+    assert_contains(out_text, "What the redirects cost");
+    assert_contains(out_text, "What the capture could not see");
+    assert_contains(out_text, "picked up mid-stream");
+    assert_string_equal(err_text, ""); /* no progress bar: stderr is not a tty */
+}
+
+/* analyze --db writes a consistent database, and `report DB` prints exactly
+ * the report analyze printed. */
+static void test_db_and_report_match(void **state)
+{
+    const char *db = tmp("a.db");
+    char *analyzed;
+    (void)state;
+    assert_int_equal(run("analyze", FIX "pipelining-example.pcap", FIX "set.pcap", "--db", db), 0);
+    analyzed = strdup(out_text);
+    assert_db_ok(db);
+    assert_int_equal(db_int(db, "SELECT count(*) FROM inputs"), 2);
+    assert_int_equal(db_int(db, "SELECT value FROM counters WHERE name='packets'"),
+                     db_int(db, "SELECT sum(packets) FROM inputs"));
+    assert_true(db_int(db, "SELECT value FROM counters WHERE name='commands'") > 3);
+    assert_int_equal(db_int(db, "SELECT count(*) FROM connections"),
+                     db_int(db, "SELECT value FROM counters WHERE name='connections'"));
+    assert_int_equal(db_int(db, "SELECT count(*) FROM meta WHERE key='command_line'"
+                                " AND value LIKE '%analyze%--db%'"), 1);
+    assert_int_equal(db_int(db, "SELECT count(*) FROM meta WHERE key='end_us'"), 1);
+
+    assert_int_equal(run("report", db), 0);
+    assert_string_equal(out_text, analyzed);
+    free(analyzed);
+
+    /* The same with JSON. */
+    assert_int_equal(run("analyze", FIX "set.pcap", "--db", tmp("b.db"), "--json"), 0);
+    analyzed = strdup(out_text);
+    assert_int_equal(run("report", tmp("b.db"), "--json"), 0);
+    assert_string_equal(out_text, analyzed);
+    free(analyzed);
+}
+
+/* An existing database is refused without --force (and left alone); --force
+ * replaces it; an unwritable place is a clear error. */
+static void test_existing_and_unwritable_db(void **state)
+{
+    const char *db = tmp("x.db");
+    (void)state;
+    assert_int_equal(run("analyze", FIX "set.pcap", "--db", db), 0);
+    assert_int_equal(run("analyze", FIX "pipelining-example.pcap", "--db", db), 1);
+    assert_contains(err_text, "exists (use --force)");
+    assert_string_equal(out_text, "");
+    assert_int_equal(db_int(db, "SELECT count(*) FROM inputs WHERE name LIKE '%set.pcap'"), 1);
+    assert_int_equal(run("analyze", FIX "pipelining-example.pcap", "--db", db, "--force"), 0);
+    assert_int_equal(db_int(db, "SELECT count(*) FROM inputs WHERE name LIKE '%set.pcap'"), 0);
+    assert_int_equal(db_int(db, "SELECT count(*) FROM inputs"), 1);
+
+    assert_int_equal(run("analyze", FIX "set.pcap", "--db", tmp("no/such/dir/x.db")), 1);
+    assert_contains(err_text, "cannot create");
+    assert_contains(err_text, "No such file or directory");
+    assert_int_equal(run("analyze", FIX "set.pcap", "--db", tmpdir, "--force"), 1);
+    assert_contains(err_text, "Is a directory");
+    if (geteuid() == 0) {
+        /* root ignores permissions; sysfs refuses new files even to root */
+        assert_int_equal(run("analyze", FIX "set.pcap", "--db", "/sys/slotscope-test.db"), 1);
+    } else {
+        assert_int_equal(chmod(tmpdir, 0500), 0);
+        assert_int_equal(run("analyze", FIX "set.pcap", "--db", tmp("ro.db")), 1);
+        assert_int_equal(chmod(tmpdir, 0700), 0);
+    }
+    assert_contains(err_text, "cannot create");
+}
+
+/* --json: every line parses and the report, input, redirects and counter
+ * records are there. */
+static void test_json_lines(void **state)
+{
+    (void)state;
+    assert_int_equal(run("analyze", FIX "pipelining-example.pcap", "--json"), 0);
+    assert_true(assert_json_lines() > 5);
+    assert_contains(out_text, "{\"type\":\"report\",");
+    assert_contains(out_text, "{\"type\":\"input\",\"name\":");
+    assert_contains(out_text, "{\"type\":\"redirects\",\"total\":0,");
+    assert_contains(out_text, "{\"type\":\"counter\",\"name\":\"packets\",\"value\":");
+    /* Hostile bytes stay valid JSON. */
+    assert_int_equal(run("analyze", FIX "resp_3_malicious.pcap", "--json"), 0);
+    assert_json_lines();
+}
+
+/* A capture cut in the middle of a record: one error line, the rest of the
+ * report still printed and stored, exit 1. */
+static void test_truncated_capture(void **state)
+{
+    char cmd[1024];
+    const char *cut = tmp("cut.pcap"), *db = tmp("cut.db");
+    struct stat sb;
+    (void)state;
+    assert_int_equal(stat(FIX "start-with-server.pcap", &sb), 0);
+    snprintf(cmd, sizeof cmd, "head -c %lld '%s' > '%s'", (long long)sb.st_size / 2,
+             FIX "start-with-server.pcap", cut);
+    assert_int_equal(system(cmd), 0);
+    assert_int_equal(run("analyze", cut, "--db", db), 1);
+    assert_contains(err_text, "slotscope: ");
+    assert_contains(out_text, "What the capture could not see");
+    assert_contains(out_text, "input error");
+    assert_db_ok(db);
+    assert_true(db_int(db, "SELECT packets FROM inputs") > 10);
+    assert_int_equal(db_int(db, "SELECT count(*) FROM inputs WHERE error <> ''"), 1);
+}
+
+/* ---------------------------------------------------------------- query */
+
+static void test_queries(void **state)
+{
+    static const char *const names[] = {"client", "findings", "health", "latency_by_client",
+                                        "latency_by_slot", "migrations", "nodes", "offenders"};
+    const char *db = tmp("q.db");
+    (void)state;
+    assert_int_equal(run("query", "--list"), 0);
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        assert_contains(out_text, names[i]);
+    assert_contains(out_text, "which clients mishandled redirects");
+
+    assert_int_equal(run("analyze", FIX "set.pcap", "--db", db), 0);
+    assert_int_equal(run("query", db, "health"), 0);
+    assert_contains(out_text, "name");
+    assert_contains(out_text, "mid_stream");
+    assert_contains(out_text, "set.pcap");
+    assert_int_equal(run("query", db, "client", "--param", "client=127.0.0.1"), 0);
+    assert_contains(out_text, "127.0.0.1:6379"); /* its connection */
+    assert_int_equal(run("query", db, "nodes", "--json"), 0);
+    assert_contains(out_text, "\"node\":\"127.0.0.1:6379\"");
+    /* A .sql file by path. */
+    assert_int_equal(run("query", db, SS_SOURCE_DIR "/queries/offenders.sql"), 0);
+}
+
+/* ---------------------------------------------------------------- findings */
+
+/* A capture with misbehaving clients: findings in the report, exit 3 with
+ * --fail-on-findings, the findings table matches the JSON. */
+static void test_findings_capture(void **state)
+{
+    const char *db = tmp("f.db");
+    (void)state;
+    if (!have_file(FINDINGS_PCAP))
+        skip();
+    assert_int_equal(run("analyze", FINDINGS_PCAP, "--db", db, "--fail-on-findings"), 3);
+    assert_contains(out_text, "ranked by impact");
+    assert_contains(out_text, "ask_cached");
+    assert_contains(out_text, "evidence: ");
+    assert_true(db_int(db, "SELECT count(*) FROM findings") > 0);
+    assert_true(db_int(db, "SELECT count(*) FROM redirects") > 0);
+    assert_true(db_int(db, "SELECT count(*) FROM slot_migrations") > 0);
+    assert_int_equal(db_int(db, "SELECT count(*) FROM findings WHERE json_valid(evidence) = 0"), 0);
+
+    assert_int_equal(run("analyze", FINDINGS_PCAP, "--json"), 0);
+    assert_int_equal(assert_json_lines() > 0, 1);
+    assert_contains(out_text, "{\"type\":\"finding\",");
+    assert_contains(out_text, "{\"type\":\"migration\",");
+    assert_int_equal(run("query", db, "offenders"), 0);
+    assert_contains(out_text, "client");
+}
+
+/* --redact-keys: no key of the capture is stored in clear. */
+static void test_redact_keys(void **state)
+{
+    const char *db = tmp("r.db");
+    (void)state;
+    if (!have_file(FINDINGS_PCAP))
+        skip();
+    assert_int_equal(run("analyze", FINDINGS_PCAP, "--db", db, "--redact-keys", "--store-commands"), 0);
+    assert_true(db_int(db, "SELECT count(*) FROM redirects WHERE key <> ''") > 0);
+    assert_int_equal(db_int(db, "SELECT count(*) FROM redirects WHERE key <> ''"
+                                " AND key NOT LIKE 'h:%'"), 0);
+    assert_true(db_int(db, "SELECT count(*) FROM commands WHERE key <> ''") > 0);
+    assert_int_equal(db_int(db, "SELECT count(*) FROM commands WHERE key <> ''"
+                                " AND key NOT LIKE 'h:%'"), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_version_and_help, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_usage_errors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_runtime_errors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_report_text, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_db_and_report_match, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_existing_and_unwritable_db, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_json_lines, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_truncated_capture, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_queries, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_findings_capture, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_redact_keys, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
