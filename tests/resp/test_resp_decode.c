@@ -1,0 +1,548 @@
+/*
+ * test_resp_decode.c - the RESP decoders: every type, every split point,
+ * inline commands, limits, garbage, gaps, mid-stream starts.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "harness.h"
+
+#define PING "*1\r\n$4\r\nPING\r\n"
+
+/* ---------------------------------------------------------------- types */
+
+typedef struct type_case {
+    const char *reply;
+    char type;          /* expected resp_type */
+    long long integer;
+    long long elements;
+    const char *errtext;
+    resp_err_class err;
+} type_case;
+
+static const type_case type_cases[] = {
+    {"+OK\r\n", '+', 0, 0, "", RESP_ERR_NONE},
+    {"-ERR bad thing\r\n", '-', 0, 0, "ERR bad thing", RESP_ERR_OTHER},
+    {":-42\r\n", ':', -42, 0, "", RESP_ERR_NONE},
+    {":9223372036854775807\r\n", ':', 9223372036854775807LL, 0, "", RESP_ERR_NONE},
+    {":-9223372036854775808\r\n", ':', (-9223372036854775807LL - 1), 0, "", RESP_ERR_NONE},
+    {"$3\r\nabc\r\n", '$', 0, 0, "", RESP_ERR_NONE},
+    {"$0\r\n\r\n", '$', 0, 0, "", RESP_ERR_NONE},
+    {"$-1\r\n", 'n', 0, -1, "", RESP_ERR_NONE},
+    {"*2\r\n$1\r\na\r\n:1\r\n", '*', 0, 2, "", RESP_ERR_NONE},
+    {"*0\r\n", '*', 0, 0, "", RESP_ERR_NONE},
+    {"*-1\r\n", 'n', 0, -1, "", RESP_ERR_NONE},
+    {"_\r\n", '_', 0, -1, "", RESP_ERR_NONE},
+    {",3.14\r\n", ',', 0, 0, "", RESP_ERR_NONE},
+    {",-inf\r\n", ',', 0, 0, "", RESP_ERR_NONE},
+    {"#t\r\n", '#', 1, 0, "", RESP_ERR_NONE},
+    {"#f\r\n", '#', 0, 0, "", RESP_ERR_NONE},
+    {"!21\r\nSYNTAX invalid syntax\r\n", '!', 0, 0, "SYNTAX invalid syntax", RESP_ERR_OTHER},
+    {"!25\r\nMOVED 3999 127.0.0.1:6381\r\n", '!', 0, 0, "MOVED 3999 127.0.0.1:6381", RESP_ERR_MOVED},
+    {"=15\r\ntxt:Some string\r\n", '=', 0, 0, "", RESP_ERR_NONE},
+    {"(3492890328409238509324850943850943825024385\r\n", '(', 0, 0, "", RESP_ERR_NONE},
+    {"%2\r\n+first\r\n:1\r\n+second\r\n:2\r\n", '%', 0, 2, "", RESP_ERR_NONE},
+    {"%0\r\n", '%', 0, 0, "", RESP_ERR_NONE},
+    {"~3\r\n+a\r\n+b\r\n+c\r\n", '~', 0, 3, "", RESP_ERR_NONE},
+    /* a top-level attribute is not the reply */
+    {"|1\r\n+key-popularity\r\n%2\r\n$1\r\na\r\n,0.1923\r\n$1\r\nb\r\n,0.0012\r\n"
+     "*2\r\n:2039123\r\n:9543892\r\n", '*', 0, 2, "", RESP_ERR_NONE},
+    /* an attribute inside an aggregate is not an element */
+    {"*2\r\n|1\r\n+ttl\r\n:3600\r\n:1\r\n:2\r\n", '*', 0, 2, "", RESP_ERR_NONE},
+    {"|0\r\n:7\r\n", ':', 7, 0, "", RESP_ERR_NONE},
+    {"*3\r\n%1\r\n+k\r\n*2\r\n~1\r\n_\r\n#t\r\n$2\r\nab\r\n=4\r\ntxt:\r\n", '*', 0, 3, "",
+     RESP_ERR_NONE},
+    {"-MOVED 3999 127.0.0.1:6381\r\n", '-', 0, 0, "MOVED 3999 127.0.0.1:6381", RESP_ERR_MOVED},
+};
+
+/* Each type as the reply to a PING, followed by a second PING/PONG that must
+ * still pair: the decoder consumed exactly the first reply. */
+static void test_every_type(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof type_cases / sizeof type_cases[0]; i++) {
+        const type_case *tc = &type_cases[i];
+        h_ctx h;
+        h_init(&h, 1, NULL);
+        h_open(&h);
+        h_str(&h, CAP_TO_SERVER, PING PING);
+        h_str(&h, CAP_TO_CLIENT, tc->reply);
+        h_str(&h, CAP_TO_CLIENT, "+PONG\r\n");
+        h_close(&h);
+        assert_int_equal(h.ncmds, 2);
+        const resp_reply *r = &h.cmds[0].reply;
+        if (r->type != (resp_type)tc->type)
+            fail_msg("case %zu: type %c, want %c", i, (char)r->type, tc->type);
+        assert_int_equal(h.cmds[0].outcome, RESP_OK);
+        assert_int_equal(r->integer, tc->integer);
+        assert_int_equal(r->elements, tc->elements);
+        assert_string_equal(r->errtext, tc->errtext);
+        assert_int_equal(r->err, tc->err);
+        assert_int_equal(r->bytes, strlen(tc->reply));
+        assert_int_equal(h.cmds[1].outcome, RESP_OK);
+        assert_int_equal(h.cmds[1].reply.type, RESP_T_SIMPLE);
+        assert_int_equal(h.closed.protocol_errors, 0);
+        assert_int_equal(h.closed.paired, 2);
+        h_free(&h);
+    }
+}
+
+/* Request fields: name upper-cased, args kept, keys hashed. */
+static void test_request_fields(void **state)
+{
+    (void)state;
+    h_ctx h;
+    h_init(&h, 1, NULL);
+    h_open(&h);
+    h_str(&h, CAP_TO_SERVER, "*3\r\n$3\r\nset\r\n$9\r\n{user1}.a\r\n$5\r\nhello\r\n");
+    h_str(&h, CAP_TO_CLIENT, "+OK\r\n");
+    h_close(&h);
+    assert_int_equal(h.ncmds, 1);
+    const resp_request *q = &h.cmds[0].req;
+    assert_string_equal(q->name, "SET");
+    assert_int_equal(q->argc, 3);
+    assert_int_equal(q->nargs, 2);
+    assert_memory_equal(q->args[0], "{user1}.a", 9);
+    assert_int_equal(q->arg_len[0], 9);
+    assert_memory_equal(q->args[1], "hello", 5);
+    assert_int_equal(q->nkeys, 1);
+    assert_int_equal(q->slot, resp_key_slot((const uint8_t *)"user1", 5));
+    assert_int_equal(q->key0_len, 9);
+    assert_memory_equal(q->key0, "{user1}.a", 9);
+    assert_int_equal(q->bytes, strlen("*3\r\n$3\r\nset\r\n$9\r\n{user1}.a\r\n$5\r\nhello\r\n"));
+    h_free(&h);
+}
+
+/* A long key (1000 bytes) split across many chunks still gets its exact slot,
+ * and only 64 bytes of it are kept. */
+static void test_long_key_split(void **state)
+{
+    (void)state;
+    char key[1001];
+    for (int i = 0; i < 1000; i++)
+        key[i] = (char)('a' + i % 26);
+    key[1000] = '\0';
+    char req[1100];
+    snprintf(req, sizeof req, "*2\r\n$3\r\nGET\r\n$1000\r\n%s\r\n", key);
+    for (long chunk = 1; chunk < 40; chunk += 3) {
+        h_step steps[] = {{CAP_TO_SERVER, req, 0}, {CAP_TO_CLIENT, "$-1\r\n", 0}};
+        h_ctx h;
+        h_init(&h, 1, NULL);
+        h_open(&h);
+        size_t len = strlen(req);
+        for (size_t o = 0; o < len; o += (size_t)chunk)
+            h_data(&h, CAP_TO_SERVER, req + o, len - o < (size_t)chunk ? len - o : (size_t)chunk);
+        h_str(&h, CAP_TO_CLIENT, steps[1].data);
+        h_close(&h);
+        assert_int_equal(h.ncmds, 1);
+        assert_int_equal(h.cmds[0].req.slot, resp_key_slot((const uint8_t *)key, 1000));
+        assert_int_equal(h.cmds[0].req.key0_len, RESP_ARG_PREFIX);
+        assert_int_equal(h.cmds[0].req.key0_full_len, 1000);
+        assert_memory_equal(h.cmds[0].req.key0, key, RESP_ARG_PREFIX);
+        h_free(&h);
+    }
+}
+
+/* ---------------------------------------------------------------- split invariance */
+
+/* Sample conversations used for the split tests. */
+static const h_step sample_a[] = {
+    {CAP_TO_SERVER, "*3\r\n$3\r\nSET\r\n$9\r\n{user1}.a\r\n$5\r\nhello\r\n"
+                    "*2\r\n$3\r\nGET\r\n$9\r\n{user1}.a\r\n"
+                    "*5\r\n$4\r\nMSET\r\n$1\r\na\r\n$1\r\n1\r\n$1\r\nb\r\n", 0},
+    {CAP_TO_SERVER, "$1\r\n2\r\nGET \"sp ace\" 'q\\'x'\r\nPING\n", 0},
+    {CAP_TO_CLIENT, "+OK\r\n$5\r\nhello\r\n-MOVED 3999 10.0.0.5:7001\r\n", 0},
+    {CAP_TO_CLIENT, "$-1\r\n+PONG\r\n", 0},
+    {CAP_TO_SERVER, "*2\r\n$4\r\nINCR\r\n$3\r\nctr\r\n*2\r\n$6\r\nLRANGE\r\n$1\r\nl\r\n", 0},
+    {CAP_TO_CLIENT, ":-7\r\n*3\r\n$1\r\nx\r\n*2\r\n:1\r\n$0\r\n\r\n*-1\r\n", 0},
+};
+static const h_step sample_b[] = { /* RESP3 with pushes and attributes */
+    {CAP_TO_SERVER, "*2\r\n$5\r\nHELLO\r\n$1\r\n3\r\n*3\r\n$6\r\nCLIENT\r\n$8\r\nTRACKING\r\n$2\r\non\r\n", 0},
+    {CAP_TO_CLIENT, "%2\r\n$6\r\nserver\r\n$5\r\nredis\r\n$5\r\nproto\r\n:3\r\n+OK\r\n", 0},
+    {CAP_TO_SERVER, "*2\r\n$3\r\nGET\r\n$1\r\nk\r\n*2\r\n$3\r\nGET\r\n$1\r\nj\r\n", 0},
+    {CAP_TO_CLIENT, ">2\r\n$10\r\ninvalidate\r\n*1\r\n$1\r\nk\r\n$1\r\nv\r\n"
+                    "|1\r\n+a\r\n:1\r\n_\r\n>2\r\n$10\r\ninvalidate\r\n_\r\n", 0},
+    {CAP_TO_SERVER, "*1\r\n$4\r\nPING\r\n", 0},
+    {CAP_TO_CLIENT, "~2\r\n,1.5\r\n#f\r\n", 0},
+};
+static const h_step sample_c[] = { /* pub/sub and MULTI */
+    {CAP_TO_SERVER, "*3\r\n$9\r\nSUBSCRIBE\r\n$1\r\na\r\n$1\r\nb\r\n", 0},
+    {CAP_TO_CLIENT, "*3\r\n$9\r\nsubscribe\r\n$1\r\na\r\n:1\r\n*3\r\n$9\r\nsubscribe\r\n$1\r\nb\r\n:2\r\n"
+                    "*3\r\n$7\r\nmessage\r\n$1\r\na\r\n$2\r\nhi\r\n", 0},
+    {CAP_TO_SERVER, "*1\r\n$4\r\nPING\r\n*1\r\n$11\r\nUNSUBSCRIBE\r\n", 0},
+    {CAP_TO_CLIENT, "*2\r\n$4\r\npong\r\n$0\r\n\r\n*3\r\n$11\r\nunsubscribe\r\n$1\r\na\r\n:1\r\n"
+                    "*3\r\n$7\r\nmessage\r\n$1\r\nb\r\n$2\r\nyo\r\n"
+                    "*3\r\n$11\r\nunsubscribe\r\n$1\r\nb\r\n:0\r\n", 0},
+    {CAP_TO_SERVER, "*1\r\n$5\r\nMULTI\r\n*2\r\n$4\r\nINCR\r\n$1\r\nx\r\n*1\r\n$4\r\nEXEC\r\n", 0},
+    {CAP_TO_CLIENT, "+OK\r\n+QUEUED\r\n*1\r\n:1\r\n", 0},
+};
+static const h_step sample_d[] = { /* garbage on both sides, then recovery */
+    {CAP_TO_SERVER, PING, 0},
+    {CAP_TO_CLIENT, "+PONG\r\n", 0},
+    {CAP_TO_SERVER, "*2\r\n#bad\r\n" PING, 0},
+    {CAP_TO_CLIENT, "\x01\x02junk\r\n+PONG\r\n", 0},
+    {CAP_TO_SERVER, PING, 0},
+    {CAP_TO_CLIENT, "+PONG\r\n", 0},
+};
+
+/* Feed a sample whole, byte by byte, in small chunks and split in two at every
+ * offset of every step: the logs must be identical. */
+static void check_split_invariance(const h_step *s, size_t n)
+{
+    char *whole = h_run(s, n, 0, 1, NULL);
+    size_t maxlen = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t l = strlen(s[i].data);
+        if (l > maxlen)
+            maxlen = l;
+    }
+    for (long k = 1; k <= 7; k++) {
+        char *o = h_run(s, n, k, 1, NULL);
+        if (strcmp(whole, o) != 0)
+            fail_msg("chunks of %ld differ:\n--- whole\n%s--- split\n%s", k, whole, o);
+        free(o);
+    }
+    for (long k = 1; k <= (long)maxlen; k++) {
+        char *o = h_run(s, n, -k, 1, NULL);
+        if (strcmp(whole, o) != 0)
+            fail_msg("split at %ld differs:\n--- whole\n%s--- split\n%s", k, whole, o);
+        free(o);
+    }
+    free(whole);
+}
+
+static void test_split_a(void **state)
+{
+    (void)state;
+    check_split_invariance(sample_a, sizeof sample_a / sizeof sample_a[0]);
+    char *log = h_run(sample_a, sizeof sample_a / sizeof sample_a[0], 0, 1, NULL);
+    /* 7 requests: SET GET MSET GET(inline) PING(inline) INCR LRANGE, all paired */
+    assert_non_null(strstr(log, "paired=7 ureq=0 urep=0"));
+    assert_non_null(strstr(log, "name=GET argc=3 inl=1"));
+    assert_non_null(strstr(log, "a1=sp ace/6 a2=q'x/3"));
+    assert_non_null(strstr(log, "redir=3999@10.0.0.5:7001"));
+    free(log);
+}
+
+static void test_split_b(void **state)
+{
+    (void)state;
+    check_split_invariance(sample_b, sizeof sample_b / sizeof sample_b[0]);
+    char *log = h_run(sample_b, sizeof sample_b / sizeof sample_b[0], 0, 1, NULL);
+    assert_non_null(strstr(log, "paired=5 ureq=0 urep=0"));
+    assert_non_null(strstr(log, "push=2"));
+    free(log);
+}
+
+static void test_split_c(void **state)
+{
+    (void)state;
+    check_split_invariance(sample_c, sizeof sample_c / sizeof sample_c[0]);
+    char *log = h_run(sample_c, sizeof sample_c / sizeof sample_c[0], 0, 1, NULL);
+    assert_non_null(strstr(log, "paired=6 ureq=0 urep=0"));
+    assert_non_null(strstr(log, "push=2"));
+    free(log);
+}
+
+static void test_split_d(void **state)
+{
+    (void)state;
+    check_split_invariance(sample_d, sizeof sample_d / sizeof sample_d[0]);
+}
+
+/* ---------------------------------------------------------------- inline */
+
+static void test_inline(void **state)
+{
+    (void)state;
+    h_ctx h;
+    h_init(&h, 1, NULL);
+    h_open(&h);
+    h_str(&h, CAP_TO_SERVER, "\r\n  \r\nset \"a b\" 'c\\'d' \"\\x41\\n\\xZZ\"\r\nPING\n");
+    h_str(&h, CAP_TO_CLIENT, "+OK\r\n+PONG\r\n");
+    h_close(&h);
+    assert_int_equal(h.ncmds, 2); /* the empty lines are no commands */
+    const resp_request *q = &h.cmds[0].req;
+    assert_string_equal(q->name, "SET");
+    assert_int_equal(q->inline_cmd, 1);
+    assert_int_equal(q->argc, 4);
+    assert_memory_equal(q->args[0], "a b", 3);
+    assert_memory_equal(q->args[1], "c'd", 3);
+    assert_int_equal(q->arg_len[2], 5);
+    assert_memory_equal(q->args[2], "A\nxZZ", 5);
+    assert_int_equal(q->slot, resp_key_slot((const uint8_t *)"a b", 3));
+    assert_string_equal(h.cmds[1].req.name, "PING");
+    assert_int_equal(h.closed.paired, 2);
+    h_free(&h);
+
+    /* unbalanced quotes: a protocol error */
+    h_init(&h, 1, NULL);
+    h_open(&h);
+    h_str(&h, CAP_TO_SERVER, "SET \"abc\r\n");
+    h_close(&h);
+    assert_int_equal(h.closed.protocol_errors, 1);
+    assert_int_equal(h.ncmds, 0);
+    h_free(&h);
+
+    /* closing quote followed by a non-space */
+    h_init(&h, 1, NULL);
+    h_open(&h);
+    h_str(&h, CAP_TO_SERVER, "SET \"abc\"x 1\r\n");
+    h_close(&h);
+    assert_int_equal(h.closed.protocol_errors, 1);
+    h_free(&h);
+}
+
+/* ---------------------------------------------------------------- limits */
+
+/* Feed one reply after a PING; return protocol errors, limit hits via *limits. */
+static uint64_t reply_errors(const char *reply, size_t len, uint64_t *limits, const resp_config *cfg)
+{
+    h_ctx h;
+    h_init(&h, 1, cfg);
+    h_open(&h);
+    h_str(&h, CAP_TO_SERVER, PING);
+    h_data(&h, CAP_TO_CLIENT, reply, len ? len : strlen(reply));
+    h_close(&h);
+    uint64_t e = h.closed.protocol_errors;
+    if (limits)
+        *limits = resp_get_stats(h.rp)->limit_hits;
+    h_free(&h);
+    return e;
+}
+
+static void test_limits(void **state)
+{
+    (void)state;
+    uint64_t lim = 0;
+    /* nesting deeper than max_depth (64) */
+    char deep[65 * 4 + 8] = "";
+    for (int i = 0; i < 65; i++)
+        strcat(deep, "*1\r\n");
+    strcat(deep, ":1\r\n");
+    assert_int_equal(reply_errors(deep, 0, &lim, NULL), 1);
+    assert_int_equal(lim, 1);
+    /* exactly 64 is fine */
+    deep[0] = '\0';
+    for (int i = 0; i < 64; i++)
+        strcat(deep, "*1\r\n");
+    strcat(deep, ":1\r\n");
+    assert_int_equal(reply_errors(deep, 0, &lim, NULL), 0);
+    /* element counts beyond 2^31-1 */
+    assert_int_equal(reply_errors("*3000000000\r\n", 0, &lim, NULL), 1);
+    assert_int_equal(lim, 1);
+    assert_int_equal(reply_errors("%2000000000\r\n", 0, &lim, NULL), 0); /* 4e9 elements: ok */
+    /* a line without CRLF beyond max_line */
+    size_t n = 70000;
+    char *line = malloc(n);
+    memset(line, 'a', n);
+    line[0] = '+';
+    assert_int_equal(reply_errors(line, n, &lim, NULL), 1);
+    assert_int_equal(lim, 1);
+    free(line);
+    /* hostile numbers */
+    const char *bad[] = {"$-2\r\n", "$abc\r\n", "*01\r\n", ":99999999999999999999\r\n",
+                         "$9223372036854775808\r\n", ":-0\r\n", "#x\r\n", "_x\r\n",
+                         "$3\r\nabcXY", "+OK\n", "?\r\n", "$\r\n", "*-2\r\n", "%-1\r\n",
+                         ":\r\n", "$ 1\r\n", ":+1\r\n"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        if (reply_errors(bad[i], 0, NULL, NULL) != 1)
+            fail_msg("no protocol error for '%s'", bad[i]);
+    }
+}
+
+static void test_request_limits(void **state)
+{
+    (void)state;
+    const char *bad[] = {
+        "*2\r\n$3\r\nSET\r\n$600000000\r\n",   /* beyond proto-max-bulk-len */
+        "*2\r\n$3\r\nGET\r\n$-1\r\n",          /* no null bulk in requests */
+        "*2\r\n$3\r\nGET\r\n:1\r\n",           /* only bulk strings */
+        "*2\r\n$3\r\nGETXX\r\n",               /* payload longer than declared */
+        "*3000000000\r\n",                     /* too many arguments */
+        "*1x\r\n",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        h_ctx h;
+        h_init(&h, 1, NULL);
+        h_open(&h);
+        h_str(&h, CAP_TO_SERVER, bad[i]);
+        h_close(&h);
+        if (h.closed.protocol_errors != 1)
+            fail_msg("no protocol error for request %zu", i);
+        assert_int_equal(h.ncmds, 0);
+        h_free(&h);
+    }
+    /* "*0" and "*-1" are ignored by Redis: no command, no error */
+    h_ctx h;
+    h_init(&h, 1, NULL);
+    h_open(&h);
+    h_str(&h, CAP_TO_SERVER, "*0\r\n*-1\r\n" PING);
+    h_str(&h, CAP_TO_CLIENT, "+PONG\r\n");
+    h_close(&h);
+    assert_int_equal(h.closed.protocol_errors, 0);
+    assert_int_equal(h.closed.paired, 1);
+    h_free(&h);
+}
+
+/* ---------------------------------------------------------------- garbage, gaps */
+
+static void test_garbage_request(void **state)
+{
+    (void)state;
+    h_ctx h;
+    h_init(&h, 1, NULL);
+    h_open(&h);
+    h_str(&h, CAP_TO_SERVER, "*1\r\n$4\r\nPING\r\n");
+    h_str(&h, CAP_TO_CLIENT, "+PONG\r\n");
+    h_str(&h, CAP_TO_SERVER, "*2\r\n#bad\r\n*1\r\n$4\r\nECHO\r\n");
+    h_str(&h, CAP_TO_CLIENT, "+X\r\n");
+    h_str(&h, CAP_TO_SERVER, "*1\r\n$4\r\nPING\r\n");
+    h_str(&h, CAP_TO_CLIENT, "+PONG\r\n");
+    h_close(&h);
+    assert_int_equal(h.ncmds, 3);
+    assert_int_equal(h.cmds[0].outcome, RESP_OK);
+    /* the request after the garbage: its reply can't be trusted */
+    assert_string_equal(h.cmds[1].req.name, "ECHO");
+    assert_int_equal(h.cmds[1].outcome, RESP_UNANSWERED);
+    /* solid ground again */
+    assert_int_equal(h.cmds[2].outcome, RESP_OK);
+    assert_int_equal(h.closed.protocol_errors, 1);
+    assert_int_equal(h.closed.resyncs, 1);
+    assert_int_equal(h.closed.skipped_bytes, strlen("*2\r\n#bad\r\n"));
+    assert_int_equal(h.closed.out_of_sync, 1);
+    assert_int_equal(h.closed.unpaired_requests, 1);
+    assert_int_equal(h.closed.unpaired_replies, 1);
+    h_free(&h);
+}
+
+static void test_garbage_reply(void **state)
+{
+    (void)state;
+    h_ctx h;
+    h_init(&h, 1, NULL);
+    h_open(&h);
+    h_str(&h, CAP_TO_SERVER, PING PING);
+    h_str(&h, CAP_TO_CLIENT, "+PONG\r\n\x01\x02 junk \xff\r\n+PONG\r\n");
+    h_str(&h, CAP_TO_SERVER, PING);
+    h_str(&h, CAP_TO_CLIENT, "+PONG\r\n");
+    h_close(&h);
+    assert_int_equal(h.ncmds, 3);
+    assert_int_equal(h.cmds[0].outcome, RESP_OK);
+    assert_int_equal(h.cmds[1].outcome, RESP_UNANSWERED); /* dropped at the loss */
+    assert_int_equal(h.cmds[2].outcome, RESP_OK);
+    assert_int_equal(h.closed.protocol_errors, 1);
+    assert_int_equal(h.closed.resyncs, 1);
+    assert_int_equal(h.closed.skipped_bytes, strlen("\x01\x02 junk \xff\r\n"));
+    assert_int_equal(h.closed.unpaired_replies, 1); /* the +PONG found by the resync */
+    h_free(&h);
+}
+
+static void test_gap_request_side(void **state)
+{
+    (void)state;
+    h_ctx h;
+    h_init(&h, 1, NULL);
+    h_open(&h);
+    h_str(&h, CAP_TO_SERVER, "*2\r\n$3\r\nGET\r\n$1\r\na\r\n*2\r\n$3\r\nGET\r\n$5\r\nab");
+    h_gap(&h, CAP_TO_SERVER, 1000);
+    h_str(&h, CAP_TO_SERVER, "tail of something\r\n*2\r\n$3\r\nGET\r\n$1\r\nc\r\n");
+    h_str(&h, CAP_TO_CLIENT, "$1\r\nA\r\n$-1\r\n$1\r\nC\r\n");
+    h_str(&h, CAP_TO_SERVER, PING);
+    h_str(&h, CAP_TO_CLIENT, "+PONG\r\n");
+    h_close(&h);
+    /* GET a (in flight at the gap), GET c (after the gap), PING */
+    assert_int_equal(h.ncmds, 3);
+    assert_int_equal(h.cmds[0].outcome, RESP_UNANSWERED);
+    assert_memory_equal(h.cmds[1].req.args[0], "c", 1);
+    assert_int_equal(h.cmds[1].outcome, RESP_UNANSWERED);
+    assert_string_equal(h.cmds[2].req.name, "PING");
+    assert_int_equal(h.cmds[2].outcome, RESP_OK);
+    assert_int_equal(h.cmds[2].reply.type, RESP_T_SIMPLE);
+    assert_int_equal(h.closed.out_of_sync, 1);
+    assert_int_equal(h.closed.resyncs, 1);
+    h_free(&h);
+}
+
+static void test_gap_reply_side(void **state)
+{
+    (void)state;
+    h_ctx h;
+    h_init(&h, 1, NULL);
+    h_open(&h);
+    h_str(&h, CAP_TO_SERVER, "*2\r\n$3\r\nGET\r\n$1\r\na\r\n");
+    h_str(&h, CAP_TO_CLIENT, "$100000\r\nxxxx");
+    h_gap(&h, CAP_TO_CLIENT, 50000);
+    h_str(&h, CAP_TO_CLIENT, "yyyy");
+    h_str(&h, CAP_TO_SERVER, PING);
+    h_str(&h, CAP_TO_CLIENT, "yyyy\r\n+PONG\r\n");
+    h_str(&h, CAP_TO_SERVER, PING);
+    h_str(&h, CAP_TO_CLIENT, "+PONG\r\n");
+    h_close(&h);
+    assert_int_equal(h.ncmds, 3);
+    assert_int_equal(h.cmds[0].outcome, RESP_UNANSWERED);
+    assert_int_equal(h.cmds[1].outcome, RESP_UNANSWERED); /* uncertain */
+    assert_int_equal(h.cmds[2].outcome, RESP_OK);
+    assert_int_equal(h.closed.out_of_sync, 1);
+    h_free(&h);
+}
+
+/* A connection picked up mid-stream: the first bytes are the middle of a
+ * message on both sides. */
+static void test_mid_stream(void **state)
+{
+    (void)state;
+    h_ctx h;
+    h_init(&h, 0, NULL);
+    h_open(&h);
+    h_str(&h, CAP_TO_CLIENT, "lue\r\n+OK\r\n");
+    h_str(&h, CAP_TO_SERVER, "ET\r\n$3\r\nfoo\r\n" PING);
+    h_str(&h, CAP_TO_CLIENT, "+PONG\r\n");
+    h_close(&h);
+    assert_int_equal(h.ncmds, 1);
+    assert_string_equal(h.cmds[0].req.name, "PING");
+    assert_int_equal(h.cmds[0].outcome, RESP_OK);
+    assert_int_equal(h.closed.unpaired_replies, 1); /* +OK before any request */
+    assert_int_equal(h.closed.out_of_sync, 0);
+    assert_int_equal(h.closed.skipped_bytes, strlen("lue\r\n") + strlen("ET\r\n$3\r\nfoo\r\n"));
+    h_free(&h);
+
+    /* a reply-first capture whose first bytes are a whole reply */
+    h_init(&h, 0, NULL);
+    h_open(&h);
+    h_str(&h, CAP_TO_CLIENT, "+OK\r\n");
+    h_str(&h, CAP_TO_SERVER, PING);
+    h_str(&h, CAP_TO_CLIENT, "+PONG\r\n");
+    h_close(&h);
+    assert_int_equal(h.closed.unpaired_replies, 1);
+    assert_int_equal(h.closed.paired, 1);
+    h_free(&h);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_every_type),
+        cmocka_unit_test(test_request_fields),
+        cmocka_unit_test(test_long_key_split),
+        cmocka_unit_test(test_split_a),
+        cmocka_unit_test(test_split_b),
+        cmocka_unit_test(test_split_c),
+        cmocka_unit_test(test_split_d),
+        cmocka_unit_test(test_inline),
+        cmocka_unit_test(test_limits),
+        cmocka_unit_test(test_request_limits),
+        cmocka_unit_test(test_garbage_request),
+        cmocka_unit_test(test_garbage_reply),
+        cmocka_unit_test(test_gap_request_side),
+        cmocka_unit_test(test_gap_reply_side),
+        cmocka_unit_test(test_mid_stream),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

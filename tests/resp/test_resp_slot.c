@@ -1,0 +1,107 @@
+/*
+ * test_resp_slot.c - CRC16-XMODEM and hash slots (resp/slot.c).
+ *
+ * Facts from the Redis Cluster specification: CRC16 check value 0x31C3 for
+ * "123456789"; the {hashtag} rule and its corner cases.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "resp/resp.h"
+
+/* Slot of a C string. */
+static uint16_t slot_of(const char *s)
+{
+    return resp_key_slot((const uint8_t *)s, strlen(s));
+}
+
+static void test_check_value(void **state)
+{
+    (void)state;
+    /* 0x31C3 < 16384, so the slot is the CRC itself */
+    assert_int_equal(slot_of("123456789"), 0x31C3);
+    /* values Redis documents / CLUSTER KEYSLOT returns */
+    assert_int_equal(slot_of("foo"), 12182);
+    assert_int_equal(slot_of("bar"), 5061);
+    assert_int_equal(slot_of("somekey"), 11058);
+    assert_int_equal(slot_of(""), 0);
+}
+
+static void test_hashtags(void **state)
+{
+    (void)state;
+    assert_int_equal(slot_of("{user1}.a"), slot_of("user1"));
+    assert_int_equal(slot_of("{user1}.b"), slot_of("user1"));
+    assert_int_equal(slot_of("x{user1}y"), slot_of("user1"));
+    /* empty tag: the whole key is hashed */
+    assert_int_equal(slot_of("foo{}{bar}"), resp_key_slot((const uint8_t *)"foo{}{bar}", 10));
+    assert_int_not_equal(slot_of("foo{}{bar}"), slot_of("bar"));
+    /* first '{' and the first '}' after it */
+    assert_int_equal(slot_of("foo{{bar}}zap"), slot_of("{bar"));
+    assert_int_equal(slot_of("foo{bar}{zap}"), slot_of("bar"));
+    /* no closing brace: whole key */
+    assert_int_not_equal(slot_of("foo{bar"), slot_of("bar"));
+    assert_int_equal(slot_of("{a}"), slot_of("a"));
+    assert_int_equal(slot_of("}{a}"), slot_of("a"));
+}
+
+/* Incremental hashing equals whole-key hashing for every split point (two and
+ * three pieces) of a set of keys. */
+static void test_incremental_every_split(void **state)
+{
+    (void)state;
+    const char *keys[] = {"123456789", "{user1}.a", "foo{}{bar}", "foo{{bar}}zap",
+                          "foo{bar}{zap}", "{", "}", "{}", "a{b}c", "no-tag-here-at-all",
+                          "{long-tag-0123456789abcdef}tail", "x{y", "{{}}"};
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+        const uint8_t *p = (const uint8_t *)keys[k];
+        size_t n = strlen(keys[k]);
+        uint16_t whole = resp_key_slot(p, n);
+        for (size_t i = 0; i <= n; i++) {
+            for (size_t j = i; j <= n; j++) {
+                resp_slot_hasher h;
+                resp_slot_init(&h);
+                resp_slot_update(&h, p, i);
+                resp_slot_update(&h, p + i, j - i);
+                resp_slot_update(&h, p + j, n - j);
+                assert_int_equal(resp_slot_final(&h), whole);
+            }
+        }
+    }
+}
+
+/* A long key fed one byte at a time. */
+static void test_long_key(void **state)
+{
+    (void)state;
+    size_t n = 100000;
+    uint8_t *k = malloc(n);
+    assert_non_null(k);
+    for (size_t i = 0; i < n; i++)
+        k[i] = (uint8_t)('a' + (i * 7) % 26);
+    k[50000] = '{';
+    k[50010] = '}';
+    resp_slot_hasher h;
+    resp_slot_init(&h);
+    for (size_t i = 0; i < n; i++)
+        resp_slot_update(&h, k + i, 1);
+    assert_int_equal(resp_slot_final(&h), resp_key_slot(k + 50001, 9));
+    assert_int_equal(resp_slot_final(&h), resp_key_slot(k, n));
+    free(k);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_check_value),
+        cmocka_unit_test(test_hashtags),
+        cmocka_unit_test(test_incremental_every_split),
+        cmocka_unit_test(test_long_key),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
