@@ -29,7 +29,9 @@
  * Known approximations: a keyword search the server runs backwards (MIGRATE's
  * KEYS) runs forwards from a fixed start, so a key literally named "KEYS" in a
  * MIGRATE key list is mishandled; MIGRATE's key argument is marked even when
- * it is "" (KEYS form; the analysis ignores an empty first key).
+ * it is "" (KEYS form; the analysis ignores an empty first key); inline
+ * commands give no argument count, so ranges counted from the end (BLPOP's
+ * keys, XREAD's streams) take every remaining argument.
  */
 #include <ctype.h>
 #include <string.h>
@@ -41,6 +43,9 @@
 #define SCR_INDEX_MASK 0xffffu
 #define SCR_WAIT_SUB (1u << 30)
 #define SCR_DEAD (1u << 31)
+/* Inline commands (space separated) announce no argument count: ranges that
+ * run to the end take every remaining argument. */
+#define INLINE_ARGC 0x7fffffffL
 
 /* Compare a table name with name[0..len) ignoring the case of the input;
  * strcmp order over upper-case names. */
@@ -158,6 +163,8 @@ static int in_range(const an_keyspec *s, long first, long argc, long argi)
 static int spec_step(const an_keyspec *s, uint32_t *st, resp_keyctx *k)
 {
     long argc = (long)k->req->argc, argi = (long)k->argi;
+    if (k->req->inline_cmd)
+        argc = INLINE_ARGC; /* not known until the line ends */
     if (s->bs_type == AN_BS_KEYWORD) {
         /* Search: the previous argument, if it is at or after the start. */
         if (*st == 0 && argi - 1 >= s->bs_arg && s->keyword && prev_is(k, s->keyword))
@@ -189,27 +196,30 @@ static int spec_step(const an_keyspec *s, uint32_t *st, resp_keyctx *k)
 /* SORT key [BY p] [LIMIT o c] [GET p ...] [ASC|DESC] [ALPHA] [STORE dst]: the
  * argument after STORE is a key; option values are skipped so that a pattern
  * spelled "STORE" is not taken for the keyword (as the server's sortGetKeys).
- * State: bits 0..7 values still to skip, bit 8 the value is STORE's. */
+ * State: bits 0..7 values still to come, bit 8 they are STORE's, bit 9 the
+ * previous argument was a value (not an option name). */
 static int proc_sort_store(uint32_t *st, resp_keyctx *k)
 {
-    uint32_t left = *st & 0xff, store = (*st >> 8) & 1;
+    uint32_t left = *st & 0xff, store = (*st >> 8) & 1, prev_value = (*st >> 9) & 1;
     if (k->argi < 3)
         return 0; /* argument 1 is the sorted key, 2 is the first option */
-    if (left == 0) {
+    if (left == 0 && !prev_value) {
         if (prev_is(k, "LIMIT"))
             left = 2, store = 0;
         else if (prev_is(k, "GET") || prev_is(k, "BY"))
             left = 1, store = 0;
         else if (prev_is(k, "STORE"))
             left = 1, store = 1;
-        else
-            return 0; /* a flag such as ASC, or a word we do not know */
     }
-    left--;
-    int is_key = store && left == 0;
-    if (left == 0)
-        store = 0;
-    *st = left | (store << 8);
+    int is_value = 0, is_key = 0;
+    if (left > 0) {
+        left--;
+        is_value = 1;
+        is_key = store && left == 0;
+        if (left == 0)
+            store = 0;
+    }
+    *st = left | (store << 8) | ((uint32_t)is_value << 9);
     return is_key;
 }
 

@@ -1,0 +1,297 @@
+/*
+ * test_an_keys.c - hash slots against a real server's CLUSTER KEYSLOT (fixture
+ * from tests/analysis/gen-fixtures.py), the command table, and key extraction
+ * by an_key_fn for every movable-key family.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "analysis/analysis.h"
+#include "tests/analysis/scenario.h"
+
+/* ---------------------------------------------------------------- slots */
+
+static int hexval(int c)
+{
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+}
+
+/* Every key of keyslots.tsv hashes to the slot the server said. */
+static void test_keyslots_match_server(void **state)
+{
+    (void)state;
+    FILE *f = fopen(SS_FIXTURES "/analysis/keyslots.tsv", "r");
+    assert_non_null(f);
+    char line[512];
+    size_t n = 0, braces = 0, binary = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (line[0] == '#')
+            continue;
+        char *tab = strchr(line, '\t');
+        assert_non_null(tab);
+        size_t hl = (size_t)(tab - line);
+        assert_int_equal(hl % 2, 0);
+        uint8_t key[256];
+        for (size_t i = 0; i < hl / 2; i++)
+            key[i] = (uint8_t)(hexval(line[2 * i]) * 16 + hexval(line[2 * i + 1]));
+        int want = atoi(tab + 1);
+        uint16_t got = an_key_slot(key, hl / 2);
+        if (got != want)
+            fail_msg("key %.*s: slot %u, server says %d", (int)hl, line, got, want);
+        /* the incremental hasher, fed one byte at a time, agrees */
+        resp_slot_hasher h;
+        resp_slot_init(&h);
+        for (size_t i = 0; i < hl / 2; i++)
+            resp_slot_update(&h, key + i, 1);
+        assert_int_equal(resp_slot_final(&h), want);
+        braces += memchr(key, '{', hl / 2) != NULL;
+        binary += memchr(key, 0, hl / 2) != NULL || memchr(key, '\r', hl / 2) != NULL;
+        n++;
+    }
+    fclose(f);
+    assert_true(n >= 2000);
+    assert_true(braces >= 500);
+    assert_true(binary >= 100);
+}
+
+/* CRC16-XMODEM check value, and the hash tag examples of the spec. */
+static void test_slot_vectors(void **state)
+{
+    (void)state;
+    assert_int_equal(an_key_slot("123456789", 9), 0x31C3 & 16383);
+    assert_int_equal(an_key_slot("{user1}.a", 9), an_key_slot("{user1}.b", 9));
+    assert_int_equal(an_key_slot("{user1}.a", 9), an_key_slot("user1", 5));
+    assert_int_equal(an_key_slot("foo{}{bar}", 10), an_key_slot("foo{}{bar}", 10));
+    assert_int_not_equal(an_key_slot("foo{}{bar}", 10), an_key_slot("bar", 3));
+    assert_int_equal(an_key_slot("foo{{bar}}zap", 13), an_key_slot("{bar", 4));
+}
+
+/* ---------------------------------------------------------------- table */
+
+static void test_command_table(void **state)
+{
+    (void)state;
+    assert_true(an_command_known("GET"));
+    assert_true(an_command_known("XREADGROUP"));
+    assert_true(an_command_known("OBJECT"));
+    assert_true(an_command_known("RESTORE-ASKING"));
+    assert_false(an_command_known("NOSUCHCOMMAND"));
+    assert_false(an_command_known(""));
+    assert_false(an_command_known(NULL));
+}
+
+/* ---------------------------------------------------------------- keys */
+
+/* Run an_key_fn over argv the way resp/ does; return the key positions as a
+ * text like "1,3,5". */
+static const char *keys_of(int argc, const char *const *argv, char *out, size_t n)
+{
+    resp_request r;
+    memset(&r, 0, sizeof r);
+    snprintf(r.name, sizeof r.name, "%s", argv[0]);
+    for (char *p = r.name; *p; p++)
+        if (*p >= 'a' && *p <= 'z')
+            *p = (char)(*p - 32);
+    r.argc = (uint32_t)argc;
+    resp_keyctx k;
+    memset(&k, 0, sizeof k);
+    k.req = &r;
+    out[0] = 0;
+    size_t len = 0;
+    for (int i = 1; i < argc; i++) {
+        k.argi = (uint32_t)i;
+        k.prev = (const uint8_t *)argv[i - 1];
+        k.prev_full_len = (uint32_t)strlen(argv[i - 1]);
+        k.prev_len = k.prev_full_len < RESP_ARG_PREFIX ? k.prev_full_len : RESP_ARG_PREFIX;
+        if (i <= RESP_ARG_KEEP) {
+            r.nargs = (uint8_t)i;
+            r.arg_len[i - 1] = (uint8_t)strlen(argv[i]);
+            r.arg_full_len[i - 1] = (uint32_t)strlen(argv[i]);
+            memcpy(r.args[i - 1], argv[i], r.arg_len[i - 1]);
+        }
+        if (an_key_fn(NULL, &k))
+            len += (size_t)snprintf(out + len, n - len, "%s%d", len ? "," : "", i);
+    }
+    return out;
+}
+
+#define KEYS(expect, ...)                                                      \
+    do {                                                                       \
+        const char *argv_[] = {__VA_ARGS__};                                   \
+        char buf_[256];                                                        \
+        assert_string_equal(keys_of((int)(sizeof argv_ / sizeof argv_[0]),     \
+                                    argv_, buf_, sizeof buf_), expect);        \
+    } while (0)
+
+static void test_keys_fixed(void **state)
+{
+    (void)state;
+    KEYS("1", "GET", "k");
+    KEYS("1", "set", "k", "v", "EX", "10");
+    KEYS("1,3,5", "MSET", "a", "1", "b", "2", "c", "3");
+    KEYS("1,2,3", "DEL", "a", "b", "c");
+    KEYS("1,2", "BLPOP", "a", "b", "0");
+    KEYS("1,2", "BZPOPMIN", "a", "b", "1.5");
+    KEYS("1,2", "RPOPLPUSH", "src", "dst");
+    KEYS("2,3", "BITOP", "AND", "dst", "a");
+    KEYS("", "PING");
+    KEYS("", "CLUSTER", "KEYSLOT", "foo");
+    KEYS("", "NOSUCHCOMMAND", "a", "b");
+    KEYS("", "BLPOP", "0"); /* too few arguments: the server rejects it */
+}
+
+static void test_keys_numkeys(void **state)
+{
+    (void)state;
+    KEYS("3,4", "EVAL", "return 1", "2", "a", "b", "x");
+    KEYS("3", "EVALSHA", "abc", "1", "a", "x", "y");
+    KEYS("", "EVAL", "return 1", "0", "x");
+    KEYS("3,4", "FCALL", "f", "2", "a", "b");
+    KEYS("3", "FCALL_RO", "f", "1", "a", "arg");
+    KEYS("", "EVAL", "s", "5", "a"); /* more keys than arguments: rejected */
+    KEYS("", "EVAL", "s", "x1", "a"); /* not a number */
+    KEYS("1,3,4", "ZUNIONSTORE", "dst", "2", "a", "b", "WEIGHTS", "1", "2");
+    KEYS("1,3,4", "ZINTERSTORE", "dst", "2", "a", "b");
+    KEYS("1,3", "ZDIFFSTORE", "dst", "1", "a");
+    KEYS("2,3", "ZUNION", "2", "a", "b", "WITHSCORES");
+    KEYS("2,3,4", "ZINTER", "3", "a", "b", "c");
+    KEYS("2", "ZDIFF", "1", "a");
+    KEYS("2,3", "SINTERCARD", "2", "a", "b", "LIMIT", "1");
+    KEYS("2,3", "LMPOP", "2", "a", "b", "LEFT", "COUNT", "3");
+    KEYS("2", "ZMPOP", "1", "a", "MIN");
+    KEYS("3,4", "BLMPOP", "0.5", "2", "a", "b", "RIGHT");
+    KEYS("3", "BZMPOP", "1", "1", "a", "MAX", "COUNT", "2");
+}
+
+static void test_keys_keyword(void **state)
+{
+    (void)state;
+    KEYS("2,3", "XREAD", "STREAMS", "a", "b", "0", "0");
+    KEYS("4,5", "XREAD", "COUNT", "2", "STREAMS", "a", "b", "$", "$");
+    KEYS("6", "XREAD", "COUNT", "2", "BLOCK", "0", "STREAMS", "s", ">");
+    KEYS("5,6", "XREADGROUP", "GROUP", "g", "c", "STREAMS", "a", "b", ">", ">");
+    /* odd count: the key spec's arithmetic (as the server's) keeps one key */
+    KEYS("2", "XREAD", "STREAMS", "a", "b", "0");
+    /* a stream named STREAMS: the first STREAMS keyword wins, as the server */
+    KEYS("2,3", "XREAD", "STREAMS", "STREAMS", "x", "0", "0");
+    KEYS("1,7", "GEORADIUS", "k", "0", "0", "1", "km", "STORE", "dst");
+    KEYS("1,7", "GEORADIUSBYMEMBER", "k", "m", "1", "km", "ASC", "STOREDIST", "dst");
+    KEYS("3", "MIGRATE", "h", "1", "key", "0", "1000");
+    KEYS("3,7,8", "MIGRATE", "h", "1", "", "0", "1000", "KEYS", "a", "b");
+    KEYS("3,9,10", "MIGRATE", "h", "1", "", "0", "1000", "COPY", "REPLACE", "KEYS", "a", "b");
+}
+
+static void test_keys_sort_and_subcommands(void **state)
+{
+    (void)state;
+    KEYS("1", "SORT", "k");
+    KEYS("1,3", "SORT", "k", "STORE", "dst");
+    KEYS("1,9", "SORT", "k", "BY", "w_*", "LIMIT", "0", "10", "DESC", "STORE", "dst");
+    KEYS("1", "SORT", "k", "GET", "STORE"); /* a pattern spelled STORE */
+    KEYS("1,5", "SORT", "k", "GET", "STORE", "STORE", "dst");
+    KEYS("1", "SORT_RO", "k", "BY", "x");
+    KEYS("2", "OBJECT", "ENCODING", "k");
+    KEYS("2", "object", "freq", "k");
+    KEYS("", "OBJECT", "HELP");
+    KEYS("", "OBJECT", "NOSUCH", "k");
+    KEYS("2", "MEMORY", "USAGE", "k", "SAMPLES", "5");
+    KEYS("", "MEMORY", "STATS");
+    KEYS("", "CLIENT", "LIST");
+}
+
+/* Through the real decoder: bytes in, keys and slot out. */
+typedef struct got {
+    resp_command cmd;
+    int n;
+} got;
+
+static void got_cmd(void *ctx, const resp_command *c)
+{
+    got *g = ctx;
+    g->cmd = *c;
+    g->n++;
+}
+
+static void test_keys_through_resp(void **state)
+{
+    (void)state;
+    resp_config cfg;
+    resp_config_defaults(&cfg);
+    cfg.key_fn = an_key_fn;
+    got g;
+    memset(&g, 0, sizeof g);
+    resp_sink sink = {&g, NULL, got_cmd, NULL};
+    resp_pipeline *rp = resp_new(&cfg, &sink);
+    assert_non_null(rp);
+    cap_conn c;
+    memset(&c, 0, sizeof c);
+    c.id = 1;
+    c.client.addr.family = c.server.addr.family = 4;
+    c.client.port = 40000;
+    c.server.port = 30001;
+    c.saw_syn = 1;
+    cap_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.conn = &c;
+    ev.kind = CAP_EV_OPEN;
+    resp_on_capture_event(rp, &ev);
+    const char *req = "*7\r\n$4\r\nEVAL\r\n$8\r\nreturn 1\r\n$1\r\n2\r\n$9\r\n{user1}.a\r\n"
+                      "$9\r\n{user1}.b\r\n$1\r\nx\r\n$1\r\ny\r\n";
+    ev.kind = CAP_EV_DATA;
+    ev.dir = CAP_TO_SERVER;
+    ev.ts_us = 1;
+    ev.data = (const uint8_t *)req;
+    ev.len = strlen(req);
+    resp_on_capture_event(rp, &ev);
+    ev.dir = CAP_TO_CLIENT;
+    ev.ts_us = 2;
+    ev.data = (const uint8_t *)":1\r\n";
+    ev.len = 4;
+    resp_on_capture_event(rp, &ev);
+    assert_int_equal(g.n, 1);
+    assert_int_equal(g.cmd.req.nkeys, 2);
+    assert_int_equal(g.cmd.req.slot, an_key_slot("user1", 5));
+    assert_false(g.cmd.req.multi_slot);
+    assert_memory_equal(g.cmd.req.key0, "{user1}.a", 9);
+    /* XREAD STREAMS: half of the rest are keys, hashing to two slots */
+    req = "*6\r\n$5\r\nXREAD\r\n$7\r\nSTREAMS\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\n0\r\n$1\r\n0\r\n";
+    ev.dir = CAP_TO_SERVER;
+    ev.data = (const uint8_t *)req;
+    ev.len = strlen(req);
+    resp_on_capture_event(rp, &ev);
+    ev.dir = CAP_TO_CLIENT;
+    ev.data = (const uint8_t *)"*-1\r\n";
+    ev.len = 5;
+    resp_on_capture_event(rp, &ev);
+    assert_int_equal(g.n, 2);
+    assert_int_equal(g.cmd.req.nkeys, 2);
+    assert_int_equal(g.cmd.req.slot, an_key_slot("a", 1));
+    assert_true(g.cmd.req.multi_slot);
+    ev.kind = CAP_EV_CLOSE;
+    resp_on_capture_event(rp, &ev);
+    resp_free(rp);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_keyslots_match_server),
+        cmocka_unit_test(test_slot_vectors),
+        cmocka_unit_test(test_command_table),
+        cmocka_unit_test(test_keys_fixed),
+        cmocka_unit_test(test_keys_numkeys),
+        cmocka_unit_test(test_keys_keyword),
+        cmocka_unit_test(test_keys_sort_and_subcommands),
+        cmocka_unit_test(test_keys_through_resp),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
