@@ -198,6 +198,21 @@ void json_string(FILE *out, const char *s);
 /* 1 if text is exactly one syntactically valid JSON value (depth-limited). */
 int json_valid(const char *text);
 
+/* A value inside a JSON text that json_valid accepted: where it starts, its
+ * length. p is NULL for "not there". */
+typedef struct json_span {
+    const char *p;
+    size_t len;
+} json_span;
+/* Member `name` of an object. */
+json_span json_member(json_span obj, const char *name);
+/* Element i of an array; json_count counts them. */
+json_span json_element(json_span arr, size_t i);
+size_t json_count(json_span arr);
+/* A string's text without quotes and escapes (\u above ASCII as '?'), or the
+ * text of any other value; cut to fit buf. */
+void json_text(json_span v, char *buf, size_t size);
+
 /* ---------------------------------------------------------------- pipeline */
 
 typedef struct pipeline pipeline;

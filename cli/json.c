@@ -211,3 +211,117 @@ int json_valid(const char *text)
     skip_ws(&j);
     return *j.p == 0;
 }
+
+/* ---------------------------------------------------------------- reading */
+
+/* Member `name` of the object at obj (text already checked by json_valid). */
+json_span json_member(json_span obj, const char *name)
+{
+    json_span none = {NULL, 0};
+    jp j = {obj.p};
+    size_t name_len = strlen(name);
+    if (!obj.p || *j.p != '{')
+        return none;
+    j.p++;
+    for (;;) {
+        const char *key;
+        size_t key_len;
+        json_span v;
+        skip_ws(&j);
+        key = j.p + 1;
+        if (*j.p != '"' || !parse_string(&j))
+            return none;
+        key_len = (size_t)(j.p - 1 - key); /* raw, between the quotes */
+        skip_ws(&j);
+        if (*j.p++ != ':')
+            return none;
+        skip_ws(&j);
+        v.p = j.p;
+        if (!parse_value(&j, 1))
+            return none;
+        v.len = (size_t)(j.p - v.p);
+        if (key_len == name_len && !strncmp(key, name, name_len))
+            return v;
+        skip_ws(&j);
+        if (*j.p++ != ',')
+            return none;
+    }
+}
+
+/* Element i of the array at arr, or a span with p NULL. */
+json_span json_element(json_span arr, size_t i)
+{
+    json_span none = {NULL, 0};
+    jp j = {arr.p};
+    if (!arr.p || *j.p != '[')
+        return none;
+    j.p++;
+    skip_ws(&j);
+    if (*j.p == ']')
+        return none;
+    for (size_t k = 0;; k++) {
+        json_span v;
+        skip_ws(&j);
+        v.p = j.p;
+        if (!parse_value(&j, 1))
+            return none;
+        v.len = (size_t)(j.p - v.p);
+        if (k == i)
+            return v;
+        skip_ws(&j);
+        if (*j.p++ != ',')
+            return none;
+    }
+}
+
+size_t json_count(json_span arr)
+{
+    size_t n = 0;
+    while (json_element(arr, n).p)
+        n++;
+    return n;
+}
+
+/* The character a simple escape stands for ("\n" -> newline), or '?'. */
+static char unescape(char c)
+{
+    switch (c) {
+    case 'n': return '\n';
+    case 't': return '\t';
+    case 'r': return '\r';
+    case 'b': return '\b';
+    case 'f': return '\f';
+    case '"': case '\\': case '/': return c;
+    default: return '?';
+    }
+}
+
+void json_text(json_span v, char *buf, size_t size)
+{
+    size_t o = 0;
+    if (size == 0)
+        return;
+    if (v.p && v.len >= 2 && v.p[0] == '"') {
+        /* A string: drop the quotes, undo the escapes (\u above ASCII as '?'). */
+        for (size_t i = 1; i + 1 < v.len && o + 1 < size; i++) {
+            char c = v.p[i];
+            if (c == '\\' && i + 2 < v.len) {
+                c = v.p[++i];
+                if (c == 'u') {
+                    unsigned cp = 0;
+                    sscanf(v.p + i + 1, "%4x", &cp);
+                    c = cp > 0 && cp < 0x80 ? (char)cp : '?';
+                    i += 4;
+                } else {
+                    c = unescape(c);
+                }
+            }
+            buf[o++] = c;
+        }
+    } else if (v.p) {
+        /* A number, true, false, null, or an aggregate: its text. */
+        o = v.len < size - 1 ? v.len : size - 1;
+        memcpy(buf, v.p, o);
+    }
+    buf[o] = 0;
+}

@@ -10,6 +10,7 @@
  */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -19,14 +20,17 @@
 #define TEXT_MAX_NODES 20
 #define TEXT_MAX_MIGRATIONS 30  /* migration lines (ranges of slots count once) */
 #define TEXT_MAX_TOP 5          /* clients / slots in the latency part */
-#define TEXT_EVIDENCE_CHARS 240 /* evidence shown per finding */
+#define TEXT_EVIDENCE_CHARS 240 /* evidence shown when it is not a list of events */
+#define TEXT_EVIDENCE_EVENTS 3  /* events shown per finding */
 
 /* ---------------------------------------------------------------- formatting */
 
-/* UTC time of us, with the date or without ("22:13:20.500"). */
+/* UTC time of us, with the date or without ("22:13:20.500"), rounded to the
+ * millisecond as SQLite's strftime does (the canned queries show the same). */
 static const char *fmt_time(char *buf, size_t size, int64_t us, int with_date)
 {
-    time_t sec = (time_t)(us / 1000000);
+    int64_t ms = (us + 500) / 1000;
+    time_t sec = (time_t)(ms / 1000);
     struct tm tm;
     char hms[32];
     if (us <= 0 || !gmtime_r(&sec, &tm)) {
@@ -34,7 +38,7 @@ static const char *fmt_time(char *buf, size_t size, int64_t us, int with_date)
         return buf;
     }
     strftime(hms, sizeof hms, with_date ? "%Y-%m-%d %H:%M:%S" : "%H:%M:%S", &tm);
-    snprintf(buf, size, "%s.%03d", hms, (int)(us % 1000000 / 1000));
+    snprintf(buf, size, "%s.%03d", hms, (int)(ms % 1000));
     return buf;
 }
 
@@ -143,7 +147,8 @@ static void print_traffic(const report *r, FILE *out)
             report_counter(r, "packets"), report_counter(r, "connections"),
             report_counter(r, "commands"), r->clients, r->clients_aware);
     if (r->clients_nodes)
-        fprintf(out, ", %" PRIu64 " of them cluster nodes", r->clients_nodes);
+        fprintf(out, "; %" PRIu64 " %s cluster node%s", r->clients_nodes,
+                r->clients_nodes == 1 ? "is a" : "are", r->clients_nodes == 1 ? "" : "s");
     fputs(")\n", out);
 }
 
@@ -249,20 +254,87 @@ static void print_migrations(const report *r, FILE *out)
 
 /* ---------------------------------------------------------------- findings */
 
-/* The evidence, cut to a readable length. */
-static void print_evidence(const rep_finding *f, const char *indent, FILE *out)
+/* One event of a finding's evidence on one line:
+ *   22:13:20.260 ask: GET {user:1}.f29 (conn 57 127.0.2.10 -> 127.0.0.1:7000) -> -ASK 1000 ...
+ * Fields that are missing are left out. */
+static void print_event(json_span ev, int days, FILE *out)
+{
+    char what[128], cmd[64], key[160], conn[32], src[80], dst[80], reply[200], ts[32], t[48];
+    json_text(json_member(ev, "what"), what, sizeof what);
+    json_text(json_member(ev, "cmd"), cmd, sizeof cmd);
+    json_text(json_member(ev, "key"), key, sizeof key);
+    json_text(json_member(ev, "conn"), conn, sizeof conn);
+    json_text(json_member(ev, "src"), src, sizeof src);
+    json_text(json_member(ev, "dst"), dst, sizeof dst);
+    json_text(json_member(ev, "reply"), reply, sizeof reply);
+    json_text(json_member(ev, "ts_us"), ts, sizeof ts);
+    fprintf(out, "        %s ", fmt_time(t, sizeof t, strtoll(ts, NULL, 10), days));
+    cli_print_safe(out, what[0] ? what : "event");
+    fputc(':', out);
+    if (cmd[0]) {
+        fputc(' ', out);
+        cli_print_safe(out, cmd);
+    }
+    if (key[0]) {
+        fputc(' ', out);
+        cli_print_safe(out, key);
+    }
+    if (conn[0] || src[0]) {
+        fprintf(out, " (%s%s%s", conn[0] ? "conn " : "", conn, conn[0] && src[0] ? " " : "");
+        cli_print_safe(out, src);
+        if (dst[0]) {
+            fputs(" -> ", out);
+            cli_print_safe(out, dst);
+        }
+        fputc(')', out);
+    }
+    if (reply[0]) {
+        fputs(" -> ", out);
+        cli_print_safe(out, reply);
+    }
+    fputc('\n', out);
+}
+
+/* Evidence that is not a list of events: its first characters. */
+static void print_evidence_text(const char *evidence, FILE *out)
 {
     char cut[TEXT_EVIDENCE_CHARS + 1];
+    snprintf(cut, sizeof cut, "%s", evidence);
+    fputs("      evidence: ", out);
+    cli_print_safe(out, cut);
+    fputs(strlen(evidence) > TEXT_EVIDENCE_CHARS ? " ...\n" : "\n", out);
+}
+
+/* The evidence: how many events, the first few, one per line. */
+static void print_evidence(const rep_finding *f, int days, FILE *out)
+{
+    json_span root, events;
+    size_t n;
+    char omitted[32];
     if (f->evidence_too_long) {
-        fprintf(out, "%sevidence: too long to show (--json, or the findings table)\n", indent);
+        fputs("      evidence: too long to show (--json, or the findings table)\n", out);
         return;
     }
     if (!f->evidence)
         return;
-    snprintf(cut, sizeof cut, "%s", f->evidence);
-    fprintf(out, "%sevidence: ", indent);
-    cli_print_safe(out, cut);
-    fputs(strlen(f->evidence) > TEXT_EVIDENCE_CHARS ? " ...\n" : "\n", out);
+    root.p = f->evidence;
+    root.len = strlen(f->evidence);
+    events = json_valid(f->evidence) ? json_member(root, "events") : (json_span){NULL, 0};
+    if (!events.p || events.p[0] != '[') {
+        print_evidence_text(f->evidence, out);
+        return;
+    }
+    n = json_count(events);
+    json_text(json_member(root, "omitted"), omitted, sizeof omitted);
+    fprintf(out, "      evidence: %zu event%s", n, n == 1 ? "" : "s");
+    if (strtoll(omitted, NULL, 10) > 0)
+        fprintf(out, " (and %s not kept)", omitted);
+    fputs(n ? ", the first:\n" : "\n", out);
+    for (size_t i = 0; i < n && i < TEXT_EVIDENCE_EVENTS; i++)
+        print_event(json_element(events, i), days, out);
+    if (n > TEXT_EVIDENCE_EVENTS)
+        fprintf(out, "        ... %zu more (--json, or the findings table)\n",
+                n - TEXT_EVIDENCE_EVENTS);
 }
 
 /* "ask_cached: client 10.0.0.5, slot 3999, node 10.0.0.2:7001". */
@@ -303,12 +375,16 @@ static void print_finding(const rep_finding *f, size_t rank, int days, FILE *out
     cli_print_safe(out, f->severity);
     fprintf(out, "%*s", (int)(strlen(f->severity) < 8 ? 8 - strlen(f->severity) : 1), "");
     print_finding_subject(f, out);
-    fprintf(out, "\n      %" PRIu64 " time%s, %s .. %s, cost %s\n      ", f->count,
-            f->count == 1 ? "" : "s", fmt_time(a, sizeof a, f->first_us, days),
-            fmt_time(b, sizeof b, f->last_us, days), fmt_dur(d, sizeof d, f->extra_latency_us));
+    fprintf(out, "\n      %" PRIu64 " time%s, ", f->count, f->count == 1 ? "" : "s");
+    if (f->first_us == f->last_us)
+        fprintf(out, "at %s", fmt_time(a, sizeof a, f->first_us, days));
+    else
+        fprintf(out, "%s .. %s", fmt_time(a, sizeof a, f->first_us, days),
+                fmt_time(b, sizeof b, f->last_us, days));
+    fprintf(out, ", cost %s\n      ", fmt_dur(d, sizeof d, f->extra_latency_us));
     cli_print_safe(out, f->summary);
     fputc('\n', out);
-    print_evidence(f, "      ", out);
+    print_evidence(f, days, out);
 }
 
 static void print_findings(const report *r, FILE *out)
