@@ -18,6 +18,8 @@
  *   - the importing node answers a command preceded by ASKING (-TRYAGAIN if
  *     a multi-key command's keys are not all there yet)
  *   - any other node answers -MOVED <owner>
+ * and, for a slot flipped on the source before the target (split_slot), the
+ * source answers -MOVED <target> and the target -MOVED <source>.
  */
 #include <string.h>
 
@@ -48,6 +50,7 @@ void cluster_init(cluster *cl, int masters, int replicas, int ip_base_10, uint64
     for (int s = 0; s < GEN_SLOTS; s++)
         cl->base_owner[s] = (uint8_t)((long)s * masters / GEN_SLOTS);
     cl->open_idx = -1;
+    cl->split_slot = -1;
     cl->slots_reply_ver = -1;
 }
 
@@ -100,6 +103,13 @@ outcome cluster_serve(const cluster *cl, int n, const gkeys *k, int is_read,
             return O_CROSSSLOT;
     const gnode *node = &cl->nodes[n];
     int master = node->master < 0 ? n : node->master;
+    if (s == cl->split_slot && node->master < 0) {
+        /* the source has given the slot away, the target still imports it */
+        if (n == cl->mig_dst && asking)
+            return O_OK;
+        *to = n == cl->mig_src ? cl->mig_dst : cl->mig_src;
+        return O_MOVED;
+    }
     int owner = cluster_owner(cl, s);
     int src = -1, dst = -1;
     int mig = cluster_migrating(cl, s, &src, &dst);

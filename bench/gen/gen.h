@@ -167,6 +167,11 @@ typedef struct cluster {
     int mig_first, mig_count, mig_src, mig_dst;
     double mig_begin, mig_end;
     int flipped;                     /* range slots whose owner is now mig_dst */
+    int split_slot;                  /* slot flipped on the source but not yet
+                                        on the target (-1: none): the source
+                                        answers MOVED target, the target MOVED
+                                        source (a reshard tool that sets NODE on
+                                        the source first) */
     int open_idx;                    /* range index of the open window, or -1 */
     uint32_t moved_below;            /* open window: a key has moved when
                                         fnv1a(key) % 1024 < moved_below */
@@ -174,6 +179,7 @@ typedef struct cluster {
      * stuck_dst from mig_begin on, never finished (half of their keys moved) */
     int stuck_first, stuck_count, stuck_src, stuck_dst, stuck_open;
     uint8_t special[GEN_SLOTS];      /* 1: range slot, 2: stuck slot */
+    uint64_t stuck_asks[64];         /* ASK replies per stuck slot */
     /* cached CLUSTER SLOTS reply for the current owners */
     gbuf slots_reply;
     int slots_reply_ver;

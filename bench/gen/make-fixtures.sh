@@ -19,12 +19,13 @@ if [ -z "$gen" ]; then
     cmake --build "$root/build-fixtures" --target ss-gen -j2 >/dev/null
     gen=$root/build-fixtures/bench/gen/ss-gen
 fi
+gen=$(cd "$(dirname "$gen")" && pwd)/$(basename "$gen")
 mkdir -p "$out"
 
 # make NAME OPTIONS...: NAME.pcap and NAME.truth.tsv
 make() {
     local name=$1; shift
-    "$gen" -o "$out/$name.pcap" -t "$out/$name.truth.tsv" "$@"
+    (cd "$out" && "$gen" -o "$name.pcap" -t "$name.truth.tsv" "$@")
 }
 
 # Every finding kind once (one slot migrating, one stuck slot, a replica per
@@ -33,10 +34,17 @@ make findings --seed 13 --bytes 500K --rate 0.25 --clients 8 --replicas 1 \
     --mig-slots 1 --mig-window 0.1:0.5 --mig-share 0.1 --bad all=1 --bad-times 3 \
     --bad-weight 8 --max-value 1K --large-rate 0 --reorder 0 --retrans 0 --depth 4
 
-# TCP trouble: reordering, retransmissions and lost segments inside large
-# values on correct clients' connections (each loss is one gap); two slots
-# migrate; three kinds of bad clients.
+# TCP trouble without loss: reordering and retransmissions, values up to
+# 64K over many segments; two slots migrate; three kinds of bad clients.
 make impaired --seed 24 --bytes 900K --rate 0.5 --clients 6 --mig-slots 2 \
+    --mig-window 0.1:0.6 --mig-share 0.1 --bad asking_missing=1 --bad moved_ignored=1 \
+    --bad tryagain_storm=1 --bad-times 3 --bad-weight 8 --max-value 64K --large-rate 0 \
+    --reorder 0.03 --retrans 0.02 --depth 6
+
+# The same with lost segments: each loss is one segment inside a large value
+# on a correct client's connection, never retransmitted: one gap each, known
+# length, inside a bulk string of known length, so no command is lost.
+make lossy --seed 24 --bytes 900K --rate 0.5 --clients 6 --mig-slots 2 \
     --mig-window 0.1:0.6 --mig-share 0.1 --bad asking_missing=1 --bad moved_ignored=1 \
     --bad tryagain_storm=1 --bad-times 3 --bad-weight 8 --max-value 64K --large-rate 0 \
     --reorder 0.03 --retrans 0.02 --loss 0.3 --depth 6

@@ -28,24 +28,29 @@
  *                       follows
  *   asking_interleaved  ASKING, GET of another key, the command, pipelined on
  *                       one connection (-MOVED, gives up). count: such follows
- *   redirect_loop       ASK followed without ASKING, MOVED followed back to the
- *                       source, ... until 6 redirects. count: operations; each
- *                       also counts 3 asking_missing
+ *   redirect_loop       at its slot's flip, which (for this slot) the reshard
+ *                       tool does on the source first: between the two
+ *                       SETSLOT NODE the source answers MOVED target and the
+ *                       target MOVED source; the client sends bad_times
+ *                       commands for the slot then and follows every MOVED,
+ *                       6 redirects each, then gives up. count: operations
  *   moved_ignored       after the flip, keeps sending the slot to the old
  *                       owner, follows each MOVED, never updates its map.
  *                       count: commands sent after the first MOVED
  *   tryagain_storm      multi-key command with split keys -> TRYAGAIN, retried
  *                       at once 12 times (all -TRYAGAIN), then gives up.
- *                       count: retries
+ *                       count: operations (storms)
  *   redirect_unfollowed ASK never followed (not cluster-aware: never sends
  *                       CLUSTER SLOTS). count: ASKs not followed
  *   readonly_missing    GET sent to a replica without READONLY (-MOVED to the
- *                       master, followed). count: such reads
+ *                       master, followed). count: such reads; slot -1 (the
+ *                       finding is about a replica, not a slot)
  *   crossslot           MGET of two keys in different slots. count: commands;
  *                       slot -1 (not about one slot)
  *   migration_stuck     (cluster side, client "") a slot set MIGRATING that
- *                       never finishes; half its keys moved. count: ASK
- *                       replies for that slot
+ *                       never finishes; half its keys moved. count: 1 per
+ *                       slot (when the capture shows the migration: SETSLOT
+ *                       or an ASK)
  */
 #include <stdlib.h>
 #include <string.h>
@@ -553,7 +558,7 @@ static void ex_op(sim *S, tconn *c, int n, op *p)
     if (oc > O_OK && oc < O_KINDS)
         S->truth->redirects[oc]++;
     if (oc == O_ASK && S->cl->special[p->k.slot[0]] == 2)
-        truth_add(S, 0, K_MIGRATION_STUCK, p->k.slot[0], n, 1);
+        S->cl->stuck_asks[p->k.slot[0] - S->cl->stuck_first]++;
     p->last = oc;
     p->to = to;
 }
@@ -655,7 +660,6 @@ static int special_make(sim *S, client *c, op *p)
     case K_ASKING_MISSING:
     case K_ASKING_OTHER_CONNECTION:
     case K_ASKING_INTERLEAVED:
-    case K_REDIRECT_LOOP:
     case K_REDIRECT_UNFOLLOWED: {
         if (!window_open_for(S, c))
             return 0;
@@ -664,8 +668,6 @@ static int special_make(sim *S, client *c, op *p)
             return 0;
         key_tagged(&p->k, 0, S->tag_of[s], j);
         c->times++;
-        if (c->kind == K_REDIRECT_LOOP)
-            truth_add(S, c->ip, K_REDIRECT_LOOP, s, -1, 1);
         return 1;
     }
     case K_TRYAGAIN_STORM: {
@@ -680,6 +682,7 @@ static int special_make(sim *S, client *c, op *p)
         key_tagged(&p->k, 0, S->tag_of[s], a);
         key_tagged(&p->k, 1, S->tag_of[s], b);
         c->times++;
+        truth_add(S, c->ip, K_TRYAGAIN_STORM, s, cluster_owner(S->cl, s), 1);
         return 1;
     }
     case K_MOVED_IGNORED:
@@ -691,7 +694,7 @@ static int special_make(sim *S, client *c, op *p)
     case K_READONLY_MISSING:
         key_set(&p->k, 0, c->own_key[0], strlen(c->own_key[0]));
         c->times++;
-        truth_add(S, c->ip, K_READONLY_MISSING, s,
+        truth_add(S, c->ip, K_READONLY_MISSING, -1,
                   S->cl->nodes[cluster_owner(S->cl, s)].replica, 1);
         return 1;
     case K_CROSSSLOT:
@@ -728,7 +731,6 @@ static void handle_outcome(sim *S, client *c, op *p, int *refresh)
         p->node = p->to;
         switch (kind) {
         case K_ASKING_MISSING:
-        case K_REDIRECT_LOOP:
             p->mode = M_PLAIN;
             truth_add(S, c->ip, K_ASKING_MISSING, s, p->to, 1);
             break;
@@ -782,7 +784,6 @@ static void handle_outcome(sim *S, client *c, op *p, int *refresh)
         if (kind == K_TRYAGAIN_STORM) {
             if (p->attempts < STORM_RETRIES) {
                 p->attempts++;
-                truth_add(S, c->ip, K_TRYAGAIN_STORM, s, cluster_owner(S->cl, s), 1);
             } else {
                 p->done = 1;
             }
@@ -910,6 +911,41 @@ static void client_turn(sim *S, int ci)
     }
     if (refresh)
         client_refresh(S, ci);
+    S->truth->operations += (uint64_t)n;
+    S->truth->turns++;
+}
+
+/* The redirect_loop client's moment: the slot is flipped on the source but
+ * not on the target. It sends its remaining special commands for the slot,
+ * pipelined, each its own operation, and follows every MOVED (6 redirects
+ * each). */
+static void loop_turn(sim *S, int ci)
+{
+    client *c = &S->clients[ci];
+    const int s = c->slot;
+    op ops[MAX_OPS];
+    int n = 0;
+    while (c->times < S->o->bad_times && n < MAX_OPS) {
+        op *p = &ops[n++];
+        memset(p, 0, sizeof *p);
+        p->special = 1;
+        p->type = C_GET;
+        p->vsize = 64;
+        p->k.n = 1;
+        key_tagged(&p->k, 0, S->tag_of[s], n - 1);
+        p->node = cluster_owner_at(S->cl, s, 0);
+        c->times++;
+        truth_add(S, c->ip, K_REDIRECT_LOOP, s, -1, 1);
+    }
+    int refresh = 0;
+    for (int round = 0; round < MAX_ROUNDS; round++) {
+        int pending = 0;
+        for (int i = 0; i < n; i++)
+            pending += !ops[i].done;
+        if (!pending)
+            break;
+        send_round(S, ci, ops, n, &refresh);
+    }
     S->truth->operations += (uint64_t)n;
     S->truth->turns++;
 }
@@ -1084,9 +1120,26 @@ static void advance_migration(sim *S)
         }
         if (p < wb + w)
             return;
-        /* the flip: target first, then source, then the other masters */
-        admin_setslot(S, cl->mig_dst, s, "NODE", cl->mig_dst);
-        admin_setslot(S, cl->mig_src, s, "NODE", cl->mig_dst);
+        /* the flip: target first, then source, then the other masters;
+         * for a redirect_loop client's slot the source first, and the
+         * client comes in between */
+        int loopers = 0;
+        for (int ci = 0; ci < S->n_clients; ci++)
+            loopers += S->clients[ci].kind == K_REDIRECT_LOOP && S->clients[ci].slot == s &&
+                       S->clients[ci].times < S->o->bad_times;
+        if (loopers) {
+            admin_setslot(S, cl->mig_src, s, "NODE", cl->mig_dst);
+            cl->split_slot = s;
+            cl->open_idx = -1;
+            for (int ci = 0; ci < S->n_clients; ci++)
+                if (S->clients[ci].kind == K_REDIRECT_LOOP && S->clients[ci].slot == s)
+                    loop_turn(S, ci);
+            cl->split_slot = -1;
+            admin_setslot(S, cl->mig_dst, s, "NODE", cl->mig_dst);
+        } else {
+            admin_setslot(S, cl->mig_dst, s, "NODE", cl->mig_dst);
+            admin_setslot(S, cl->mig_src, s, "NODE", cl->mig_dst);
+        }
         for (int m = 0; m < cl->n_masters; m++)
             if (m != cl->mig_src && m != cl->mig_dst)
                 admin_setslot(S, m, s, "NODE", cl->mig_dst);
@@ -1274,6 +1327,9 @@ void traffic_run(const gen_opts *o, wire *w, cluster *cl, gen_truth *truth)
         wire_close(w, &S->repl[m]);
     wire_flush(w);
 
+    for (int i = 0; i < cl->stuck_count; i++)
+        if (o->admin || cl->stuck_asks[i])
+            truth_add(S, 0, K_MIGRATION_STUCK, cl->stuck_first + i, cl->stuck_src, 1);
     for (int ci = 0; ci < S->n_clients; ci++) {
         client *c = &S->clients[ci];
         if (c->kind >= 0 && c->times < o->bad_times + (c->kind == K_MOVED_IGNORED))

@@ -2,7 +2,8 @@
  * test_gen_truth.c - slotscope's results on ss-gen captures against the
  * generator's ground truth.
  *
- * For each capture in tests/fixtures/gen/ (made by bench/gen/make-fixtures.sh)
+ * For each capture named on the command line (default: all but "lossy") in
+ * tests/fixtures/gen/ (made by bench/gen/make-fixtures.sh)
  * this runs `slotscope analyze FILE --db DB --force --store-commands` and
  * compares the database with FILE's .truth.tsv, which says exactly what ss-gen
  * put in the capture on purpose:
@@ -320,15 +321,18 @@ static void test_fixture(void **state)
     assert_int_equal(bad, 0);
 }
 
-int main(void)
+/* The fixtures named on the command line, or all but "lossy". */
+int main(int argc, char **argv)
 {
-    static const char *const names[] = {"findings", "impaired", "raw10", "quiet"};
-    /* one test per fixture, named after it */
-    const struct CMUnitTest tests[] = {
-        {names[0], test_fixture, NULL, NULL, (void *)names[0]},
-        {names[1], test_fixture, NULL, NULL, (void *)names[1]},
-        {names[2], test_fixture, NULL, NULL, (void *)names[2]},
-        {names[3], test_fixture, NULL, NULL, (void *)names[3]},
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    static const char *const all[] = {"findings", "impaired", "raw10", "quiet"};
+    struct CMUnitTest tests[16];
+    size_t n = 0;
+    if (argc > 1) {
+        for (int i = 1; i < argc && n < 16; i++)
+            tests[n++] = (struct CMUnitTest){argv[i], test_fixture, NULL, NULL, argv[i]};
+    } else {
+        for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+            tests[n++] = (struct CMUnitTest){all[i], test_fixture, NULL, NULL, (void *)all[i]};
+    }
+    return _cmocka_run_group_tests("gen_truth", tests, n, NULL, NULL);
 }
