@@ -250,6 +250,14 @@ size_t sc_total(const sc *s)
     return s->out.nfindings;
 }
 
+size_t sc_total_clients(const sc *s)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < s->out.nfindings; i++)
+        n += s->out.findings[i].client[0] != 0;
+    return n;
+}
+
 const char *sc_evidence(const sc *s, const an_finding *f)
 {
     return s->out.evidence[f - s->out.findings];

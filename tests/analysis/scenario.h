@@ -72,6 +72,8 @@ size_t sc_count(const sc *s, an_finding_kind kind);
 const an_finding *sc_find(const sc *s, an_finding_kind kind, const char *client);
 /* Total of visible findings of all kinds. */
 size_t sc_total(const sc *s);
+/* Visible findings about clients (all but the cluster-side migration_stuck). */
+size_t sc_total_clients(const sc *s);
 const char *sc_evidence(const sc *s, const an_finding *f);
 
 /* A key that hashes to slot (searched "k0", "k1", ...), written into buf. */

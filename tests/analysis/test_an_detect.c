@@ -1,0 +1,673 @@
+/*
+ * test_an_detect.c - every detector on synthetic command sequences, positive
+ * and negative, and a correct client through a whole migration (no finding).
+ *
+ * The cluster is the one of the map fixtures (tests/fixtures/analysis): masters
+ * 127.0.0.1:30310 (slots 0-5460), :30311 (5461-10922), :30312 (10923-16383);
+ * replicas :30314 (of 30310), :30315 (of 30311), :30313 (of 30312). Slot 100
+ * migrates from 30310 (S) to 30311 (T).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "analysis/analysis.h"
+#include "tests/analysis/scenario.h"
+
+#define S 30310
+#define T 30311
+#define SLOT 100
+#define S_ID "e5a4e4604f4b95f6ad58634a5879d4d612eeb93f"
+#define T_ID "611044d087902773b471a664cf2b41722e788eb8"
+#define ASK_T "-ASK 100 127.0.0.1:30311"
+#define MOVED_T "-MOVED 100 127.0.0.1:30311"
+#define MOVED_S "-MOVED 100 127.0.0.1:30310"
+
+static char k1[32], k2[40];
+
+static int setup(void **state)
+{
+    (void)state;
+    assert_non_null(sc_key_for_slot(SLOT, k1, sizeof k1));
+    snprintf(k2, sizeof k2, "{%s}.2", k1);
+    assert_int_equal(an_key_slot(k2, strlen(k2)), SLOT);
+    return 0;
+}
+
+/* The client on connection c fetches the map (CLUSTER SLOTS) at t. */
+static void fetch_map(sc *s, int c, int64_t t)
+{
+    size_t len = 0;
+    uint8_t *raw = sc_read_file(SS_FIXTURES "/analysis/map-slots-resp2.bin", &len);
+    assert_non_null(raw);
+    const char *argv[] = {"CLUSTER", "SLOTS"};
+    sc_cmd_raw(s, c, t, 100, raw, len, 2, argv);
+    free(raw);
+}
+
+/* The administrator's side of a migration of SLOT, from t0 to t1. */
+static void admin_open(sc *s, int64_t t)
+{
+    int at = sc_conn(s, 9, 51000, T), as = sc_conn(s, 9, 51001, S);
+    sc_do(s, at, t, 50, "+OK", "CLUSTER", "SETSLOT", "100", "IMPORTING", S_ID, NULL);
+    sc_do(s, as, t + 100, 50, "+OK", "CLUSTER", "SETSLOT", "100", "MIGRATING", T_ID, NULL);
+    sc_do(s, as, t + 200, 50, "*2", "CLUSTER", "GETKEYSINSLOT", "100", "10", NULL);
+    sc_do(s, as, t + 300, 500, "+OK", "MIGRATE", "127.0.0.1", "30311", "", "0", "5000", "KEYS",
+          k1, k2, NULL);
+}
+
+static void admin_close(sc *s, int64_t t)
+{
+    int at = sc_conn(s, 9, 51002, T), as = sc_conn(s, 9, 51003, S);
+    sc_do(s, at, t, 50, "+OK", "CLUSTER", "SETSLOT", "100", "NODE", T_ID, NULL);
+    sc_do(s, as, t + 100, 50, "+OK", "CLUSTER", "SETSLOT", "100", "NODE", T_ID, NULL);
+}
+
+/* ---------------------------------------------------------------- correct */
+
+/* A correct client (redis-py's way) through a whole migration: ASK ->
+ * ASKING + retry on the target connection, TRYAGAIN with backoff, MOVED ->
+ * retry at the new owner and stay there. Plus node-to-node traffic. No
+ * finding; the migration window and the latency are reconstructed. */
+static void test_correct_client_whole_migration(void **state)
+{
+    (void)state;
+    sc s;
+    sc_init(&s, NULL);
+    int cs = sc_conn(&s, 2, 40000, S), ct = sc_conn(&s, 2, 40001, T);
+    fetch_map(&s, cs, 0);
+    sc_do(&s, cs, 1000, 100, "$", "GET", k1, NULL);
+    admin_open(&s, 2000);
+    /* the source node restores keys on the target, a replica syncs */
+    int mig = sc_conn(&s, 1, 52000, T), rep = sc_conn(&s, 1, 52001, S);
+    sc_do(&s, mig, 2400, 50, "+OK", "RESTORE-ASKING", k1, "0", "payload", NULL);
+    sc_do(&s, rep, 2500, 50, "+OK", "REPLCONF", "listening-port", "30314", NULL);
+    sc_do(&s, rep, 2600, 50, "+FULLRESYNC", "PSYNC", "?", "-1", NULL);
+    sc_do(&s, mig, 2700, 50, "-MOVED 100 127.0.0.1:30310", "GET", k1, NULL); /* not judged */
+    sc_do(&s, cs, 3000, 100, ASK_T, "GET", k1, NULL);
+    sc_do(&s, ct, 3200, 50, "+OK", "ASKING", NULL);
+    sc_do(&s, ct, 3300, 100, "$", "GET", k1, NULL);
+    sc_do(&s, cs, 4000, 100, "$", "GET", k2, NULL); /* the next command: to S again */
+    sc_do(&s, cs, 5000, 100, "-TRYAGAIN Multiple keys request during rehashing of slot", "MGET",
+          k1, k2, NULL);
+    sc_do(&s, cs, 5200, 100, "-TRYAGAIN Multiple keys request during rehashing of slot", "MGET",
+          k1, k2, NULL);
+    sc_do(&s, cs, 55400, 100, "*2", "MGET", k1, k2, NULL);
+    admin_close(&s, 60000);
+    sc_do(&s, cs, 70000, 100, MOVED_T, "GET", k1, NULL);
+    sc_do(&s, ct, 70200, 100, "$", "GET", k1, NULL);
+    sc_do(&s, ct, 80000, 100, "$", "GET", k2, NULL);
+    sc_do(&s, ct, 80200, 100, "+OK", "SET", k2, "v", NULL);
+    sc_finish(&s, 20000000);
+
+    assert_int_equal(sc_total(&s), 0);
+    const an_stats *st = an_get_stats(s.an);
+    assert_int_equal(st->findings, 0);
+    assert_int_equal(st->ask, 1);
+    assert_int_equal(st->moved, 1); /* node-to-node traffic is not counted */
+    assert_int_equal(st->tryagain, 2);
+    assert_int_equal(st->redirected_operations, 3);
+    assert_int_equal(st->node_links, 2);
+    assert_int_equal(st->unknown_commands, 0);
+    /* the migration window */
+    assert_int_equal(s.out.nmigrations, 1);
+    const an_migration *m = &s.out.migrations[0];
+    assert_int_equal(m->slot, SLOT);
+    assert_string_equal(m->source, "127.0.0.1:30310");
+    assert_string_equal(m->target, "127.0.0.1:30311");
+    assert_int_equal(m->importing_us, SC_T0 + 2050);
+    assert_int_equal(m->migrating_us, SC_T0 + 2150);
+    assert_int_equal(m->first_ask_us, SC_T0 + 3100);
+    assert_int_equal(m->last_ask_us, SC_T0 + 3100);
+    assert_int_equal(m->flip_us, SC_T0 + 60050);
+    assert_int_equal(m->asks, 1);
+    assert_int_equal(m->tryagains, 2);
+    assert_int_equal(m->keys_migrated, 2);
+    assert_true(m->complete);
+    /* the node-to-node host is a node, the client is cluster-aware */
+    int seen_node = 0, seen_client = 0;
+    for (size_t i = 0; i < s.out.nclients; i++) {
+        if (strcmp(s.out.clients[i].name, "127.0.0.1") == 0) {
+            assert_true(s.out.clients[i].is_node);
+            seen_node = 1;
+        }
+        if (strcmp(s.out.clients[i].name, "127.0.0.2") == 0) {
+            assert_false(s.out.clients[i].is_node);
+            assert_true(s.out.clients[i].cluster_aware);
+            assert_int_equal(s.out.clients[i].redirects, 4);
+            seen_client = 1;
+        }
+    }
+    assert_true(seen_node && seen_client);
+    /* latency: 3 redirected operations for the client; ASK cost one round
+     * trip + ASKING; TRYAGAIN two retries */
+    int seen_lat = 0;
+    for (size_t i = 0; i < s.out.nlatencies; i++) {
+        const an_latency *l = &s.out.latencies[i];
+        if (l->scope == AN_SCOPE_CLIENT && strcmp(l->key, "127.0.0.2") == 0 && l->redirected) {
+            assert_int_equal(l->count, 3);
+            assert_int_equal(l->extra_round_trips, 1 + 1 + 2 + 1);
+            assert_int_equal(l->extra_us, (3300 - 3000) + (55400 - 5000) + (70200 - 70000));
+            assert_int_equal(l->max_us, 55500 - 5000);
+            seen_lat = 1;
+        }
+    }
+    assert_true(seen_lat);
+    sc_free(&s);
+}
+
+/* redis-cli -c: no map, one connection at a time, follows every redirect by
+ * moving to the node that sent it (so ASK makes it stay on the target). */
+static void test_redis_cli_follower_no_finding(void **state)
+{
+    (void)state;
+    sc s;
+    sc_init(&s, NULL);
+    int a = sc_conn(&s, 3, 40000, S);
+    sc_do(&s, a, 1000, 100, ASK_T, "GET", k1, NULL);
+    int b = sc_conn(&s, 3, 40001, T);
+    sc_do(&s, b, 1200, 50, "+OK", "ASKING", NULL);
+    sc_do(&s, b, 1300, 100, "$", "GET", k1, NULL);
+    sc_do(&s, b, 2000, 100, MOVED_S, "GET", k2, NULL);
+    int c = sc_conn(&s, 3, 40002, S);
+    sc_do(&s, c, 2200, 100, ASK_T, "GET", k2, NULL);
+    int d = sc_conn(&s, 3, 40003, T);
+    sc_do(&s, d, 2400, 50, "+OK", "ASKING", NULL);
+    sc_do(&s, d, 2500, 100, "$", "GET", k2, NULL);
+    sc_do(&s, d, 3000, 100, MOVED_S, "SET", k2, "x", NULL);
+    int e = sc_conn(&s, 3, 40004, S);
+    sc_do(&s, e, 3200, 100, ASK_T, "SET", k2, "x", NULL);
+    int f = sc_conn(&s, 3, 40005, T);
+    sc_do(&s, f, 3400, 50, "+OK", "ASKING", NULL);
+    sc_do(&s, f, 3500, 100, "+OK", "SET", k2, "x", NULL);
+    sc_finish(&s, 20000000);
+    assert_int_equal(sc_total_clients(&s), 0);
+    sc_free(&s);
+}
+
+/* ---------------------------------------------------------------- ask */
+
+static void test_asking_missing(void **state)
+{
+    (void)state;
+    sc s;
+    sc_init(&s, NULL);
+    int cs = sc_conn(&s, 5, 40000, S), ct = sc_conn(&s, 5, 40001, T);
+    sc_do(&s, cs, 1000, 100, ASK_T, "GET", k1, NULL);
+    sc_do(&s, ct, 1200, 100, MOVED_S, "GET", k1, NULL); /* no ASKING: bounced back */
+    sc_finish(&s, 20000000);
+    assert_int_equal(sc_total_clients(&s), 1); /* not also redirect_unfollowed */
+    const an_finding *f = sc_find(&s, AN_ASKING_MISSING, "127.0.0.5");
+    assert_non_null(f);
+    assert_int_equal(f->count, 1);
+    assert_int_equal(f->slot, SLOT);
+    assert_string_equal(f->node, "127.0.0.1:30311");
+    assert_int_equal(f->severity, AN_ERROR);
+    assert_int_equal(f->first_us, SC_T0 + 1200);
+    assert_int_equal(f->extra_latency_us, 1300 - 1000);
+    const char *ev = sc_evidence(&s, f);
+    assert_non_null(strstr(ev, "\"what\":\"ask\""));
+    assert_non_null(strstr(ev, "-ASK 100 127.0.0.1:30311"));
+    assert_non_null(strstr(ev, "retry without ASKING"));
+    assert_non_null(strstr(ev, k1));
+    sc_free(&s);
+}
+
+static void test_asking_missing_negative(void **state)
+{
+    (void)state;
+    sc s;
+    sc_init(&s, NULL);
+    int cs = sc_conn(&s, 5, 40000, S), ct = sc_conn(&s, 5, 40001, T);
+    sc_do(&s, cs, 1000, 100, ASK_T, "GET", k1, NULL);
+    sc_do(&s, ct, 1200, 50, "+OK", "ASKING", NULL);
+    sc_do(&s, ct, 1300, 100, "$", "GET", k1, NULL);
+    /* pipelined ASKING + command: the same */
+    sc_do(&s, cs, 2000, 100, ASK_T, "GET", k2, NULL);
+    sc_do(&s, ct, 2200, 50, "+OK", "ASKING", NULL);
+    sc_do(&s, ct, 2200, 100, "$", "GET", k2, NULL);
+    sc_finish(&s, 20000000);
+    assert_int_equal(sc_total_clients(&s), 0);
+    sc_free(&s);
+}
+
+static void test_asking_other_connection(void **state)
+{
+    (void)state;
+    sc s;
+    sc_init(&s, NULL);
+    int cs = sc_conn(&s, 6, 40000, S), t1 = sc_conn(&s, 6, 40001, T), t2 = sc_conn(&s, 6, 40002, T);
+    sc_do(&s, cs, 1000, 100, ASK_T, "GET", k1, NULL);
+    sc_do(&s, t1, 1200, 50, "+OK", "ASKING", NULL);
+    sc_do(&s, t2, 1300, 100, MOVED_S, "GET", k1, NULL);
+    sc_finish(&s, 20000000);
+    assert_int_equal(sc_total_clients(&s), 1);
+    const an_finding *f = sc_find(&s, AN_ASKING_OTHER_CONNECTION, "127.0.0.6");
+    assert_non_null(f);
+    assert_int_equal(f->count, 1);
+    assert_non_null(strstr(sc_evidence(&s, f), "ASKING on another connection"));
+    sc_free(&s);
+}
+
+static void test_asking_interleaved(void **state)
+{
+    (void)state;
+    sc s;
+    sc_init(&s, NULL);
+    int cs = sc_conn(&s, 7, 40000, S), ct = sc_conn(&s, 7, 40001, T);
+    sc_do(&s, cs, 1000, 100, ASK_T, "GET", k1, NULL);
+    sc_do(&s, ct, 1200, 50, "+OK", "ASKING", NULL);
+    sc_do(&s, ct, 1200, 60, "+PONG", "PING", NULL); /* another user of the connection */
+    sc_do(&s, ct, 1200, 70, MOVED_S, "GET", k1, NULL);
+    sc_do(&s, cs, 1400, 100, ASK_T, "GET", k1, NULL); /* the client then follows MOVED */
+    sc_do(&s, ct, 1600, 50, "+OK", "ASKING", NULL);
+    sc_do(&s, ct, 1700, 100, "$", "GET", k1, NULL);
+    sc_finish(&s, 20000000);
+    assert_int_equal(sc_total_clients(&s), 1);
+    const an_finding *f = sc_find(&s, AN_ASKING_INTERLEAVED, "127.0.0.7");
+    assert_non_null(f);
+    assert_int_equal(f->count, 1);
+    assert_int_equal(f->slot, SLOT);
+    assert_non_null(strstr(sc_evidence(&s, f), "\"cmd\":\"PING\""));
+    sc_free(&s);
+}
+
+static void test_ask_cached(void **state)
+{
+    (void)state;
+    for (int n = 1; n <= 3; n++) {
+        sc s;
+        sc_init(&s, NULL);
+        int cs = sc_conn(&s, 8, 40000, S), ct = sc_conn(&s, 8, 40001, T);
+        fetch_map(&s, cs, 0);
+        sc_do(&s, cs, 1000, 100, ASK_T, "GET", k1, NULL);
+        sc_do(&s, ct, 1200, 50, "+OK", "ASKING", NULL);
+        sc_do(&s, ct, 1300, 100, "$", "GET", k1, NULL);
+        for (int i = 0; i < n; i++) {
+            int64_t t = 2000 + i * 1000;
+            sc_do(&s, ct, t, 100, MOVED_S, "GET", k2, NULL); /* straight to T */
+            sc_do(&s, cs, t + 200, 100, ASK_T, "GET", k2, NULL);
+            sc_do(&s, ct, t + 400, 50, "+OK", "ASKING", NULL);
+            sc_do(&s, ct, t + 500, 100, "$", "GET", k2, NULL);
+        }
+        sc_finish(&s, 20000000);
+        const an_finding *f = sc_find(&s, AN_ASK_CACHED, "127.0.0.8");
+        if (n < 2) { /* ask_cached_min = 2 */
+            assert_null(f);
+            assert_int_equal(sc_total_clients(&s), 0);
+        } else {
+            assert_non_null(f);
+            assert_int_equal(sc_total_clients(&s), 1);
+            assert_int_equal(f->count, (uint64_t)n);
+            assert_string_equal(f->node, "127.0.0.1:30311");
+            assert_int_equal(f->extra_latency_us, n * 500);
+        }
+        sc_free(&s);
+    }
+}
+
+/* After the flip a MOVED teaches the target: going there is right. */
+static void test_ask_cached_negative_after_moved(void **state)
+{
+    (void)state;
+    sc s;
+    sc_init(&s, NULL);
+    int cs = sc_conn(&s, 8, 40000, S), ct = sc_conn(&s, 8, 40001, T);
+    fetch_map(&s, cs, 0);
+    sc_do(&s, cs, 1000, 100, ASK_T, "GET", k1, NULL);
+    sc_do(&s, ct, 1200, 50, "+OK", "ASKING", NULL);
+    sc_do(&s, ct, 1300, 100, "$", "GET", k1, NULL);
+    sc_do(&s, cs, 2000, 100, MOVED_T, "GET", k2, NULL);
+    sc_do(&s, ct, 2200, 100, "$", "GET", k2, NULL);
+    for (int i = 0; i < 5; i++)
+        sc_do(&s, ct, 3000 + i * 100, 50, "$", "GET", k1, NULL);
+    sc_finish(&s, 20000000);
+    assert_int_equal(sc_total_clients(&s), 0);
+    sc_free(&s);
+}
+
+/* ---------------------------------------------------------------- redirects */
+
+static void test_moved_ignored(void **state)
+{
+    (void)state;
+    for (int n = 2; n <= 4; n++) {
+        sc s;
+        sc_init(&s, NULL);
+        int cs = sc_conn(&s, 10, 40000, S), ct = sc_conn(&s, 10, 40001, T);
+        /* in flight before the first MOVED arrived: not counted */
+        sc_do(&s, cs, 900, 300, MOVED_T, "GET", k2, NULL);
+        sc_do(&s, cs, 1000, 100, MOVED_T, "GET", k1, NULL);
+        sc_do(&s, ct, 1300, 100, "$", "GET", k2, NULL);
+        sc_do(&s, ct, 1300, 100, "$", "GET", k1, NULL);
+        for (int i = 0; i < n; i++) {
+            int64_t t = 2000 + i * 1000;
+            sc_do(&s, cs, t, 100, MOVED_T, "GET", k1, NULL); /* the old owner again */
+            sc_do(&s, ct, t + 200, 100, "$", "GET", k1, NULL);
+        }
+        sc_finish(&s, 20000000);
+        const an_finding *f = sc_find(&s, AN_MOVED_IGNORED, "127.0.0.10");
+        if (n < 3) {
+            assert_int_equal(sc_total_clients(&s), 0);
+        } else {
+            assert_int_equal(sc_total_clients(&s), 1);
+            assert_non_null(f);
+            assert_int_equal(f->count, (uint64_t)n);
+            assert_string_equal(f->node, "127.0.0.1:30310");
+            assert_int_equal(f->slot, SLOT);
+            assert_int_equal(f->severity, AN_WARNING);
+            /* each occurrence: the bounce (100) + its cost in the operation (200) */
+            assert_int_equal(f->extra_latency_us, n * (100 + 200));
+        }
+        sc_free(&s);
+    }
+}
+
+static void test_redirect_unfollowed(void **state)
+{
+    (void)state;
+    sc s;
+    sc_init(&s, NULL);
+    int c = sc_conn(&s, 11, 40000, S);
+    sc_do(&s, c, 1000, 100, MOVED_T, "GET", k1, NULL);
+    sc_do(&s, c, 2000, 100, MOVED_T, "SET", k1, "v", NULL);
+    sc_do(&s, c, 3000, 100, "$", "GET", "other-slot-key", NULL);
+    /* a second client whose redirect is too recent at the end to judge */
+    int d = sc_conn(&s, 12, 40000, S);
+    sc_do(&s, d, 19999000, 100, MOVED_T, "GET", k1, NULL);
+    sc_finish(&s, 20000000);
+    assert_int_equal(sc_total_clients(&s), 1);
+    const an_finding *f = sc_find(&s, AN_REDIRECT_UNFOLLOWED, "127.0.0.11");
+    assert_non_null(f);
+    assert_int_equal(f->count, 2);
+    assert_string_equal(f->node, "127.0.0.1:30310");
+    assert_int_equal(an_get_stats(s.an)->abandoned_ops, 1);
+    /* moved_ignored is not stacked on a client that follows nothing */
+    assert_null(sc_find(&s, AN_MOVED_IGNORED, "127.0.0.11"));
+    sc_free(&s);
+}
+
+/* Judged on flush once 2 windows have passed (live mode). */
+static void test_redirect_unfollowed_on_flush(void **state)
+{
+    (void)state;
+    sc s;
+    sc_init(&s, NULL);
+    int c = sc_conn(&s, 11, 40000, S);
+    sc_do(&s, c, 1000, 100, ASK_T, "GET", k1, NULL);
+    an_flush(s.an, SC_T0 + 1100 + 9000000);
+    assert_int_equal(sc_total_clients(&s), 0);
+    an_flush(s.an, SC_T0 + 1100 + 10000001);
+    assert_int_equal(sc_total_clients(&s), 1);
+    assert_non_null(sc_find(&s, AN_REDIRECT_UNFOLLOWED, "127.0.0.11"));
+    sc_free(&s);
+}
+
+static void test_redirect_loop(void **state)
+{
+    (void)state;
+    sc s;
+    sc_init(&s, NULL);
+    int cs = sc_conn(&s, 13, 40000, S), ct = sc_conn(&s, 13, 40001, T);
+    sc_do(&s, cs, 1000, 100, MOVED_T, "GET", k1, NULL);
+    sc_do(&s, ct, 1200, 100, MOVED_S, "GET", k1, NULL);
+    sc_do(&s, cs, 1400, 100, MOVED_T, "GET", k1, NULL); /* the same redirect again */
+    sc_do(&s, ct, 1600, 100, MOVED_S, "GET", k1, NULL);
+    sc_do(&s, cs, 1800, 100, "$", "GET", k1, NULL);
+    sc_finish(&s, 20000000);
+    const an_finding *f = sc_find(&s, AN_REDIRECT_LOOP, "127.0.0.13");
+    assert_non_null(f);
+    assert_int_equal(f->count, 1);
+    assert_string_equal(f->node, "");
+    assert_int_equal(f->extra_latency_us, 1800 - 1000);
+    assert_non_null(strstr(sc_evidence(&s, f), "127.0.0.1:30311"));
+    assert_int_equal(sc_total_clients(&s), 1);
+    sc_free(&s);
+}
+
+/* Many redirects without a repeat, over the cap; and under it, none. */
+static void test_redirect_loop_cap(void **state)
+{
+    (void)state;
+    an_config cfg;
+    an_config_defaults(&cfg);
+    assert_int_equal(an_config_set(&cfg, "loop_max_redirects=3"), 0);
+    sc s;
+    sc_init(&s, &cfg);
+    int c[5];
+    for (int i = 0; i < 5; i++)
+        c[i] = sc_conn(&s, 14, 40000 + i, 30310 + i);
+    const char *to[] = {"-MOVED 100 127.0.0.1:30311", "-MOVED 100 127.0.0.1:30312",
+                        "-MOVED 100 127.0.0.1:30313", "-MOVED 100 127.0.0.1:30314"};
+    for (int i = 0; i < 4; i++)
+        sc_do(&s, c[i], 1000 + i * 200, 100, to[i], "GET", k1, NULL);
+    sc_do(&s, c[4], 1800, 100, "$", "GET", k1, NULL);
+    sc_finish(&s, 20000000);
+    assert_non_null(sc_find(&s, AN_REDIRECT_LOOP, "127.0.0.14"));
+    sc_free(&s);
+
+    sc_init(&s, &cfg);
+    for (int i = 0; i < 4; i++)
+        c[i] = sc_conn(&s, 14, 40000 + i, 30310 + i);
+    for (int i = 0; i < 3; i++)
+        sc_do(&s, c[i], 1000 + i * 200, 100, to[i], "GET", k1, NULL);
+    sc_do(&s, c[3], 1800, 100, "$", "GET", k1, NULL);
+    sc_finish(&s, 20000000);
+    assert_int_equal(sc_total_clients(&s), 0);
+    sc_free(&s);
+}
+
+static void test_tryagain_storm(void **state)
+{
+    (void)state;
+    sc s;
+    sc_init(&s, NULL);
+    int c = sc_conn(&s, 15, 40000, S);
+    int64_t t = 1000;
+    for (int i = 0; i < 12; i++, t += 110)
+        sc_do(&s, c, t, 100, "-TRYAGAIN Multiple keys request during rehashing of slot", "MGET",
+              k1, k2, NULL);
+    sc_do(&s, c, t, 100, "*2", "MGET", k1, k2, NULL);
+    sc_finish(&s, 20000000);
+    assert_int_equal(sc_total_clients(&s), 1);
+    const an_finding *f = sc_find(&s, AN_TRYAGAIN_STORM, "127.0.0.15");
+    assert_non_null(f);
+    assert_int_equal(f->count, 1);
+    assert_int_equal(f->extra_latency_us, t - 1000);
+    sc_free(&s);
+}
+
+/* redis-py: 8 immediate retries, then 50 ms apart; bounded. */
+static void test_tryagain_backoff_negative(void **state)
+{
+    (void)state;
+    sc s;
+    sc_init(&s, NULL);
+    int c = sc_conn(&s, 15, 40000, S);
+    int64_t t = 1000;
+    for (int i = 0; i < 15; i++) {
+        sc_do(&s, c, t, 100, "-TRYAGAIN Multiple keys request during rehashing of slot", "MGET",
+              k1, k2, NULL);
+        t += 100 + (i < 8 ? 10 : 50000);
+    }
+    sc_finish(&s, 20000000);
+    assert_int_equal(sc_total_clients(&s), 0);
+    sc_free(&s);
+}
+
+/* ---------------------------------------------------------------- others */
+
+static void test_readonly_missing(void **state)
+{
+    (void)state;
+    sc s;
+    sc_init(&s, NULL);
+    int cm = sc_conn(&s, 16, 40000, S);
+    fetch_map(&s, cm, 0); /* 30314 is 30310's replica */
+    int r1 = sc_conn(&s, 16, 40001, 30314);
+    sc_do(&s, r1, 1000, 100, "-MOVED 100 127.0.0.1:30310", "GET", k1, NULL);
+    sc_do(&s, cm, 1200, 100, "$", "GET", k1, NULL);
+    /* with READONLY the replica serves the read; a write still goes away */
+    int r2 = sc_conn(&s, 17, 40002, 30314);
+    fetch_map(&s, r2, 1500);
+    sc_do(&s, r2, 2000, 50, "+OK", "READONLY", NULL);
+    sc_do(&s, r2, 2100, 100, "$", "GET", k1, NULL);
+    sc_do(&s, r2, 2300, 100, "-MOVED 100 127.0.0.1:30310", "SET", k1, "v", NULL);
+    int m2 = sc_conn(&s, 17, 40003, S);
+    sc_do(&s, m2, 2500, 100, "+OK", "SET", k1, "v", NULL);
+    sc_finish(&s, 20000000);
+    assert_int_equal(sc_total_clients(&s), 1);
+    const an_finding *f = sc_find(&s, AN_READONLY_MISSING, "127.0.0.16");
+    assert_non_null(f);
+    assert_string_equal(f->node, "127.0.0.1:30314");
+    assert_int_equal(f->slot, -1);
+    sc_free(&s);
+}
+
+static void test_crossslot(void **state)
+{
+    (void)state;
+    sc s;
+    sc_init(&s, NULL);
+    int c = sc_conn(&s, 18, 40000, S);
+    sc_do(&s, c, 1000, 100, "-CROSSSLOT Keys in request don't hash to the same slot", "MSET", "a",
+          "1", "b", "2", NULL);
+    sc_do(&s, c, 2000, 100, "-CROSSSLOT Keys in request don't hash to the same slot", "DEL", "a",
+          "b", NULL);
+    sc_do(&s, c, 3000, 100, "+OK", "MSET", k1, "1", k2, "2", NULL);
+    sc_finish(&s, 20000000);
+    assert_int_equal(sc_total_clients(&s), 1);
+    const an_finding *f = sc_find(&s, AN_CROSSSLOT, "127.0.0.18");
+    assert_non_null(f);
+    assert_int_equal(f->count, 2);
+    assert_int_equal(an_get_stats(s.an)->crossslot, 2);
+    sc_free(&s);
+}
+
+static void test_migration_stuck(void **state)
+{
+    (void)state;
+    /* open at the end: warning */
+    sc s;
+    sc_init(&s, NULL);
+    int c = sc_conn(&s, 19, 40000, S), ct = sc_conn(&s, 19, 40001, T);
+    sc_do(&s, c, 1000, 100, ASK_T, "GET", k1, NULL);
+    sc_do(&s, ct, 1200, 50, "+OK", "ASKING", NULL);
+    sc_do(&s, ct, 1300, 100, "$", "GET", k1, NULL);
+    sc_finish(&s, 2000000);
+    assert_int_equal(sc_total(&s), 1);
+    const an_finding *f = sc_find(&s, AN_MIGRATION_STUCK, "");
+    assert_non_null(f);
+    assert_int_equal(f->severity, AN_WARNING);
+    assert_int_equal(f->slot, SLOT);
+    assert_string_equal(f->node, "127.0.0.1:30310");
+    sc_free(&s);
+
+    /* longer than the threshold, seen on flush while still open: error */
+    sc_init(&s, NULL);
+    c = sc_conn(&s, 19, 40000, S);
+    ct = sc_conn(&s, 19, 40001, T);
+    sc_do(&s, c, 1000, 100, ASK_T, "GET", k1, NULL);
+    sc_do(&s, ct, 1200, 50, "+OK", "ASKING", NULL);
+    sc_do(&s, ct, 1300, 100, "$", "GET", k1, NULL);
+    an_flush(s.an, SC_T0 + 1100 + 60000000);
+    assert_int_equal(sc_total(&s), 0);
+    an_flush(s.an, SC_T0 + 1100 + 60000001);
+    f = sc_find(&s, AN_MIGRATION_STUCK, "");
+    assert_non_null(f);
+    assert_int_equal(f->severity, AN_ERROR);
+    sc_free(&s);
+
+    /* closed by the flip in time: nothing */
+    sc_init(&s, NULL);
+    c = sc_conn(&s, 19, 40000, S);
+    ct = sc_conn(&s, 19, 40001, T);
+    sc_do(&s, c, 1000, 100, ASK_T, "GET", k1, NULL);
+    sc_do(&s, ct, 1200, 50, "+OK", "ASKING", NULL);
+    sc_do(&s, ct, 1300, 100, "$", "GET", k1, NULL);
+    sc_do(&s, c, 5000, 100, MOVED_T, "GET", k1, NULL);
+    sc_do(&s, ct, 5200, 100, "$", "GET", k1, NULL);
+    sc_finish(&s, 200000000);
+    assert_int_equal(sc_total(&s), 0);
+    assert_int_equal(s.out.nmigrations, 1);
+    assert_int_equal(s.out.migrations[0].flip_us, SC_T0 + 5100);
+    sc_free(&s);
+}
+
+/* Findings are re-emitted with the same id when they change. */
+static void test_finding_ids_stable(void **state)
+{
+    (void)state;
+    sc s;
+    sc_init(&s, NULL);
+    int cs = sc_conn(&s, 5, 40000, S), ct = sc_conn(&s, 5, 40001, T);
+    sc_do(&s, cs, 1000, 100, ASK_T, "GET", k1, NULL);
+    sc_do(&s, ct, 1200, 100, MOVED_S, "GET", k1, NULL);
+    assert_int_equal(s.out.finding_emits, 1);
+    assert_int_equal(s.out.findings[0].id, 1);
+    assert_int_equal(s.out.findings[0].count, 1);
+    an_flush(s.an, SC_T0 + 1500);
+    assert_int_equal(s.out.finding_emits, 1); /* unchanged: not emitted again */
+    sc_do(&s, cs, 2000, 100, ASK_T, "GET", k2, NULL);
+    sc_do(&s, ct, 2200, 100, MOVED_S, "GET", k2, NULL);
+    an_flush(s.an, SC_T0 + 2500);
+    assert_int_equal(s.out.finding_emits, 2);
+    assert_int_equal(s.out.nfindings, 1);
+    assert_int_equal(s.out.findings[0].id, 1);
+    assert_int_equal(s.out.findings[0].count, 2);
+    sc_finish(&s, 20000000);
+    sc_free(&s);
+}
+
+/* Clients per connection: each connection is its own client. */
+static void test_client_by_conn(void **state)
+{
+    (void)state;
+    an_config cfg;
+    an_config_defaults(&cfg);
+    cfg.client_by = AN_CLIENT_BY_CONN;
+    sc s;
+    sc_init(&s, &cfg);
+    int cs = sc_conn(&s, 5, 40000, S), ct = sc_conn(&s, 5, 40001, T);
+    sc_do(&s, cs, 1000, 100, ASK_T, "GET", k1, NULL);
+    sc_do(&s, ct, 1200, 100, MOVED_S, "GET", k1, NULL);
+    sc_finish(&s, 20000000);
+    /* the retry is still joined to its operation (matched by host) */
+    assert_int_equal(sc_total_clients(&s), 1);
+    assert_non_null(sc_find(&s, AN_ASKING_MISSING, "127.0.0.5:40001"));
+    assert_int_equal(s.out.nclients, 2);
+    sc_free(&s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_correct_client_whole_migration),
+        cmocka_unit_test(test_redis_cli_follower_no_finding),
+        cmocka_unit_test(test_asking_missing),
+        cmocka_unit_test(test_asking_missing_negative),
+        cmocka_unit_test(test_asking_other_connection),
+        cmocka_unit_test(test_asking_interleaved),
+        cmocka_unit_test(test_ask_cached),
+        cmocka_unit_test(test_ask_cached_negative_after_moved),
+        cmocka_unit_test(test_moved_ignored),
+        cmocka_unit_test(test_redirect_unfollowed),
+        cmocka_unit_test(test_redirect_unfollowed_on_flush),
+        cmocka_unit_test(test_redirect_loop),
+        cmocka_unit_test(test_redirect_loop_cap),
+        cmocka_unit_test(test_tryagain_storm),
+        cmocka_unit_test(test_tryagain_backoff_negative),
+        cmocka_unit_test(test_readonly_missing),
+        cmocka_unit_test(test_crossslot),
+        cmocka_unit_test(test_migration_stuck),
+        cmocka_unit_test(test_finding_ids_stable),
+        cmocka_unit_test(test_client_by_conn),
+    };
+    return cmocka_run_group_tests(tests, setup, NULL);
+}
