@@ -508,7 +508,9 @@ static void print_loss(const report *r, FILE *out)
 /* Caps that were hit anywhere: tables that were full, records not shown. */
 static void print_caps(const report *r, FILE *out)
 {
-    static const char *const names[] = {"evicted_clients", "evicted_ops", "dropped_requests",
+    static const char *const names[] = {"evicted_clients", "evicted_ops", "evicted_conns",
+                                        "evicted_memos", "dropped_findings", "view_drops",
+                                        "latency_slots_dropped", "map_errors", "dropped_requests",
                                         "limit_hits", "malformed", "time_backwards"};
     int any = 0;
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {

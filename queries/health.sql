@@ -12,7 +12,9 @@ SELECT name, value
                 'unpaired_replies', 'resyncs', 'skipped_bytes', 'protocol_errors',
                 'unknown_commands', 'evicted_connections', 'evicted_clients', 'evicted_ops',
                 'ooo_dropped', 'out_of_window', 'overlap_conflicts', 'time_backwards',
-                'dropped_requests', 'limit_hits', 'ip_fragments', 'unsupported')
+                'dropped_requests', 'limit_hits', 'ip_fragments', 'unsupported',
+                'evicted_conns', 'evicted_memos', 'dropped_findings', 'view_drops',
+                'latency_slots_dropped', 'map_errors')
  ORDER BY name;
 
 SELECT name, linktype_name, packets, bytes, kernel_drops, if_drops, time_backwards, error,

@@ -499,6 +499,16 @@ static void each_an_counter(const an_stats *a, store_counter_fn fn, void *ctx)
     fn(ctx, "evicted_clients", a->evicted_clients);
     fn(ctx, "evicted_ops", a->evicted_ops);
     fn(ctx, "node_links", a->node_links);
+    fn(ctx, "evicted_conns", a->evicted_conns);
+    fn(ctx, "evicted_memos", a->evicted_memos);
+    fn(ctx, "dropped_findings", a->dropped_findings);
+    fn(ctx, "view_drops", a->view_drops);
+    fn(ctx, "latency_slots_dropped", a->latency_slots_dropped);
+    fn(ctx, "unanswered", a->unanswered);
+    fn(ctx, "node_link_commands", a->node_link_commands);
+    fn(ctx, "map_replies", a->map_replies);
+    fn(ctx, "map_errors", a->map_errors);
+    fn(ctx, "abandoned_ops", a->abandoned_ops);
 }
 
 void store_each_counter(const cap_stats *cs, const resp_stats *rs, const an_stats *as,
