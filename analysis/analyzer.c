@@ -109,8 +109,12 @@ static int32_t client_get(an_analyzer *an, const char *name, const cap_addr *hos
         client_drop(an, old);
         an->st.evicted_clients++;
     }
-    i = an->cli_free;
-    an->cli_free = an->clients[i].lnext;
+    if (an->cli_free != AN_NONE) {
+        i = an->cli_free;
+        an->cli_free = an->clients[i].lnext;
+    } else {
+        i = (int32_t)an->cli_hwm++;
+    }
     an_cli *c = &an->clients[i];
     memset(c, 0, sizeof *c);
     c->used = 1;
@@ -200,8 +204,12 @@ static an_cn *conn_get(an_analyzer *an, const cap_conn *cc, int64_t ts)
             conn_drop(an, old);
             an->st.evicted_conns++;
         }
-        i = an->conn_free;
-        an->conn_free = an->conns[i].lnext;
+        if (an->conn_free != AN_NONE) {
+            i = an->conn_free;
+            an->conn_free = an->conns[i].lnext;
+        } else {
+            i = (int32_t)an->conn_hwm++;
+        }
         an_cn *cn = &an->conns[i];
         memset(cn, 0, sizeof *cn);
         cn->used = 1;
@@ -289,20 +297,7 @@ an_analyzer *an_new(const an_config *cfg, const an_sink *sink)
         an_free(an);
         return NULL;
     }
-    /* free lists threaded through lnext */
-#define FREELIST(arr, n, head)                                                 \
-    do {                                                                       \
-        for (uint32_t i_ = 0; i_ < (n); i_++) {                                \
-            (arr)[i_].lnext = i_ + 1 < (n) ? (int32_t)i_ + 1 : AN_NONE;        \
-            (arr)[i_].lprev = AN_NONE;                                         \
-        }                                                                      \
-        (head) = 0;                                                            \
-    } while (0)
-    FREELIST(an->conns, c->max_conns, an->conn_free);
-    FREELIST(an->clients, c->max_clients, an->cli_free);
-    FREELIST(an->memos, c->max_memos, an->memo_free);
-    FREELIST(an->ops, c->max_ops, an->op_free);
-#undef FREELIST
+    an->conn_free = an->cli_free = an->memo_free = an->op_free = AN_NONE;
     an->conn_lru_head = an->conn_lru_tail = AN_NONE;
     an->cli_lru_head = an->cli_lru_tail = AN_NONE;
     an->memo_lru_head = an->memo_lru_tail = AN_NONE;

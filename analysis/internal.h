@@ -279,6 +279,9 @@ struct an_analyzer {
     uint64_t view_bytes;
     an_op *ops; an_map op_map; int32_t op_list_head, op_list_tail, op_free;
     uint32_t nops;
+    /* pools hand out entries from their free list, else the next never-used
+     * one (so memory sized by the caps is not touched until needed) */
+    uint32_t conn_hwm, cli_hwm, memo_hwm, op_hwm;
     an_fnd **findings; an_map finding_map; uint32_t nfindings;
     an_mig *migs[AN_SLOTS];
     an_lat *slot_lat[AN_SLOTS];  /* [2] each, lazily */

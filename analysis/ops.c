@@ -127,9 +127,14 @@ static an_op *op_new(an_analyzer *an, an_cmdctx *x, const an_attempt *cur, uint6
         op_free(an, an->op_list_head); /* the oldest, unjudged */
         an->st.evicted_ops++;
     }
-    int32_t i = an->op_free;
+    int32_t i;
+    if (an->op_free != AN_NONE) {
+        i = an->op_free;
+        an->op_free = an->ops[i].lnext;
+    } else {
+        i = (int32_t)an->op_hwm++;
+    }
     an_op *op = &an->ops[i];
-    an->op_free = op->lnext;
     uint32_t gen = op->gen;
     memset(op, 0, sizeof *op);
     op->gen = gen;

@@ -199,8 +199,12 @@ an_memo *an_memo_get(an_analyzer *an, int32_t client, int32_t slot, int create)
         memo_free(an, old);
         an->st.evicted_memos++;
     }
-    i = an->memo_free;
-    an->memo_free = an->memos[i].lnext;
+    if (an->memo_free != AN_NONE) {
+        i = an->memo_free;
+        an->memo_free = an->memos[i].lnext;
+    } else {
+        i = (int32_t)an->memo_hwm++;
+    }
     an_memo *m = &an->memos[i];
     memset(m, 0, sizeof *m);
     m->client = client;
