@@ -353,6 +353,11 @@ fail:
     return NULL;
 }
 
+/* Indexes built at close rather than maintained per row (see schema.sql). */
+static const char close_indexes_sql[] =
+    "CREATE INDEX IF NOT EXISTS commands_client ON commands (client, ts_us);"
+    "CREATE INDEX IF NOT EXISTS commands_conn ON commands (conn, seq);";
+
 int store_close(store *s, char *err, size_t err_size)
 {
     char num[32];
@@ -362,6 +367,11 @@ int store_close(store *s, char *err, size_t err_size)
     snprintf(num, sizeof num, "%lld", (long long)now_us());
     store_meta(s, "end_us", num);
     store_commit(s);
+    if (!s->error[0]) {
+        int rc = sqlite3_exec(s->db, close_indexes_sql, NULL, NULL, NULL);
+        if (rc != SQLITE_OK)
+            store_fail(s, "index", rc);
+    }
     /* Checkpoint the WAL into the main file and drop it: one self-contained file. */
     if (!s->error[0]) {
         int rc = sqlite3_exec(s->db, "PRAGMA journal_mode=DELETE", NULL, NULL, NULL);

@@ -260,6 +260,9 @@ static void test_round_trip(void **state)
                                " AND extra_us=900 AND extra_round_trips=5"), 1);
     assert_int_equal(q_int(db, "SELECT value FROM counters WHERE name='packets'"), 100);
     assert_int_equal(q_int(db, "SELECT count(*) FROM commands"), 0);
+    /* The commands indexes are built at close. */
+    assert_int_equal(q_int(db, "SELECT count(*) FROM sqlite_master WHERE type = 'index'"
+                               " AND name IN ('commands_client', 'commands_conn')"), 2);
     /* A finished database is one file: the WAL was checkpointed away. */
     assert_string_equal(q_text(db, buf, sizeof buf, "PRAGMA journal_mode"), "delete");
     sqlite3_close(db);
@@ -352,6 +355,7 @@ static void test_interrupted_run(void **state)
     assert_string_equal(q_text(db, buf, sizeof buf, "PRAGMA integrity_check"), "ok");
     assert_int_equal(q_int(db, "SELECT count(*) FROM redirects"), 8);
     assert_int_equal(q_int(db, "SELECT count(*) FROM meta WHERE key='end_us'"), 0);
+    assert_int_equal(q_int(db, "SELECT count(*) FROM sqlite_master WHERE name='commands_client'"), 0);
     sqlite3_close(db);
 }
 
