@@ -205,19 +205,28 @@ static int rp_push(rc_conn *c, uint8_t type, uint64_t n)
     return 0;
 }
 
-/* Results of rp_line. */
+/* Results of rp_text / rp_num / rp_line. */
 enum { LN_VALUE = 0, LN_MSG = 1, LN_CONT = 2, LN_ERR = -1, LN_LIMIT = -2 };
 
-/* The line of a value of type t is complete: s/n is its kept prefix, full its
- * length. Sets up what follows (payload, elements) or completes the value.
- * Returns LN_MSG when the whole message ended, LN_CONT when more of this value
- * follows (payload or elements), LN_VALUE when a value ended but not the
- * message, LN_ERR / LN_LIMIT on bad input. */
-static int rp_line(rc_conn *c, uint8_t t, const uint8_t *s, size_t n, uint64_t full)
+/* Is t a type whose line is a length or a count? */
+static inline int is_num_type(uint8_t t)
+{
+    switch (t) {
+    case ':': case '$': case '!': case '=': case '*': case '%': case '~': case '>': case '|':
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* The line of a value of a text type ('+' '-' '_' '#' ',' '(') is complete:
+ * s/n is its kept prefix, full its length. Returns LN_MSG when the whole
+ * message ended, LN_VALUE when a value ended but not the message, LN_ERR on
+ * bad input. */
+static int rp_text(rc_conn *c, uint8_t t, const uint8_t *s, size_t n, uint64_t full)
 {
     rp_dec *d = &c->rpd;
     resp_reply *rep = &c->reply;
-    int64_t v = 0;
     int top = (d->depth == 0);
     switch (t) {
     case '+':
@@ -234,16 +243,6 @@ static int rp_line(rc_conn *c, uint8_t t, const uint8_t *s, size_t n, uint64_t f
     case '-':
         if (top)
             rp_error_text(c, s, n);
-        break;
-    case ':':
-        if (rd_parse_i64(s, n, &v) != 0)
-            return LN_ERR;
-        if (top)
-            rep->integer = v;
-        else if (at_elem(d, 2)) {
-            d->elem2 = v;
-            d->elem2_set = 1;
-        }
         break;
     case '_':
         if (full != 0)
@@ -262,11 +261,33 @@ static int rp_line(rc_conn *c, uint8_t t, const uint8_t *s, size_t n, uint64_t f
         if (full == 0)
             return LN_ERR;
         break;
+    default:
+        return LN_ERR;
+    }
+    return rp_value_done(c, 0) ? LN_MSG : LN_VALUE;
+}
+
+/* The number v of an integer, bulk or aggregate header of type t was read.
+ * Sets up what follows (payload, elements) or completes the value. Returns
+ * LN_MSG, LN_VALUE, LN_CONT when more of this value follows, LN_ERR or
+ * LN_LIMIT. */
+static int rp_num(rc_conn *c, uint8_t t, int64_t v)
+{
+    rp_dec *d = &c->rpd;
+    resp_reply *rep = &c->reply;
+    int top = (d->depth == 0);
+    switch (t) {
+    case ':':
+        if (top)
+            rep->integer = v;
+        else if (at_elem(d, 2)) {
+            d->elem2 = v;
+            d->elem2_set = 1;
+        }
+        break;
     case '$':
     case '!':
     case '=':
-        if (rd_parse_i64(s, n, &v) != 0)
-            return LN_ERR;
         if (v == -1 && t == '$') { /* RESP2 null bulk */
             if (top) {
                 rep->type = RESP_T_NIL;
@@ -299,8 +320,6 @@ static int rp_line(rc_conn *c, uint8_t t, const uint8_t *s, size_t n, uint64_t f
     case '~':
     case '>':
     case '|': {
-        if (rd_parse_i64(s, n, &v) != 0)
-            return LN_ERR;
         if (v == -1 && t == '*') { /* RESP2 null array */
             if (top) {
                 rep->type = RESP_T_NIL;
@@ -315,11 +334,8 @@ static int rp_line(rc_conn *c, uint8_t t, const uint8_t *s, size_t n, uint64_t f
         if (top && t != '|')
             rep->elements = v;
         uint64_t elems = (t == '%' || t == '|') ? 2 * (uint64_t)v : (uint64_t)v;
-        if (elems == 0) {
-            if (rp_value_done(c, t == '|'))
-                return LN_MSG;
-            return LN_VALUE;
-        }
+        if (elems == 0)
+            return rp_value_done(c, t == '|') ? LN_MSG : LN_VALUE;
         if (rp_push(c, t, elems) != 0)
             return LN_LIMIT;
         d->state = RP_TYPE;
@@ -329,6 +345,17 @@ static int rp_line(rc_conn *c, uint8_t t, const uint8_t *s, size_t n, uint64_t f
         return LN_ERR;
     }
     return rp_value_done(c, 0) ? LN_MSG : LN_VALUE;
+}
+
+/* A complete line s/n (full bytes long) of type t: parse and handle it. */
+static int rp_line(rc_conn *c, uint8_t t, const uint8_t *s, size_t n, uint64_t full)
+{
+    int64_t v;
+    if (!is_num_type(t))
+        return rp_text(c, t, s, n, full);
+    if (full > RD_NUM_MAX || rd_parse_i64(s, n, &v) != 0)
+        return LN_ERR;
+    return rp_num(c, t, v);
 }
 
 /* A bulk payload ended: finish what was captured from it. */
@@ -407,16 +434,22 @@ void rp_feed(rc_conn *c, const uint8_t *base, size_t len, int64_t ts)
             /* fall through */
         case RP_LINE: {
             uint8_t t = d->ltype;
-            uint64_t max = (t == '+' || t == '-' || t == ',' || t == '(') ? cfg->max_line
-                                                                         : RD_NUM_MAX;
-            r = rd_line_read(&d->line, &p, end, max, &s, &sl, &full);
-            if (r == RD_MORE)
-                break;
-            if (r != RD_DONE) {
-                rp_error(c, rp_pos(d, base, p), r == RD_ERR_LIMIT && max == cfg->max_line);
-                break;
+            if (is_num_type(t)) {
+                int64_t v;
+                r = rd_num_line(&d->line, &p, end, &v);
+                if (r == 0)
+                    break;
+                r = (r < 0) ? LN_ERR : rp_num(c, t, v);
+            } else {
+                r = rd_line_read(&d->line, &p, end, cfg->max_line, &s, &sl, &full);
+                if (r == RD_MORE)
+                    break;
+                if (r != RD_DONE) {
+                    rp_error(c, rp_pos(d, base, p), r == RD_ERR_LIMIT);
+                    break;
+                }
+                r = rp_text(c, t, s, sl, full);
             }
-            r = rp_line(c, t, s, sl, full);
             if (r == LN_MSG) {
                 if (c->keeping)
                     pair_keep_bytes(c, seg, (size_t)(p - seg));

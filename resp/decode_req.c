@@ -47,18 +47,30 @@ static int rq_is_secret(rq_dec *d, const resp_request *r, uint32_t i)
 }
 
 /* Which arguments of this command are credentials, from its name. */
-static uint8_t rq_cred_class(const char *name)
+static uint8_t rq_cred_class(const char *name, size_t len)
 {
-    if (strcmp(name, "AUTH") == 0)
-        return CRED_ALL;
-    if (strcmp(name, "HELLO") == 0)
-        return CRED_HELLO;
-    if (strcmp(name, "MIGRATE") == 0)
-        return CRED_MIGRATE;
-    if (strcmp(name, "CONFIG") == 0)
-        return CRED_CONFIG;
-    if (strcmp(name, "ACL") == 0)
-        return CRED_ACL;
+    switch (name[0]) {
+    case 'A':
+        if (RD_NAME_IS(name, len, "AUTH"))
+            return CRED_ALL;
+        if (RD_NAME_IS(name, len, "ACL"))
+            return CRED_ACL;
+        break;
+    case 'C':
+        if (RD_NAME_IS(name, len, "CONFIG"))
+            return CRED_CONFIG;
+        break;
+    case 'H':
+        if (RD_NAME_IS(name, len, "HELLO"))
+            return CRED_HELLO;
+        break;
+    case 'M':
+        if (RD_NAME_IS(name, len, "MIGRATE"))
+            return CRED_MIGRATE;
+        break;
+    default:
+        break;
+    }
     return CRED_NONE;
 }
 
@@ -145,7 +157,7 @@ static void arg_end(rc_conn *c)
     if (i == 0) {
         size_t nl = seen < RESP_NAME_MAX - 1 ? seen : RESP_NAME_MAX - 1;
         r->name[nl] = '\0';
-        d->cred = rq_cred_class(r->name);
+        d->cred = rq_cred_class(r->name, nl);
         d->prev = (const uint8_t *)r->name;
         d->prev_len = (uint32_t)nl;
         d->prev_full = seen;
@@ -458,9 +470,6 @@ void rq_feed(rc_conn *c, const uint8_t *base, size_t n, int64_t ts)
     const resp_config *cfg = &c->rp->cfg;
     const uint8_t *p = base;
     const uint8_t *end = base + n;
-    const uint8_t *s;
-    size_t sl;
-    uint64_t full;
     int64_t v;
     int r;
 
@@ -481,10 +490,10 @@ void rq_feed(rc_conn *c, const uint8_t *base, size_t n, int64_t ts)
             break;
 
         case RQ_MB_LINE:
-            r = rd_line_read(&d->line, &p, end, RD_NUM_MAX, &s, &sl, &full);
-            if (r == RD_MORE)
+            r = rd_num_line(&d->line, &p, end, &v);
+            if (r == 0)
                 break;
-            if (r != RD_DONE || rd_parse_i64(s, sl, &v) != 0) {
+            if (r < 0) {
                 rq_error(c, rq_pos(d, base, p), 0);
                 break;
             }
@@ -508,13 +517,12 @@ void rq_feed(rc_conn *c, const uint8_t *base, size_t n, int64_t ts)
             }
             p++;
             d->state = RQ_ARG_LINE;
-            break;
-
+            /* fall through */
         case RQ_ARG_LINE:
-            r = rd_line_read(&d->line, &p, end, RD_NUM_MAX, &s, &sl, &full);
-            if (r == RD_MORE)
+            r = rd_num_line(&d->line, &p, end, &v);
+            if (r == 0)
                 break;
-            if (r != RD_DONE || rd_parse_i64(s, sl, &v) != 0 || v < 0) {
+            if (r < 0 || v < 0) {
                 rq_error(c, rq_pos(d, base, p), 0);
                 break;
             }

@@ -259,6 +259,36 @@ static inline int rd_parse_i64(const uint8_t *p, size_t n, int64_t *out)
     return 0;
 }
 
+/* Fast path for a length or count line that lies wholly in the chunk:
+ * "[-]<1..18 digits>\r\n" without a leading zero. Returns the bytes it spans
+ * (number and CRLF) with *out set, or 0 to let the line reader and
+ * rd_parse_i64 handle it (split lines, long or malformed numbers). 18 digits
+ * cannot overflow an int64. */
+static inline size_t rd_num_fast(const uint8_t *p, const uint8_t *end, int64_t *out)
+{
+    const uint8_t *q = p;
+    int neg = 0;
+    if (q < end && *q == '-') {
+        neg = 1;
+        q++;
+    }
+    const uint8_t *ds = q;
+    uint64_t v = 0;
+    while (q < end && (unsigned)(*q - '0') <= 9 && q - ds < 18) {
+        v = v * 10 + (unsigned)(*q - '0');
+        q++;
+    }
+    if (q == ds || end - q < 2 || q[0] != '\r' || q[1] != '\n')
+        return 0;
+    if (*ds == '0' && (q - ds > 1 || neg))
+        return 0;
+    *out = neg ? -(int64_t)v : (int64_t)v;
+    return (size_t)(q + 2 - p);
+}
+
+/* Is the NUL-terminated name n, of length len, equal to the literal lit? */
+#define RD_NAME_IS(n, len, lit) ((len) == sizeof(lit) - 1 && memcmp((n), (lit), (len)) == 0)
+
 /* Read a CRLF-terminated line from *pp. On RD_DONE, out and out_len hold the
  * kept prefix (without CR), *full the whole length, and *pp is past the LF. On
  * RD_MORE everything was consumed. RD_ERR: bad terminator; RD_ERR_LIMIT: longer
@@ -308,6 +338,28 @@ static inline int rd_line_read(rd_line *l, const uint8_t **pp, const uint8_t *en
     *out_len = (size_t)(total - 1 < RD_LBUF ? total - 1 : RD_LBUF);
     l->len = 0;
     return RD_DONE;
+}
+
+/* Read a length or count line: 1 with *v set, 0 when more bytes are needed
+ * (all consumed), -1 when malformed (*pp left where a resync may start). */
+static inline int rd_num_line(rd_line *l, const uint8_t **pp, const uint8_t *end, int64_t *v)
+{
+    const uint8_t *s;
+    size_t sl;
+    uint64_t full;
+    if (l->len == 0) {
+        size_t k = rd_num_fast(*pp, end, v);
+        if (k != 0) {
+            *pp += k;
+            return 1;
+        }
+    }
+    int r = rd_line_read(l, pp, end, RD_NUM_MAX, &s, &sl, &full);
+    if (r == RD_MORE)
+        return 0;
+    if (r != RD_DONE || rd_parse_i64(s, sl, v) != 0)
+        return -1;
+    return 1;
 }
 
 /* ASCII upper-case. */
