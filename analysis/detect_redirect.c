@@ -21,14 +21,15 @@
  * reply kind, same target: A -> B -> A -> B), or their number exceeds
  * cfg.loop_max_redirects (default 5). TRYAGAIN restarts the count, since a
  * client correctly retrying a split multi-key command walks source -> target
- * -> source again. Not reported when another finding already explains the
- * operation (e.g. asking_missing makes A -> B -> A). Aggregated per (client,
- * "", slot); the evidence lists the attempts.
+ * -> source again. Reported even when another finding explains why (a
+ * client that never sends ASKING bounces source -> target -> source: both
+ * asking_missing and redirect_loop). Aggregated per (client, "", slot); the
+ * evidence lists the attempts.
  */
 void an_detect_redirect_loop(an_analyzer *an, an_attempt_ctx *a, int32_t *blame)
 {
     an_op *op = a->op;
-    if (!op || op->loop_reported || op->ntrail == 0 || op->blame != AN_NONE || *blame != AN_NONE)
+    if (!op || op->loop_reported || op->ntrail == 0)
         return;
     const an_attempt *cur = &op->trail[op->ntrail - 1];
     int repeated = 0;
@@ -53,7 +54,8 @@ void an_detect_redirect_loop(an_analyzer *an, an_attempt_ctx *a, int32_t *blame)
              op->name, (int)op->slot, op->redirects, repeated ? ", the same redirect twice" : "");
     int32_t f = an_finding_hit(an, AN_REDIRECT_LOOP, client, AN_NONE, op->slot, cur->start_us,
                                0, 1, summary, ev, op->ntrail);
-    *blame = f;
+    if (*blame == AN_NONE)
+        *blame = f;
 }
 
 /*
@@ -61,6 +63,7 @@ void an_detect_redirect_loop(an_analyzer *an, an_attempt_ctx *a, int32_t *blame)
  * An occurrence is a command for slot s (first attempt or retry) sent to node
  * S after the client received "-MOVED s T" from S (T != S), that S answers
  * with MOVED again: the client knew and paid an extra round trip anyway.
+ * Retries that follow an ASK to S are not counted (the ASK sent them there).
  * Commands already in flight when the first MOVED arrived are not counted
  * (they were sent before it). Reads bounced by a replica for want of
  * READONLY are readonly_missing instead; a client that never follows any
@@ -75,6 +78,8 @@ void an_detect_moved_ignored(an_analyzer *an, an_attempt_ctx *a, int32_t *blame)
     const an_attempt *cur = a->cur;
     if (cur->reply != RESP_ERR_MOVED || x->slot < 0 || !x->cli->pub.cluster_aware)
         return;
+    if (a->prev && a->prev->reply == RESP_ERR_ASK && cur->node == a->prev->target)
+        return; /* sent there by an ASK, not by its map */
     an_memo *m = an_memo_get(an, x->cn->client, x->slot, 0);
     if (!m || m->moved_ts == 0 || m->moved_ts > cur->start_us || m->moved_from != cur->node ||
         m->moved_to == cur->node || m->moved_to == AN_NONE)

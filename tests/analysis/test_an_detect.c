@@ -264,10 +264,7 @@ static void test_asking_interleaved(void **state)
     sc_do(&s, cs, 1000, 100, ASK_T, "GET", k1, NULL);
     sc_do(&s, ct, 1200, 50, "+OK", "ASKING", NULL);
     sc_do(&s, ct, 1200, 60, "+PONG", "PING", NULL); /* another user of the connection */
-    sc_do(&s, ct, 1200, 70, MOVED_S, "GET", k1, NULL);
-    sc_do(&s, cs, 1400, 100, ASK_T, "GET", k1, NULL); /* the client then follows MOVED */
-    sc_do(&s, ct, 1600, 50, "+OK", "ASKING", NULL);
-    sc_do(&s, ct, 1700, 100, "$", "GET", k1, NULL);
+    sc_do(&s, ct, 1200, 70, MOVED_S, "GET", k1, NULL); /* and gives up */
     sc_finish(&s, 20000000);
     assert_int_equal(sc_total_clients(&s), 1);
     const an_finding *f = sc_find(&s, AN_ASKING_INTERLEAVED, "127.0.0.7");
@@ -428,6 +425,30 @@ static void test_redirect_loop(void **state)
     assert_int_equal(f->extra_latency_us, 1800 - 1000);
     assert_non_null(strstr(sc_evidence(&s, f), "127.0.0.1:30311"));
     assert_int_equal(sc_total_clients(&s), 1);
+    sc_free(&s);
+}
+
+/* A client that never sends ASKING and follows every redirect bounces
+ * S -ASK-> T -MOVED-> S ... until its own cap: asking_missing at each visit to
+ * T, and one redirect_loop for the operation. */
+static void test_redirect_loop_without_asking(void **state)
+{
+    (void)state;
+    sc s;
+    sc_init(&s, NULL);
+    int cs = sc_conn(&s, 13, 40000, S), ct = sc_conn(&s, 13, 40001, T);
+    int64_t t = 1000;
+    for (int hop = 0; hop < 8; hop++, t += 200)
+        sc_do(&s, hop % 2 ? ct : cs, t, 100, hop % 2 ? MOVED_S : ASK_T, "GET", k1, NULL);
+    sc_finish(&s, 20000000);
+    assert_int_equal(sc_total_clients(&s), 2);
+    const an_finding *loop = sc_find(&s, AN_REDIRECT_LOOP, "127.0.0.13");
+    const an_finding *miss = sc_find(&s, AN_ASKING_MISSING, "127.0.0.13");
+    assert_non_null(loop);
+    assert_non_null(miss);
+    assert_int_equal(loop->count, 1);
+    assert_int_equal(miss->count, 4);
+    assert_null(sc_find(&s, AN_REDIRECT_UNFOLLOWED, "127.0.0.13"));
     sc_free(&s);
 }
 
@@ -660,6 +681,7 @@ int main(void)
         cmocka_unit_test(test_redirect_unfollowed),
         cmocka_unit_test(test_redirect_unfollowed_on_flush),
         cmocka_unit_test(test_redirect_loop),
+        cmocka_unit_test(test_redirect_loop_without_asking),
         cmocka_unit_test(test_redirect_loop_cap),
         cmocka_unit_test(test_tryagain_storm),
         cmocka_unit_test(test_tryagain_backoff_negative),
