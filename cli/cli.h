@@ -70,6 +70,8 @@ typedef struct cli_opts {
 int cli_parse_options(cli_opts *o, int live, int argc, char **argv);
 /* The options both commands share, for their --help. */
 extern const char cli_analysis_options_help[];
+/* The --set names with their meaning and default (an_config_help), indented. */
+void cli_print_settings_help(FILE *out);
 /* argv joined with shell quoting where needed. */
 void cli_join_argv(int argc, char **argv, char *out, size_t size);
 /* The whole command line, set by main (recorded in the database's meta). */

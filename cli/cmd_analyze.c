@@ -25,7 +25,7 @@ static void print_help(void)
     fputs(analyze_usage, stdout);
     fputs(cli_analysis_options_help, stdout);
     fputs("\nsettings for --set NAME=VALUE:\n", stdout);
-    fputs(an_config_help(), stdout);
+    cli_print_settings_help(stdout);
     fputs("\nexit codes: 0 ok, 1 runtime error (the report still shows what was read),\n"
           "2 usage error, 3 findings with --fail-on-findings\n", stdout);
 }

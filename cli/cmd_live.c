@@ -56,7 +56,7 @@ static void print_help(void)
     fputs(live_usage, stdout);
     fputs(cli_analysis_options_help, stdout);
     fputs("\nsettings for --set NAME=VALUE:\n", stdout);
-    fputs(an_config_help(), stdout);
+    cli_print_settings_help(stdout);
 }
 
 /* Install the stop handler (no SA_RESTART: the capture's wait must return). */

@@ -66,6 +66,18 @@ const char cli_analysis_options_help[] =
     "  --fail-on-findings     exit 3 when there are findings (CI for client libraries)\n"
     "  --help, -h             this help\n";
 
+void cli_print_settings_help(FILE *out)
+{
+    const char *p = an_config_help();
+    while (p && *p) {
+        size_t len = strcspn(p, "\n");
+        fprintf(out, "  %.*s\n", (int)len, p);
+        p += len;
+        if (*p == '\n')
+            p++;
+    }
+}
+
 /* The table entry for a long name (without "--", up to '=') or a letter. */
 static const opt_def *find_opt(const char *name, size_t len, char letter)
 {

@@ -372,11 +372,17 @@ int store_close(store *s, char *err, size_t err_size)
         if (rc != SQLITE_OK)
             store_fail(s, "index", rc);
     }
-    /* Checkpoint the WAL into the main file and drop it: one self-contained file. */
+    /* Checkpoint the WAL into the main file and drop it: one self-contained file.
+     * If that fails every row is still committed, in the WAL file. */
     if (!s->error[0]) {
         int rc = sqlite3_exec(s->db, "PRAGMA journal_mode=DELETE", NULL, NULL, NULL);
-        if (rc != SQLITE_OK)
-            store_fail(s, "checkpoint", rc);
+        if (rc != SQLITE_OK) {
+            char why[256];
+            describe_rc(s->db, rc, why, sizeof why);
+            snprintf(s->error, sizeof s->error,
+                     "cannot checkpoint '%s' into one file: %s (every row is committed; "
+                     "keep its -wal file next to it)", s->path, why);
+        }
     }
     if (s->error[0])
         ret = seterr(err, err_size, "%s", s->error);
