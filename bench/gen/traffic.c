@@ -105,6 +105,9 @@ typedef struct client {
     int cached;              /* ask_cached: the slot is cached on the target */
     int moved_seen;          /* moved_ignored: got the first MOVED */
     int times;               /* special operations done */
+    uint32_t next_j;         /* next key index for a special operation: each
+                                one uses keys of its own, so that no later
+                                operation looks like a retry of an earlier */
     uint16_t next_port;
     uint32_t rr;             /* round robin over the pool */
     int has_retry;           /* a TRYAGAIN retry waits for its backoff */
@@ -607,19 +610,17 @@ static void client_refresh(sim *S, int ci)
     c->map_ver = S->cl->flipped;
 }
 
-/* A key of the tag of slot s whose moved state is `moved` (1 moved, 0 not),
- * excluding key index `not_j`; returns its index or -1. */
-static int find_key(sim *S, int s, int moved, int not_j)
+/* The next unused key index of client c in slot s whose moved state is
+ * `moved`; -1 if none in the next 4096. */
+static int fresh_key(sim *S, client *c, int s, int moved)
 {
     gkeys k;
-    int start = (int)rng_below(&S->r, TAG_KEYS);
-    for (int i = 0; i < TAG_KEYS; i++) {
-        int j = (start + i) % TAG_KEYS;
-        if (j == not_j)
-            continue;
-        key_tagged(&k, 0, S->tag_of[s], j);
-        if (cluster_key_moved(S->cl, s, k.k[0], k.len[0]) == moved)
-            return j;
+    for (uint32_t j = c->next_j; j < c->next_j + 4096; j++) {
+        key_tagged(&k, 0, S->tag_of[s], (int)j);
+        if (cluster_key_moved(S->cl, s, k.k[0], k.len[0]) == moved) {
+            c->next_j = j + 1;
+            return (int)j;
+        }
     }
     return -1;
 }
@@ -646,7 +647,7 @@ static int special_make(sim *S, client *c, op *p)
             c->cached = 0;
             return 0;
         }
-        int j = find_key(S, s, c->cached ? 0 : 1, -1);
+        int j = fresh_key(S, c, s, c->cached ? 0 : 1);
         if (j < 0)
             return 0;
         key_tagged(&p->k, 0, S->tag_of[s], j);
@@ -663,7 +664,7 @@ static int special_make(sim *S, client *c, op *p)
     case K_REDIRECT_UNFOLLOWED: {
         if (!window_open_for(S, c))
             return 0;
-        int j = find_key(S, s, 1, -1);
+        int j = fresh_key(S, c, s, 1);
         if (j < 0)
             return 0;
         key_tagged(&p->k, 0, S->tag_of[s], j);
@@ -673,8 +674,8 @@ static int special_make(sim *S, client *c, op *p)
     case K_TRYAGAIN_STORM: {
         if (!window_open_for(S, c))
             return 0;
-        int a = find_key(S, s, 1, -1);
-        int b = a < 0 ? -1 : find_key(S, s, 0, a);
+        int a = fresh_key(S, c, s, 1);
+        int b = a < 0 ? -1 : fresh_key(S, c, s, 0);
         if (b < 0)
             return 0;
         p->type = C_MGET;
@@ -688,7 +689,7 @@ static int special_make(sim *S, client *c, op *p)
     case K_MOVED_IGNORED:
         if (s - S->cl->mig_first >= S->cl->flipped)
             return 0;
-        key_tagged(&p->k, 0, S->tag_of[s], (int)rng_below(&S->r, TAG_KEYS));
+        key_tagged(&p->k, 0, S->tag_of[s], (int)c->next_j++);
         c->times++;
         return 1;
     case K_READONLY_MISSING:
@@ -932,7 +933,7 @@ static void loop_turn(sim *S, int ci)
         p->type = C_GET;
         p->vsize = 64;
         p->k.n = 1;
-        key_tagged(&p->k, 0, S->tag_of[s], n - 1);
+        key_tagged(&p->k, 0, S->tag_of[s], (int)c->next_j++);
         p->node = cluster_owner_at(S->cl, s, 0);
         c->times++;
         truth_add(S, c->ip, K_REDIRECT_LOOP, s, -1, 1);
@@ -1228,6 +1229,7 @@ static void make_clients(sim *S)
             c->aware = k != K_REDIRECT_UNFOLLOWED;
             c->reader = k < 0 && o->replicas && ci % 4 == 3;
             c->next_port = (uint16_t)(32768 + rng_below(&S->r, 20000));
+            c->next_j = TAG_KEYS + (uint32_t)ci * 100000u;
             if (k >= 0 && k != K_READONLY_MISSING && k != K_CROSSSLOT)
                 c->slot = S->cl->mig_first + ordinal++ % S->cl->mig_count;
             if (k == K_READONLY_MISSING || k == K_CROSSSLOT) {
