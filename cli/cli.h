@@ -156,6 +156,7 @@ typedef struct report {
     rep_counter *counters;       size_t n_counters;
     uint64_t clients, clients_aware, clients_nodes; /* client records seen */
     uint64_t dropped;            /* records beyond a cap (not shown, in the db) */
+    int interrupted;             /* read from a database whose run never finished */
     uint32_t *finding_index;     /* open-addressing id -> findings[] + 1 */
     /* live: print findings as they are found */
     FILE *live_out;

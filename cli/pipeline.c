@@ -12,11 +12,13 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli/cli.h"
 
 #define LIVE_FLUSH_US 1000000    /* live: an_flush + commit every second */
-#define PROGRESS_EVERY 1024      /* events between progress redraw checks */
+#define CHECK_EVERY 1024         /* events between wall-clock checks (analyze) */
+#define SNAPSHOT_NS 2000000000LL /* analyze: counters + commit every 2 s */
 
 struct pipeline {
     const cli_opts *o;
@@ -32,7 +34,8 @@ struct pipeline {
     progress *pg;
     int64_t last_ts_us;          /* latest capture time seen */
     int64_t next_flush_us;       /* live: capture time of the next flush */
-    uint32_t events;             /* since the last progress check */
+    uint32_t events;             /* since the last wall-clock check */
+    struct timespec last_snapshot; /* analyze: wall time of the last snapshot */
     int db_error_shown;          /* the store's error was printed */
 };
 
@@ -121,15 +124,54 @@ static void show_db_error(pipeline *p)
     }
 }
 
-/* Live: emit what changed and commit it. */
+/* Store each input's row, and add it to the report (both replace an earlier
+ * row of the same name). */
+static void store_inputs(pipeline *p, const cap_source *src)
+{
+    size_t n = 0;
+    const cap_input_info *in = cap_source_inputs(src, &n);
+    for (size_t i = 0; i < n; i++) {
+        rep_input ri;
+        if (p->st)
+            store_input(p->st, &in[i]);
+        report_input_from_cap(&ri, &in[i]);
+        report_add_input(p->rep, &ri);
+    }
+}
+
+/* Write the inputs and counters so far and commit: a run that is killed
+ * leaves a database whose counters are at most a moment old. */
+static void snapshot(pipeline *p)
+{
+    if (!p->st)
+        return;
+    store_inputs(p, p->src);
+    store_counters(p->st, cap_tracker_stats(p->tracker), resp_get_stats(p->rp),
+                   an_get_stats(p->an));
+    store_commit(p->st);
+    show_db_error(p);
+}
+
+/* Live: emit what changed, then snapshot and commit. */
 static void live_tick(pipeline *p)
 {
     an_flush(p->an, p->last_ts_us);
-    if (p->st) {
-        store_commit(p->st);
-        show_db_error(p);
-    }
+    snapshot(p);
     p->next_flush_us = p->last_ts_us + LIVE_FLUSH_US;
+}
+
+/* Analyze, every CHECK_EVERY events: redraw the progress bar, snapshot every
+ * few seconds of wall time. */
+static void analyze_tick(pipeline *p)
+{
+    struct timespec now;
+    progress_update(p->pg, p->src, cap_tracker_stats(p->tracker)->packets);
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if ((int64_t)(now.tv_sec - p->last_snapshot.tv_sec) * 1000000000LL +
+            (now.tv_nsec - p->last_snapshot.tv_nsec) >= SNAPSHOT_NS) {
+        snapshot(p);
+        p->last_snapshot = now;
+    }
 }
 
 /* The tracker's callback: feed resp/, then the periodic work. */
@@ -139,11 +181,12 @@ static void on_capture_event(void *ctx, const cap_event *ev)
     resp_on_capture_event(p->rp, ev);
     if (ev->ts_us > p->last_ts_us)
         p->last_ts_us = ev->ts_us;
-    if (p->live && p->last_ts_us >= p->next_flush_us)
-        live_tick(p);
-    if (p->pg && ++p->events >= PROGRESS_EVERY) {
+    if (p->live) {
+        if (p->last_ts_us >= p->next_flush_us)
+            live_tick(p);
+    } else if (++p->events >= CHECK_EVERY) {
         p->events = 0;
-        progress_update(p->pg, p->src, cap_tracker_stats(p->tracker)->packets);
+        analyze_tick(p);
     }
 }
 
@@ -221,32 +264,16 @@ pipeline *pipeline_new(const cli_opts *o, report *rep, int live)
 
 /* ---------------------------------------------------------------- run */
 
-/* Store each input's row now (live: so an interrupted run names its interface). */
-static void store_inputs(pipeline *p, const cap_source *src)
-{
-    size_t n = 0;
-    const cap_input_info *in = cap_source_inputs(src, &n);
-    for (size_t i = 0; i < n; i++) {
-        rep_input ri;
-        if (p->st)
-            store_input(p->st, &in[i]);
-        report_input_from_cap(&ri, &in[i]);
-        report_add_input(p->rep, &ri);
-    }
-}
-
 int pipeline_run(pipeline *p, cap_source *src)
 {
     char err[512] = "";
     int rc;
     p->src = src;
-    if (p->live) {
-        store_inputs(p, src);
-        if (p->st)
-            store_commit(p->st);
-    } else {
+    /* The inputs are named in the database from the start. */
+    snapshot(p);
+    clock_gettime(CLOCK_MONOTONIC, &p->last_snapshot);
+    if (!p->live)
         p->pg = progress_new(p->o->quiet);
-    }
     rc = cap_source_run(src, p->tracker, err, sizeof err);
     progress_done(p->pg);
     p->pg = NULL;

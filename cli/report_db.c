@@ -118,6 +118,12 @@ static void row_counter(report *r, sqlite3_stmt *st)
     report_add_counter(r, col_text(st, 0), col_uint(st, 1));
 }
 
+/* A run that finished wrote meta end_us (store_close). */
+static void row_end(report *r, sqlite3_stmt *st)
+{
+    r->interrupted = sqlite3_column_int(st, 0) == 0;
+}
+
 static void row_clients(report *r, sqlite3_stmt *st)
 {
     r->clients = col_uint(st, 0);
@@ -163,6 +169,7 @@ int report_load_db(report *r, sqlite3 *db, char *err, size_t err_size)
         {"SELECT name, value FROM counters", row_counter},
         {"SELECT count(*), coalesce(sum(cluster_aware <> 0), 0), coalesce(sum(is_node <> 0), 0)"
          " FROM clients", row_clients},
+        {"SELECT count(*) FROM meta WHERE key = 'end_us'", row_end},
     };
     for (size_t i = 0; i < sizeof reads / sizeof reads[0]; i++)
         if (each_row(db, reads[i].sql, reads[i].fn, r, err, err_size) != 0)

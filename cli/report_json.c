@@ -102,6 +102,8 @@ static void print_totals(const report *r, FILE *out)
     }
     j = jbegin(out, "report");
     jstr(&j, "slotscope_version", SLOTSCOPE_VERSION);
+    jname(&j, "finished");
+    fputs(r->interrupted ? "false" : "true", out);
     jint(&j, "first_us", first);
     jint(&j, "last_us", last);
     juint(&j, "inputs", r->n_inputs);

@@ -548,6 +548,8 @@ static void print_blind_spots(const report *r, FILE *out)
 void report_print_text(const report *r, FILE *out)
 {
     fputs("slotscope incident report\n\nWhat happened\n", out);
+    if (r->interrupted)
+        fputs("  note         the run was interrupted: this is what it had committed\n", out);
     print_span(r, out);
     print_inputs(r, out);
     print_traffic(r, out);

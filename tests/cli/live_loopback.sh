@@ -79,6 +79,14 @@ for _ in $(seq 40); do
 done
 printed crossslot || fail "the crossslot finding was not printed live"
 
+# ... and are committed while it runs: another reader sees them (WAL).
+committed() {
+    cli ping >/dev/null
+    [ "$(q "SELECT count(*) FROM findings WHERE kind = 'crossslot'")" = 1 ] &&
+        [ "$(q "SELECT value > 0 FROM counters WHERE name = 'commands'")" = 1 ]
+}
+wait_for 40 committed || fail "the finding and counters were not committed during the run"
+
 kill -INT "$ss_pid"
 wait_for 100 bash -c "! kill -0 $ss_pid 2>/dev/null" || fail "slotscope did not stop on SIGINT"
 wait "$ss_pid"; rc=$?

@@ -147,6 +147,16 @@ static void assert_db_ok(const char *path)
     sqlite3_close(db);
 }
 
+/* Make a finished database look like one of a run that was killed. */
+static void mark_unfinished(const char *path)
+{
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, "DELETE FROM meta WHERE key = 'end_us'", NULL, NULL, NULL),
+                     SQLITE_OK);
+    sqlite3_close(db);
+}
+
 /* Every line of the last stdout is a JSON object with a string "type"
  * (checked by python3's json module); returns how many lines there were. */
 static int assert_json_lines(void)
@@ -277,6 +287,14 @@ static void test_db_and_report_match(void **state)
     assert_int_equal(run("report", db), 0);
     assert_string_equal(out_text, analyzed);
     free(analyzed);
+    assert_true(strstr(out_text, "interrupted") == NULL);
+
+    /* A run that never finished (no end time): the report says so. */
+    mark_unfinished(db);
+    assert_int_equal(run("report", db), 0);
+    assert_contains(out_text, "the run was interrupted");
+    assert_int_equal(run("report", db, "--json"), 0);
+    assert_contains(out_text, "\"finished\":false");
 
     /* The same with JSON. */
     assert_int_equal(run("analyze", FIX "set.pcap", "--db", tmp("b.db"), "--json"), 0);
