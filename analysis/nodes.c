@@ -197,13 +197,35 @@ static void node_set_role(an_analyzer *an, int32_t i, const char *role, int32_t 
     an->nodes[i].master = master;
 }
 
+/* The port of an "host:port" text, or 0. */
+static long name_port(const char *t)
+{
+    const char *c = strrchr(t, ':');
+    return c ? strtol(c + 1, NULL, 10) : 0;
+}
+
+/* A replica connects to its master from host (maybe not the address it
+ * announces: bind-source-addr, NAT) and says REPLCONF listening-port port. The
+ * node is host:port when known, else the one node listening on that port,
+ * else a new node host:port. */
 void an_nodes_learn_replica(an_analyzer *an, const cap_addr *host, uint16_t port, int32_t master)
 {
     cap_endpoint ep;
     memset(&ep, 0, sizeof ep);
     ep.addr = *host;
     ep.port = port;
-    int32_t i = an_node_by_endpoint(an, &ep);
+    char text[AN_NAME_MAX];
+    cap_endpoint_format(&ep, text, sizeof text);
+    int32_t i = node_find(an, text);
+    if (i == AN_NONE) {
+        int32_t only = AN_NONE, n = 0;
+        for (uint32_t k = 0; k < an->nnodes; k++)
+            if ((int32_t)k != master && name_port(an_node_name(an, (int32_t)k)) == port) {
+                only = (int32_t)k;
+                n++;
+            }
+        i = n == 1 ? only : an_node_by_endpoint(an, &ep);
+    }
     node_set_role(an, i, "replica", master);
     if (master != AN_NONE && !an->nodes[master].pub.role[0])
         node_set_role(an, master, "master", AN_NONE);
