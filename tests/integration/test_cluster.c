@@ -1,0 +1,364 @@
+/*
+ * test_cluster.c - slotscope on a real Redis Cluster reshard.
+ *
+ * The capture tests/fixtures/cluster/reshard.pcap was made by
+ * scripts/cluster/make-fixtures.sh: a 3+3 node cluster on loopback, slots
+ * migrated for real (SETSLOT/MIGRATE by hand and redis-cli --cluster reshard),
+ * correct clients (redis-cli -c, redis-py RedisCluster, a raw-socket client)
+ * and one deliberately broken client per finding kind, each from its own
+ * 127.0.0.x address. expected.tsv, written by the same run from what each
+ * client did, says which findings each client must get (see
+ * scripts/cluster/clients.py, write_expected, for the format).
+ *
+ * This test runs `slotscope analyze CAPTURE --db DB --set ...` (SS_BINARY) and
+ * checks the database with SQLite's own API:
+ *   - every expected (client, kind, slot) finding is there;
+ *   - a broken client gets no kind of finding it was not built for, and no
+ *     finding names a client the scenario does not know;
+ *   - the correct clients and the nodes' own connections get no finding at
+ *     all, and were seen (so that "no finding" means something);
+ *   - every redirect kind the clients received is in the redirects table, at
+ *     least as often as the clients counted it;
+ *   - each migration the scenario made is in slot_migrations, complete or
+ *     still open as it was left.
+ *
+ * The live version (live-cluster.sh) makes a new capture and runs this same
+ * program on it: the environment variable SS_CLUSTER_DIR then names the
+ * directory holding reshard.pcap and expected.tsv.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <sqlite3.h>
+
+#define MAX_LINES 128
+#define FIELD_MAX 160
+
+/* One line of expected.tsv, split at tabs. */
+typedef struct exp_line {
+    char what[16];            /* set, finding, clean, redirect, migration */
+    char f[4][FIELD_MAX];     /* the fields after it */
+} exp_line;
+
+static exp_line lines[MAX_LINES];
+static size_t n_lines;
+static char dir[512];         /* where reshard.pcap and expected.tsv are */
+static char tmpdir[64];
+static sqlite3 *db;
+
+/* Split a tab-separated line into out (what + up to 4 fields). */
+static void split_line(char *text, exp_line *out)
+{
+    char *save = NULL;
+    char *tok = strtok_r(text, "\t\r\n", &save);
+    memset(out, 0, sizeof *out);
+    snprintf(out->what, sizeof out->what, "%s", tok ? tok : "");
+    for (int i = 0; i < 4 && (tok = strtok_r(NULL, "\t\r\n", &save)); i++)
+        snprintf(out->f[i], FIELD_MAX, "%s", tok);
+}
+
+/* Read expected.tsv; comments and blank lines are skipped. 0 or -1. */
+static int load_expected(void)
+{
+    char path[600], buf[512];
+    snprintf(path, sizeof path, "%s/expected.tsv", dir);
+    FILE *fp = fopen(path, "r");
+    if (!fp) {
+        fprintf(stderr, "cannot open '%s'\n", path);
+        return -1;
+    }
+    while (fgets(buf, sizeof buf, fp) && n_lines < MAX_LINES) {
+        if (buf[0] == '#' || buf[0] == '\n')
+            continue;
+        split_line(buf, &lines[n_lines++]);
+    }
+    fclose(fp);
+    return n_lines > 0 ? 0 : -1;
+}
+
+/* Run slotscope analyze on the capture into tmpdir/db, with every "set"
+ * line as --set. Returns its exit status, or -1. */
+static int run_slotscope(void)
+{
+    char pcap[600], dbpath[128], log[128];
+    const char *argv[8 + 2 * MAX_LINES];
+    size_t argc = 0;
+    snprintf(pcap, sizeof pcap, "%s/reshard.pcap", dir);
+    snprintf(dbpath, sizeof dbpath, "%s/db", tmpdir);
+    snprintf(log, sizeof log, "%s/output", tmpdir);
+    argv[argc++] = SS_BINARY;
+    argv[argc++] = "analyze";
+    argv[argc++] = pcap;
+    argv[argc++] = "--db";
+    argv[argc++] = dbpath;
+    argv[argc++] = "--quiet";
+    for (size_t i = 0; i < n_lines; i++) {
+        if (strcmp(lines[i].what, "set") == 0) {
+            argv[argc++] = "--set";
+            argv[argc++] = lines[i].f[0];
+        }
+    }
+    argv[argc] = NULL;
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        FILE *out = freopen(log, "w", stdout);
+        if (!out || dup2(fileno(stdout), 2) < 0)
+            _exit(126);
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    int status;
+    if (waitpid(pid, &status, 0) != pid)
+        return -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* Group setup: read the expectations, analyse the capture, open the database. */
+static int setup(void **state)
+{
+    (void)state;
+    const char *env = getenv("SS_CLUSTER_DIR");
+    snprintf(dir, sizeof dir, "%s", env && *env ? env : SS_FIXTURES "/cluster");
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/ss_cluster_XXXXXX");
+    if (!mkdtemp(tmpdir) || load_expected() != 0)
+        return -1;
+    int rc = run_slotscope();
+    if (rc != 0) {
+        fprintf(stderr, "slotscope analyze exited with %d (see %s/output)\n", rc, tmpdir);
+        return -1;
+    }
+    char dbpath[128];
+    snprintf(dbpath, sizeof dbpath, "%s/db", tmpdir);
+    if (sqlite3_open_v2(dbpath, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
+        return -1;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    char cmd[128];
+    (void)state;
+    sqlite3_close(db);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+/* The integer result of a query with up to three text parameters (NULL ends
+ * them). Fails the test on an SQL error. */
+static long long query_int(const char *sql, const char *p1, const char *p2, const char *p3)
+{
+    sqlite3_stmt *st = NULL;
+    const char *params[3] = {p1, p2, p3};
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+        fail_msg("sql error: %s in %s", sqlite3_errmsg(db), sql);
+    for (int i = 0; i < 3 && params[i]; i++)
+        sqlite3_bind_text(st, i + 1, params[i], -1, SQLITE_STATIC);
+    long long v = -1;
+    if (sqlite3_step(st) == SQLITE_ROW)
+        v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return v;
+}
+
+/* The client name stored for an expected.tsv client ("-": cluster-side). */
+static const char *client_of(const char *field)
+{
+    return strcmp(field, "-") == 0 ? "" : field;
+}
+
+/* Is (client, kind) among the expected findings? */
+static int finding_expected(const char *client, const char *kind)
+{
+    for (size_t i = 0; i < n_lines; i++)
+        if (strcmp(lines[i].what, "finding") == 0 &&
+            strcmp(client_of(lines[i].f[0]), client) == 0 && strcmp(lines[i].f[1], kind) == 0)
+            return 1;
+    return 0;
+}
+
+/* Is client named by a finding or clean line? */
+static int client_known(const char *client)
+{
+    for (size_t i = 0; i < n_lines; i++)
+        if ((strcmp(lines[i].what, "finding") == 0 || strcmp(lines[i].what, "clean") == 0) &&
+            strcmp(client_of(lines[i].f[0]), client) == 0)
+            return 1;
+    return 0;
+}
+
+/* The expectations are not empty: each kind of line the scenario writes. */
+static void test_expectations_present(void **state)
+{
+    (void)state;
+    size_t findings = 0, clean = 0, redirects = 0, migrations = 0;
+    for (size_t i = 0; i < n_lines; i++) {
+        findings += strcmp(lines[i].what, "finding") == 0;
+        clean += strcmp(lines[i].what, "clean") == 0;
+        redirects += strcmp(lines[i].what, "redirect") == 0;
+        migrations += strcmp(lines[i].what, "migration") == 0;
+    }
+    /* one broken client per kind: 11 kinds, redirect_loop brings two */
+    assert_true(findings >= 11);
+    assert_true(clean >= 3);
+    assert_int_equal(redirects, 4);
+    assert_true(migrations >= 2);
+}
+
+/* Every expected finding is in the database, for its client and slot. */
+static void test_expected_findings(void **state)
+{
+    (void)state;
+    size_t missing = 0;
+    for (size_t i = 0; i < n_lines; i++) {
+        const exp_line *e = &lines[i];
+        if (strcmp(e->what, "finding") != 0)
+            continue;
+        long long n;
+        if (strcmp(e->f[2], "*") == 0)
+            n = query_int("SELECT count(*) FROM findings WHERE client = ?1 AND kind = ?2",
+                          client_of(e->f[0]), e->f[1], NULL);
+        else
+            n = query_int("SELECT count(*) FROM findings WHERE client = ?1 AND kind = ?2 "
+                          "AND slot = CAST(?3 AS INTEGER)",
+                          client_of(e->f[0]), e->f[1], e->f[2]);
+        if (n <= 0) {
+            fprintf(stderr, "missing finding: client '%s' kind %s slot %s\n", e->f[0], e->f[1],
+                    e->f[2]);
+            missing++;
+        }
+    }
+    assert_int_equal(missing, 0);
+}
+
+/* No finding that the scenario did not cause: each finding's (client, kind)
+ * is expected. */
+static void test_no_unexpected_findings(void **state)
+{
+    (void)state;
+    sqlite3_stmt *st = NULL;
+    size_t extra = 0, rows = 0;
+    assert_int_equal(sqlite3_prepare_v2(db,
+                                        "SELECT client, kind, slot, summary FROM findings "
+                                        "ORDER BY client, kind, slot",
+                                        -1, &st, NULL),
+                     SQLITE_OK);
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        const char *client = (const char *)sqlite3_column_text(st, 0);
+        const char *kind = (const char *)sqlite3_column_text(st, 1);
+        rows++;
+        if (!finding_expected(client, kind)) {
+            fprintf(stderr, "unexpected finding: client '%s'%s kind %s slot %d: %s\n", client,
+                    client_known(client) ? "" : " (unknown client)", kind,
+                    sqlite3_column_int(st, 2), (const char *)sqlite3_column_text(st, 3));
+            extra++;
+        }
+    }
+    sqlite3_finalize(st);
+    assert_true(rows > 0);
+    assert_int_equal(extra, 0);
+}
+
+/* Correct clients and the nodes' own links: seen, and without findings. */
+static void test_clean_clients(void **state)
+{
+    (void)state;
+    size_t bad = 0;
+    for (size_t i = 0; i < n_lines; i++) {
+        const exp_line *e = &lines[i];
+        if (strcmp(e->what, "clean") != 0)
+            continue;
+        long long seen = query_int("SELECT count(*) FROM connections WHERE client = ?1",
+                                   e->f[0], NULL, NULL);
+        long long n = query_int("SELECT count(*) FROM findings WHERE client = ?1", e->f[0],
+                                NULL, NULL);
+        if (seen <= 0 || n != 0) {
+            fprintf(stderr, "clean client %s (%s): %lld connections, %lld findings\n", e->f[0],
+                    e->f[1], seen, n);
+            bad++;
+        }
+    }
+    assert_int_equal(bad, 0);
+}
+
+/* Every redirect kind the clients received, at least as often. */
+static void test_redirects(void **state)
+{
+    (void)state;
+    size_t bad = 0;
+    for (size_t i = 0; i < n_lines; i++) {
+        const exp_line *e = &lines[i];
+        if (strcmp(e->what, "redirect") != 0)
+            continue;
+        long long n = query_int("SELECT count(*) FROM redirects WHERE upper(kind) = upper(?1)",
+                                e->f[0], NULL, NULL);
+        long long want = strtoll(e->f[1], NULL, 10);
+        if (want <= 0 || n < want) {
+            fprintf(stderr, "redirects of kind %s: %lld in the database, clients got %lld\n",
+                    e->f[0], n, want);
+            bad++;
+        }
+    }
+    assert_int_equal(bad, 0);
+}
+
+/* Each migration the scenario made, between the right nodes, complete or
+ * still open as it was left. */
+static void test_migrations(void **state)
+{
+    (void)state;
+    size_t bad = 0;
+    for (size_t i = 0; i < n_lines; i++) {
+        const exp_line *e = &lines[i];
+        if (strcmp(e->what, "migration") != 0)
+            continue;
+        int complete = strcmp(e->f[3], "complete") == 0;
+        long long n = query_int("SELECT count(*) FROM slot_migrations WHERE slot = "
+                                "CAST(?1 AS INTEGER) AND source = ?2 AND target = ?3",
+                                e->f[0], e->f[1], e->f[2]);
+        long long done = query_int("SELECT count(*) FROM slot_migrations WHERE slot = "
+                                   "CAST(?1 AS INTEGER) AND source = ?2 AND target = ?3 "
+                                   "AND complete = 1",
+                                   e->f[0], e->f[1], e->f[2]);
+        if (n <= 0 || (complete ? done <= 0 : done != 0)) {
+            fprintf(stderr, "migration of slot %s %s -> %s (%s): %lld rows, %lld complete\n",
+                    e->f[0], e->f[1], e->f[2], e->f[3], n, done);
+            bad++;
+        }
+    }
+    assert_int_equal(bad, 0);
+}
+
+/* The capture is whole: no gaps, no connection lost sync because bytes were
+ * missing (what the scenario expects rests on every packet being there). */
+static void test_capture_complete(void **state)
+{
+    (void)state;
+    assert_int_equal(query_int("SELECT value FROM counters WHERE name = 'gaps'", NULL, NULL, NULL),
+                     0);
+    assert_true(query_int("SELECT value FROM counters WHERE name = 'packets'", NULL, NULL,
+                          NULL) > 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_expectations_present),
+        cmocka_unit_test(test_capture_complete),
+        cmocka_unit_test(test_expected_findings),
+        cmocka_unit_test(test_no_unexpected_findings),
+        cmocka_unit_test(test_clean_clients),
+        cmocka_unit_test(test_redirects),
+        cmocka_unit_test(test_migrations),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
