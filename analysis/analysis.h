@@ -261,11 +261,16 @@ void an_free(an_analyzer *an);                   /* accepts NULL */
 resp_sink an_resp_sink(an_analyzer *an);
 /* The key hook for resp_config.key_fn (ctx: NULL, the table is static). */
 int an_key_fn(void *ctx, resp_keyctx *k);
-/* Emit findings that changed since the last flush (live mode, periodic). */
+/* Live mode, periodic: judge operations whose retry window has passed, check
+ * open migration windows, emit findings that changed since they were last
+ * emitted. */
 void an_flush(an_analyzer *an, int64_t now_us);
 /* End of input: close open operations, run end-of-capture detectors
- * (migration_stuck, redirect_unfollowed), emit nodes, clients, migrations,
- * latency summaries and every finding. */
+ * (migration_stuck, redirect_unfollowed), emit nodes, clients, connections
+ * still open, migrations, latency summaries and the findings that changed since
+ * they were last emitted. A finding is emitted when it first appears and again
+ * when it changed, always with the same id: the last version of each id is the
+ * final one. */
 void an_finish(an_analyzer *an, int64_t end_us);
 const an_stats *an_get_stats(const an_analyzer *an);
 
