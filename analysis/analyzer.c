@@ -118,6 +118,7 @@ static int32_t client_get(an_analyzer *an, const char *name, const cap_addr *hos
     an_cli *c = &an->clients[i];
     memset(c, 0, sizeof *c);
     c->used = 1;
+    c->gen = ++an->cli_gen;
     c->memo_head = AN_NONE;
     c->lprev = c->lnext = AN_NONE;
     snprintf(c->pub.name, sizeof c->pub.name, "%s", name);
@@ -224,6 +225,7 @@ static an_cn *conn_get(an_analyzer *an, const cap_conn *cc, int64_t ts)
         cn->node = an_node_by_endpoint(an, &cc->server);
         client_name_of(an, cc, name, sizeof name);
         cn->client = client_get(an, name, &cc->client.addr, ts);
+        cn->client_gen = an->clients[cn->client].gen;
         an->clients[cn->client].pub.connections++;
         an->clients[cn->client].client_conns++;
         an_map_put(&an->conn_map, conn_hash(id), i);
@@ -234,9 +236,10 @@ static an_cn *conn_get(an_analyzer *an, const cap_conn *cc, int64_t ts)
     an_cn *cn = &an->conns[i];
     LRU_UNLINK(an->conns, i, an->conn_lru_head, an->conn_lru_tail);
     LRU_PUSH(an->conns, i, an->conn_lru_head, an->conn_lru_tail);
-    client_name_of(an, cc, name, sizeof name);
-    if (strcmp(an_client_name(an, cn->client), name) != 0) {
-        cn->client = client_get(an, name, &cc->client.addr, ts); /* was evicted */
+    if (!an->clients[cn->client].used || an->clients[cn->client].gen != cn->client_gen) {
+        client_name_of(an, cc, name, sizeof name); /* its client was evicted */
+        cn->client = client_get(an, name, &cc->client.addr, ts);
+        cn->client_gen = an->clients[cn->client].gen;
         an->clients[cn->client].pub.connections++;
         an->clients[cn->client].client_conns++;
     } else {
@@ -350,6 +353,15 @@ void an_free(an_analyzer *an)
 /* ---------------------------------------------------------------- commands */
 
 /* Text for a reply in evidence and records: the error line, or its type. */
+static void reply_text(const resp_command *cmd, char *out, size_t n);
+
+const char *an_reply_text(an_cmdctx *x)
+{
+    if (!x->reply[0])
+        reply_text(x->cmd, x->reply, sizeof x->reply);
+    return x->reply;
+}
+
 static void reply_text(const resp_command *cmd, char *out, size_t n)
 {
     const resp_reply *r = &cmd->reply;
@@ -574,7 +586,6 @@ static void on_command(void *ctx, const resp_command *cmd)
         an_key_text(&an->cfg, req->key0, x.key_len, req->key0_full_len, x.key, sizeof x.key);
         x.key_len = strlen(x.key);
     }
-    reply_text(cmd, x.reply, sizeof x.reply);
     x.target = AN_NONE;
     if (cmd->outcome == RESP_OK &&
         (cmd->reply.err == RESP_ERR_MOVED || cmd->reply.err == RESP_ERR_ASK)) {

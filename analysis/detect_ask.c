@@ -77,7 +77,7 @@ void an_detect_asking(an_analyzer *an, an_attempt_ctx *a, int32_t *blame)
         an_event_from(&ev[n++], x, "retry without ASKING");
         snprintf(summary, sizeof summary,
                  "%s followed ASK for slot %d to %s without sending ASKING first (reply %s)",
-                 client, (int)x->slot, an_node_name(an, cur->node), x->reply);
+                 client, (int)x->slot, an_node_name(an, cur->node), an_reply_text(x));
     }
     int32_t f = an_finding_hit(an, kind, client, cur->node, x->slot, cur->start_us, 0, 1,
                                summary, ev, n);
@@ -153,7 +153,7 @@ void an_detect_ask_cached(an_analyzer *an, an_attempt_ctx *a, int32_t *blame)
     const char *client = an_client_name(an, x->cn->client);
     snprintf(summary, sizeof summary,
              "%s cached an ASK: sends new commands for slot %d straight to %s without ASKING "
-             "(reply %s)", client, (int)x->slot, an_node_name(an, cur->node), x->reply);
+             "(reply %s)", client, (int)x->slot, an_node_name(an, cur->node), an_reply_text(x));
     int32_t f = an_finding_hit(an, AN_ASK_CACHED, client, cur->node, x->slot, cur->start_us, 0,
                                an->cfg.ask_cached_min, summary, &ev, 1);
     if (*blame == AN_NONE)

@@ -211,7 +211,7 @@ void an_findings_free(an_analyzer *an)
 
 /* ---------------------------------------------------------------- events */
 
-void an_event_from(an_event *e, const an_cmdctx *x, const char *what)
+void an_event_from(an_event *e, an_cmdctx *x, const char *what)
 {
     memset(e, 0, sizeof *e);
     e->what = what;
@@ -222,7 +222,7 @@ void an_event_from(an_event *e, const an_cmdctx *x, const char *what)
     e->cmd = x->cmd->req.name;
     e->key = x->key;
     e->key_len = x->key_len;
-    e->reply = x->reply;
+    e->reply = an_reply_text(x);
 }
 
 void an_event_from_attempt(an_analyzer *an, an_event *e, const an_op *op, const an_attempt *t,

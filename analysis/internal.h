@@ -140,6 +140,7 @@ typedef struct an_cli {
     an_view view;
     an_lat lat[2];
     uint8_t used;
+    uint32_t gen;                /* changes each time the entry is reused */
 } an_cli;
 
 /* ---------------------------------------------------------------- connections */
@@ -148,6 +149,7 @@ typedef struct an_cn {
     uint64_t id;
     const cap_conn *cc;          /* valid until its CLOSE */
     int32_t client, node;
+    uint32_t client_gen;         /* the client entry's gen when looked up */
     int32_t lprev, lnext;        /* LRU list */
     char src[AN_NAME_MAX], dst[AN_NAME_MAX];
     int64_t first_us, last_us;
@@ -282,6 +284,7 @@ struct an_analyzer {
     /* pools hand out entries from their free list, else the next never-used
      * one (so memory sized by the caps is not touched until needed) */
     uint32_t conn_hwm, cli_hwm, memo_hwm, op_hwm;
+    uint32_t cli_gen;
     an_fnd **findings; an_map finding_map; uint32_t nfindings;
     an_mig *migs[AN_SLOTS];
     an_lat *slot_lat[AN_SLOTS];  /* [2] each, lazily */
@@ -349,8 +352,10 @@ typedef struct an_cmdctx {
     int32_t target;              /* MOVED/ASK target node */
     char key[RESP_ARG_PREFIX + 1]; /* key text for records (redacted if asked) */
     size_t key_len;
-    char reply[RESP_ERRTEXT_MAX + 8];
+    char reply[RESP_ERRTEXT_MAX + 8]; /* filled by an_reply_text when needed */
 } an_cmdctx;
+/* The reply of x as evidence shows it: the error line, or its type. */
+const char *an_reply_text(an_cmdctx *x);
 void an_ops_on_command(an_analyzer *an, an_cmdctx *x);
 void an_ops_expire(an_analyzer *an, int64_t now_us, int all);
 void an_ops_drop_client(an_analyzer *an, int32_t client);
@@ -380,7 +385,7 @@ void an_detect_asking_interleaved(an_analyzer *an, an_cmdctx *x, an_op *op,
 void an_detect_migration_stuck(an_analyzer *an, an_mig *m, int64_t now_us, int at_end);
 
 /* Fill an evidence event from a command context. */
-void an_event_from(an_event *e, const an_cmdctx *x, const char *what);
+void an_event_from(an_event *e, an_cmdctx *x, const char *what);
 /* The same for an earlier attempt (no command at hand). */
 void an_event_from_attempt(an_analyzer *an, an_event *e, const an_op *op,
                            const an_attempt *t, const char *what, char *reply_buf,
