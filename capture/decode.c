@@ -97,12 +97,20 @@ static cap_decode_result decode_tcp(decoder *d, uint32_t off, uint32_t seglen)
     return CAP_DEC_TCP;
 }
 
-/* Set an endpoint's address (port comes later from TCP). */
-static void set_addr(cap_endpoint *ep, int family, const uint8_t *bytes)
+/* Set an endpoint's IPv4 address; the unused address bytes are zeroed (the
+ * flow hash reads all 16). The port comes later, from TCP. */
+static inline void set_addr4(cap_endpoint *ep, const uint8_t *bytes)
 {
-    memset(ep, 0, sizeof *ep);
-    ep->addr.family = (uint8_t)family;
-    memcpy(ep->addr.bytes, bytes, family == 4 ? 4 : 16);
+    ep->addr.family = 4;
+    memcpy(ep->addr.bytes, bytes, 4);
+    memset(ep->addr.bytes + 4, 0, 12);
+}
+
+/* Set an endpoint's IPv6 address. */
+static inline void set_addr6(cap_endpoint *ep, const uint8_t *bytes)
+{
+    ep->addr.family = 6;
+    memcpy(ep->addr.bytes, bytes, 16);
 }
 
 /* IPv4 header at off. */
@@ -130,8 +138,8 @@ static cap_decode_result decode_ipv4(decoder *d, uint32_t off)
         return CAP_DEC_FRAGMENT;
     if (h[9] != 6)
         return CAP_DEC_NON_TCP;
-    set_addr(&d->pkt->src, 4, h + 12);
-    set_addr(&d->pkt->dst, 4, h + 16);
+    set_addr4(&d->pkt->src, h + 12);
+    set_addr4(&d->pkt->dst, h + 16);
     return decode_tcp(d, off + ihl, total - ihl);
 }
 
@@ -158,8 +166,8 @@ static cap_decode_result decode_ipv6(decoder *d, uint32_t off)
     for (int i = 0; i <= MAX_IP6_EXT; i++) {
         uint32_t ext_len;
         if (nh == 6) {
-            set_addr(&d->pkt->src, 6, h + 8);
-            set_addr(&d->pkt->dst, 6, h + 24);
+            set_addr6(&d->pkt->src, h + 8);
+            set_addr6(&d->pkt->dst, h + 24);
             return decode_tcp(d, next_off, plen);
         }
         if (nh == 44)

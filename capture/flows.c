@@ -11,11 +11,18 @@
  *
  * The hash is symmetric (the same for a->b and b->a) so that both directions
  * find one flow without putting the endpoints in a canonical order first.
+ * The bucket array is allocated for the cap, but only a power-of-two prefix
+ * sized to the flows in use is used (doubled, and everything rehashed, when
+ * flows outnumber buckets): a few hundred connections then touch a few pages
+ * of buckets, not a megabyte of them spread over the TLB.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "capture/internal.h"
+
+/* Buckets in use at first (16 KiB of heads). */
+#define MIN_BUCKETS 4096u
 
 /* Allocate a table for cap flows. calloc leaves the pages untouched until a
  * flow is used, so a large cap costs address space, not memory. */
@@ -28,13 +35,15 @@ int cap_flows_init(cap_flows *ft, uint32_t cap)
     while (buckets < cap)
         buckets <<= 1;
     ft->flows = calloc((size_t)cap + 1, sizeof *ft->flows);
+    ft->links = calloc((size_t)cap + 1, sizeof *ft->links);
     ft->buckets = calloc(buckets, sizeof *ft->buckets);
-    if (ft->flows == NULL || ft->buckets == NULL) {
+    if (ft->flows == NULL || ft->links == NULL || ft->buckets == NULL) {
         cap_flows_destroy(ft);
         return -1;
     }
     ft->cap = cap;
-    ft->mask = buckets - 1;
+    ft->max_mask = buckets - 1;
+    ft->mask = (buckets < MIN_BUCKETS ? buckets : MIN_BUCKETS) - 1;
     return 0;
 }
 
@@ -42,98 +51,26 @@ int cap_flows_init(cap_flows *ft, uint32_t cap)
 void cap_flows_destroy(cap_flows *ft)
 {
     free(ft->flows);
+    free(ft->links);
     free(ft->buckets);
     memset(ft, 0, sizeof *ft);
 }
 
-/* Hash one endpoint: address words, port and family mixed by a multiply. */
-static inline uint64_t hash_endpoint(const cap_endpoint *ep)
+/* Double the buckets in use and rehash every flow in the table (live and
+ * closed ones; free ones are not in the hash). Allocates nothing. */
+static void grow_buckets(cap_flows *ft)
 {
-    uint64_t lo, hi, x;
-    memcpy(&lo, ep->addr.bytes, 8);
-    memcpy(&hi, ep->addr.bytes + 8, 8);
-    x = lo ^ (hi << 29 | hi >> 35) ^ ((uint64_t)ep->port << 8 | ep->addr.family);
-    x *= 0x9e3779b97f4a7c15ull;
-    return x ^ (x >> 31);
-}
-
-/* Symmetric hash of a 4-tuple: a sum does not care about the order. */
-uint32_t cap_flows_hash(const cap_endpoint *a, const cap_endpoint *b)
-{
-    uint64_t x = hash_endpoint(a) + hash_endpoint(b);
-    x ^= x >> 29;
-    x *= 0xbf58476d1ce4e5b9ull;
-    return (uint32_t)(x >> 32);
-}
-
-/* 1 when two endpoints are equal (inline: this is the hot lookup). */
-static inline int same_endpoint(const cap_endpoint *a, const cap_endpoint *b)
-{
-    return a->port == b->port && a->addr.family == b->addr.family &&
-           memcmp(a->addr.bytes, b->addr.bytes, 16) == 0;
-}
-
-/* Find the flow of (src, dst) in either direction. */
-cap_flow *cap_flows_find(cap_flows *ft, const cap_endpoint *src,
-                         const cap_endpoint *dst, uint32_t hash, int *side)
-{
-    uint32_t i = ft->buckets[hash & ft->mask];
-    while (i != FLOW_NONE) {
-        cap_flow *f = &ft->flows[i];
-        if (f->hash == hash) {
-            if (same_endpoint(&f->ep[0], src) && same_endpoint(&f->ep[1], dst)) {
-                *side = 0;
-                return f;
-            }
-            if (same_endpoint(&f->ep[1], src) && same_endpoint(&f->ep[0], dst)) {
-                *side = 1;
-                return f;
-            }
-        }
-        i = f->chain;
+    uint32_t mask = ft->mask * 2 + 1;
+    memset(ft->buckets, 0, ((size_t)mask + 1) * sizeof *ft->buckets);
+    ft->mask = mask;
+    for (uint32_t i = 1; i <= ft->fresh; i++) {
+        uint32_t b;
+        if (ft->flows[i].state == FLOW_FREE)
+            continue;
+        b = ft->links[i].hash & mask;
+        ft->links[i].chain = ft->buckets[b];
+        ft->buckets[b] = i;
     }
-    return NULL;
-}
-
-/* The list a flow is on, by its state. */
-static cap_lru *list_of(cap_flows *ft, const cap_flow *f)
-{
-    return f->state == FLOW_CLOSED ? &ft->closed : &ft->live;
-}
-
-/* Number of a flow (its index in flows[]). */
-static uint32_t index_of(const cap_flows *ft, const cap_flow *f)
-{
-    return (uint32_t)(f - ft->flows);
-}
-
-/* Take f out of list l. */
-static void list_unlink(cap_flows *ft, cap_lru *l, cap_flow *f)
-{
-    if (f->prev != FLOW_NONE)
-        ft->flows[f->prev].next = f->next;
-    else
-        l->head = f->next;
-    if (f->next != FLOW_NONE)
-        ft->flows[f->next].prev = f->prev;
-    else
-        l->tail = f->prev;
-    f->prev = f->next = FLOW_NONE;
-    l->count--;
-}
-
-/* Put f at the end (most recent) of list l. */
-static void list_append(cap_flows *ft, cap_lru *l, cap_flow *f)
-{
-    uint32_t i = index_of(ft, f);
-    f->prev = l->tail;
-    f->next = FLOW_NONE;
-    if (l->tail != FLOW_NONE)
-        ft->flows[l->tail].next = i;
-    else
-        l->head = i;
-    l->tail = i;
-    l->count++;
 }
 
 /* Take an unused flow keyed by src -> dst: recycled ones first, then the
@@ -145,7 +82,7 @@ cap_flow *cap_flows_take(cap_flows *ft, const cap_endpoint *src,
     cap_flow *f;
     if (ft->free_list != FLOW_NONE) {
         i = ft->free_list;
-        ft->free_list = ft->flows[i].chain;
+        ft->free_list = ft->links[i].chain;
     } else if (ft->fresh < ft->cap) {
         i = ++ft->fresh;
     } else {
@@ -155,43 +92,38 @@ cap_flow *cap_flows_take(cap_flows *ft, const cap_endpoint *src,
     memset(f, 0, sizeof *f);
     f->ep[0] = *src;
     f->ep[1] = *dst;
-    f->hash = hash;
+    /* f is still FLOW_FREE here, so a rehash leaves it out. */
+    if (++ft->used > ft->mask + 1 && ft->mask < ft->max_mask)
+        grow_buckets(ft);
     f->state = FLOW_LIVE;
-    f->chain = ft->buckets[hash & ft->mask];
+    ft->links[i].hash = hash;
+    ft->links[i].chain = ft->buckets[hash & ft->mask];
     ft->buckets[hash & ft->mask] = i;
-    list_append(ft, &ft->live, f);
+    cap_lru_append(ft, &ft->live, i);
     return f;
 }
 
 /* Move a live flow to the closed list; it stays in the hash. */
 void cap_flows_mark_closed(cap_flows *ft, cap_flow *f)
 {
-    list_unlink(ft, &ft->live, f);
+    uint32_t i = cap_flows_index(ft, f);
+    cap_lru_unlink(ft, &ft->live, i);
     f->state = FLOW_CLOSED;
-    list_append(ft, &ft->closed, f);
+    cap_lru_append(ft, &ft->closed, i);
 }
 
 /* Remove a flow from its hash chain and list, and recycle it. */
 void cap_flows_release(cap_flows *ft, cap_flow *f)
 {
-    uint32_t i = index_of(ft, f);
-    uint32_t *link = &ft->buckets[f->hash & ft->mask];
+    uint32_t i = cap_flows_index(ft, f);
+    uint32_t *link = &ft->buckets[ft->links[i].hash & ft->mask];
     while (*link != i && *link != FLOW_NONE)
-        link = &ft->flows[*link].chain;
+        link = &ft->links[*link].chain;
     if (*link == i)
-        *link = f->chain;
-    list_unlink(ft, list_of(ft, f), f);
+        *link = ft->links[i].chain;
+    cap_lru_unlink(ft, cap_flows_list_of(ft, f), i);
+    ft->used--;
     f->state = FLOW_FREE;
-    f->chain = ft->free_list;
+    ft->links[i].chain = ft->free_list;
     ft->free_list = i;
-}
-
-/* Mark f as just active: move it to the end of its list. */
-void cap_flows_touch(cap_flows *ft, cap_flow *f)
-{
-    cap_lru *l = list_of(ft, f);
-    if (l->tail == index_of(ft, f))
-        return;
-    list_unlink(ft, l, f);
-    list_append(ft, l, f);
 }

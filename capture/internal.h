@@ -13,6 +13,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "capture/capture.h"
 
@@ -147,25 +148,34 @@ typedef struct cap_flow {
     cap_stream st[2];        /* bytes sent by ep[0] and by ep[1] */
     uint64_t early_packets[2]; /* packets per ep before the OPEN event */
     uint64_t held_cost;      /* pool bytes held by both streams */
-    uint32_t hash;           /* symmetric hash of the 4-tuple */
-    uint32_t chain;          /* next flow in the hash bucket (or free list) */
-    uint32_t prev, next;     /* neighbours in the live or closed LRU list */
     uint8_t state;           /* FLOW_* */
     uint8_t opened;          /* the OPEN event was sent */
     uint8_t server;          /* ep index of the server (when opened) */
     uint8_t side_known;      /* server is decided */
 } cap_flow;
 
+/* The links of a flow: its hash chain and its list neighbours. They live in
+ * an array of their own, 16 bytes a flow, so that following a chain or moving
+ * a flow in its list touches a few hot cache lines instead of whole flows. */
+typedef struct cap_link {
+    uint32_t hash;           /* symmetric hash of the 4-tuple */
+    uint32_t chain;          /* next flow in the hash bucket (or the free list) */
+    uint32_t prev, next;     /* neighbours in the live or closed list */
+} cap_link;
+
 /* The connection table: flows numbered 1..cap, a hash of bucket heads, a live
  * and a closed LRU list. Flows never used are handed out in order, so memory
  * is touched only as connections come. */
 typedef struct cap_flows {
     cap_flow *flows;         /* flows[0] unused, flows[1..cap] */
+    cap_link *links;         /* links[i] belongs to flows[i] */
     uint32_t cap;            /* most flows */
     uint32_t fresh;          /* flows[fresh+1..] were never used */
     uint32_t free_list;      /* recycled flows, linked through chain */
-    uint32_t *buckets;       /* heads of the hash chains */
-    uint32_t mask;           /* buckets - 1 (a power of two) */
+    uint32_t *buckets;       /* heads of the hash chains (room for max_mask+1) */
+    uint32_t mask;           /* buckets in use - 1 (a power of two) */
+    uint32_t max_mask;       /* the most buckets - 1 */
+    uint32_t used;           /* flows in the hash (live and closed) */
     cap_lru live;            /* open connections */
     cap_lru closed;          /* closed ones kept to absorb late packets */
 } cap_flows;
@@ -174,12 +184,6 @@ typedef struct cap_flows {
 int cap_flows_init(cap_flows *ft, uint32_t cap);
 /* Free the table. */
 void cap_flows_destroy(cap_flows *ft);
-/* Symmetric hash of a 4-tuple: the same for both directions. */
-uint32_t cap_flows_hash(const cap_endpoint *a, const cap_endpoint *b);
-/* Find the flow of (src, dst) in either direction; *side = index of src in its
- * ep[]. NULL when none. */
-cap_flow *cap_flows_find(cap_flows *ft, const cap_endpoint *src,
-                         const cap_endpoint *dst, uint32_t hash, int *side);
 /* Take an unused flow (zeroed, state FLOW_LIVE, on the live list), keyed by
  * src -> dst. NULL when the table is full. */
 cap_flow *cap_flows_take(cap_flows *ft, const cap_endpoint *src,
@@ -188,8 +192,118 @@ cap_flow *cap_flows_take(cap_flows *ft, const cap_endpoint *src,
 void cap_flows_mark_closed(cap_flows *ft, cap_flow *f);
 /* Remove a flow from the hash and its list and recycle it. */
 void cap_flows_release(cap_flows *ft, cap_flow *f);
+
+/* The hot part of the table, inline: hashing, lookup, list moves (flows.c
+ * has the rest). */
+
+/* Hash one endpoint: address words, port and family mixed by a multiply. */
+static inline uint64_t cap_hash_endpoint(const cap_endpoint *ep)
+{
+    uint64_t lo, hi, x;
+    memcpy(&lo, ep->addr.bytes, 8);
+    memcpy(&hi, ep->addr.bytes + 8, 8);
+    x = lo ^ (hi << 29 | hi >> 35) ^ ((uint64_t)ep->port << 8 | ep->addr.family);
+    x *= 0x9e3779b97f4a7c15ull;
+    return x ^ (x >> 31);
+}
+
+/* Symmetric hash of a 4-tuple: a sum does not care about the order. */
+static inline uint32_t cap_flows_hash(const cap_endpoint *a, const cap_endpoint *b)
+{
+    uint64_t x = cap_hash_endpoint(a) + cap_hash_endpoint(b);
+    x ^= x >> 29;
+    x *= 0xbf58476d1ce4e5b9ull;
+    return (uint32_t)(x >> 32);
+}
+
+/* 1 when two endpoints are equal (inline: this is the hot lookup). */
+static inline int cap_same_endpoint(const cap_endpoint *a, const cap_endpoint *b)
+{
+    return a->port == b->port && a->addr.family == b->addr.family &&
+           memcmp(a->addr.bytes, b->addr.bytes, 16) == 0;
+}
+
+/* Find the flow of (src, dst) in either direction. */
+static inline cap_flow *cap_flows_find(cap_flows *ft, const cap_endpoint *src,
+                                        const cap_endpoint *dst, uint32_t hash, int *side)
+{
+    uint32_t i = ft->buckets[hash & ft->mask];
+    while (i != FLOW_NONE) {
+        if (ft->links[i].hash == hash) {
+            cap_flow *f = &ft->flows[i];
+            if (cap_same_endpoint(&f->ep[0], src) && cap_same_endpoint(&f->ep[1], dst)) {
+                *side = 0;
+                return f;
+            }
+            if (cap_same_endpoint(&f->ep[1], src) && cap_same_endpoint(&f->ep[0], dst)) {
+                *side = 1;
+                return f;
+            }
+        }
+        i = ft->links[i].chain;
+    }
+    return NULL;
+}
+
+/* The list a flow is on, by its state. */
+static inline cap_lru *cap_flows_list_of(cap_flows *ft, const cap_flow *f)
+{
+    return f->state == FLOW_CLOSED ? &ft->closed : &ft->live;
+}
+
+/* Number of a flow (its index in flows[]). */
+static inline uint32_t cap_flows_index(const cap_flows *ft, const cap_flow *f)
+{
+    return (uint32_t)(f - ft->flows);
+}
+
+/* Take flow i out of list l. */
+static inline void cap_lru_unlink(cap_flows *ft, cap_lru *l, uint32_t i)
+{
+    cap_link *k = &ft->links[i];
+    if (k->prev != FLOW_NONE)
+        ft->links[k->prev].next = k->next;
+    else
+        l->head = k->next;
+    if (k->next != FLOW_NONE)
+        ft->links[k->next].prev = k->prev;
+    else
+        l->tail = k->prev;
+    k->prev = k->next = FLOW_NONE;
+    l->count--;
+}
+
+/* Put flow i at the end (most recent) of list l. */
+static inline void cap_lru_append(cap_flows *ft, cap_lru *l, uint32_t i)
+{
+    cap_link *k = &ft->links[i];
+    k->prev = l->tail;
+    k->next = FLOW_NONE;
+    if (l->tail != FLOW_NONE)
+        ft->links[l->tail].next = i;
+    else
+        l->head = i;
+    l->tail = i;
+    l->count++;
+}
+
 /* Mark f as just active: move it to the end of its list. */
-void cap_flows_touch(cap_flows *ft, cap_flow *f);
+static inline void cap_flows_touch(cap_flows *ft, cap_flow *f)
+{
+    cap_lru *l = cap_flows_list_of(ft, f);
+    uint32_t i = cap_flows_index(ft, f);
+    if (l->tail == i)
+        return;
+    cap_lru_unlink(ft, l, i);
+    cap_lru_append(ft, l, i);
+}
+
+/* The flow after f in its list (towards the most recent), or NULL. */
+static inline cap_flow *cap_flows_next(cap_flows *ft, const cap_flow *f)
+{
+    uint32_t n = ft->links[f - ft->flows].next;
+    return n == FLOW_NONE ? NULL : &ft->flows[n];
+}
 /* The flow numbered i (1..cap), or NULL for FLOW_NONE. */
 static inline cap_flow *cap_flows_at(cap_flows *ft, uint32_t i)
 {
@@ -207,6 +321,7 @@ struct cap_tracker {
     cap_pool pool;
     uint64_t next_id;        /* id of the next connection */
     int64_t now_us;          /* latest capture time seen */
+    int64_t expire_at;       /* no flow expires before this capture time */
     int64_t linger_us;       /* how long a closed flow absorbs late packets */
     uint8_t have_time;       /* now_us is valid */
     uint8_t server_port[65536 / 8]; /* bitmap of server ports */

@@ -86,6 +86,7 @@ cap_tracker *cap_tracker_new(const cap_config *cfg, cap_event_fn fn, void *ctx)
     t->linger_us = LINGER_MAX_US;
     if (t->cfg.idle_timeout_us > 0 && t->cfg.idle_timeout_us < LINGER_MAX_US)
         t->linger_us = t->cfg.idle_timeout_us;
+    t->expire_at = INT64_MAX;
     load_server_ports(t);
     return t;
 }
@@ -93,9 +94,9 @@ cap_tracker *cap_tracker_new(const cap_config *cfg, cap_event_fn fn, void *ctx)
 /* Give back the held bytes of every flow on list l (no events). */
 static void clear_list(cap_tracker *t, const cap_lru *l)
 {
-    for (uint32_t i = l->head; i != FLOW_NONE; i = t->flows.flows[i].next) {
-        cap_reasm_clear(t, &t->flows.flows[i], 0);
-        cap_reasm_clear(t, &t->flows.flows[i], 1);
+    for (cap_flow *f = cap_flows_at(&t->flows, l->head); f != NULL; f = cap_flows_next(&t->flows, f)) {
+        cap_reasm_clear(t, f, 0);
+        cap_reasm_clear(t, f, 1);
     }
 }
 
@@ -220,6 +221,38 @@ void cap_emit_gap(cap_tracker *t, cap_flow *f, int side, int64_t ts_us, uint64_t
         t->fn(t->ctx, &ev);
 }
 
+/* a + b, saturating at INT64_MAX (b >= 0). */
+static int64_t add_sat(int64_t a, int64_t b)
+{
+    return a > INT64_MAX - b ? INT64_MAX : a + b;
+}
+
+/* Lower the expiry deadline for a flow last active at last_us on the live
+ * (closed == 0) or closed list. */
+static void note_deadline(cap_tracker *t, int64_t last_us, int closed)
+{
+    int64_t timeout = closed ? t->linger_us : t->cfg.idle_timeout_us;
+    int64_t at;
+    if (timeout <= 0)
+        return;
+    at = add_sat(last_us, timeout);
+    if (at < t->expire_at)
+        t->expire_at = at;
+}
+
+/* The earliest capture time at which a list head can expire. Heads only get
+ * younger as flows are touched, so a deadline can only be early, never late. */
+static void reset_deadline(cap_tracker *t)
+{
+    cap_flow *live = cap_flows_at(&t->flows, t->flows.live.head);
+    cap_flow *closed = cap_flows_at(&t->flows, t->flows.closed.head);
+    t->expire_at = INT64_MAX;
+    if (live != NULL)
+        note_deadline(t, live->pub.last_us, 0);
+    if (closed != NULL)
+        note_deadline(t, closed->pub.last_us, 1);
+}
+
 /* End a live connection: deliver what is held (holes become gaps), send
  * CLOSE, then keep it on the closed list to absorb late packets, or free it
  * (keep == 0) when its slot is needed. */
@@ -245,10 +278,12 @@ static void close_flow(cap_tracker *t, cap_flow *f, cap_close_reason reason,
     if (t->fn != NULL)
         t->fn(t->ctx, &ev);
     f->pub.user = NULL;
-    if (keep)
+    if (keep) {
         cap_flows_mark_closed(&t->flows, f);
-    else
+        note_deadline(t, f->pub.last_us, 1);
+    } else {
         cap_flows_release(&t->flows, f);
+    }
 }
 
 /* Close the connections idle for the timeout and forget closed ones that
@@ -259,14 +294,14 @@ static void expire(cap_tracker *t)
     while ((f = cap_flows_at(&t->flows, t->flows.closed.head)) != NULL &&
            t->now_us - f->pub.last_us >= t->linger_us)
         cap_flows_release(&t->flows, f);
-    if (t->cfg.idle_timeout_us <= 0)
-        return;
-    while ((f = cap_flows_at(&t->flows, t->flows.live.head)) != NULL &&
+    while (t->cfg.idle_timeout_us > 0 &&
+           (f = cap_flows_at(&t->flows, t->flows.live.head)) != NULL &&
            t->now_us - f->pub.last_us >= t->cfg.idle_timeout_us) {
         /* One side said FIN and the other went quiet: still a FIN close. */
         int fin = f->st[0].fin || f->st[1].fin;
         close_flow(t, f, fin ? CAP_CLOSE_FIN : CAP_CLOSE_IDLE, t->now_us, 1);
     }
+    reset_deadline(t);
 }
 
 /* Free a slot: forget the oldest closed flow, or evict the least recently
@@ -298,6 +333,7 @@ static cap_flow *new_flow(cap_tracker *t, const cap_pkt *p, uint32_t hash, int64
     }
     f->pub.id = ++t->next_id;
     f->pub.first_us = f->pub.last_us = ts_us;
+    note_deadline(t, ts_us, 0);
     t->stats.connections++;
     if (p->flags & TCP_SYN) {
         /* SYN: the sender is the client; SYN-ACK: the sender is the server. */
@@ -374,16 +410,25 @@ static void count_packet(cap_flow *f, int side, int64_t ts_us)
 /* Run one segment through its connection. */
 static void flow_segment(cap_tracker *t, cap_flow *f, int side, const cap_pkt *p, int64_t ts_us)
 {
+    cap_stream *st = &f->st[side];
     uint32_t payload_seq = start_streams(t, f, side, p);
     uint32_t wire_len = p->payload_len + p->payload_missing;
     if (!f->side_known && wire_len > 0)
         decide_by_shape(t, f, side, p->payload, p->payload_len);
     if (f->side_known && !f->opened)
         open_flow(t, f, ts_us);
-    if (p->flags & TCP_ACK)
+    /* An ACK matters only beyond what the peer's stream delivered. */
+    if ((p->flags & TCP_ACK) && SEQ_GT(p->ack, f->st[1 - side].next))
         cap_reasm_ack(t, f, 1 - side, p->ack, ts_us);
-    cap_reasm_segment(t, f, side, payload_seq, p->payload, p->payload_len,
-                      p->payload_missing, ts_us);
+    if (payload_seq == st->next && p->payload_missing == 0 && p->payload_len > 0 &&
+        st->held == NULL && !st->fin) {
+        /* The common case, inline: the next bytes, nothing held, no FIN. */
+        st->next += p->payload_len;
+        cap_emit_data(t, f, side, ts_us, p->payload, p->payload_len);
+    } else {
+        cap_reasm_segment(t, f, side, payload_seq, p->payload, p->payload_len,
+                          p->payload_missing, ts_us);
+    }
     if (p->flags & TCP_FIN)
         cap_reasm_fin(t, f, side, payload_seq + wire_len, ts_us);
     if (p->flags & TCP_RST)
@@ -463,7 +508,8 @@ void cap_tracker_packet(cap_tracker *t, int linktype, int64_t ts_us,
     else
         t->now_us = ts_us;
     t->have_time = 1;
-    expire(t);
+    if (t->now_us >= t->expire_at)
+        expire(t);
     r = cap_decode(linktype, pkt, caplen, wirelen, &p);
     if (r != CAP_DEC_TCP) {
         count_non_tcp(t, r);

@@ -869,6 +869,37 @@ static void test_connection_cap(void **state)
     assert_int_equal(cap_tracker_live(f->t), 0);
 }
 
+/* Ten thousand live connections: the hash grows its buckets as they come
+ * and every later packet still finds its connection. */
+static void test_many_connections(void **state)
+{
+    static pg_conv c[10000];
+    pg_packet p;
+    cap_tracker *t = cap_tracker_new(NULL, NULL, NULL);
+    (void)state;
+    assert_non_null(t);
+    pg_packet_init(&p);
+    for (int i = 0; i < 10000; i++) {
+        p.sport = (uint16_t)(20000 + i % 40000);
+        p.src = i < 5000 ? "10.0.0.1" : "10.0.0.3";
+        pg_conv_init(&c[i], &p, (uint32_t)i * 7919u, 5000, 1000000 + i);
+        c[i].fn = feed;
+        c[i].ctx = t;
+        pg_conv_handshake(&c[i]);
+        pg_conv_send(&c[i], 0, "x", 1);
+    }
+    for (int i = 0; i < 10000; i++)
+        pg_conv_send(&c[i], 1, "yz", 2);
+    assert_int_equal(cap_tracker_live(t), 10000);
+    assert_int_equal(cap_tracker_stats(t)->connections, 10000);
+    assert_int_equal(cap_tracker_stats(t)->mid_stream, 0);
+    assert_int_equal(cap_tracker_stats(t)->stream_bytes[CAP_TO_SERVER], 10000);
+    assert_int_equal(cap_tracker_stats(t)->stream_bytes[CAP_TO_CLIENT], 20000);
+    cap_tracker_finish(t, 2000000);
+    assert_int_equal(cap_tracker_live(t), 0);
+    cap_tracker_free(t);
+}
+
 /* With no room for out-of-order bytes, a segment ahead of a hole makes the
  * hole a GAP at once; the late segment is then a retransmission. */
 static void test_ooo_no_room(void **state)
@@ -1057,6 +1088,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_padding_and_tso, setup, teardown),
         cmocka_unit_test_setup_teardown(test_idle_timeout, setup, teardown),
         cmocka_unit_test_setup_teardown(test_connection_cap, setup, teardown),
+        cmocka_unit_test(test_many_connections),
         cmocka_unit_test_setup_teardown(test_ooo_no_room, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ooo_conn_cap, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ooo_global_cap, setup, teardown),
