@@ -158,6 +158,9 @@ typedef struct report {
     uint64_t dropped;            /* records beyond a cap (not shown, in the db) */
     int interrupted;             /* read from a database whose run never finished */
     uint32_t *finding_index;     /* open-addressing id -> findings[] + 1 */
+    uint32_t *latency_index;     /* (scope, key, redirected) -> latency[] + 1 */
+    uint64_t *client_set;        /* hashes of client names seen, flags in bits 0-1 */
+    size_t client_set_size, client_set_used;
     /* live: print findings as they are found */
     FILE *live_out;
     int live_json;

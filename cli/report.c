@@ -17,6 +17,13 @@
 
 /* Slots in the finding id index: a power of two, over twice the finding cap. */
 #define FINDING_INDEX_SIZE 32768u
+/* The same for latency summaries. */
+#define LATENCY_INDEX_SIZE 131072u
+/* Distinct client names are counted exactly up to this many (then each record
+ * counts): the set's largest size, a power of two, kept at most half full. */
+#define CLIENT_SET_MAX (1u << 21)
+#define CLIENT_AWARE 1u
+#define CLIENT_NODE 2u
 
 void report_init(report *r)
 {
@@ -34,6 +41,8 @@ void report_free(report *r)
     free(r->latency);
     free(r->counters);
     free(r->finding_index);
+    free(r->latency_index);
+    free(r->client_set);
     memset(r, 0, sizeof *r);
 }
 
@@ -204,9 +213,46 @@ void report_add_migration(report *r, const an_migration *m)
     arr[r->n_migrations++] = *m;
 }
 
+/* FNV-1a of a string, folded with an extra word. */
+static uint64_t hash_text(const char *text, uint64_t extra)
+{
+    uint64_t h = 0xcbf29ce484222325ull ^ extra;
+    for (const unsigned char *p = (const unsigned char *)text; *p; p++)
+        h = (h ^ *p) * 0x100000001b3ull;
+    return h;
+}
+
+/* The latency index slot for (scope, key, redirected). */
+static uint32_t *latency_slot(report *r, const rep_latency *l)
+{
+    uint32_t h = (uint32_t)(hash_text(l->key, hash_text(l->scope, (uint64_t)l->redirected)) >> 32);
+    for (h &= LATENCY_INDEX_SIZE - 1;; h = (h + 1) & (LATENCY_INDEX_SIZE - 1)) {
+        uint32_t *slot = &r->latency_index[h];
+        const rep_latency *x;
+        if (*slot == 0)
+            return slot;
+        x = &r->latency[*slot - 1];
+        if (x->redirected == l->redirected && !strcmp(x->scope, l->scope) && !strcmp(x->key, l->key))
+            return slot;
+    }
+}
+
+/* A summary replaces an earlier one of the same scope, key and kind (as the
+ * database's primary key does). */
 void report_add_latency(report *r, const rep_latency *l)
 {
     rep_latency *arr;
+    uint32_t *slot;
+    if (!r->latency_index &&
+        !(r->latency_index = calloc(LATENCY_INDEX_SIZE, sizeof *r->latency_index))) {
+        r->dropped++;
+        return;
+    }
+    slot = latency_slot(r, l);
+    if (*slot) {
+        r->latency[*slot - 1] = *l;
+        return;
+    }
     if (r->n_latency >= REPORT_MAX_LATENCY ||
         !(arr = room_for(r->latency, r->n_latency, sizeof *arr))) {
         r->dropped++;
@@ -214,6 +260,7 @@ void report_add_latency(report *r, const rep_latency *l)
     }
     r->latency = arr;
     arr[r->n_latency++] = *l;
+    *slot = (uint32_t)r->n_latency;
 }
 
 void report_add_counter(report *r, const char *name, uint64_t value)
@@ -272,12 +319,54 @@ static void sink_node(void *ctx, const an_node *n)
     report_add_node(ctx, &rn);
 }
 
+/* Put entry (hash | flags) into a set of size entries; returns the slot. */
+static uint64_t *client_slot(uint64_t *set, size_t size, uint64_t hash)
+{
+    size_t i = (size_t)(hash >> 20) & (size - 1);
+    while (set[i] && (set[i] & ~3ull) != hash)
+        i = (i + 1) & (size - 1);
+    return &set[i];
+}
+
+/* Double the client set (or create it). 0, or -1 when it may not grow. */
+static int grow_client_set(report *r)
+{
+    size_t size = r->client_set_size ? r->client_set_size * 2 : 4096;
+    uint64_t *set;
+    if (size > CLIENT_SET_MAX || !(set = calloc(size, sizeof *set)))
+        return -1;
+    for (size_t i = 0; i < r->client_set_size; i++)
+        if (r->client_set[i])
+            *client_slot(set, size, r->client_set[i] & ~3ull) = r->client_set[i];
+    free(r->client_set);
+    r->client_set = set;
+    r->client_set_size = size;
+    return 0;
+}
+
+/* Count a client record: a name seen before (a client the analyzer evicted
+ * and met again) counts once, as its merged database row does. */
 static void sink_client(void *ctx, const an_client *c)
 {
     report *r = ctx;
-    r->clients++;
-    r->clients_aware += c->cluster_aware ? 1 : 0;
-    r->clients_nodes += c->is_node ? 1 : 0;
+    uint64_t flags = (c->cluster_aware ? CLIENT_AWARE : 0) | (c->is_node ? CLIENT_NODE : 0);
+    uint64_t hash = (hash_text(c->name, 0) | 4) & ~3ull, *slot, old;
+    if (r->client_set_used * 2 >= r->client_set_size && grow_client_set(r) != 0) {
+        /* Too many to remember: count the record as it comes. */
+        r->clients++;
+        r->clients_aware += flags & CLIENT_AWARE ? 1 : 0;
+        r->clients_nodes += flags & CLIENT_NODE ? 1 : 0;
+        return;
+    }
+    slot = client_slot(r->client_set, r->client_set_size, hash);
+    old = *slot ? *slot & 3 : 0;
+    if (!*slot) {
+        r->clients++;
+        r->client_set_used++;
+    }
+    r->clients_aware += (flags & CLIENT_AWARE) && !(old & CLIENT_AWARE) ? 1 : 0;
+    r->clients_nodes += (flags & CLIENT_NODE) && !(old & CLIENT_NODE) ? 1 : 0;
+    *slot = hash | old | flags;
 }
 
 static void sink_migration(void *ctx, const an_migration *m)
@@ -403,10 +492,15 @@ void report_sort(report *r)
         qsort(r->nodes, r->n_nodes, sizeof *r->nodes, cmp_node);
     if (r->n_latency)
         qsort(r->latency, r->n_latency, sizeof *r->latency, cmp_latency);
-    /* The id index points into the old order: rebuild it. */
+    /* The indexes point into the old order: rebuild them. */
     if (r->finding_index) {
         memset(r->finding_index, 0, FINDING_INDEX_SIZE * sizeof *r->finding_index);
         for (size_t i = 0; i < r->n_findings; i++)
             *index_slot(r, r->findings[i].id) = (uint32_t)(i + 1);
+    }
+    if (r->latency_index) {
+        memset(r->latency_index, 0, LATENCY_INDEX_SIZE * sizeof *r->latency_index);
+        for (size_t i = 0; i < r->n_latency; i++)
+            *latency_slot(r, &r->latency[i]) = (uint32_t)(i + 1);
     }
 }

@@ -3,9 +3,10 @@
  *
  * Each writer binds the record's fields to its prepared statement and hands it
  * to store_row_end (store.c), which steps it inside the current batch. Rows that
- * analysis may emit again (findings when they change, nodes, clients, latency
- * summaries) replace the earlier row by their key; redirects and commands are
- * appended.
+ * analysis may emit again replace the earlier row by their key (findings when
+ * they change, nodes, latency summaries, connections); a client seen again
+ * after an eviction is merged into its row; redirects, migration windows and
+ * commands are appended.
  */
 #include <stdio.h>
 #include <string.h>
@@ -91,7 +92,7 @@ static void write_node(void *ctx, const an_node *n)
     store_row_end(s, st);
 }
 
-/* Write or replace a client (keyed by name). */
+/* Write a client, or merge it into the row of the same name. */
 static void write_client(void *ctx, const an_client *c)
 {
     store *s = ctx;

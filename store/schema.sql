@@ -45,7 +45,9 @@ CREATE TABLE nodes (
     UNIQUE (observed, announced)
 );
 
--- Clients: a host, or host:port when the run grouped per connection.
+-- Clients: a host, or host:port when the run grouped per connection. A
+-- client the analyzer evicted (table full) and saw again arrives twice; its
+-- rows are merged (sums, earliest first_us, latest last_us).
 CREATE TABLE clients (
     name          TEXT PRIMARY KEY,
     first_us      INTEGER NOT NULL,
@@ -126,7 +128,8 @@ CREATE TABLE findings (
     evidence         TEXT NOT NULL     -- JSON
 );
 
--- Each slot's migration window as reconstructed: first and last ASK, the
+-- Each slot's migration window as reconstructed (a slot that moves twice has
+-- two rows): first and last ASK, the
 -- ownership flip (first MOVED to the target or SETSLOT NODE), SETSLOT times.
 -- 0 in a *_us column means not seen.
 CREATE TABLE slot_migrations (
@@ -143,8 +146,7 @@ CREATE TABLE slot_migrations (
     tryagains     INTEGER NOT NULL,
     moveds        INTEGER NOT NULL,
     keys_migrated INTEGER NOT NULL,
-    complete      INTEGER NOT NULL,
-    UNIQUE (slot, source, target, first_ask_us)
+    complete      INTEGER NOT NULL
 );
 
 -- Latency of logical operations (first attempt to final reply), direct and

@@ -59,9 +59,16 @@ static const char *const stmt_sql[ST_COUNT] = {
         " role = excluded.role, slots_owned = excluded.slots_owned,"
         " commands = excluded.commands",
     [ST_CLIENT] =
-        "INSERT OR REPLACE INTO clients (name, first_us, last_us, connections, commands,"
+        "INSERT INTO clients (name, first_us, last_us, connections, commands,"
         " redirects, findings, cluster_aware, is_node)"
-        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
+        " ON CONFLICT (name) DO UPDATE SET first_us = min(first_us, excluded.first_us),"
+        " last_us = max(last_us, excluded.last_us),"
+        " connections = connections + excluded.connections,"
+        " commands = commands + excluded.commands, redirects = redirects + excluded.redirects,"
+        " findings = findings + excluded.findings,"
+        " cluster_aware = max(cluster_aware, excluded.cluster_aware),"
+        " is_node = max(is_node, excluded.is_node)",
     [ST_CONNECTION] =
         "INSERT OR REPLACE INTO connections (id, client, src, dst, first_us, last_us,"
         " bytes_to_server, bytes_to_client, packets_to_server, packets_to_client,"
@@ -78,7 +85,7 @@ static const char *const stmt_sql[ST_COUNT] = {
         " slot, first_us, last_us, count, extra_latency_us, summary, evidence)"
         " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
     [ST_MIGRATION] =
-        "INSERT OR REPLACE INTO slot_migrations (slot, source, target, first_ask_us,"
+        "INSERT INTO slot_migrations (slot, source, target, first_ask_us,"
         " last_ask_us, flip_us, importing_us, migrating_us, asks, tryagains, moveds,"
         " keys_migrated, complete)"
         " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",

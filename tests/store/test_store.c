@@ -268,8 +268,8 @@ static void test_round_trip(void **state)
     sqlite3_close(db);
 }
 
-/* A finding emitted again (changed) replaces its row; so do clients, latency
- * summaries, counters and inputs with the same key. */
+/* A finding emitted again (changed) replaces its row; so do counters and
+ * inputs with the same key; a client seen twice is merged. */
 static void test_upserts(void **state)
 {
     store *s;
@@ -286,6 +286,17 @@ static void test_upserts(void **state)
     sink.finding(sink.ctx, &f1b);
     store_counter(s, "gaps", 1);
     store_counter(s, "gaps", 5);
+    /* A client evicted by the analyzer and seen again: one merged row. */
+    {
+        an_client c1 = {.first_us = 100, .last_us = 200, .connections = 2, .commands = 10,
+                        .redirects = 1, .findings = 0, .cluster_aware = 0};
+        an_client c2 = {.first_us = 300, .last_us = 400, .connections = 1, .commands = 5,
+                        .redirects = 2, .findings = 1, .cluster_aware = 1};
+        snprintf(c1.name, sizeof c1.name, "10.0.0.9");
+        snprintf(c2.name, sizeof c2.name, "10.0.0.9");
+        sink.client(sink.ctx, &c1);
+        sink.client(sink.ctx, &c2);
+    }
     memset(&in, 0, sizeof in);
     snprintf(in.name, sizeof in.name, "lo");
     store_input(s, &in);
@@ -300,6 +311,10 @@ static void test_upserts(void **state)
     assert_int_equal(q_int(db, "SELECT value FROM counters WHERE name='gaps'"), 5);
     assert_int_equal(q_int(db, "SELECT count(*) FROM inputs"), 1);
     assert_int_equal(q_int(db, "SELECT packets FROM inputs WHERE name='lo'"), 77);
+    assert_int_equal(q_int(db, "SELECT count(*) FROM clients WHERE name='10.0.0.9' AND first_us=100"
+                               " AND last_us=400 AND connections=3 AND commands=15"
+                               " AND redirects=3 AND findings=1 AND cluster_aware=1"), 1);
+    assert_int_equal(q_int(db, "SELECT count(*) FROM clients"), 1);
     sqlite3_close(db);
 }
 
