@@ -263,14 +263,17 @@ static void rq_drop(rc_conn *c, uint64_t pos, int at_boundary)
     rd_resync_start(&d->rs, 1, at_boundary);
 }
 
-/* Malformed input at pos: count it, drop the message, resynchronise. */
+/* Malformed input at pos: count it, drop the message, resynchronise. The
+ * requests already queued are still answered in order; what follows is not
+ * known (the server answers garbage with an error, and may hide commands in
+ * it), so the pairing layer treats it as a loss on the request side. */
 static void rq_error(rc_conn *c, uint64_t pos, int limit)
 {
     c->st.protocol_errors++;
     if (limit)
         pair_limit_hit(c);
     rq_drop(c, pos, 0);
-    pair_lost(c);
+    pair_lost_requests(c);
 }
 
 void rq_lost(rc_conn *c, int at_boundary)
@@ -458,6 +461,7 @@ static void rq_resynced(rc_conn *c, uint64_t pos)
 {
     rq_dec *d = &c->rq;
     c->st.resyncs++;
+    pair_clean_start(c);
     rq_begin(c, pos - d->rs.cand, d->rs.cand_start_us);
     d->argc_expected = (uint32_t)d->rs.num;
     c->cur->cmd.req.argc = d->argc_expected;
@@ -480,6 +484,12 @@ void rq_feed(rc_conn *c, const uint8_t *base, size_t n, int64_t ts)
             if (*p == '*') {
                 p++;
                 d->state = RQ_MB_LINE;
+            } else if ((*p < 0x20 && *p != '\r' && *p != '\n' && *p != '\t') || *p >= 0x7f) {
+                /* Redis would take any byte as the start of an inline
+                 * command; binary here (TLS, another protocol, noise) is not a
+                 * client talking RESP, so it is counted as garbage instead of
+                 * producing commands with binary names. */
+                rq_error(c, rq_pos(d, base, p), 0);
             } else {
                 c->cur->cmd.req.inline_cmd = 1;
                 d->in_state = IN_SPACE;

@@ -31,19 +31,23 @@
  *   - PSYNC/SYNC: after the reply the server streams an RDB and the command
  *     stream, which are not replies: that direction is no longer decoded.
  *
- * Losing the pairing. After a gap or malformed bytes on either side, or a
- * request dropped at the in-flight cap, nobody can know how many replies are
- * owed for requests that were not seen. The connection is marked out of sync,
- * every in-flight request is emitted as RESP_UNANSWERED (counted unpaired),
- * and pairing resumes only on solid ground: a request that starts when both
- * decoders are at message boundaries, no request is waiting, and the server
- * has completed at least one reply since the loss. Requests decoded before
- * that are still matched positionally (to keep the queue in step) but emitted
- * as RESP_UNANSWERED, their replies counted as unpaired. A connection picked
- * up mid-stream starts in that state without being counted as out of sync.
- * Known limit: a client that pipelines across the loss and sends a new request
- * between two owed replies can still be paired one off; nothing in the bytes
- * tells those cases apart.
+ * Losing the pairing. After a gap or malformed bytes, or a request dropped at
+ * the in-flight cap, nobody can know how many replies are owed for requests
+ * that were not seen. The connection is marked out of sync. A loss on the
+ * server side (or at the cap) gives up every request in flight (emitted as
+ * RESP_UNANSWERED, counted unpaired): their replies may have been in the lost
+ * bytes. A loss on the client side keeps the requests already queued: they
+ * came before it and are answered first. Either way, pairing resumes only on
+ * solid ground: a request that starts when both decoders are at message
+ * boundaries, no request is waiting, and the server has completed a reply
+ * that no certain request was waiting for. Requests decoded before that are
+ * still matched positionally (to keep the queue in step) but emitted as
+ * RESP_UNANSWERED, their replies counted as unpaired. A connection picked up
+ * mid-stream starts in that state without being counted as out of sync,
+ * unless its request stream starts cleanly at a message boundary (see
+ * pair_clean_start). Known limit: a client that pipelines across the loss and
+ * sends a new request between two owed replies can still be paired one off;
+ * nothing in the bytes tells those cases apart.
  */
 #include <stdlib.h>
 
@@ -116,7 +120,9 @@ static int ring_reserve(rc_conn *c)
     if (c->ring != NULL && c->count + 1 <= c->ring_cap)
         return 0;
     uint32_t ncap = c->ring_cap ? c->ring_cap * 2 : 4;
-    rq_entry *nr = malloc(sizeof(*nr) * ncap);
+    /* zeroed: the argument prefixes are not cleared per request, so a slot
+     * must never hold stale heap bytes (they could be anyone's payload) */
+    rq_entry *nr = calloc(ncap, sizeof(*nr));
     if (nr == NULL)
         return -1;
     for (uint32_t i = 0; i < c->count; i++)
@@ -227,6 +233,8 @@ static void flush_all(rc_conn *c)
 
 /* ---------------------------------------------------------------- sync */
 
+/* Replies were lost (a gap or garbage on the server side): any request in
+ * flight may have been answered in the lost bytes, so all are given up. */
 void pair_lost(rc_conn *c)
 {
     c->st.out_of_sync = 1;
@@ -234,6 +242,34 @@ void pair_lost(rc_conn *c)
     c->reply_since_loss = 0;
     c->keeping = 0;
     flush_all(c);
+}
+
+/* Requests were lost (a gap or garbage on the client side). The requests
+ * already queued came before the loss and the server answers them first, in
+ * order, so they stay and will pair. After them come an unknown number of
+ * replies for what was lost: requests decoded from now on are uncertain until
+ * solid ground. */
+void pair_lost_requests(rc_conn *c)
+{
+    c->st.out_of_sync = 1;
+    c->synced = 0;
+    c->reply_since_loss = 0;
+}
+
+/* A connection picked up mid-stream whose request stream starts exactly at a
+ * message boundary (nothing skipped on either side, nothing decoded yet):
+ * pairing is trusted from its first request. The case this gets wrong, a
+ * client with pipelined requests still unanswered when the capture started
+ * exactly between two of its requests, is counted by nothing and is the price
+ * of not losing the first command of every such capture. */
+void pair_clean_start(rc_conn *c)
+{
+    const rp_dec *d = &c->rpd;
+    int reply_side_clean = (d->state == RP_TYPE && !d->in_msg) ||
+                           (d->state == RP_RESYNC && d->rs.seen == 0);
+    if (!c->synced && !c->cc->saw_syn && c->st.requests == 0 && c->st.skipped_bytes == 0 &&
+        c->st.protocol_errors == 0 && !c->st.out_of_sync && c->count == 0 && reply_side_clean)
+        c->synced = 1;
 }
 
 void pair_limit_hit(rc_conn *c)
@@ -271,7 +307,7 @@ rq_entry *pair_request_slot(rc_conn *c, int64_t ts)
         c->cur_dropped = 0;
     } else {
         if (c->overflow == NULL)
-            c->overflow = malloc(sizeof(*c->overflow));
+            c->overflow = calloc(1, sizeof(*c->overflow));
         if (c->overflow == NULL) { /* no memory at all: reuse a static slot */
             static rq_entry last_resort;
             e = &last_resort;
@@ -666,7 +702,10 @@ void pair_reply_done(rc_conn *c)
     resp_type t = c->reply.type;
     rq_entry *h = c->count ? ring_at(c, 0) : NULL;
     int aggregate = (t == RESP_T_ARRAY || t == RESP_T_PUSH);
-    c->reply_since_loss = 1;
+    /* a reply that no certain request was waiting for: the server is
+     * answering what came after a loss */
+    if (h == NULL || h->uncertain)
+        c->reply_since_loss = 1;
 
     /* 1. A confirmation for the pending (un)subscribe. */
     if (h != NULL && h->kind == RQK_SUB && aggregate && elem0_is(d, sub_words[h->sub_word])) {
@@ -867,11 +906,13 @@ void resp_on_capture_event(void *vrp, const cap_event *ev)
     case CAP_EV_GAP:
         if (c == NULL && (c = conn_new(rp, cc)) == NULL)
             return;
-        if (ev->dir == CAP_TO_SERVER)
+        if (ev->dir == CAP_TO_SERVER) {
             rq_lost(c, 1);
-        else
+            pair_lost_requests(c);
+        } else {
             rp_lost(c, 1);
-        pair_lost(c);
+            pair_lost(c);
+        }
         return;
     case CAP_EV_CLOSE:
         if (c != NULL)

@@ -48,6 +48,7 @@ typedef struct rd_resync {
     uint8_t ok;          /* candidate line still plausible */
     uint64_t full;       /* candidate line length (without CRLF) */
     int64_t cand_start_us; /* capture time of the candidate's type byte */
+    uint64_t seen;       /* bytes scanned since rd_resync_start */
 } rd_resync;
 
 /* ---------------------------------------------------------------- requests */
@@ -411,7 +412,9 @@ void pair_request_done(rc_conn *c);                    /* it is complete */
 void pair_request_abandon(rc_conn *c);                 /* it was not a request */
 void pair_reply_start(rc_conn *c, int64_t ts);         /* a reply starts */
 void pair_reply_done(rc_conn *c);                      /* it is complete */
-void pair_lost(rc_conn *c);                            /* pairing is unknown now */
+void pair_lost(rc_conn *c);           /* replies lost: pairing unknown now */
+void pair_lost_requests(rc_conn *c);  /* requests lost: what is queued stays */
+void pair_clean_start(rc_conn *c);    /* mid-stream: first request at byte 0 */
 void pair_limit_hit(rc_conn *c);                       /* a limit was hit */
 void pair_keep_bytes(rc_conn *c, const uint8_t *p, size_t n);
 uint64_t pair_max_bulk(const rc_conn *c, int request);

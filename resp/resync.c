@@ -125,6 +125,7 @@ int rd_resync_scan(rd_resync *rs, rd_line *line, const uint8_t **pp,
 {
     const uint8_t *p = *pp;
     int64_t eaten = 0;
+    rs->seen += (uint64_t)(end - p); /* an upper bound is all callers need */
     while (p < end) {
         uint8_t c = *p;
         switch (rs->state) {
