@@ -66,6 +66,11 @@ static int client_eq(const void *ctx, int32_t val, const void *key)
     return strcmp(an->clients[val].pub.name, key) == 0;
 }
 
+int32_t an_client_find(const an_analyzer *an, const char *name)
+{
+    return an_map_find(&an->client_map, an_hash_str(name, 0), client_eq, an, name);
+}
+
 /* Emit a client's record and latency, then forget it (eviction or finish). */
 static void client_emit(an_analyzer *an, an_cli *c)
 {

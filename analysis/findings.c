@@ -85,11 +85,9 @@ static void count_for_client(an_analyzer *an, const char *client)
 {
     if (!client[0])
         return;
-    for (int32_t i = an->cli_lru_tail; i != AN_NONE; i = an->clients[i].lprev)
-        if (strcmp(an->clients[i].pub.name, client) == 0) {
-            an->clients[i].pub.findings++;
-            return;
-        }
+    int32_t i = an_client_find(an, client);
+    if (i != AN_NONE)
+        an->clients[i].pub.findings++;
 }
 
 static void emit_one(an_analyzer *an, an_fnd *f)

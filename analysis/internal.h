@@ -297,6 +297,8 @@ typedef struct an_analyzer an_analyzer;
 
 /* analyzer.c */
 const char *an_client_name(const an_analyzer *an, int32_t client);
+/* The client entry named name, or AN_NONE. */
+int32_t an_client_find(const an_analyzer *an, const char *name);
 const char *an_node_name(const an_analyzer *an, int32_t node);
 
 /* nodes.c */

@@ -216,6 +216,16 @@ static void test_asking_missing(void **state)
     assert_non_null(strstr(ev, "-ASK 100 127.0.0.1:30311"));
     assert_non_null(strstr(ev, "retry without ASKING"));
     assert_non_null(strstr(ev, k1));
+    /* the client's record counts its findings */
+    int seen = 0;
+    for (size_t i = 0; i < s.out.nclients; i++)
+        if (strcmp(s.out.clients[i].name, "127.0.0.5") == 0) {
+            assert_int_equal(s.out.clients[i].findings, 1);
+            assert_int_equal(s.out.clients[i].connections, 2);
+            seen = 1;
+        }
+    assert_true(seen);
+    assert_int_equal(s.out.connections, 2);
     sc_free(&s);
 }
 
