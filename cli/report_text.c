@@ -139,16 +139,24 @@ static void print_inputs(const report *r, FILE *out)
     }
 }
 
+/* "s" unless n is one. */
+static const char *plural(uint64_t n)
+{
+    return n == 1 ? "" : "s";
+}
+
 static void print_traffic(const report *r, FILE *out)
 {
+    uint64_t packets = report_counter(r, "packets"), conns = report_counter(r, "connections");
+    uint64_t commands = report_counter(r, "commands");
     fprintf(out,
-            "  traffic      %" PRIu64 " packets, %" PRIu64 " connections, %" PRIu64
-            " commands from %" PRIu64 " clients (%" PRIu64 " cluster-aware",
-            report_counter(r, "packets"), report_counter(r, "connections"),
-            report_counter(r, "commands"), r->clients, r->clients_aware);
+            "  traffic      %" PRIu64 " packet%s, %" PRIu64 " connection%s, %" PRIu64
+            " command%s from %" PRIu64 " client%s (%" PRIu64 " cluster-aware",
+            packets, plural(packets), conns, plural(conns), commands, plural(commands),
+            r->clients, plural(r->clients), r->clients_aware);
     if (r->clients_nodes)
         fprintf(out, "; %" PRIu64 " %s cluster node%s", r->clients_nodes,
-                r->clients_nodes == 1 ? "is a" : "are", r->clients_nodes == 1 ? "" : "s");
+                r->clients_nodes == 1 ? "is a" : "are", plural(r->clients_nodes));
     fputs(")\n", out);
 }
 

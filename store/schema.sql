@@ -18,18 +18,18 @@ CREATE TABLE meta (
 -- Each capture file or live interface, and what was read from it (a live run
 -- writes its row at the start and updates it at the end).
 CREATE TABLE inputs (
-    id            INTEGER PRIMARY KEY,
-    name          TEXT NOT NULL UNIQUE,
-    linktype      INTEGER NOT NULL,
-    linktype_name TEXT NOT NULL,
-    packets       INTEGER NOT NULL,
-    bytes         INTEGER NOT NULL,
-    first_us      INTEGER NOT NULL,
-    last_us       INTEGER NOT NULL,
-    kernel_drops  INTEGER NOT NULL DEFAULT 0,
-    if_drops      INTEGER NOT NULL DEFAULT 0,
+    id             INTEGER PRIMARY KEY,
+    name           TEXT NOT NULL UNIQUE,
+    linktype       INTEGER NOT NULL,
+    linktype_name  TEXT NOT NULL,
+    packets        INTEGER NOT NULL,
+    bytes          INTEGER NOT NULL,
+    first_us       INTEGER NOT NULL,
+    last_us        INTEGER NOT NULL,
+    kernel_drops   INTEGER NOT NULL DEFAULT 0,
+    if_drops       INTEGER NOT NULL DEFAULT 0,
     time_backwards INTEGER NOT NULL DEFAULT 0, -- records older than the one before
-    error         TEXT NOT NULL DEFAULT ''
+    error          TEXT NOT NULL DEFAULT ''
 );
 
 -- Cluster nodes: the address seen in the capture, the one the cluster

@@ -256,7 +256,7 @@ static void test_report_text(void **state)
     assert_contains(out_text, "What happened");
     assert_contains(out_text, "  capture      2");
     assert_contains(out_text, "set.pcap: NULL, 12 packets"); /* BSD loopback */
-    assert_contains(out_text, " commands from 1 clients");
+    assert_contains(out_text, "12 packets, 1 connection, 3 commands from 1 client (");
     assert_contains(out_text, "Findings: none");
     assert_contains(out_text, "What the redirects cost");
     assert_contains(out_text, "What the capture could not see");
