@@ -15,8 +15,8 @@ CREATE TABLE meta (
     value TEXT NOT NULL
 );
 
--- Each capture file or live interface, and what was read from it (a live run
--- writes its row at the start and updates it at the end).
+-- Each capture file or live interface, and what was read from it (written
+-- at the start, updated every few seconds and at the end).
 CREATE TABLE inputs (
     id             INTEGER PRIMARY KEY,
     name           TEXT NOT NULL UNIQUE,
