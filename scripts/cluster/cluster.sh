@@ -69,11 +69,12 @@ all_agree() {
 
 # start_node DIR PORT SRC_ADDR: one cluster node, answering PING. A port (or
 # its bus port) can be briefly taken by some other program's outgoing
-# connection (ephemeral ports include 40000-41000): try again a few times.
+# connection (the bus ports 40000-41000 are in Linux's ephemeral range): try
+# again for a while.
 start_node() {
     local dir=$1 port=$2 src=$3 attempt
     mkdir -p "$dir/$port"
-    for attempt in 1 2 3 4 5; do
+    for attempt in 1 2 3 4 5 6 7 8 9 10; do
         rm -f "$dir/$port/nodes.conf" "$dir/$port/redis.pid"
         "$REDIS_SERVER" --port "$port" --bind 127.0.0.1 --protected-mode no \
             --bind-source-addr "$src" --cluster-announce-ip 127.0.0.1 \
@@ -90,9 +91,9 @@ start_node() {
         grep -q "Address already in use" "$dir/$port/redis.log" 2>/dev/null \
             || die "node $port did not start, see $dir/$port/redis.log"
         echo "cluster.sh: port $port or $((port + 10000)) busy, retrying" >&2
-        sleep 1
+        sleep 2
     done
-    die "node $port: address in use after 5 attempts"
+    die "node $port: address in use after 10 attempts"
 }
 
 # start N_MASTERS N_REPLICAS BASEPORT DIR
