@@ -217,8 +217,9 @@ static int resp_type_valid(resp_type t)
 }
 
 /* Read every byte of a kept raw reply (so ASan sees a bad pointer or length) and
- * parse it: the decoder kept it as one complete reply, so the tree parser must
- * agree. */
+ * parse it. The tree parser may refuse what the streaming decoder let pass (it
+ * is stricter: a bare CR inside a simple string line, for one), which costs
+ * only a map_errors count in analysis, so a refusal is not a finding. */
 static void check_raw_reply(const resp_reply *r)
 {
     SS_FUZZ_CHECK(r->raw_len <= FUZZ_MAX_KEPT_REPLY);
@@ -230,9 +231,7 @@ static void check_raw_reply(const resp_reply *r)
     for (size_t i = 0; i < r->raw_len; i++)
         sum += r->raw[i];
     (void)sum;
-    resp_value *v = resp_value_parse(r->raw, r->raw_len, FUZZ_MAX_DEPTH + 1);
-    SS_FUZZ_CHECK(v != NULL);
-    resp_value_free(v);
+    resp_value_free(resp_value_parse(r->raw, r->raw_len, FUZZ_MAX_DEPTH + 1));
 }
 
 /* Every promise of resp.h about one command. */
@@ -401,8 +400,15 @@ void ss_fuzz_pipe_init(ss_fuzz_pipe *p, unsigned variant)
     an_config_defaults(&acfg);
     acfg.client_by = (variant & 1) ? AN_CLIENT_BY_CONN : AN_CLIENT_BY_HOST;
     acfg.redact_keys = (variant & 2) ? 1 : 0;
+    /* every table small: fast to create per input, and its cap is reached */
     acfg.max_clients = 8;
-    acfg.max_ops = 64;
+    acfg.max_ops = 16;
+    acfg.max_conns = 16;
+    acfg.max_nodes = 4;
+    acfg.max_findings = 16;
+    acfg.max_memos = 16;
+    acfg.max_slot_latency = 4;
+    acfg.max_view_bytes = 16384;
     acfg.moved_ignored_min = 1;
     acfg.tryagain_min = 2;
     acfg.ask_cached_min = 1;

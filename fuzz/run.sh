@@ -54,9 +54,10 @@ if ! command -v "$cc" >/dev/null; then
 fi
 
 echo "== building fuzz targets in $build with $cc =="
+mkdir -p "$build"
 CC="$cc" cmake -S "$root" -B "$build" -DSLOTSCOPE_FUZZ=ON -DSLOTSCOPE_TESTS=OFF \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$build.cmake.log" 2>&1 ||
-  { cat "$build.cmake.log"; exit 2; }
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$build/cmake.log" 2>&1 ||
+  { cat "$build/cmake.log"; exit 2; }
 cmake --build "$build" -j2 --target "${targets[@]}" fuzz_mkseeds >"$build/build.log" 2>&1 ||
   { tail -50 "$build/build.log"; exit 2; }
 
