@@ -72,9 +72,9 @@ all_agree() {
 # connection (the bus ports 40000-41000 are in Linux's ephemeral range): try
 # again for a while.
 start_node() {
-    local dir=$1 port=$2 src=$3 attempt
+    local dir=$1 port=$2 src=$3 _
     mkdir -p "$dir/$port"
-    for attempt in 1 2 3 4 5 6 7 8 9 10; do
+    for _ in 1 2 3 4 5 6 7 8 9 10; do
         rm -f "$dir/$port/nodes.conf" "$dir/$port/redis.pid"
         "$REDIS_SERVER" --port "$port" --bind 127.0.0.1 --protected-mode no \
             --bind-source-addr "$src" --cluster-announce-ip 127.0.0.1 \
@@ -152,7 +152,8 @@ cmd_stop() {
     # Make sure: whatever still runs from our pid list gets SIGTERM, then KILL.
     for pid in $(cat "$dir/pids" 2>/dev/null); do
         deadline=$((SECONDS + 5))
-        while kill -0 "$pid" 2>/dev/null; do
+        # Only while that pid is still one of our redis-servers (not reused).
+        while kill -0 "$pid" 2>/dev/null && grep -q "redis-server" "/proc/$pid/cmdline" 2>/dev/null; do
             if [ "$SECONDS" -ge "$deadline" ]; then kill -9 "$pid" 2>/dev/null || true; break; fi
             kill "$pid" 2>/dev/null || true
             sleep 0.1
@@ -208,7 +209,7 @@ cmd_slot_move() {
     while [ "$moved" -lt "$max" ]; do
         n=$((max - moved < batch ? max - moved : batch))
         mapfile -t keys < <(rcli "$src" CLUSTER GETKEYSINSLOT "$slot" "$n")
-        [ "${#keys[@]}" -gt 0 ] && [ -n "${keys[0]}" ] || break
+        if [ "${#keys[@]}" -eq 0 ] || [ -z "${keys[0]}" ]; then break; fi
         rcli "$src" MIGRATE 127.0.0.1 "$dst" "" 0 5000 KEYS "${keys[@]}" | grep -q OK \
             || die "MIGRATE of slot $slot failed"
         moved=$((moved + ${#keys[@]}))
