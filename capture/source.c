@@ -6,7 +6,9 @@
  * keeps its current record (libpcap's buffer stays valid until the next read
  * on that handle, so nothing is copied) and a small binary heap picks the
  * earliest. A file that fails mid-way is reported and dropped; the records
- * read before stay delivered and the other files go on.
+ * read before stay delivered and the other files go on. Records libpcap can
+ * still frame (zero length, odd lengths, time going back) are handed on: the
+ * tracker counts them as malformed or time_backwards and reading goes on.
  *
  * Live capture follows pcap(3PCAP): pcap_create, the options, pcap_activate
  * (a positive result is a warning, a negative one an error), then a BPF
@@ -266,10 +268,6 @@ static int input_advance(cap_source *src, uint32_t i)
         input_failed(src, i, strstr(msg, "truncated") ? "truncated record" : "bad record", msg);
         return 0;
     }
-    if (hdr->caplen == 0) {
-        input_failed(src, i, "zero-length record", "the file's framing is broken");
-        return 0;
-    }
     in->cur.linktype = src->info[i].linktype;
     in->cur.ts_us = (int64_t)hdr->ts.tv_sec * 1000000 + hdr->ts.tv_usec;
     in->cur.data = data;
@@ -439,11 +437,6 @@ static void single_packet(u_char *user, const struct pcap_pkthdr *hdr, const u_c
     input *in = &src->inputs[0];
     in->cur.ts_us = (int64_t)hdr->ts.tv_sec * 1000000 + hdr->ts.tv_usec;
     in->cur.caplen = hdr->caplen;
-    if (hdr->caplen == 0) {
-        input_failed(src, 0, "zero-length record", "the file's framing is broken");
-        pcap_breakloop(in->pcap);
-        return;
-    }
     input_count(src, 0);
     cap_tracker_packet(src->run_tracker, in->cur.linktype, in->cur.ts_us, data, hdr->caplen,
                        hdr->len);
