@@ -166,7 +166,8 @@ static void bench_small(void)
 {
     buf req = {0}, rep = {0};
     char line[256];
-    const size_t n = 2000000;
+    const char *env = getenv("BENCH_RESP_N"); /* fewer commands, e.g. under valgrind */
+    const size_t n = env ? (size_t)strtoul(env, NULL, 10) : 2000000;
     for (size_t i = 0; i < n; i++) {
         char key[32];
         int kl = snprintf(key, sizeof key, "key:%06zu", i % 100000);

@@ -76,7 +76,7 @@ static uint8_t rq_cred_class(const char *name, size_t len)
 
 /* An argument starts: decide where its bytes go. full is its declared length
  * (0 for inline arguments, whose length is known only at their end). */
-static void arg_begin(rc_conn *c, uint64_t full)
+static inline void arg_begin(rc_conn *c, uint64_t full)
 {
     rq_dec *d = &c->rq;
     resp_request *r = &c->cur->cmd.req;
@@ -147,7 +147,7 @@ static inline void arg_data(rc_conn *c, const uint8_t *p, size_t n)
 }
 
 /* The current argument ended. */
-static void arg_end(rc_conn *c)
+static inline void arg_end(rc_conn *c)
 {
     rq_dec *d = &c->rq;
     resp_request *r = &c->cur->cmd.req;
@@ -521,6 +521,36 @@ void rq_feed(rc_conn *c, const uint8_t *base, size_t n, int64_t ts)
             break;
 
         case RQ_ARG_TYPE:
+            /* Fast path: whole arguments ("$<len>\r\n<bytes>\r\n") that lie
+             * entirely in this chunk are handled here in one go; anything
+             * else (split, malformed, too long) is left to the states below,
+             * which start from the same place. */
+            while (*p == '$') {
+                size_t k = rd_num_fast(p + 1, end, &v);
+                if (k == 0 || v < 0 || (uint64_t)v > cfg->max_bulk_request)
+                    break;
+                const uint8_t *body = p + 1 + k;
+                if ((uint64_t)(end - body) < (uint64_t)v + 2)
+                    break;
+                size_t len = (size_t)v;
+                if (body[len] != '\r' || body[len + 1] != '\n')
+                    break;
+                arg_begin(c, (uint64_t)v);
+                if (len && (d->a_name || d->a_dst || d->a_key))
+                    arg_data(c, body, len);
+                else
+                    d->a_seen += len;
+                arg_end(c);
+                p = body + len + 2;
+                if (d->argi >= d->argc_expected) {
+                    rq_complete(c, rq_pos(d, base, p), ts);
+                    break;
+                }
+                if (p == end)
+                    break;
+            }
+            if (p == end || d->state != RQ_ARG_TYPE)
+                break;
             if (*p != '$') { /* Redis: "expected '$', got ..." */
                 rq_error(c, rq_pos(d, base, p), 0);
                 break;

@@ -341,13 +341,13 @@ static inline int rd_line_read(rd_line *l, const uint8_t **pp, const uint8_t *en
     return RD_DONE;
 }
 
+/* rd_num_line's general case: the line is split across chunks, long, or bad. */
+int rd_num_line_slow(rd_line *l, const uint8_t **pp, const uint8_t *end, int64_t *v);
+
 /* Read a length or count line: 1 with *v set, 0 when more bytes are needed
  * (all consumed), -1 when malformed (*pp left where a resync may start). */
 static inline int rd_num_line(rd_line *l, const uint8_t **pp, const uint8_t *end, int64_t *v)
 {
-    const uint8_t *s;
-    size_t sl;
-    uint64_t full;
     if (l->len == 0) {
         size_t k = rd_num_fast(*pp, end, v);
         if (k != 0) {
@@ -355,12 +355,7 @@ static inline int rd_num_line(rd_line *l, const uint8_t **pp, const uint8_t *end
             return 1;
         }
     }
-    int r = rd_line_read(l, pp, end, RD_NUM_MAX, &s, &sl, &full);
-    if (r == RD_MORE)
-        return 0;
-    if (r != RD_DONE || rd_parse_i64(s, sl, v) != 0)
-        return -1;
-    return 1;
+    return rd_num_line_slow(l, pp, end, v);
 }
 
 /* ASCII upper-case. */

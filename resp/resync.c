@@ -219,3 +219,17 @@ int rd_resync_scan(rd_resync *rs, rd_line *line, const uint8_t **pp,
     *skipped += eaten;
     return 0;
 }
+
+/* See resp_internal.h: the part of rd_num_line that is not the fast path. */
+int rd_num_line_slow(rd_line *l, const uint8_t **pp, const uint8_t *end, int64_t *v)
+{
+    const uint8_t *s;
+    size_t sl;
+    uint64_t full;
+    int r = rd_line_read(l, pp, end, RD_NUM_MAX, &s, &sl, &full);
+    if (r == RD_MORE)
+        return 0;
+    if (r != RD_DONE || rd_parse_i64(s, sl, v) != 0)
+        return -1;
+    return 1;
+}
