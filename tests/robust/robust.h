@@ -1,0 +1,56 @@
+/*
+ * robust.h - what the tests in tests/robust share: a scratch folder, running
+ * the slotscope binary as a child (exit status, output, peak memory), and
+ * reading its database.
+ *
+ * Peak memory is the child's maximum resident set size as the kernel reports
+ * it to wait4() (struct rusage ru_maxrss, KiB on Linux): the figure for that
+ * one run, not for the test program.
+ */
+#ifndef SLOTSCOPE_TESTS_ROBUST_H
+#define SLOTSCOPE_TESTS_ROBUST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* A scratch folder under $TMPDIR (or /tmp), removed with everything in it by
+ * rb_tmpdir_free. Returns its path (static storage per call site is not used:
+ * the caller owns the returned string). NULL on error. */
+char *rb_tmpdir_new(const char *tag);
+void rb_tmpdir_free(char *dir);
+/* dir + "/" + name in a new string. */
+char *rb_path(const char *dir, const char *name);
+
+/* How a child run ended. */
+typedef struct rb_run {
+    int exited;        /* 1: exited normally (code in status) */
+    int status;        /* exit code, or the signal number when !exited */
+    long maxrss_kib;   /* peak resident set size of the child */
+    char *out;         /* standard output, NUL-terminated (malloc'd) */
+    char *err;         /* standard error, NUL-terminated (malloc'd) */
+} rb_run;
+
+/* Run the slotscope binary (SS_BINARY) with argv (NULL-terminated, argv[0]
+ * not included) and wait for it. When signal_when is not NULL, it is called
+ * every 10 ms with the child's pid while the child runs (bounded by
+ * max_polls); it returns a signal to send (then polling stops) or 0. Returns
+ * 0, or -1 if the child could not be started. */
+int rb_slotscope(const char *const *args, rb_run *run,
+                 int (*signal_when)(void *ctx, int pid), void *ctx, int max_polls);
+void rb_run_free(rb_run *run);
+/* Lines in text (a final line without '\n' counts). */
+int rb_count_lines(const char *text);
+
+/* One integer from a SQL query on the database at path (opened read-only);
+ * -1 when the database, the table or the row is missing. */
+int64_t rb_db_int(const char *db, const char *sql);
+/* A counter from the counters table, -1 when absent. */
+int64_t rb_db_counter(const char *db, const char *name);
+/* The text result of PRAGMA integrity_check ("ok" when sound); "" on error.
+ * The caller frees it. */
+char *rb_db_integrity(const char *db);
+
+/* Bytes of a file, -1 if it does not exist. */
+long long rb_file_size(const char *path);
+
+#endif /* SLOTSCOPE_TESTS_ROBUST_H */
