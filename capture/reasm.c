@@ -434,8 +434,22 @@ void cap_reasm_ack(cap_tracker *t, cap_flow *f, int side, uint32_t ack, int64_t 
     }
     if (st->fin && SEQ_GT(target, st->fin_seq))
         target = st->fin_seq; /* the FIN takes a sequence number, not a byte */
-    if (st->held != NULL || (st->fin && SEQ_GT(st->fin_seq, st->next)))
-        flush_until(t, f, side, target, ts_us);
+    if (st->held == NULL && !(st->fin && SEQ_GT(st->fin_seq, st->next)))
+        return;
+    /* Give up holes only up to the last byte seen: acknowledged bytes beyond
+     * it may still be in the capture, a little later. */
+    if (st->held != NULL) {
+        const cap_held *last = st->held;
+        uint32_t seen_end;
+        while (last->next != NULL)
+            last = last->next;
+        seen_end = last->seq + last->len;
+        if (st->fin && SEQ_GT(st->fin_seq, seen_end))
+            seen_end = st->fin_seq;
+        if (SEQ_LT(seen_end, target))
+            target = seen_end;
+    }
+    flush_until(t, f, side, target, ts_us);
 }
 
 /* A FIN from side at sequence number fin_seq (the first FIN counts). Held

@@ -307,6 +307,27 @@ static void test_lost_segment_acked(void **state)
     assert_int_equal(evlog_conn_by_id(&f->log, 1)->at_close.gaps[CAP_TO_SERVER], 1);
 }
 
+/* An ACK beyond everything seen gives up the holes before the last held
+ * byte only: the acknowledged bytes after it may still come. */
+static void test_ack_beyond_held(void **state)
+{
+    fx *f = *state;
+    pg_conv c;
+    uint32_t s;
+    conv_start(f, &c, NULL, 100, 5000);
+    pg_conv_handshake(&c);
+    s = c.next[0];
+    client_at(&c, s, "AAAA");
+    client_at(&c, s + 7, "CCCC"); /* [s+4, s+7) lost */
+    c.next[0] = s + 15;           /* the server got everything up to s+15 */
+    server_ack(&c);
+    assert_string_equal(evlog_stream(&f->log, 1, CAP_TO_SERVER), "AAAA<gap 3>CCCC");
+    client_at(&c, s + 11, "DDDD"); /* late in the capture, but here */
+    cap_tracker_finish(f->t, c.ts_us);
+    assert_string_equal(evlog_stream(&f->log, 1, CAP_TO_SERVER), "AAAA<gap 3>CCCCDDDD");
+    assert_int_equal(cap_tracker_stats(f->t)->gap_bytes, 3);
+}
+
 /* The server ACKs bytes we never saw before anything after them arrived:
  * the next segment beyond the hole turns it into a GAP. */
 static void test_lost_segment_ack_first(void **state)
@@ -1069,6 +1090,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_sequence_wrap, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lost_segment_acked, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lost_segment_ack_first, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ack_beyond_held, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lost_before_fin, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hole_at_end, setup, teardown),
         cmocka_unit_test_setup_teardown(test_mid_stream, setup, teardown),
