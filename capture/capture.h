@@ -197,7 +197,10 @@ typedef struct cap_stats {
 
 typedef struct cap_tracker cap_tracker;
 
-/* Create a tracker that sends its events to fn(ctx, ...). NULL on out of memory. */
+/* Create a tracker that sends its events to fn(ctx, ...) (fn may be NULL: only
+ * count). cfg NULL: the defaults. NULL on out of memory or a max_connections
+ * of 0 or above 2^30. The table costs about 300 bytes of address space per
+ * allowed connection, touched only as connections come. */
 cap_tracker *cap_tracker_new(const cap_config *cfg, cap_event_fn fn, void *ctx);
 /* Free the tracker. Does not emit CLOSE events: call cap_tracker_finish first.
  * Accepts NULL. */

@@ -32,6 +32,9 @@
 #define MAX_VLAN_TAGS 8
 /* Most IPv6 extension headers we walk through before giving up. */
 #define MAX_IP6_EXT 8
+/* Largest packet a length field of 0 may stand for (offload, jumbograms):
+ * beyond it the record's wire length is not believed. */
+#define MAX_OFFLOAD_LEN (1u << 20)
 
 /* One record being decoded. */
 typedef struct decoder {
@@ -128,7 +131,7 @@ static cap_decode_result decode_ipv4(decoder *d, uint32_t off)
     /* Total length 0 is what segmentation offload (TSO/GSO) leaves in
      * captures of large packets: the frame's length is the packet's. */
     if (total == 0)
-        total = on_wire;
+        total = on_wire <= MAX_OFFLOAD_LEN ? on_wire : 0;
     if (total < ihl || total > on_wire)
         return CAP_DEC_MALFORMED;
     if (!have(d, off, ihl))
@@ -159,7 +162,7 @@ static cap_decode_result decode_ipv6(decoder *d, uint32_t off)
     /* Payload length 0: a jumbogram (RFC 2675) or offload; take the frame. */
     if (plen == 0)
         plen = on_wire;
-    if (plen > on_wire)
+    if (plen > on_wire || plen > MAX_OFFLOAD_LEN)
         return CAP_DEC_MALFORMED;
     nh = h[6];
     next_off = off + 40;

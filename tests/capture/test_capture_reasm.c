@@ -801,8 +801,11 @@ static void test_malformed(void **state)
     cap_tracker_packet(f->t, DLT_EN10MB, 5, buf, 20, 20); /* IP header cut, no snaplen */
     cap_tracker_packet(f->t, DLT_LINUX_SLL2, 6, buf, 10, 10);
     cap_tracker_packet(f->t, DLT_RAW, 7, buf, 0, 0);
-    cap_tracker_finish(f->t, 8);
-    assert_int_equal(cap_tracker_stats(f->t)->malformed, 7);
+    memcpy(bad, buf, n);
+    bad[16] = bad[17] = 0; /* IPv4 length 0 ("offload") with an absurd wire length */
+    cap_tracker_packet(f->t, DLT_EN10MB, 8, bad, (uint32_t)n, 0xffffffffu);
+    cap_tracker_finish(f->t, 9);
+    assert_int_equal(cap_tracker_stats(f->t)->malformed, 8);
     assert_int_equal(cap_tracker_stats(f->t)->connections, 0);
 }
 
