@@ -69,13 +69,14 @@ static void rp_drop(rc_conn *c, uint64_t pos, int at_boundary)
 }
 
 /* Malformed input: count it, drop the message, resynchronise, and tell the
- * pairing it can no longer know which reply answers which request. */
-static void rp_error(rc_conn *c, uint64_t pos, int limit)
+ * pairing it can no longer know which reply answers which request.
+ * at_boundary: the error was found at the end of a whole CRLF line. */
+static void rp_error(rc_conn *c, uint64_t pos, int limit, int at_boundary)
 {
     c->st.protocol_errors++;
     if (limit)
         pair_limit_hit(c);
-    rp_drop(c, pos, 0);
+    rp_drop(c, pos, at_boundary);
     pair_lost(c);
 }
 
@@ -422,7 +423,7 @@ void rp_feed(rc_conn *c, const uint8_t *base, size_t len, int64_t ts)
             case '|':
                 break;
             default:
-                rp_error(c, rp_pos(d, base, p), 0);
+                rp_error(c, rp_pos(d, base, p), 0, 0);
                 continue;
             }
             rp_top_type(c, t);
@@ -434,18 +435,21 @@ void rp_feed(rc_conn *c, const uint8_t *base, size_t len, int64_t ts)
             /* fall through */
         case RP_LINE: {
             uint8_t t = d->ltype;
+            int bound = 1; /* errors found at the end of a whole line */
             if (is_num_type(t)) {
                 int64_t v;
                 r = rd_num_line(&d->line, &p, end, &v);
                 if (r == 0)
                     break;
+                if (r < 0)
+                    bound = d->line.err_bound;
                 r = (r < 0) ? LN_ERR : rp_num(c, t, v);
             } else {
                 r = rd_line_read(&d->line, &p, end, cfg->max_line, &s, &sl, &full);
                 if (r == RD_MORE)
                     break;
                 if (r != RD_DONE) {
-                    rp_error(c, rp_pos(d, base, p), r == RD_ERR_LIMIT);
+                    rp_error(c, rp_pos(d, base, p), r == RD_ERR_LIMIT, d->line.err_bound);
                     break;
                 }
                 r = rp_text(c, t, s, sl, full);
@@ -456,7 +460,7 @@ void rp_feed(rc_conn *c, const uint8_t *base, size_t len, int64_t ts)
                 seg = p;
                 rp_message_done(c, rp_pos(d, base, p), ts);
             } else if (r < 0) {
-                rp_error(c, rp_pos(d, base, p), r == LN_LIMIT);
+                rp_error(c, rp_pos(d, base, p), r == LN_LIMIT, bound);
             }
             break;
         }
@@ -466,7 +470,7 @@ void rp_feed(rc_conn *c, const uint8_t *base, size_t len, int64_t ts)
             if (d->bulk_left + 2 <= avail) { /* the rest of the payload is here */
                 size_t blen = (size_t)d->bulk_left;
                 if (p[blen] != '\r' || p[blen + 1] != '\n') {
-                    rp_error(c, rp_pos(d, base, p + blen), 0);
+                    rp_error(c, rp_pos(d, base, p + blen), 0, 0);
                     p += blen;
                     break;
                 }
@@ -488,7 +492,7 @@ void rp_feed(rc_conn *c, const uint8_t *base, size_t len, int64_t ts)
 
         case RP_BULK_CRLF:
             if (*p != (d->crlf_left == 2 ? '\r' : '\n')) {
-                rp_error(c, rp_pos(d, base, p), 0);
+                rp_error(c, rp_pos(d, base, p), 0, 0);
                 break;
             }
             p++;
@@ -525,7 +529,7 @@ void rp_feed(rc_conn *c, const uint8_t *base, size_t len, int64_t ts)
                 seg = p;
                 rp_message_done(c, rp_pos(d, base, p), ts);
             } else if (r < 0) {
-                rp_error(c, rp_pos(d, base, p), r == LN_LIMIT);
+                rp_error(c, rp_pos(d, base, p), r == LN_LIMIT, 1);
             }
             break;
         }

@@ -267,12 +267,12 @@ static void rq_drop(rc_conn *c, uint64_t pos, int at_boundary)
  * requests already queued are still answered in order; what follows is not
  * known (the server answers garbage with an error, and may hide commands in
  * it), so the pairing layer treats it as a loss on the request side. */
-static void rq_error(rc_conn *c, uint64_t pos, int limit)
+static void rq_error(rc_conn *c, uint64_t pos, int limit, int at_boundary)
 {
     c->st.protocol_errors++;
     if (limit)
         pair_limit_hit(c);
-    rq_drop(c, pos, 0);
+    rq_drop(c, pos, at_boundary);
     pair_lost_requests(c);
 }
 
@@ -489,7 +489,7 @@ void rq_feed(rc_conn *c, const uint8_t *base, size_t n, int64_t ts)
                  * command; binary here (TLS, another protocol, noise) is not a
                  * client talking RESP, so it is counted as garbage instead of
                  * producing commands with binary names. */
-                rq_error(c, rq_pos(d, base, p), 0);
+                rq_error(c, rq_pos(d, base, p), 0, 0);
             } else {
                 c->cur->cmd.req.inline_cmd = 1;
                 d->in_state = IN_SPACE;
@@ -504,7 +504,7 @@ void rq_feed(rc_conn *c, const uint8_t *base, size_t n, int64_t ts)
             if (r == 0)
                 break;
             if (r < 0) {
-                rq_error(c, rq_pos(d, base, p), 0);
+                rq_error(c, rq_pos(d, base, p), 0, d->line.err_bound);
                 break;
             }
             if (v <= 0) { /* Redis ignores "*0" and "*-1" */
@@ -512,7 +512,7 @@ void rq_feed(rc_conn *c, const uint8_t *base, size_t n, int64_t ts)
                 break;
             }
             if (v > RD_MAX_ELEMENTS) {
-                rq_error(c, rq_pos(d, base, p), 1);
+                rq_error(c, rq_pos(d, base, p), 1, 1);
                 break;
             }
             d->argc_expected = (uint32_t)v;
@@ -552,7 +552,7 @@ void rq_feed(rc_conn *c, const uint8_t *base, size_t n, int64_t ts)
             if (p == end || d->state != RQ_ARG_TYPE)
                 break;
             if (*p != '$') { /* Redis: "expected '$', got ..." */
-                rq_error(c, rq_pos(d, base, p), 0);
+                rq_error(c, rq_pos(d, base, p), 0, 0);
                 break;
             }
             p++;
@@ -563,11 +563,11 @@ void rq_feed(rc_conn *c, const uint8_t *base, size_t n, int64_t ts)
             if (r == 0)
                 break;
             if (r < 0 || v < 0) {
-                rq_error(c, rq_pos(d, base, p), 0);
+                rq_error(c, rq_pos(d, base, p), 0, r < 0 ? d->line.err_bound : 1);
                 break;
             }
             if ((uint64_t)v > cfg->max_bulk_request) {
-                rq_error(c, rq_pos(d, base, p), 1);
+                rq_error(c, rq_pos(d, base, p), 1, 1);
                 break;
             }
             arg_begin(c, (uint64_t)v);
@@ -579,7 +579,7 @@ void rq_feed(rc_conn *c, const uint8_t *base, size_t n, int64_t ts)
             if (d->arg_left + 2 <= avail) { /* whole rest of the argument is here */
                 size_t len = (size_t)d->arg_left;
                 if (p[len] != '\r' || p[len + 1] != '\n') {
-                    rq_error(c, rq_pos(d, base, p + len), 0);
+                    rq_error(c, rq_pos(d, base, p + len), 0, 0);
                     p += len;
                     break;
                 }
@@ -607,7 +607,7 @@ void rq_feed(rc_conn *c, const uint8_t *base, size_t n, int64_t ts)
 
         case RQ_ARG_CRLF:
             if (*p != (d->crlf_left == 2 ? '\r' : '\n')) {
-                rq_error(c, rq_pos(d, base, p), 0);
+                rq_error(c, rq_pos(d, base, p), 0, 0);
                 break;
             }
             p++;
@@ -626,12 +626,12 @@ void rq_feed(rc_conn *c, const uint8_t *base, size_t n, int64_t ts)
             const uint8_t *stop = nl ? nl : end;
             size_t len = (size_t)(stop - p);
             if (d->in_len + len > RD_INLINE_MAX || d->in_len + len > cfg->max_line) {
-                rq_error(c, rq_pos(d, base, p), 1); /* "too big inline request" */
+                rq_error(c, rq_pos(d, base, p), 1, 0); /* "too big inline request" */
                 break;
             }
             d->in_len += (uint32_t)len;
             if (in_tokens(c, p, stop) != 0) {
-                rq_error(c, rq_pos(d, base, stop), 0);
+                rq_error(c, rq_pos(d, base, stop), 0, 0);
                 p = stop;
                 break;
             }
@@ -640,7 +640,7 @@ void rq_feed(rc_conn *c, const uint8_t *base, size_t n, int64_t ts)
                 break;
             p = nl + 1;
             if (in_finish(c) != 0) { /* "unbalanced quotes in request" */
-                rq_error(c, rq_pos(d, base, nl), 0);
+                rq_error(c, rq_pos(d, base, nl), 0, 0);
                 break;
             }
             if (d->argi == 0)

@@ -34,6 +34,8 @@ enum { RD_MORE = 0, RD_DONE = 1, RD_ERR = -1, RD_ERR_LIMIT = -2 };
 typedef struct rd_line {
     uint64_t len;        /* bytes so far, CR included, LF not */
     uint8_t last;        /* last byte so far (to check the CR before LF) */
+    uint8_t err_bound;   /* after an error: *pp is just past a CRLF, so the
+                            next byte may start a message */
     uint8_t buf[RD_LBUF];
 } rd_line;
 
@@ -302,8 +304,11 @@ static inline int rd_line_read(rd_line *l, const uint8_t **pp, const uint8_t *en
     size_t avail = (size_t)(end - p);
     const uint8_t *nl = memchr(p, '\n', avail);
     if (nl == NULL) {
-        if (l->len + avail > max + 1)
+        if (l->len + avail > max + 1) {
+            l->len = 0;
+            l->err_bound = 0;
             return RD_ERR_LIMIT;
+        }
         if (l->len < RD_LBUF) {
             size_t room = RD_LBUF - (size_t)l->len;
             memcpy(l->buf + l->len, p, avail < room ? avail : room);
@@ -318,10 +323,14 @@ static inline int rd_line_read(rd_line *l, const uint8_t **pp, const uint8_t *en
     uint8_t before = n ? nl[-1] : l->last;
     if (total == 0 || before != '\r') {
         *pp = nl; /* resync starts at the LF */
+        l->len = 0;
+        l->err_bound = 0;
         return RD_ERR;
     }
     if (total > max + 1) {
-        *pp = nl;
+        *pp = nl + 1; /* a whole (too long) line: what follows is a boundary */
+        l->len = 0;
+        l->err_bound = 1;
         return RD_ERR_LIMIT;
     }
     *pp = nl + 1;

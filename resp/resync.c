@@ -229,7 +229,11 @@ int rd_num_line_slow(rd_line *l, const uint8_t **pp, const uint8_t *end, int64_t
     int r = rd_line_read(l, pp, end, RD_NUM_MAX, &s, &sl, &full);
     if (r == RD_MORE)
         return 0;
-    if (r != RD_DONE || rd_parse_i64(s, sl, v) != 0)
+    if (r != RD_DONE)
         return -1;
+    if (rd_parse_i64(s, sl, v) != 0) {
+        l->err_bound = 1; /* a whole line, just not a number */
+        return -1;
+    }
     return 1;
 }

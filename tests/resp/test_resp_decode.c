@@ -256,6 +256,96 @@ static void test_split_d(void **state)
     check_split_invariance(sample_d, sizeof sample_d / sizeof sample_d[0]);
 }
 
+/* Deterministic xorshift64 generator for the random streams. */
+static uint64_t rng = 0x9e3779b97f4a7c15ULL;
+static uint64_t rnd(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+}
+
+/* Building blocks of random conversations: valid messages, near misses and
+ * garbage, for each direction. */
+static const char *const req_pieces[] = {
+    "*2\r\n$3\r\nGET\r\n$3\r\nfoo\r\n", "*1\r\n$4\r\nPING\r\n", "PING\r\n",
+    "*3\r\n$3\r\nSET\r\n$5\r\n{k}ey\r\n$2\r\nvv\r\n", "*1\r\n$5\r\nMULTI\r\n",
+    "*1\r\n$4\r\nEXEC\r\n", "*2\r\n$9\r\nSUBSCRIBE\r\n$1\r\nc\r\n",
+    "*3\r\n$6\r\nCLIENT\r\n$5\r\nREPLY\r\n$3\r\nOFF\r\n",
+    "*3\r\n$6\r\nCLIENT\r\n$5\r\nREPLY\r\n$2\r\nON\r\n", "*2\r\n$5\r\nHELLO\r\n$1\r\n3\r\n",
+    "*2\r\n$4\r\nAUTH\r\n$2\r\npw\r\n", "set \"a b\" 'c'\r\n", "\r\n", "*0\r\n",
+    "*2\r\n$3\r\nGET\r\n$-1\r\n", "*x\r\n", "$3\r\nabc\r\n", "\x01\xff\x02",
+    "*2\r\n$3\r\nGET\r\n$100\r\nshort", "GET \"unbalanced\r\n",
+    "*1\r\n$7\r\nMONITOR\r\n", "*1\r\n$5\r\nRESET\r\n",
+    "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+};
+static const char *const rep_pieces[] = {
+    "+OK\r\n", "$3\r\nbar\r\n", "$-1\r\n", ":42\r\n", "-ERR x\r\n",
+    "-MOVED 12 127.0.0.1:7000\r\n", "*2\r\n$1\r\na\r\n:1\r\n", "%1\r\n+a\r\n_\r\n",
+    ">2\r\n$10\r\ninvalidate\r\n_\r\n", "*3\r\n$9\r\nsubscribe\r\n$1\r\nc\r\n:1\r\n",
+    "*3\r\n$7\r\nmessage\r\n$1\r\nc\r\n$1\r\nm\r\n", "+QUEUED\r\n", "*1\r\n:1\r\n",
+    "|1\r\n+k\r\n:1\r\n#t\r\n", "+1.5 [0 1.2.3.4:5] \"get\"\r\n", "+RESET\r\n",
+    "*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n:0\r\n", "$5\r\nab", "junk\r\n", "\x00\x01\x02\r",
+    "+aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n",
+    "$-7\r\n", "=4\r\ntxt:\r\n", "!3\r\nERR\r\n", ",1e3\r\n", "(12\r\n", "~0\r\n",
+};
+
+/* Random conversations, including garbage, over-long lines and deep
+ * nesting (small limits), give the same events whatever the chunking. */
+static void test_random_split_invariance(void **state)
+{
+    (void)state;
+    resp_config cfg;
+    resp_config_defaults(&cfg);
+    cfg.max_depth = 4;
+    cfg.max_line = 64;
+    const size_t nreq = sizeof req_pieces / sizeof req_pieces[0];
+    const size_t nrep = sizeof rep_pieces / sizeof rep_pieces[0];
+    for (int iter = 0; iter < 300; iter++) {
+        h_step steps[12];
+        char *bufs[12];
+        size_t n = 2 + rnd() % 10;
+        for (size_t i = 0; i < n; i++) {
+            int to_server = (int)(rnd() % 2);
+            size_t cap = 1024, len = 0;
+            char *b = malloc(cap);
+            size_t parts = 1 + rnd() % 4;
+            for (size_t k = 0; k < parts; k++) {
+                const char *piece = to_server ? req_pieces[rnd() % nreq] : rep_pieces[rnd() % nrep];
+                size_t pl = strlen(piece);
+                if (pl == 0)
+                    pl = 1; /* a lone NUL */
+                if (rnd() % 8 == 0)
+                    pl = 1 + rnd() % pl; /* truncated */
+                if (len + pl > cap)
+                    break;
+                memcpy(b + len, piece, pl);
+                len += pl;
+            }
+            if (len == 0)
+                b[len++] = '\n';
+            steps[i].dir = to_server ? CAP_TO_SERVER : CAP_TO_CLIENT;
+            steps[i].data = b;
+            steps[i].len = len;
+            bufs[i] = b;
+        }
+        int syn = (int)(rnd() % 3 != 0);
+        char *whole = h_run(steps, n, 0, syn, &cfg);
+        long chunks[4] = {1, 2 + (long)(rnd() % 5), 7 + (long)(rnd() % 30), -(long)(1 + rnd() % 40)};
+        for (int c = 0; c < 4; c++) {
+            char *o = h_run(steps, n, chunks[c], syn, &cfg);
+            if (strcmp(whole, o) != 0)
+                fail_msg("iteration %d, chunking %ld differs:\n--- whole\n%s--- split\n%s", iter,
+                         chunks[c], whole, o);
+            free(o);
+        }
+        free(whole);
+        for (size_t i = 0; i < n; i++)
+            free(bufs[i]);
+    }
+}
+
 /* ---------------------------------------------------------------- inline */
 
 static void test_inline(void **state)
@@ -558,6 +648,7 @@ int main(void)
         cmocka_unit_test(test_split_b),
         cmocka_unit_test(test_split_c),
         cmocka_unit_test(test_split_d),
+        cmocka_unit_test(test_random_split_invariance),
         cmocka_unit_test(test_inline),
         cmocka_unit_test(test_limits),
         cmocka_unit_test(test_request_limits),
