@@ -68,7 +68,9 @@ typedef struct an_finding {
     int32_t slot;                 /* -1 if not about one slot */
     int64_t first_us, last_us;
     uint64_t count;               /* occurrences */
-    int64_t extra_latency_us;     /* time the mishandling cost, summed */
+    int64_t extra_latency_us;     /* extra time of the operations it covers,
+                                     each once (findings overlap: do not sum
+                                     them; totals come from operations) */
     char summary[AN_SUMMARY_MAX]; /* one line a person reads */
     const char *evidence;         /* JSON object: the commands, replies,
                                      connections and times to check by hand;

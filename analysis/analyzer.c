@@ -187,6 +187,12 @@ static void conn_drop(an_analyzer *an, int32_t i)
     an->nconns--;
 }
 
+const char *an_conn_src(const an_analyzer *an, uint64_t id, int32_t client)
+{
+    int32_t i = an_map_find(&an->conn_map, conn_hash(id), conn_eq, an, &id);
+    return i != AN_NONE ? an->conns[i].src : an_client_name(an, client);
+}
+
 /* The client name of a connection per cfg.client_by. */
 static void client_name_of(const an_analyzer *an, const cap_conn *cc, char *out, size_t n)
 {

@@ -29,7 +29,7 @@
  * Evidence: the attempt that got ASK, the ASKING (other connection) if any,
  * and the retry with its reply (usually -MOVED back to the source).
  */
-void an_detect_asking(an_analyzer *an, an_attempt_ctx *a, int32_t *blame)
+void an_detect_asking(an_analyzer *an, an_attempt_ctx *a)
 {
     const an_attempt *prev = a->prev, *cur = a->cur;
     an_cmdctx *x = a->x;
@@ -79,10 +79,9 @@ void an_detect_asking(an_analyzer *an, an_attempt_ctx *a, int32_t *blame)
                  "%s followed ASK for slot %d to %s without sending ASKING first (reply %s)",
                  client, (int)x->slot, an_node_name(an, cur->node), an_reply_text(x));
     }
-    int32_t f = an_finding_hit(an, kind, client, cur->node, x->slot, cur->start_us, 0, 1,
-                               summary, ev, n);
-    if (*blame == AN_NONE)
-        *blame = f;
+    int32_t f = an_finding_hit(an, kind, client, cur->node, x->slot, cur->start_us, 1, summary,
+                               ev, n);
+    an_attempt_found(a, f);
 }
 
 /*
@@ -116,9 +115,8 @@ void an_detect_asking_interleaved(an_analyzer *an, an_cmdctx *x, an_op *op, int6
              "was %s", client, x->cn->dst, op->name, (int)op->slot,
              (unsigned long long)x->cn->id, x->cmd->req.name[0] ? x->cmd->req.name : "?");
     int32_t f = an_finding_hit(an, AN_ASKING_INTERLEAVED, client, x->node, op->slot,
-                               x->cmd->req.start_us, 0, 1, summary, ev, 3);
-    if (op->blame == AN_NONE)
-        op->blame = f;
+                               x->cmd->req.start_us, 1, summary, ev, 3);
+    an_op_charge(op, f);
 }
 
 /*
@@ -134,7 +132,7 @@ void an_detect_asking_interleaved(an_analyzer *an, an_cmdctx *x, an_op *op, int6
  * Evidence: the direct commands and their replies (typically -MOVED back to
  * the source).
  */
-void an_detect_ask_cached(an_analyzer *an, an_attempt_ctx *a, int32_t *blame)
+void an_detect_ask_cached(an_analyzer *an, an_attempt_ctx *a)
 {
     an_cmdctx *x = a->x;
     const an_attempt *cur = a->cur;
@@ -154,8 +152,7 @@ void an_detect_ask_cached(an_analyzer *an, an_attempt_ctx *a, int32_t *blame)
     snprintf(summary, sizeof summary,
              "%s cached an ASK: sends new commands for slot %d straight to %s without ASKING "
              "(reply %s)", client, (int)x->slot, an_node_name(an, cur->node), an_reply_text(x));
-    int32_t f = an_finding_hit(an, AN_ASK_CACHED, client, cur->node, x->slot, cur->start_us, 0,
+    int32_t f = an_finding_hit(an, AN_ASK_CACHED, client, cur->node, x->slot, cur->start_us,
                                an->cfg.ask_cached_min, summary, &ev, 1);
-    if (*blame == AN_NONE)
-        *blame = f;
+    an_attempt_found(a, f);
 }

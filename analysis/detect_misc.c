@@ -23,7 +23,7 @@
  * visible at cfg.readonly_missing_min occurrences (default 1).
  * Evidence: the read and its MOVED reply.
  */
-void an_detect_readonly_missing(an_analyzer *an, an_attempt_ctx *a, int32_t *blame)
+void an_detect_readonly_missing(an_analyzer *an, an_attempt_ctx *a)
 {
     an_cmdctx *x = a->x;
     const an_attempt *cur = a->cur;
@@ -41,16 +41,15 @@ void an_detect_readonly_missing(an_analyzer *an, an_attempt_ctx *a, int32_t *bla
              an_node_name(an, cur->node), an_node_name(an, cur->target), x->cmd->req.name,
              (int)x->slot);
     int32_t f = an_finding_hit(an, AN_READONLY_MISSING, client, cur->node, -1, cur->start_us,
-                               cur->reply_us - cur->start_us, an->cfg.readonly_missing_min,
-                               summary, &ev, 1);
-    if (*blame == AN_NONE)
-        *blame = f;
+                               an->cfg.readonly_missing_min, summary, &ev, 1);
+    an_attempt_found(a, f);
 }
 
 /*
  * crossslot: a command answered -CROSSSLOT: its keys hash to different slots
  * (an application bug, not a migration effect). Aggregated per (client, "",
- * slot -1): the node does not matter. Threshold: none (1).
+ * slot -1): the node does not matter. Threshold: none (1). The summary names
+ * the commands seen (in the order first seen).
  * Evidence: the command (first key) and its reply.
  */
 void an_detect_crossslot(an_analyzer *an, an_attempt_ctx *a)
@@ -58,11 +57,16 @@ void an_detect_crossslot(an_analyzer *an, an_attempt_ctx *a)
     an_cmdctx *x = a->x;
     if (a->cur->reply != RESP_ERR_CROSSSLOT)
         return;
+    const char *client = an_client_name(an, x->cn->client);
+    int32_t i = an_finding_get(an, AN_CROSSSLOT, client, AN_NONE, -1, 1);
+    an_fnd *f = an_fnd_at(an, i);
+    if (!f)
+        return;
+    an_note_add_name(f, x->cmd->req.name[0] ? x->cmd->req.name : "?");
     an_event ev;
     an_event_from(&ev, x, "keys in different slots");
     char summary[AN_SUMMARY_MAX];
-    const char *client = an_client_name(an, x->cn->client);
-    snprintf(summary, sizeof summary, "%s sends multi-key %s across slots (first key slot %d)",
-             client, x->cmd->req.name, (int)x->slot);
-    an_finding_hit(an, AN_CROSSSLOT, client, AN_NONE, -1, a->cur->start_us, 0, 1, summary, &ev, 1);
+    snprintf(summary, sizeof summary, "%s sends multi-key commands whose keys are in different "
+             "slots: %s", client, f->note);
+    an_finding_occur(an, i, a->cur->start_us, 0, summary, &ev, 1);
 }

@@ -26,7 +26,7 @@
  * asking_missing and redirect_loop). Aggregated per (client, "", slot); the
  * evidence lists the attempts.
  */
-void an_detect_redirect_loop(an_analyzer *an, an_attempt_ctx *a, int32_t *blame)
+void an_detect_redirect_loop(an_analyzer *an, an_attempt_ctx *a)
 {
     an_op *op = a->op;
     if (!op || op->loop_reported || op->ntrail == 0)
@@ -53,9 +53,8 @@ void an_detect_redirect_loop(an_analyzer *an, an_attempt_ctx *a, int32_t *blame)
              "%s: %s (slot %d) bounced between nodes: %u redirects in one operation%s", client,
              op->name, (int)op->slot, op->redirects, repeated ? ", the same redirect twice" : "");
     int32_t f = an_finding_hit(an, AN_REDIRECT_LOOP, client, AN_NONE, op->slot, cur->start_us,
-                               0, 1, summary, ev, op->ntrail);
-    if (*blame == AN_NONE)
-        *blame = f;
+                               1, summary, ev, op->ntrail);
+    an_attempt_found(a, f);
 }
 
 /*
@@ -72,7 +71,7 @@ void an_detect_redirect_loop(an_analyzer *an, an_attempt_ctx *a, int32_t *blame)
  * visible at cfg.moved_ignored_min occurrences (default 3).
  * Evidence: the commands sent to the old owner and their MOVED replies.
  */
-void an_detect_moved_ignored(an_analyzer *an, an_attempt_ctx *a, int32_t *blame)
+void an_detect_moved_ignored(an_analyzer *an, an_attempt_ctx *a)
 {
     an_cmdctx *x = a->x;
     const an_attempt *cur = a->cur;
@@ -96,10 +95,8 @@ void an_detect_moved_ignored(an_analyzer *an, an_attempt_ctx *a, int32_t *blame)
              "%s keeps sending slot %d to %s after MOVED to %s", client, (int)x->slot,
              an_node_name(an, cur->node), an_node_name(an, m->moved_to));
     int32_t f = an_finding_hit(an, AN_MOVED_IGNORED, client, cur->node, x->slot, cur->start_us,
-                               cur->reply_us - cur->start_us, an->cfg.moved_ignored_min, summary,
-                               &ev, 1);
-    if (*blame == AN_NONE)
-        *blame = f;
+                               an->cfg.moved_ignored_min, summary, &ev, 1);
+    an_attempt_found(a, f);
 }
 
 /*
@@ -108,29 +105,82 @@ void an_detect_moved_ignored(an_analyzer *an, an_attempt_ctx *a, int32_t *blame)
  * cfg.tryagain_min_backoff_us (default 1 ms) after the TRYAGAIN, or more than
  * cfg.tryagain_max retries after TRYAGAIN whatever the delay (default 50).
  * (redis-py retries at most 16 times, sleeping 50 ms from the 9th.) Counted
- * once per operation, aggregated per (client, node, slot).
- * Evidence: the retry that crossed the threshold and its reply.
+ * once per operation (count = storms), aggregated per (client, node, slot).
+ * Every retry of a storming operation is tallied, also those after the
+ * threshold was crossed: the summary and the evidence's "retries",
+ * "fast_retries" and "most_in_one_operation" are rebuilt from the tallies
+ * when the finding is emitted again (an_flush / an_finish, same id).
+ * Evidence: the first attempt, the first retries, the retry that crossed the
+ * threshold, and the latest retry (replaced as the storm goes on).
  */
-void an_detect_tryagain_storm(an_analyzer *an, an_attempt_ctx *a, int32_t *blame)
+void an_detect_tryagain_storm(an_analyzer *an, an_attempt_ctx *a)
 {
     an_op *op = a->op;
-    if (!op || op->storm_reported || !a->prev || a->prev->reply != RESP_ERR_TRYAGAIN)
+    if (!op || !a->prev || a->prev->reply != RESP_ERR_TRYAGAIN)
         return;
+    int fast = a->cur->start_us - a->prev->reply_us < an->cfg.tryagain_min_backoff_us;
+    if (op->storm_reported) {
+        /* the reported storm goes on: one more retry */
+        an_fnd *f = an_fnd_at(an, op->storm);
+        if (!f)
+            return;
+        f->tally[0]++;
+        f->tally[1] += (uint64_t)fast;
+        if (op->tryagains > f->tally[2])
+            f->tally[2] = op->tryagains;
+        an_event ev;
+        an_event_from(&ev, a->x, "latest retry");
+        an_finding_set_tail(an, op->storm, &ev);
+        an_finding_touch(an, op->storm, a->cur->start_us);
+        return;
+    }
     if (op->fast_tryagains < an->cfg.tryagain_min && op->tryagains <= an->cfg.tryagain_max)
         return;
     op->storm_reported = 1;
-    an_event ev;
-    an_event_from(&ev, a->x, "retry after TRYAGAIN");
-    char summary[AN_SUMMARY_MAX];
     const char *client = an_client_name(an, op->client);
-    snprintf(summary, sizeof summary,
-             "%s retried %s (slot %d) %u times after TRYAGAIN, %u of them within %lld us",
-             client, op->name, (int)op->slot, op->tryagains, op->fast_tryagains,
-             (long long)an->cfg.tryagain_min_backoff_us);
-    int32_t f = an_finding_hit(an, AN_TRYAGAIN_STORM, client, a->cur->node, op->slot,
-                               a->cur->start_us, 0, 1, summary, &ev, 1);
-    if (*blame == AN_NONE)
-        *blame = f;
+    int32_t i = an_finding_get(an, AN_TRYAGAIN_STORM, client, a->cur->node, op->slot, 1);
+    an_fnd *f = an_fnd_at(an, i);
+    if (!f)
+        return;
+    op->storm = i;
+    f->tally[0] += op->tryagains;
+    f->tally[1] += op->fast_tryagains;
+    if (op->tryagains > f->tally[2])
+        f->tally[2] = op->tryagains;
+    an_note_add_name(f, op->name);
+    an_event ev[2 + AN_OP_FIRST_RETRIES];
+    char rb[1 + AN_OP_FIRST_RETRIES][RESP_ERRTEXT_MAX + 8];
+    size_t n = 0;
+    an_event_from_attempt(an, &ev[n], op, &op->first, "first attempt", rb[n], sizeof rb[n]);
+    n++;
+    /* the first retries, unless one of them is the retry at hand */
+    for (uint32_t k = 0; k < op->nretries && k + 1 < op->tryagains; k++, n++)
+        an_event_from_attempt(an, &ev[n], op, &op->retries[k], "retry after TRYAGAIN", rb[n],
+                              sizeof rb[n]);
+    an_event_from(&ev[n++], a->x, "retry that crossed the threshold");
+    f->stale = 1;
+    an_finding_occur(an, i, op->first.start_us, 0, NULL, ev, n);
+    an_finding_touch(an, i, a->cur->start_us);
+    an_attempt_found(a, i);
+}
+
+void an_detect_storm_refresh(an_analyzer *an, an_fnd *f)
+{
+    const char *client = f->f.client;
+    long long backoff = (long long)an->cfg.tryagain_min_backoff_us;
+    unsigned long long retries = f->tally[0], fast = f->tally[1], most = f->tally[2];
+    if (f->f.count <= 1)
+        snprintf(f->f.summary, sizeof f->f.summary,
+                 "%s retried %s (slot %d) %llu times after TRYAGAIN, %llu of them within %lld us",
+                 client, f->note, (int)f->f.slot, retries, fast, backoff);
+    else
+        snprintf(f->f.summary, sizeof f->f.summary,
+                 "%s stormed TRYAGAIN in %llu operations (%s, slot %d): %llu retries, up to %llu "
+                 "in one, %llu of them within %lld us", client, (unsigned long long)f->f.count,
+                 f->note, (int)f->f.slot, retries, most, fast, backoff);
+    snprintf(f->extra, sizeof f->extra,
+             ",\"retries\":%llu,\"fast_retries\":%llu,\"most_in_one_operation\":%llu", retries,
+             fast, most);
 }
 
 /*
@@ -146,7 +196,7 @@ void an_detect_tryagain_storm(an_analyzer *an, an_attempt_ctx *a, int32_t *blame
 void an_detect_unfollowed(an_analyzer *an, an_op *op, int64_t now_us)
 {
     (void)now_us;
-    if (op->blame != AN_NONE)
+    if (op->nfnd > 0)
         return;
     an_event ev;
     char rb[RESP_ERRTEXT_MAX + 8];
@@ -156,6 +206,6 @@ void an_detect_unfollowed(an_analyzer *an, an_op *op, int64_t now_us)
     snprintf(summary, sizeof summary, "%s never retried %s (slot %d) after %s from %s", client,
              op->name, (int)op->slot, resp_err_name((resp_err_class)op->last.reply),
              an_node_name(an, op->last.node));
-    op->blame = an_finding_hit(an, AN_REDIRECT_UNFOLLOWED, client, op->last.node, op->slot,
-                               op->last.start_us, 0, 1, summary, &ev, 1);
+    an_op_charge(op, an_finding_hit(an, AN_REDIRECT_UNFOLLOWED, client, op->last.node,
+                                    op->slot, op->last.start_us, 1, summary, &ev, 1));
 }

@@ -10,6 +10,12 @@
  * reaches the detector's threshold) and again at an_flush / an_finish when it
  * has changed; its id is stable so a store can replace the earlier row.
  *
+ * Some findings go on changing without new occurrences (a storm's later
+ * retries, a stuck window's later ASKs): their detector keeps the state
+ * (tally, note, tail event, the window) and marks them stale; the summary and
+ * evidence are rebuilt from it once, just before the finding is emitted, so
+ * nothing is formatted per command.
+ *
  * Evidence shape:
  *   {"finding":"asking_missing","client":"127.0.0.5","node":"127.0.0.1:30102",
  *    "slot":1234,"events":[{"what":"ask","ts_us":...,"conn":3,
@@ -46,10 +52,9 @@ static int fkey_eq(const void *ctx, int32_t val, const void *key)
            strcmp(f->f.client, k->client) == 0;
 }
 
-/* Append one event's JSON to the evidence body. */
-static void add_event(an_analyzer *an, an_fnd *f, const an_event *e)
+/* Append one event's JSON to the evidence body (or count it omitted). */
+void an_finding_append_event(an_fnd *f, const an_event *e)
 {
-    (void)an;
     if (f->events >= AN_EVIDENCE_EVENTS) {
         f->omitted++;
         return;
@@ -57,20 +62,7 @@ static void add_event(an_analyzer *an, an_fnd *f, const an_event *e)
     char tmp[1024];
     an_buf b = {tmp, 0, sizeof tmp, 0};
     tmp[0] = 0;
-    an_buf_put(&b, f->events ? ",{\"what\":" : "{\"what\":");
-    an_buf_json_str(&b, e->what ? e->what : "", e->what ? strlen(e->what) : 0);
-    an_buf_printf(&b, ",\"ts_us\":%lld,\"conn\":%llu,\"src\":", (long long)e->ts_us,
-                  (unsigned long long)e->conn);
-    an_buf_json_str(&b, e->src ? e->src : "", e->src ? strlen(e->src) : 0);
-    an_buf_put(&b, ",\"dst\":");
-    an_buf_json_str(&b, e->dst ? e->dst : "", e->dst ? strlen(e->dst) : 0);
-    an_buf_put(&b, ",\"cmd\":");
-    an_buf_json_str(&b, e->cmd ? e->cmd : "", e->cmd ? strlen(e->cmd) : 0);
-    an_buf_put(&b, ",\"key\":");
-    an_buf_json_str(&b, e->key ? e->key : "", e->key ? e->key_len : 0);
-    an_buf_put(&b, ",\"reply\":");
-    an_buf_json_str(&b, e->reply ? e->reply : "", e->reply ? strlen(e->reply) : 0);
-    an_buf_put(&b, "}");
+    an_event_json(&b, e, f->events > 0);
     if (b.cut || f->ev_len + b.len + 1 > sizeof f->ev) {
         f->omitted++;
         return;
@@ -78,6 +70,33 @@ static void add_event(an_analyzer *an, an_fnd *f, const an_event *e)
     memcpy(f->ev + f->ev_len, tmp, b.len + 1);
     f->ev_len += b.len;
     f->events++;
+}
+
+void an_finding_clear_events(an_fnd *f)
+{
+    f->ev[0] = 0;
+    f->ev_len = 0;
+    f->events = f->omitted = 0;
+    f->has_tail = 0;
+}
+
+void an_note_add_name(an_fnd *f, const char *name)
+{
+    size_t n = strlen(name), len = strlen(f->note);
+    const char *p = f->note;
+    while ((p = strstr(p, name)) != NULL) { /* already listed? (whole items) */
+        if ((p == f->note || p[-1] == ' ') && (p[n] == ',' || p[n] == 0))
+            return;
+        p += n;
+    }
+    if (len >= 4 && strcmp(f->note + len - 4, " ...") == 0)
+        return;
+    if (len + (len ? 2 : 0) + n + 4 + 1 > sizeof f->note) {
+        if (len + 4 < sizeof f->note)
+            memcpy(f->note + len, " ...", 5); /* more than fits: say so */
+        return;
+    }
+    snprintf(f->note + len, sizeof f->note - len, "%s%s", len ? ", " : "", name);
 }
 
 /* Count a newly visible finding for its client. */
@@ -90,12 +109,24 @@ static void count_for_client(an_analyzer *an, const char *client)
         an->clients[i].pub.findings++;
 }
 
+/* Let the detector rebuild what changed since the last emission. */
+static void refresh(an_analyzer *an, an_fnd *f)
+{
+    f->stale = 0;
+    if (f->f.kind == AN_TRYAGAIN_STORM)
+        an_detect_storm_refresh(an, f);
+    else if (f->f.kind == AN_MIGRATION_STUCK)
+        an_tl_stuck_refresh(an, f);
+}
+
 static void emit_one(an_analyzer *an, an_fnd *f)
 {
+    if (f->stale)
+        refresh(an, f);
     f->dirty = 0;
     if (!an->sink.finding)
         return;
-    char text[AN_EVIDENCE_MAX + 512];
+    char text[AN_EVIDENCE_MAX + 2048];
     an_buf b = {text, 0, sizeof text, 0};
     text[0] = 0;
     an_buf_put(&b, "{\"finding\":");
@@ -104,70 +135,87 @@ static void emit_one(an_analyzer *an, an_fnd *f)
     an_buf_json_str(&b, f->f.client, strlen(f->f.client));
     an_buf_put(&b, ",\"node\":");
     an_buf_json_str(&b, f->f.node, strlen(f->f.node));
-    an_buf_printf(&b, ",\"slot\":%d,\"events\":[", (int)f->f.slot);
+    an_buf_printf(&b, ",\"slot\":%d", (int)f->f.slot);
+    an_buf_put(&b, f->extra);
+    an_buf_put(&b, ",\"events\":[");
     an_buf_put(&b, f->ev);
+    if (f->has_tail) {
+        an_event e;
+        memset(&e, 0, sizeof e);
+        e.what = f->tail.what;
+        e.ts_us = f->tail.ts_us;
+        e.conn = f->tail.conn;
+        e.src = f->tail.src;
+        e.dst = f->tail.dst;
+        e.cmd = f->tail.cmd;
+        e.key = f->tail.key;
+        e.key_len = strlen(f->tail.key);
+        e.reply = f->tail.reply;
+        an_event_json(&b, &e, f->events > 0);
+    }
     an_buf_printf(&b, "],\"omitted\":%u}", f->omitted);
     if (b.cut) /* cannot happen with the sizes above; stay valid JSON anyway */
         snprintf(text, sizeof text, "{\"finding\":\"%s\",\"events\":[],\"omitted\":%u}",
-                 an_finding_name(f->f.kind), f->events + f->omitted);
+                 an_finding_name(f->f.kind), f->events + f->omitted + f->has_tail);
     f->f.evidence = text;
     an->sink.finding(an->sink.ctx, &f->f);
     f->f.evidence = NULL;
 }
 
-int32_t an_finding_hit(an_analyzer *an, an_finding_kind kind, const char *client,
-                       int32_t node, int32_t slot, int64_t ts_us, int64_t extra_us,
-                       uint32_t min_count, const char *summary, const an_event *ev,
-                       size_t nev)
-{
-    return an_finding_hit_sev(an, kind, 0, client, node, slot, ts_us, extra_us, min_count,
-                              summary, ev, nev);
-}
-
-int32_t an_finding_hit_sev(an_analyzer *an, an_finding_kind kind, an_severity sev,
-                           const char *client, int32_t node, int32_t slot, int64_t ts_us,
-                           int64_t extra_us, uint32_t min_count, const char *summary,
-                           const an_event *ev, size_t nev)
+int32_t an_finding_get(an_analyzer *an, an_finding_kind kind, const char *client, int32_t node,
+                       int32_t slot, uint32_t min_count)
 {
     fkey k = {kind, client ? client : "", node, slot};
     uint64_t h = fkey_hash(&k);
     int32_t i = an_map_find(&an->finding_map, h, fkey_eq, an, &k);
-    an_fnd *f;
-    if (i == AN_NONE) {
-        if (an->nfindings >= an->cfg.max_findings) {
-            an->st.dropped_findings++;
-            return AN_NONE;
-        }
-        f = calloc(1, sizeof *f);
-        if (!f) {
-            an->st.dropped_findings++;
-            return AN_NONE;
-        }
-        i = (int32_t)an->nfindings++;
-        an->findings[i] = f;
-        an_map_put(&an->finding_map, h, i);
-        f->f.kind = kind;
-        f->f.severity = an_finding_severity(kind);
-        snprintf(f->f.client, sizeof f->f.client, "%s", k.client);
-        snprintf(f->f.node, sizeof f->f.node, "%s", an_node_name(an, node));
-        f->node_idx = node;
-        f->f.slot = slot;
-        f->f.first_us = ts_us;
-        f->min_count = min_count ? min_count : 1;
+    if (i != AN_NONE)
+        return i;
+    if (an->nfindings >= an->cfg.max_findings) {
+        an->st.dropped_findings++;
+        return AN_NONE;
     }
-    f = an->findings[i];
-    f->f.count++;
-    if (ts_us < f->f.first_us)
+    an_fnd *f = calloc(1, sizeof *f);
+    if (!f) {
+        an->st.dropped_findings++;
+        return AN_NONE;
+    }
+    i = (int32_t)an->nfindings++;
+    an->findings[i] = f;
+    an_map_put(&an->finding_map, h, i);
+    f->f.kind = kind;
+    f->f.severity = an_finding_severity(kind);
+    snprintf(f->f.client, sizeof f->f.client, "%s", k.client);
+    snprintf(f->f.node, sizeof f->f.node, "%s", an_node_name(an, node));
+    f->node_idx = node;
+    f->f.slot = slot;
+    f->min_count = min_count ? min_count : 1;
+    return i;
+}
+
+an_fnd *an_fnd_at(an_analyzer *an, int32_t idx)
+{
+    if (idx < 0 || (uint32_t)idx >= an->nfindings)
+        return NULL;
+    return an->findings[idx];
+}
+
+void an_finding_occur(an_analyzer *an, int32_t idx, int64_t ts_us, an_severity sev,
+                      const char *summary, const an_event *ev, size_t nev)
+{
+    an_fnd *f = an_fnd_at(an, idx);
+    if (!f)
+        return;
+    if (f->f.count == 0 || ts_us < f->f.first_us)
         f->f.first_us = ts_us;
     if (ts_us > f->f.last_us)
         f->f.last_us = ts_us;
-    f->f.extra_latency_us += extra_us > 0 ? extra_us : 0;
+    f->f.count++;
     if (sev && sev > f->f.severity)
         f->f.severity = sev;
     if (summary)
         snprintf(f->f.summary, sizeof f->f.summary, "%s", summary);
     for (size_t e = 0; ev && e < nev; e++)
-        add_event(an, f, &ev[e]);
+        an_finding_append_event(f, &ev[e]);
     if (!f->visible && f->f.count >= f->min_count) {
         f->visible = 1;
         f->f.id = ++an->finding_seq;
@@ -177,7 +225,48 @@ int32_t an_finding_hit_sev(an_analyzer *an, an_finding_kind kind, an_severity se
     } else if (f->visible) {
         f->dirty = 1;
     }
+}
+
+int32_t an_finding_hit(an_analyzer *an, an_finding_kind kind, const char *client,
+                       int32_t node, int32_t slot, int64_t ts_us, uint32_t min_count,
+                       const char *summary, const an_event *ev, size_t nev)
+{
+    return an_finding_hit_sev(an, kind, 0, client, node, slot, ts_us, min_count, summary, ev,
+                              nev);
+}
+
+int32_t an_finding_hit_sev(an_analyzer *an, an_finding_kind kind, an_severity sev,
+                           const char *client, int32_t node, int32_t slot, int64_t ts_us,
+                           uint32_t min_count, const char *summary, const an_event *ev,
+                           size_t nev)
+{
+    int32_t i = an_finding_get(an, kind, client, node, slot, min_count);
+    if (i != AN_NONE)
+        an_finding_occur(an, i, ts_us, sev, summary, ev, nev);
     return i;
+}
+
+void an_finding_touch(an_analyzer *an, int32_t idx, int64_t ts_us)
+{
+    an_fnd *f = an_fnd_at(an, idx);
+    if (!f)
+        return;
+    if (ts_us > f->f.last_us)
+        f->f.last_us = ts_us;
+    f->stale = 1;
+    if (f->visible)
+        f->dirty = 1;
+}
+
+void an_finding_set_tail(an_analyzer *an, int32_t idx, const an_event *e)
+{
+    an_fnd *f = an_fnd_at(an, idx);
+    if (!f)
+        return;
+    an_evcopy_set(&f->tail, e);
+    f->has_tail = 1;
+    if (f->visible)
+        f->dirty = 1;
 }
 
 void an_finding_add_latency(an_analyzer *an, int32_t idx, int64_t extra_us)
@@ -209,6 +298,48 @@ void an_findings_free(an_analyzer *an)
 
 /* ---------------------------------------------------------------- events */
 
+void an_event_json(an_buf *b, const an_event *e, int comma)
+{
+    an_buf_put(b, comma ? ",{\"what\":" : "{\"what\":");
+    an_buf_json_str(b, e->what ? e->what : "", e->what ? strlen(e->what) : 0);
+    an_buf_printf(b, ",\"ts_us\":%lld,\"conn\":%llu,\"src\":", (long long)e->ts_us,
+                  (unsigned long long)e->conn);
+    an_buf_json_str(b, e->src ? e->src : "", e->src ? strlen(e->src) : 0);
+    an_buf_put(b, ",\"dst\":");
+    an_buf_json_str(b, e->dst ? e->dst : "", e->dst ? strlen(e->dst) : 0);
+    an_buf_put(b, ",\"cmd\":");
+    an_buf_json_str(b, e->cmd ? e->cmd : "", e->cmd ? strlen(e->cmd) : 0);
+    an_buf_put(b, ",\"key\":");
+    an_buf_json_str(b, e->key ? e->key : "", e->key ? e->key_len : 0);
+    an_buf_put(b, ",\"reply\":");
+    an_buf_json_str(b, e->reply ? e->reply : "", e->reply ? strlen(e->reply) : 0);
+    an_buf_put(b, "}");
+}
+
+/* Copy at most n bytes of s (NULL: "") into dst of size dn, NUL-terminated. */
+static void copy_text(char *dst, size_t dn, const char *s, size_t n)
+{
+    if (!s)
+        n = 0;
+    if (n >= dn)
+        n = dn - 1;
+    if (n)
+        memcpy(dst, s, n);
+    dst[n] = 0;
+}
+
+void an_evcopy_set(an_evcopy *d, const an_event *e)
+{
+    copy_text(d->what, sizeof d->what, e->what, e->what ? strlen(e->what) : 0);
+    d->ts_us = e->ts_us;
+    d->conn = e->conn;
+    copy_text(d->src, sizeof d->src, e->src, e->src ? strlen(e->src) : 0);
+    copy_text(d->dst, sizeof d->dst, e->dst, e->dst ? strlen(e->dst) : 0);
+    copy_text(d->cmd, sizeof d->cmd, e->cmd, e->cmd ? strlen(e->cmd) : 0);
+    copy_text(d->key, sizeof d->key, e->key, e->key ? e->key_len : 0);
+    copy_text(d->reply, sizeof d->reply, e->reply, e->reply ? strlen(e->reply) : 0);
+}
+
 void an_event_from(an_event *e, an_cmdctx *x, const char *what)
 {
     memset(e, 0, sizeof *e);
@@ -230,7 +361,7 @@ void an_event_from_attempt(an_analyzer *an, an_event *e, const an_op *op, const 
     e->what = what;
     e->ts_us = t->start_us;
     e->conn = t->conn;
-    e->src = op ? an_client_name(an, op->client) : "";
+    e->src = op ? an_conn_src(an, t->conn, op->client) : "";
     e->dst = an_node_name(an, t->node);
     e->cmd = op ? op->name : "";
     e->key = op ? op->key_text : "";

@@ -179,6 +179,8 @@ typedef struct an_attempt {
 } an_attempt;
 
 #define AN_OP_TRAIL 8
+#define AN_OP_FINDINGS 8         /* distinct findings one operation is charged to */
+#define AN_OP_FIRST_RETRIES 3    /* TRYAGAIN retries kept for evidence */
 
 /* A logical operation waiting for a retry after a redirect. */
 typedef struct an_op {
@@ -198,7 +200,12 @@ typedef struct an_op {
     an_attempt trail[AN_OP_TRAIL]; /* redirected attempts since the last TRYAGAIN */
     uint8_t ntrail;
     uint8_t loop_reported, storm_reported;
-    int32_t blame;               /* finding charged with the extra time */
+    an_attempt retries[AN_OP_FIRST_RETRIES]; /* its first TRYAGAIN retries */
+    uint8_t nretries;
+    uint8_t nfnd;
+    int32_t fnd[AN_OP_FINDINGS]; /* findings it occurred in: each is charged the
+                                    operation's extra time once, at its end */
+    int32_t storm;               /* its tryagain_storm finding, or AN_NONE */
     int32_t lprev, lnext;        /* expiry list, by last reply time */
 } an_op;
 
@@ -207,18 +214,8 @@ typedef struct an_op {
 #define AN_EVIDENCE_MAX 2048
 #define AN_EVIDENCE_EVENTS 8
 
-typedef struct an_fnd {
-    an_finding f;
-    int32_t node_idx;
-    uint64_t key_hash;
-    uint32_t min_count;          /* becomes visible at this count */
-    uint8_t visible, dirty;
-    uint32_t events, omitted;
-    size_t ev_len;
-    char ev[AN_EVIDENCE_MAX];    /* JSON array body: {...},{...} */
-} an_fnd;
-
-/* One command as evidence. */
+/* One command as evidence. Pointers are read during the call they are passed
+ * to only. */
 typedef struct an_event {
     const char *what;            /* "ask", "retry without ASKING", ... */
     int64_t ts_us;
@@ -230,7 +227,56 @@ typedef struct an_event {
     const char *reply;           /* reply text: error line or type */
 } an_event;
 
+/* An event with its own copy of the text (kept across commands). */
+typedef struct an_evcopy {
+    char what[48];
+    int64_t ts_us;
+    uint64_t conn;
+    char src[AN_NAME_MAX], dst[AN_NAME_MAX];
+    char cmd[RESP_NAME_MAX];
+    char key[RESP_ARG_PREFIX + 1];
+    char reply[RESP_ERRTEXT_MAX + 8];
+} an_evcopy;
+void an_evcopy_set(an_evcopy *d, const an_event *e);
+/* Append an event's JSON object to b (preceded by a comma when asked). */
+void an_event_json(an_buf *b, const an_event *e, int comma);
+
+typedef struct an_fnd {
+    an_finding f;
+    int32_t node_idx;
+    uint64_t key_hash;
+    uint32_t min_count;          /* becomes visible at this count */
+    uint8_t visible, dirty;
+    uint8_t stale;               /* summary / evidence to rebuild from the
+                                    detector's state before it is emitted */
+    uint8_t has_tail;
+    uint32_t events, omitted;
+    size_t ev_len;
+    char ev[AN_EVIDENCE_MAX];    /* JSON array body: {...},{...} */
+    an_evcopy tail;              /* the latest event, replaced, shown last */
+    uint64_t tally[3];           /* kind-specific totals (tryagain_storm:
+                                    retries, fast retries, most in one op) */
+    char note[96];               /* kind-specific text (crossslot, storm: the
+                                    command names seen) */
+    char extra[400];             /* kind-specific JSON members added to the
+                                    evidence object (",\"window\":{...}") */
+} an_fnd;
+
 /* ---------------------------------------------------------------- timeline.c */
+
+/* A migration event kept for evidence: a CLUSTER SETSLOT (arg: IMPORTING,
+ * MIGRATING, NODE; target: the node named by its id) or an ASK reply (arg: the
+ * key as records show it; target: the ASK target). */
+typedef struct an_mig_ev {
+    int64_t ts_us;               /* request start; 0: not seen */
+    uint64_t conn;
+    int32_t node, target;        /* who answered; the other node */
+    char src[AN_NAME_MAX];       /* client endpoint */
+    char cmd[RESP_NAME_MAX];
+    char arg[RESP_ARG_PREFIX + 1];
+} an_mig_ev;
+enum { AN_MIG_IMPORTING = 0, AN_MIG_MIGRATING, AN_MIG_NODE, AN_MIG_FIRST_ASK, AN_MIG_LAST_ASK,
+       AN_MIG_EVS };
 
 typedef struct an_mig {
     an_migration pub;
@@ -238,6 +284,10 @@ typedef struct an_mig {
     int64_t extra_us;            /* redirect cost of operations in the window */
     uint8_t stuck_reported;
     uint8_t aborted;             /* SETSLOT STABLE */
+    int32_t finding;             /* its migration_stuck finding, or AN_NONE */
+    uint8_t judged_at_end;       /* the finding saw the end of the capture */
+    int64_t judged_us;           /* when it was last checked */
+    an_mig_ev ev[AN_MIG_EVS];    /* evidence: SETSLOTs, first and last ASK */
 } an_mig;
 
 /* ---------------------------------------------------------------- rings */
@@ -300,6 +350,9 @@ const char *an_client_name(const an_analyzer *an, int32_t client);
 /* The client entry named name, or AN_NONE. */
 int32_t an_client_find(const an_analyzer *an, const char *name);
 const char *an_node_name(const an_analyzer *an, int32_t node);
+/* The client endpoint of connection id while it is tracked, else the name of
+ * client (for evidence about earlier attempts). */
+const char *an_conn_src(const an_analyzer *an, uint64_t id, int32_t client);
 
 /* nodes.c */
 int32_t an_node_by_endpoint(an_analyzer *an, const cap_endpoint *ep);
@@ -323,21 +376,38 @@ an_memo *an_memo_get(an_analyzer *an, int32_t client, int32_t slot, int create);
 void an_memos_drop_client(an_analyzer *an, int32_t client);
 
 /* findings.c */
-/* Record one occurrence of a finding (aggregated per kind, client, node,
- * slot); returns its index, or AN_NONE when the table is full (counted). It
- * becomes visible (gets its id, is emitted) once count >= min_count; later
- * changes are emitted at an_flush / an_finish. summary replaces the previous
- * one; ev (nev events) is appended to the evidence up to its cap. */
+/* The finding for (kind, client, node, slot), created (invisible, count 0)
+ * when new; AN_NONE when the table is full (counted in dropped_findings). It
+ * becomes visible at min_count occurrences. */
+int32_t an_finding_get(an_analyzer *an, an_finding_kind kind, const char *client, int32_t node,
+                       int32_t slot, uint32_t min_count);
+an_fnd *an_fnd_at(an_analyzer *an, int32_t idx);
+/* One occurrence of finding idx at ts_us: count, times, severity raised to sev
+ * (0: keep), summary replaced (NULL: keep), ev (nev events) appended to the
+ * evidence up to its cap. Emitted at once when it becomes visible (it gets its
+ * id then); later changes are emitted at an_flush / an_finish. */
+void an_finding_occur(an_analyzer *an, int32_t idx, int64_t ts_us, an_severity sev,
+                      const char *summary, const an_event *ev, size_t nev);
+/* an_finding_get + an_finding_occur; returns the index or AN_NONE. */
 int32_t an_finding_hit(an_analyzer *an, an_finding_kind kind, const char *client,
-                       int32_t node, int32_t slot, int64_t ts_us, int64_t extra_us,
-                       uint32_t min_count, const char *summary, const an_event *ev,
-                       size_t nev);
-/* The same with a severity raised above the kind's default (0: default). */
+                       int32_t node, int32_t slot, int64_t ts_us, uint32_t min_count,
+                       const char *summary, const an_event *ev, size_t nev);
 int32_t an_finding_hit_sev(an_analyzer *an, an_finding_kind kind, an_severity sev,
                            const char *client, int32_t node, int32_t slot, int64_t ts_us,
-                           int64_t extra_us, uint32_t min_count, const char *summary,
-                           const an_event *ev, size_t nev);
+                           uint32_t min_count, const char *summary, const an_event *ev,
+                           size_t nev);
+/* The finding changed without a new occurrence (more retries, a later ASK):
+ * last_us moves to ts_us (0: keep); its summary and evidence are rebuilt by its
+ * detector before it is emitted again. */
+void an_finding_touch(an_analyzer *an, int32_t idx, int64_t ts_us);
+/* Replace the event shown last in the evidence (the latest retry, ASK...). */
+void an_finding_set_tail(an_analyzer *an, int32_t idx, const an_event *e);
+/* Forget the evidence events (the detector rebuilds them). */
+void an_finding_clear_events(an_fnd *f);
+void an_finding_append_event(an_fnd *f, const an_event *e);
 void an_finding_add_latency(an_analyzer *an, int32_t idx, int64_t extra_us);
+/* Add a command name to f->note ("MSET, MGET, DEL"), once; " ..." when full. */
+void an_note_add_name(an_fnd *f, const char *name);
 void an_findings_emit(an_analyzer *an, int all);
 void an_findings_free(an_analyzer *an);
 an_severity an_finding_severity(an_finding_kind k);
@@ -373,18 +443,29 @@ typedef struct an_attempt_ctx {
     const an_attempt *prev;      /* the attempt before (retries), else NULL */
     const an_attempt *cur;
     int first;                   /* first attempt of its operation */
+    int32_t found[AN_OP_FINDINGS]; /* findings this attempt occurred in */
+    uint8_t nfound;
 } an_attempt_ctx;
-void an_detect_asking(an_analyzer *an, an_attempt_ctx *a, int32_t *blame);
-void an_detect_ask_cached(an_analyzer *an, an_attempt_ctx *a, int32_t *blame);
-void an_detect_moved_ignored(an_analyzer *an, an_attempt_ctx *a, int32_t *blame);
-void an_detect_readonly_missing(an_analyzer *an, an_attempt_ctx *a, int32_t *blame);
+/* Note that the attempt occurred in finding f (AN_NONE ignored): the
+ * operation is charged to it. */
+void an_attempt_found(an_attempt_ctx *a, int32_t f);
+/* Charge operation op to finding f (once). */
+void an_op_charge(an_op *op, int32_t f);
+void an_detect_asking(an_analyzer *an, an_attempt_ctx *a);
+void an_detect_ask_cached(an_analyzer *an, an_attempt_ctx *a);
+void an_detect_moved_ignored(an_analyzer *an, an_attempt_ctx *a);
+void an_detect_readonly_missing(an_analyzer *an, an_attempt_ctx *a);
 void an_detect_crossslot(an_analyzer *an, an_attempt_ctx *a);
-void an_detect_redirect_loop(an_analyzer *an, an_attempt_ctx *a, int32_t *blame);
-void an_detect_tryagain_storm(an_analyzer *an, an_attempt_ctx *a, int32_t *blame);
+void an_detect_redirect_loop(an_analyzer *an, an_attempt_ctx *a);
+void an_detect_tryagain_storm(an_analyzer *an, an_attempt_ctx *a);
 void an_detect_unfollowed(an_analyzer *an, an_op *op, int64_t now_us);
 void an_detect_asking_interleaved(an_analyzer *an, an_cmdctx *x, an_op *op,
                                   int64_t asking_ts);
 void an_detect_migration_stuck(an_analyzer *an, an_mig *m, int64_t now_us, int at_end);
+/* Rebuild a stale finding's summary and evidence from its detector's state
+ * (called by findings.c before emitting it). */
+void an_detect_storm_refresh(an_analyzer *an, an_fnd *f);
+void an_tl_stuck_refresh(an_analyzer *an, an_fnd *f);
 
 /* Fill an evidence event from a command context. */
 void an_event_from(an_event *e, an_cmdctx *x, const char *what);

@@ -8,7 +8,11 @@
  * to any node). Any other reply ends the operation: its latency (first request
  * to final reply), the extra time (first request to the final attempt's
  * request) and the extra round trips (attempts - 1 + ASKINGs) go to the
- * latency summaries and to the finding blamed for it, if any.
+ * latency summaries, and the extra time to every finding the operation
+ * occurred in (once each, however many times it occurred in it: a finding's
+ * cost is the cost of the operations it covers; since one operation may be in
+ * several findings, totals are taken from the operations, never by summing
+ * findings).
  *
  * An operation that waits longer than 2 * op_window_us is judged: after MOVED
  * or ASK it was not followed (redirect_unfollowed); after TRYAGAIN the client
@@ -89,6 +93,35 @@ static void op_free(an_analyzer *an, int32_t i)
     an->nops--;
 }
 
+void an_op_charge(an_op *op, int32_t f)
+{
+    if (!op || f == AN_NONE)
+        return;
+    for (uint8_t i = 0; i < op->nfnd; i++)
+        if (op->fnd[i] == f)
+            return;
+    if (op->nfnd < AN_OP_FINDINGS)
+        op->fnd[op->nfnd++] = f;
+}
+
+void an_attempt_found(an_attempt_ctx *a, int32_t f)
+{
+    if (f == AN_NONE)
+        return;
+    for (uint8_t i = 0; i < a->nfound; i++)
+        if (a->found[i] == f)
+            return;
+    if (a->nfound < AN_OP_FINDINGS)
+        a->found[a->nfound++] = f;
+}
+
+/* The operation's extra time, to each finding it occurred in. */
+static void charge_findings(an_analyzer *an, const an_op *op, int64_t extra_us)
+{
+    for (uint8_t i = 0; i < op->nfnd; i++)
+        an_finding_add_latency(an, op->fnd[i], extra_us);
+}
+
 /* Judge an operation that waits no more, then free it. */
 static void op_judge(an_analyzer *an, int32_t i, int64_t now_us, int at_end)
 {
@@ -104,8 +137,7 @@ static void op_judge(an_analyzer *an, int32_t i, int64_t now_us, int at_end)
         else
             an->st.abandoned_ops++;
     }
-    if (op->blame != AN_NONE)
-        an_finding_add_latency(an, op->blame, spent);
+    charge_findings(an, op, spent);
     an_tl_op_cost(an, op->slot, spent);
     op_free(an, i);
 }
@@ -151,7 +183,7 @@ static an_op *op_new(an_analyzer *an, an_cmdctx *x, const an_attempt *cur, uint6
     op->attempts = 1;
     op->askings = x->asked;
     op->first = op->last = *cur;
-    op->blame = AN_NONE;
+    op->storm = AN_NONE;
     an_map_put(&an->op_map, h, i);
     list_push(an, i);
     an->nops++;
@@ -231,6 +263,8 @@ void an_ops_on_command(an_analyzer *an, an_cmdctx *x)
         op->attempts++;
         op->askings += x->asked;
         if (prev.reply == RESP_ERR_TRYAGAIN) {
+            if (op->nretries < AN_OP_FIRST_RETRIES)
+                op->retries[op->nretries++] = cur;
             op->tryagains++;
             if (cur.start_us - prev.reply_us < an->cfg.tryagain_min_backoff_us)
                 op->fast_tryagains++;
@@ -260,20 +294,19 @@ void an_ops_on_command(an_analyzer *an, an_cmdctx *x)
         trail_push(op, &cur);
     }
 
-    int32_t blame = AN_NONE;
     if (!a.first)
-        an_detect_asking(an, &a, &blame);
+        an_detect_asking(an, &a);
     else
-        an_detect_ask_cached(an, &a, &blame);
-    an_detect_readonly_missing(an, &a, &blame);
-    an_detect_moved_ignored(an, &a, &blame);
+        an_detect_ask_cached(an, &a);
+    an_detect_readonly_missing(an, &a);
+    an_detect_moved_ignored(an, &a);
     an_detect_crossslot(an, &a);
     if (op && !a.first)
-        an_detect_tryagain_storm(an, &a, &blame);
+        an_detect_tryagain_storm(an, &a);
     if (op && (cur.reply == RESP_ERR_MOVED || cur.reply == RESP_ERR_ASK))
-        an_detect_redirect_loop(an, &a, &blame);
-    if (op && op->blame == AN_NONE)
-        op->blame = blame;
+        an_detect_redirect_loop(an, &a);
+    for (uint8_t i = 0; op && i < a.nfound; i++)
+        an_op_charge(op, a.found[i]);
 
     learn(an, x, &cur);
 
@@ -296,8 +329,7 @@ void an_ops_on_command(an_analyzer *an, an_cmdctx *x)
         an_lat_record(an, op->client, op->first.node, op->slot, &op->first, &op->last,
                       op->attempts, op->askings);
         int64_t extra = op->last.req_us - op->first.req_us;
-        if (op->blame != AN_NONE)
-            an_finding_add_latency(an, op->blame, extra);
+        charge_findings(an, op, extra);
         an_tl_op_cost(an, op->slot, extra);
         op_free(an, (int32_t)(op - an->ops));
     } else {

@@ -15,6 +15,10 @@
  * migration event after a closed window, starts a new one (the old one is
  * emitted). Cost: the extra time of operations on the slot that ended while
  * the window was open.
+ *
+ * For migration_stuck's evidence a window keeps its CLUSTER SETSLOT commands
+ * (IMPORTING, MIGRATING, NODE) and its first and last ASK replies, with their
+ * connections and times.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +26,47 @@
 #include <strings.h>
 
 #include "analysis/internal.h"
+
+static void stuck_fill(an_analyzer *an, an_fnd *f, const an_mig *m);
+
+/* Copy text into a fixed field, cut to fit. */
+static void put_text(char *dst, size_t size, const char *src)
+{
+    size_t n = strlen(src);
+    if (n >= size)
+        n = size - 1;
+    memcpy(dst, src, n);
+    dst[n] = 0;
+}
+
+/* Keep a command of the window as evidence: what x sent, to whom. */
+static void mig_ev_set(an_mig_ev *e, const an_cmdctx *x, int32_t target, const char *arg)
+{
+    e->ts_us = x->cmd->req.start_us;
+    e->conn = x->cn->id;
+    e->node = x->node;
+    e->target = target;
+    put_text(e->src, sizeof e->src, x->cn->src);
+    put_text(e->cmd, sizeof e->cmd, x->cmd->req.name);
+    put_text(e->arg, sizeof e->arg, arg);
+}
+
+/* The window changed: its migration_stuck finding, if any, is rebuilt before
+ * it is emitted again. */
+static void mig_changed(an_analyzer *an, an_mig *m, int64_t ts)
+{
+    if (m->finding != AN_NONE)
+        an_finding_touch(an, m->finding, ts);
+}
+
+/* A window goes away: its finding gets its final text now. */
+static void mig_detach(an_analyzer *an, an_mig *m)
+{
+    an_fnd *f = an_fnd_at(an, m->finding);
+    if (f)
+        stuck_fill(an, f, m);
+    m->finding = AN_NONE;
+}
 
 /* Emit a window's record. */
 static void mig_emit(an_analyzer *an, an_mig *m)
@@ -40,6 +85,7 @@ static an_mig *mig_open(an_analyzer *an, int32_t slot, int restart)
     an_mig *m = an->migs[slot];
     if (m && (m->pub.complete || restart)) {
         mig_emit(an, m);
+        mig_detach(an, m);
         free(m);
         an->migs[slot] = m = NULL;
     }
@@ -49,6 +95,7 @@ static an_mig *mig_open(an_analyzer *an, int32_t slot, int restart)
             return NULL;
         m->pub.slot = slot;
         m->source = m->target = AN_NONE;
+        m->finding = AN_NONE;
         an->migs[slot] = m;
     }
     return m;
@@ -89,11 +136,16 @@ void an_tl_redirect(an_analyzer *an, an_cmdctx *x)
             m->source = x->node;
         if (m->target == AN_NONE)
             m->target = x->target;
-        if (!m->pub.first_ask_us)
+        if (!m->pub.first_ask_us) {
             m->pub.first_ask_us = ts;
-        if (ts > m->pub.last_ask_us)
+            mig_ev_set(&m->ev[AN_MIG_FIRST_ASK], x, x->target, x->key);
+        }
+        if (ts >= m->pub.last_ask_us) {
             m->pub.last_ask_us = ts;
+            mig_ev_set(&m->ev[AN_MIG_LAST_ASK], x, x->target, x->key);
+        }
         m->pub.asks++;
+        mig_changed(an, m, ts);
         break;
     }
     case RESP_ERR_MOVED:
@@ -102,11 +154,14 @@ void an_tl_redirect(an_analyzer *an, an_cmdctx *x)
         m->pub.moveds++;
         if (m->target != AN_NONE && x->target == m->target)
             close_window(m, ts);
+        mig_changed(an, m, ts);
         break;
     case RESP_ERR_TRYAGAIN:
         m = mig_open(an, slot, 0);
-        if (m)
+        if (m) {
             m->pub.tryagains++;
+            mig_changed(an, m, ts);
+        }
         break;
     default:
         break;
@@ -157,10 +212,15 @@ void an_tl_setslot(an_analyzer *an, an_cmdctx *x)
             m->source = src;
         if (m->target == AN_NONE)
             m->target = dst;
-        if (importing && !m->pub.importing_us)
+        if (importing && !m->pub.importing_us) {
             m->pub.importing_us = ts;
-        if (!importing && !m->pub.migrating_us)
+            mig_ev_set(&m->ev[AN_MIG_IMPORTING], x, other, "IMPORTING");
+        }
+        if (!importing && !m->pub.migrating_us) {
             m->pub.migrating_us = ts;
+            mig_ev_set(&m->ev[AN_MIG_MIGRATING], x, other, "MIGRATING");
+        }
+        mig_changed(an, m, ts);
         if (!importing && x->node != AN_NONE)
             an->nodes[x->node].migrating_slot = (int32_t)slot;
     } else if (arg_eq(r, 2, "NODE")) {
@@ -173,13 +233,16 @@ void an_tl_setslot(an_analyzer *an, an_cmdctx *x)
             return;
         if (m->target == AN_NONE)
             m->target = other;
+        mig_ev_set(&m->ev[AN_MIG_NODE], x, other, "NODE");
         close_window(m, ts);
+        mig_changed(an, m, ts);
     } else if (arg_eq(r, 2, "STABLE")) {
         if (x->node != AN_NONE && an->nodes[x->node].migrating_slot == slot)
             an->nodes[x->node].migrating_slot = -1;
         if (m && !m->pub.complete) {
             m->aborted = 1;
             m->pub.complete = 1;
+            mig_changed(an, m, ts);
         }
     }
 }
@@ -213,6 +276,7 @@ void an_tl_migrate(an_analyzer *an, an_cmdctx *x)
     if (m->source == AN_NONE)
         m->source = x->node;
     m->pub.keys_migrated += n;
+    mig_changed(an, m, 0);
 }
 
 void an_tl_op_cost(an_analyzer *an, int32_t slot, int64_t extra_us)
@@ -220,8 +284,10 @@ void an_tl_op_cost(an_analyzer *an, int32_t slot, int64_t extra_us)
     if (slot < 0 || slot >= AN_SLOTS || extra_us <= 0)
         return;
     an_mig *m = an->migs[slot];
-    if (m && !m->pub.complete)
+    if (m && !m->pub.complete) {
         m->extra_us += extra_us;
+        an_finding_add_latency(an, m->finding, extra_us);
+    }
 }
 
 /* When a window opened: its earliest event. */
@@ -235,51 +301,136 @@ static int64_t window_start(const an_mig *m)
     return s;
 }
 
+/* The window's end as far as known: the flip, else now. */
+static int64_t window_end(const an_mig *m)
+{
+    return m->pub.complete ? m->pub.flip_us : m->judged_us;
+}
+
+/* Append a kept SETSLOT or ASK as an evidence event. */
+static void stuck_event(an_analyzer *an, an_fnd *f, const an_mig *m, int which)
+{
+    const an_mig_ev *e = &m->ev[which];
+    if (!e->ts_us)
+        return;
+    char what[40], cmd[160], reply[RESP_ERRTEXT_MAX];
+    an_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.ts_us = e->ts_us;
+    ev.conn = e->conn;
+    ev.src = e->src;
+    ev.dst = an_node_name(an, e->node);
+    ev.what = what;
+    ev.cmd = cmd;
+    ev.reply = reply;
+    if (which == AN_MIG_FIRST_ASK || which == AN_MIG_LAST_ASK) {
+        snprintf(what, sizeof what, "%s ASK", which == AN_MIG_FIRST_ASK ? "first" : "last");
+        snprintf(cmd, sizeof cmd, "%s", e->cmd);
+        ev.key = e->arg;
+        ev.key_len = strlen(e->arg);
+        snprintf(reply, sizeof reply, "-ASK %d %s", (int)m->pub.slot,
+                 an_node_name(an, e->target));
+    } else {
+        const char *other = "?";
+        if (e->target != AN_NONE && (uint32_t)e->target < an->nnodes)
+            other = an->nodes[e->target].pub.node_id[0] ? an->nodes[e->target].pub.node_id
+                                                       : an_node_name(an, e->target);
+        snprintf(what, sizeof what, "SETSLOT %s", e->arg);
+        snprintf(cmd, sizeof cmd, "CLUSTER SETSLOT %d %s %s", (int)m->pub.slot, e->arg, other);
+        snprintf(reply, sizeof reply, "+OK");
+    }
+    an_finding_append_event(f, &ev);
+}
+
+/* Summary, evidence events and the "window" member of a migration_stuck
+ * finding, from its window. */
+static void stuck_fill(an_analyzer *an, an_fnd *f, const an_mig *m)
+{
+    int64_t start = window_start(m), end = window_end(m);
+    int64_t dur = end > start ? end - start : 0;
+    const char *src = an_node_name(an, m->source), *dst = an_node_name(an, m->target);
+    snprintf(f->f.summary, sizeof f->f.summary,
+             "slot %d migrating %s -> %s for %.1f s%s: %llu ASK, %llu TRYAGAIN, %llu keys moved",
+             (int)m->pub.slot, src[0] ? src : "?", dst[0] ? dst : "?", (double)dur / 1e6,
+             m->pub.complete ? "" : m->judged_at_end ? ", still open at the end of the capture"
+                                                     : ", still open",
+             (unsigned long long)m->pub.asks, (unsigned long long)m->pub.tryagains,
+             (unsigned long long)m->pub.keys_migrated);
+    an_finding_clear_events(f);
+    stuck_event(an, f, m, AN_MIG_IMPORTING);
+    stuck_event(an, f, m, AN_MIG_MIGRATING);
+    stuck_event(an, f, m, AN_MIG_FIRST_ASK);
+    if (m->pub.asks > 1)
+        stuck_event(an, f, m, AN_MIG_LAST_ASK);
+    stuck_event(an, f, m, AN_MIG_NODE);
+    snprintf(f->extra, sizeof f->extra,
+             ",\"window\":{\"start_us\":%lld,\"end_us\":%lld,\"open\":%d,\"asks\":%llu,"
+             "\"tryagains\":%llu,\"moveds\":%llu,\"keys_migrated\":%llu,\"first_ask_us\":%lld,"
+             "\"last_ask_us\":%lld,\"importing_us\":%lld,\"migrating_us\":%lld,\"flip_us\":%lld}",
+             (long long)start, (long long)end, !m->pub.complete,
+             (unsigned long long)m->pub.asks, (unsigned long long)m->pub.tryagains,
+             (unsigned long long)m->pub.moveds, (unsigned long long)m->pub.keys_migrated,
+             (long long)m->pub.first_ask_us, (long long)m->pub.last_ask_us,
+             (long long)m->pub.importing_us, (long long)m->pub.migrating_us,
+             (long long)m->pub.flip_us);
+}
+
+void an_tl_stuck_refresh(an_analyzer *an, an_fnd *f)
+{
+    if (f->f.slot < 0 || f->f.slot >= AN_SLOTS)
+        return;
+    an_mig *m = an->migs[f->f.slot];
+    if (m && an_fnd_at(an, m->finding) == f)
+        stuck_fill(an, f, m);
+}
+
 /*
  * migration_stuck: a slot's migration window (from its first SETSLOT
  * IMPORTING/MIGRATING or ASK to the flip) lasted longer than
  * cfg.migration_stuck_us (default 60 s; severity error), or is still open at
  * the end of the capture (severity warning): an aborted or hung reshard. A
  * cluster-side finding: client "", node = the source, the slot. Checked at
- * each an_flush and at the end. extra_latency_us: the extra time of the
- * slot's operations during the window.
- * Evidence: the window's times and counts.
+ * each an_flush and at the end; once reported it follows its window (later
+ * ASKs, the flip) and is emitted again when it changed. extra_latency_us: the
+ * extra time of the slot's operations that ended while the window was open.
+ * Evidence: the SETSLOT commands seen (IMPORTING, MIGRATING, NODE), the first
+ * and last ASK replies for the slot with their connections and times, and a
+ * "window" member with the times and counts (ASK, TRYAGAIN, MOVED, keys
+ * migrated).
  */
 void an_detect_migration_stuck(an_analyzer *an, an_mig *m, int64_t now_us, int at_end)
 {
     int64_t start = window_start(m);
-    if (m->stuck_reported || m->aborted || !start)
+    if (m->aborted || !start)
         return;
-    int64_t end = m->pub.complete ? m->pub.flip_us : now_us;
-    int64_t dur = end - start;
+    m->judged_us = now_us;
+    m->judged_at_end = (uint8_t)at_end;
+    int64_t dur = window_end(m) - start;
     int too_long = dur > an->cfg.migration_stuck_us;
+    if (m->stuck_reported) {
+        an_fnd *f = an_fnd_at(an, m->finding);
+        if (!f)
+            return;
+        if (too_long && f->f.severity < AN_ERROR)
+            f->f.severity = AN_ERROR;
+        if (!m->pub.complete || at_end)
+            an_finding_touch(an, m->finding, 0); /* its duration grew */
+        return;
+    }
     if (!too_long && !(at_end && !m->pub.complete))
         return;
     m->stuck_reported = 1;
-    char what[160], reply[160];
-    snprintf(what, sizeof what, "migration window %s", m->pub.complete ? "closed" : "open");
-    snprintf(reply, sizeof reply,
-             "asks=%llu tryagains=%llu keys_migrated=%llu first_ask_us=%lld last_ask_us=%lld "
-             "importing_us=%lld migrating_us=%lld flip_us=%lld",
-             (unsigned long long)m->pub.asks, (unsigned long long)m->pub.tryagains,
-             (unsigned long long)m->pub.keys_migrated, (long long)m->pub.first_ask_us,
-             (long long)m->pub.last_ask_us, (long long)m->pub.importing_us,
-             (long long)m->pub.migrating_us, (long long)m->pub.flip_us);
-    an_event ev;
-    memset(&ev, 0, sizeof ev);
-    ev.what = what;
-    ev.ts_us = start;
-    ev.src = an_node_name(an, m->source);
-    ev.dst = an_node_name(an, m->target);
-    ev.cmd = "";
-    ev.reply = reply;
-    char summary[AN_SUMMARY_MAX];
-    snprintf(summary, sizeof summary, "slot %d migrating %s -> %s for %.1f s%s", (int)m->pub.slot,
-             an_node_name(an, m->source)[0] ? an_node_name(an, m->source) : "?",
-             an_node_name(an, m->target)[0] ? an_node_name(an, m->target) : "?", dur / 1e6,
-             m->pub.complete ? "" : ", still open at the end of the capture");
-    an_finding_hit_sev(an, AN_MIGRATION_STUCK, too_long ? AN_ERROR : AN_WARNING, "", m->source,
-                       m->pub.slot, start, m->extra_us, 1, summary, &ev, 1);
+    int32_t i = an_finding_get(an, AN_MIGRATION_STUCK, "", m->source, m->pub.slot, 1);
+    an_fnd *f = an_fnd_at(an, i);
+    if (!f)
+        return;
+    m->finding = i;
+    f->stale = 1;
+    an_finding_add_latency(an, i, m->extra_us);
+    int64_t last = m->pub.last_ask_us > window_end(m) ? m->pub.last_ask_us : window_end(m);
+    if (last > f->f.last_us)
+        f->f.last_us = last;
+    an_finding_occur(an, i, start, too_long ? AN_ERROR : AN_WARNING, NULL, NULL, 0);
 }
 
 void an_tl_check(an_analyzer *an, int64_t now_us, int at_end)

@@ -152,8 +152,11 @@ void an_buf_printf(an_buf *b, const char *fmt, ...)
 void an_buf_json_str(an_buf *b, const void *p, size_t n)
 {
     const uint8_t *s = p;
-    /* worst case 6 bytes per input byte plus quotes */
-    if (b->len + 6 * n + 3 > b->cap) {
+    /* the exact size first, so a string that fits is never refused */
+    size_t need = 2;
+    for (size_t i = 0; i < n; i++)
+        need += s[i] == '"' || s[i] == '\\' ? 2 : s[i] < 0x20 || s[i] >= 0x7f ? 6 : 1;
+    if (b->len + need + 1 > b->cap) {
         b->cut = 1;
         return;
     }
