@@ -105,6 +105,19 @@ static void test_inflight_cap(void **state)
     assert_int_equal(h.closed.out_of_sync, 1);
     assert_int_equal(h.closed.unpaired_replies, 4);
     h_free(&h);
+
+    /* the cap over all connections works the same way */
+    resp_config_defaults(&cfg);
+    cfg.max_inflight_total = 2;
+    h_init(&h, 1, &cfg);
+    h_open(&h);
+    for (int i = 0; i < 3; i++)
+        h_str(&h, CAP_TO_SERVER, PING);
+    assert_int_equal(resp_get_stats(h.rp)->dropped_requests, 1);
+    h_close(&h);
+    assert_int_equal(h.ncmds, 3);
+    assert_int_equal(h.closed.unpaired_requests, 3);
+    h_free(&h);
 }
 
 /* ---------------------------------------------------------------- MULTI */
@@ -590,6 +603,33 @@ static void test_stats_and_close(void **state)
     assert_int_equal(st->commands, 3);
     assert_null(h.conn.user);
     h_free(&h);
+
+    /* resp_free with a live connection (requests in flight, a kept reply
+     * half read, a deep reply stack) frees everything (ASan checks leaks) */
+    resp_config cfg;
+    resp_config_defaults(&cfg);
+    resp_pipeline *rp = resp_new(&cfg, NULL);
+    cap_conn conn;
+    memset(&conn, 0, sizeof conn);
+    conn.saw_syn = 1;
+    cap_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.conn = &conn;
+    ev.kind = CAP_EV_DATA;
+    ev.dir = CAP_TO_SERVER;
+    const char *q = "*2\r\n$7\r\nCLUSTER\r\n$5\r\nSLOTS\r\n" PING;
+    ev.data = (const uint8_t *)q;
+    ev.len = strlen(q);
+    resp_on_capture_event(rp, &ev);
+    ev.dir = CAP_TO_CLIENT;
+    const char *a = "*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n:1";
+    ev.data = (const uint8_t *)a;
+    ev.len = strlen(a);
+    resp_on_capture_event(rp, &ev);
+    assert_non_null(conn.user);
+    assert_int_equal(resp_get_stats(rp)->total.requests, 2);
+    resp_free(rp);
+    resp_free(NULL);
 }
 
 int main(void)
