@@ -268,8 +268,101 @@ static void ev_nothing(void *ctx, const cap_event *ev)
     (void)ev;
 }
 
-/* The capture layer, alone (resp == 0) or feeding resp/ (resp == 1).
- * Returns seconds; fills the resp totals when used. */
+/* ---------------------------------------------------------------- reference framer */
+
+/* The floor to compare with: a minimal RESP2 framer per direction (lengths
+ * read, payloads skipped, memchr for CRLF), counting messages and nothing
+ * else: no names, no keys, no pairing, no events. Not robust; a yardstick. */
+typedef struct mini_dir {
+    uint64_t skip;      /* payload bytes (+CRLF) still to skip */
+    int64_t pending;    /* items still to read in the current message */
+    char line[32];      /* a header line split across chunks */
+    size_t llen;
+} mini_dir;
+
+typedef struct mini_conn {
+    mini_dir d[2];
+} mini_conn;
+
+static uint64_t mini_messages;
+
+/* Frame bytes of one direction. */
+static void mini_feed(mini_dir *m, const uint8_t *p, const uint8_t *end)
+{
+    while (p < end) {
+        if (m->skip) {
+            uint64_t n = (uint64_t)(end - p) < m->skip ? (uint64_t)(end - p) : m->skip;
+            p += n;
+            m->skip -= n;
+            if (m->skip == 0 && --m->pending == 0)
+                mini_messages++;
+            continue;
+        }
+        const uint8_t *nl = memchr(p, '\n', (size_t)(end - p));
+        if (nl == NULL) {
+            size_t n = (size_t)(end - p);
+            if (m->llen + n < sizeof m->line - 1) {
+                memcpy(m->line + m->llen, p, n);
+                m->llen += n;
+            }
+            return;
+        }
+        const char *l = (const char *)p;
+        if (m->llen) { /* finish a split line */
+            size_t n = (size_t)(nl - p);
+            if (m->llen + n >= sizeof m->line)
+                n = sizeof m->line - 1 - m->llen;
+            memcpy(m->line + m->llen, p, n);
+            m->line[m->llen + n] = '\0';
+            l = m->line;
+            m->llen = 0;
+        }
+        p = nl + 1;
+        if (m->pending == 0)
+            m->pending = 1;
+        long v = strtol(l + 1, NULL, 10);
+        if (l[0] == '*' && v > 0) {
+            m->pending += v - 1;
+        } else if (l[0] == '$' && v >= 0) {
+            m->skip = (uint64_t)v + 2;
+            if (m->skip)
+                continue;
+        } else if (--m->pending == 0) {
+            mini_messages++;
+        }
+        if (l[0] == '*' && v <= 0 && --m->pending == 0)
+            mini_messages++;
+    }
+}
+
+/* Capture callback for the reference framer. */
+static void ev_mini(void *ctx, const cap_event *ev)
+{
+    (void)ctx;
+    mini_conn *mc = ev->conn->user;
+    switch (ev->kind) {
+    case CAP_EV_OPEN:
+        ev->conn->user = calloc(1, sizeof(mini_conn));
+        break;
+    case CAP_EV_DATA:
+        if (mc != NULL)
+            mini_feed(&mc->d[ev->dir], ev->data, ev->data + ev->len);
+        break;
+    case CAP_EV_GAP:
+        if (mc != NULL)
+            memset(&mc->d[ev->dir], 0, sizeof(mini_dir));
+        break;
+    case CAP_EV_CLOSE:
+        free(mc);
+        ev->conn->user = NULL;
+        break;
+    default:
+        break;
+    }
+}
+
+/* The capture layer, alone (with_resp == 0), feeding the reference framer
+ * (-1) or feeding resp/ (1). Returns seconds; fills the resp totals. */
 static double capture_run(char **files, int n, int with_resp, resp_stats *out, counts *k)
 {
     char err[512];
@@ -284,12 +377,14 @@ static double capture_run(char **files, int n, int with_resp, resp_stats *out, c
     ccfg.shape = resp_shape;
     resp_pipeline *rp = NULL;
     cap_tracker *t;
-    if (with_resp) {
+    if (with_resp > 0) {
         resp_config rcfg;
         resp_config_defaults(&rcfg);
         resp_sink sink = {k, NULL, on_cmd, NULL};
         rp = resp_new(&rcfg, &sink);
         t = cap_tracker_new(&ccfg, resp_on_capture_event, rp);
+    } else if (with_resp < 0) {
+        t = cap_tracker_new(&ccfg, ev_mini, NULL);
     } else {
         t = cap_tracker_new(&ccfg, ev_nothing, NULL);
     }
@@ -309,7 +404,7 @@ static double capture_run(char **files, int n, int with_resp, resp_stats *out, c
 static void bench_files(char **files, int n)
 {
     uint64_t packets = 0, bytes = 0;
-    double bare = 1e30, cap = 1e30, full = 1e30;
+    double bare = 1e30, cap = 1e30, full = 1e30, mini = 1e30;
     resp_stats st;
     counts k;
     memset(&k, 0, sizeof k);
@@ -322,6 +417,10 @@ static void bench_files(char **files, int n)
         t = capture_run(files, n, 0, NULL, NULL);
         if (t < cap)
             cap = t;
+        mini_messages = 0;
+        t = capture_run(files, n, -1, NULL, NULL);
+        if (t < mini)
+            mini = t;
         counts ki;
         memset(&ki, 0, sizeof ki);
         t = capture_run(files, n, 1, &st, &ki);
@@ -335,6 +434,8 @@ static void bench_files(char **files, int n)
            mb / bare);
     printf("%-34s %8.3f s  %7.0f MB/s  %.2fx\n", "capture (decode, flows, reasm)", cap, mb / cap,
            cap / bare);
+    printf("%-34s %8.3f s  %7.0f MB/s  %.2fx  (%llu messages)\n", "capture + minimal RESP2 framer",
+           mini, mb / mini, mini / bare, (unsigned long long)mini_messages);
     printf("%-34s %8.3f s  %7.0f MB/s  %.2fx  (%.0f commands/s)\n", "capture + resp (pairing)",
            full, mb / full, full / bare, (double)k.commands / full);
     printf("resp: %llu requests, %llu replies, %llu paired, %llu pushes, %llu unpaired requests, "
