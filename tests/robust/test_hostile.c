@@ -235,6 +235,7 @@ static void test_never_closed(void **state)
     assert_int_equal(rb_db_counter(s->db, "evicted_connections"), n_new - cap);
     assert_int_equal(rb_db_counter(s->db, "requests"), n_old + n_new);
     assert_int_equal(rb_db_counter(s->db, "unpaired_requests"), n_old + n_new);
+    rb_run_free(&run);
 }
 
 /* ---------------------------------------------------------------- no replies */
@@ -278,6 +279,7 @@ static void test_pipeline_no_replies(void **state)
     assert_true(rb_db_counter(s->db, "dropped_requests") <= n / 100000);
     assert_true(rb_db_counter(s->db, "out_of_sync_connections") >= 1);
     assert_int_equal(rb_db_counter(s->db, "unpaired_requests"), n);
+    rb_run_free(&run);
 }
 
 /* 12 connections pipeline 100,000 requests each, interleaved, with no reply
@@ -327,6 +329,7 @@ static void test_inflight_total(void **state)
     assert_true(rb_db_counter(s->db, "dropped_requests") >= 1);
     assert_true(rb_db_counter(s->db, "out_of_sync_connections") >= 1);
     assert_int_equal(rb_db_counter(s->db, "unpaired_requests"), conns * per_conn);
+    rb_run_free(&run);
 }
 
 /* ---------------------------------------------------------------- held bytes */
@@ -378,6 +381,7 @@ static void test_kept_reply_incomplete(void **state)
     assert_int_equal(rb_db_counter(s->db, "requests"), CONNS);
     assert_int_equal(rb_db_counter(s->db, "paired"), 0);
     assert_int_equal(rb_db_counter(s->db, "unpaired_requests"), CONNS);
+    rb_run_free(&run);
 }
 
 /* 4 connections each lose one 1000-byte segment and then send 2 MiB beyond the
@@ -422,6 +426,7 @@ static void test_hole_never_filled(void **state)
     assert_true(rb_db_counter(s->db, "gap_bytes") >= (int64_t)(CONNS * hole));
     /* everything after the hole was delivered in the end */
     assert_true(rb_db_counter(s->db, "stream_bytes_to_server") >= (int64_t)(CONNS * after));
+    rb_run_free(&run);
 }
 
 /* ---------------------------------------------------------------- 4 GB bulk */
