@@ -209,8 +209,8 @@ static void emit(rc_conn *c, rq_entry *e, resp_outcome outcome)
         rp->sink.command(rp->sink.ctx, cmd);
 }
 
-/* Emit requests at the head that expect no reply. */
-static void flush_no_reply(rc_conn *c)
+/* Emit requests at the head that expect no reply (slow part). */
+static void flush_no_reply_slow(rc_conn *c)
 {
     while (c->count > 0) {
         rq_entry *h = ring_at(c, 0);
@@ -219,6 +219,15 @@ static void flush_no_reply(rc_conn *c)
         emit(c, h, RESP_NO_REPLY);
         ring_pop(c);
     }
+}
+
+/* Emit requests at the head that expect no reply. Called after every request
+ * and reply, so the common case (the head waits for a reply) is one test. */
+static inline void flush_no_reply(rc_conn *c)
+{
+    if (c->count == 0 || ring_at(c, 0)->nreply != 0 || ring_at(c, 0)->dynamic)
+        return;
+    flush_no_reply_slow(c);
 }
 
 /* Emit every queued request as unanswered (no-reply ones as such). */
@@ -508,7 +517,7 @@ void pair_request_done(rc_conn *c)
     e->first_reply_us = 0;
     e->kind = classify_request(e);
     request_modes(c, e);
-    e->keep = (uint8_t)resp_keep_reply(&e->cmd.req);
+    e->keep = (uint8_t)(e->cmd.req.name[0] == 'C' && resp_keep_reply(&e->cmd.req));
     e->uncertain = (uint8_t)!c->synced;
     if (c->cur_dropped) {
         /* The FIFO lost a position: pairing after this point is unknown. */
@@ -531,11 +540,7 @@ void pair_reply_start(rc_conn *c, int64_t ts)
     r->start_us = ts;
     r->ts_us = ts;
     r->type = RESP_T_NONE;
-    r->err = RESP_ERR_NONE;
-    r->errtext[0] = '\0';
-    r->redir.slot = -1;
-    r->redir.port = 0;
-    r->redir.host[0] = '\0';
+    r->err = RESP_ERR_NONE; /* errtext and redir are read only when set */
     r->integer = 0;
     r->elements = 0;
     r->bytes = 0;
