@@ -80,7 +80,10 @@ typedef enum cap_side_source {
 /* One TCP connection as the tracker sees it. Owned by the tracker; valid from
  * its OPEN event to the end of its CLOSE event. */
 typedef struct cap_conn {
-    uint64_t id;              /* unique and increasing within a run, never reused */
+    uint64_t id;              /* the number of the record that opened it (1 = the
+                                 first record of the input, as Wireshark numbers
+                                 frames; see cap_tracker_packet_at): unique and
+                                 increasing within a run, never reused */
     cap_endpoint client;      /* the side that sends requests */
     cap_endpoint server;      /* the side that answers */
     int64_t first_us;         /* capture time of the first packet */
@@ -94,6 +97,9 @@ typedef struct cap_conn {
     uint32_t out_of_order[2]; /* segments that arrived ahead of a hole */
     uint32_t retransmits[2];  /* segments whose bytes were all seen already */
     void *user;               /* downstream's per-connection state, NULL at OPEN */
+    uint64_t last_record;     /* number of its latest record: a tracker keeps its
+                                 connections in this order, and closes them in
+                                 this order at the idle timeout and at the end */
 } cap_conn;
 
 /* What a cap_event tells. */
@@ -210,6 +216,24 @@ void cap_tracker_free(cap_tracker *t);
  * counted in the stats. */
 void cap_tracker_packet(cap_tracker *t, int linktype, int64_t ts_us,
                         const uint8_t *pkt, uint32_t caplen, uint32_t wirelen);
+/* cap_tracker_packet for the record numbered `index` in the input (1 = the
+ * first; each call's index above the previous one's). cap_tracker_packet
+ * numbers records itself, one after the other. A connection this record opens
+ * gets `index` as its id.
+ *
+ * Several trackers can share one input (one per thread, each fed the
+ * connections of its own share): give each record to its tracker with
+ * cap_tracker_packet_at and to every other tracker with cap_tracker_time.
+ * Every tracker then has the same clock, closes idle connections at the
+ * record one tracker would, and numbers connections as one tracker would. */
+void cap_tracker_packet_at(cap_tracker *t, uint64_t index, int linktype, int64_t ts_us,
+                           const uint8_t *pkt, uint32_t caplen, uint32_t wirelen);
+/* Record `index`, captured at ts_us, went to another tracker: only move this
+ * tracker's clock (connections idle for the timeout are closed, as
+ * cap_tracker_packet would before decoding). Nothing is counted. Calling it
+ * right before cap_tracker_packet_at with the same record changes nothing:
+ * the events of the idle timeout then come from this call. */
+void cap_tracker_time(cap_tracker *t, uint64_t index, int64_t ts_us);
 /* End of input: deliver what is held (holes become GAP events) and CLOSE every
  * live connection with CAP_CLOSE_END. */
 void cap_tracker_finish(cap_tracker *t, int64_t ts_us);
@@ -279,6 +303,20 @@ typedef struct cap_record {
 /* Next record in merged order: 1 got one, 0 end of input, -1 error (err). After
  * -1 the failed input is dropped and the next call goes on with the others. */
 int cap_source_next(cap_source *src, cap_record *rec, char *err, size_t err_size);
+
+/* Receives records in merged order (rec->data valid during the call only).
+ * rec is NULL when a live read returned: a moment to hand on what was
+ * gathered. */
+typedef void (*cap_record_fn)(void *ctx, const cap_record *rec);
+/* cap_source_run with a record callback instead of a tracker (same loops, same
+ * counting of the inputs). Live drop counts go to the inputs' kernel_drops and
+ * if_drops only (no tracker to add them to). */
+int cap_source_run_records(cap_source *src, cap_record_fn fn, void *ctx, char *err,
+                           size_t err_size);
+/* The symmetric hash of the 4-tuple of a record that is a TCP segment (the
+ * same for both directions of a connection): 1 and *hash set; 0 when the
+ * record is not a TCP segment cap_tracker_packet would follow. */
+int cap_record_flow_hash(const cap_record *rec, uint32_t *hash);
 
 /* The inputs and what was read from each (n set to their count). */
 const cap_input_info *cap_source_inputs(const cap_source *src, size_t *n);

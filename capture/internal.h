@@ -319,7 +319,8 @@ struct cap_tracker {
     cap_stats stats;
     cap_flows flows;
     cap_pool pool;
-    uint64_t next_id;        /* id of the next connection */
+    uint64_t index;          /* number of the record being fed (1 = the first):
+                                the id of a connection it opens */
     int64_t now_us;          /* latest capture time seen */
     int64_t expire_at;       /* no flow expires before this capture time */
     int64_t linger_us;       /* how long a closed flow absorbs late packets */

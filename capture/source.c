@@ -66,6 +66,8 @@ struct cap_source {
     int used_next;           /* records were taken through files_next */
     pcap_t *live;            /* live handle, or NULL */
     cap_tracker *run_tracker; /* the tracker of a run (for the callbacks) */
+    cap_record_fn run_fn;    /* or the record callback of a run */
+    void *run_ctx;
     struct pcap_stat last_stat; /* live: drop counters already reported */
     volatile sig_atomic_t stop; /* set by cap_source_break */
 };
@@ -378,13 +380,25 @@ int cap_source_next(cap_source *src, cap_record *rec, char *err, size_t err_size
     return rc;
 }
 
-/* Report the live handle's drop counters to the tracker (as increments). */
+/* Hand one record to the run's tracker, or to its callback. */
+static void deliver(cap_source *src, const cap_record *rec)
+{
+    if (src->run_tracker != NULL)
+        cap_tracker_packet(src->run_tracker, rec->linktype, rec->ts_us, rec->data, rec->caplen,
+                           rec->wirelen);
+    else
+        src->run_fn(src->run_ctx, rec);
+}
+
+/* Report the live handle's drop counters to the tracker (as increments), if
+ * the run has one, and to the input's info. */
 static void live_update_drops(cap_source *src, cap_tracker *t)
 {
     struct pcap_stat ps;
     if (pcap_stats(src->live, &ps) != 0)
         return;
-    if (ps.ps_drop >= src->last_stat.ps_drop && ps.ps_ifdrop >= src->last_stat.ps_ifdrop)
+    if (t != NULL && ps.ps_drop >= src->last_stat.ps_drop &&
+        ps.ps_ifdrop >= src->last_stat.ps_ifdrop)
         cap_tracker_add_drops(t, ps.ps_drop - src->last_stat.ps_drop,
                               ps.ps_ifdrop - src->last_stat.ps_ifdrop);
     src->last_stat = ps;
@@ -398,12 +412,14 @@ static void live_packet(u_char *user, const struct pcap_pkthdr *hdr, const u_cha
     cap_source *src = (cap_source *)user;
     int64_t ts = (int64_t)hdr->ts.tv_sec * 1000000 + hdr->ts.tv_usec;
     cap_input_info *info = &src->info[0];
+    cap_record rec = {.linktype = info->linktype, .ts_us = ts, .data = data,
+                      .caplen = hdr->caplen, .wirelen = hdr->len};
     if (info->packets == 0)
         info->first_us = ts;
     info->last_us = ts;
     info->packets++;
     info->bytes += hdr->caplen;
-    cap_tracker_packet(src->run_tracker, info->linktype, ts, data, hdr->caplen, hdr->len);
+    deliver(src, &rec);
 }
 
 /* Live run: dispatch until a break or an error, reporting drops as we go. */
@@ -421,6 +437,8 @@ static int live_run(cap_source *src, cap_tracker *t, char *err, size_t err_size)
             break;
         }
         live_update_drops(src, t);
+        if (src->run_fn != NULL)
+            src->run_fn(src->run_ctx, NULL); /* a live read returned */
     }
     live_update_drops(src, t);
     src->run_tracker = NULL;
@@ -438,8 +456,14 @@ static void single_packet(u_char *user, const struct pcap_pkthdr *hdr, const u_c
     in->cur.ts_us = (int64_t)hdr->ts.tv_sec * 1000000 + hdr->ts.tv_usec;
     in->cur.caplen = hdr->caplen;
     input_count(src, 0);
-    cap_tracker_packet(src->run_tracker, in->cur.linktype, in->cur.ts_us, data, hdr->caplen,
-                       hdr->len);
+    if (src->run_tracker != NULL) {
+        cap_tracker_packet(src->run_tracker, in->cur.linktype, in->cur.ts_us, data, hdr->caplen,
+                           hdr->len);
+    } else {
+        in->cur.data = data;
+        in->cur.wirelen = hdr->len;
+        src->run_fn(src->run_ctx, &in->cur);
+    }
 }
 
 /* One file: libpcap's own loop calls us per record, with no merge between
@@ -463,8 +487,9 @@ static int single_run(cap_source *src, cap_tracker *t, char *err, size_t err_siz
     return n == PCAP_ERROR_BREAK || src->stop ? 1 : 0;
 }
 
-/* Read records into the tracker until the end, an error, or a break. */
-int cap_source_run(cap_source *src, cap_tracker *t, char *err, size_t err_size)
+/* Read records into the run's tracker or callback until the end, an error,
+ * or a break. */
+static int run(cap_source *src, cap_tracker *t, char *err, size_t err_size)
 {
     int failed = 0;
     const cap_record *rec;
@@ -472,6 +497,7 @@ int cap_source_run(cap_source *src, cap_tracker *t, char *err, size_t err_size)
         return live_run(src, t, err, err_size);
     if (src->n == 1 && !src->used_next)
         return single_run(src, t, err, err_size);
+    src->run_tracker = t;
     while (!src->stop) {
         int r = failed ? files_next(src, &rec, NULL, 0) : files_next(src, &rec, err, err_size);
         if (r == 0)
@@ -480,11 +506,33 @@ int cap_source_run(cap_source *src, cap_tracker *t, char *err, size_t err_size)
             failed = 1; /* keep the first message; read the other files on */
             continue;
         }
-        cap_tracker_packet(t, rec->linktype, rec->ts_us, rec->data, rec->caplen, rec->wirelen);
+        deliver(src, rec);
     }
+    src->run_tracker = NULL;
     if (failed)
         return -1;
     return src->stop ? 1 : 0;
+}
+
+/* Read records into the tracker until the end, an error, or a break. */
+int cap_source_run(cap_source *src, cap_tracker *t, char *err, size_t err_size)
+{
+    src->run_fn = NULL;
+    src->run_ctx = NULL;
+    return run(src, t, err, err_size);
+}
+
+/* The same, each record to fn. */
+int cap_source_run_records(cap_source *src, cap_record_fn fn, void *ctx, char *err,
+                           size_t err_size)
+{
+    int rc;
+    src->run_fn = fn;
+    src->run_ctx = ctx;
+    rc = run(src, NULL, err, err_size);
+    src->run_fn = NULL;
+    src->run_ctx = NULL;
+    return rc;
 }
 
 /* Ask cap_source_run to return soon: async-signal-safe (a flag, and

@@ -331,7 +331,7 @@ static cap_flow *new_flow(cap_tracker *t, const cap_pkt *p, uint32_t hash, int64
         if (f == NULL)
             return NULL;
     }
-    f->pub.id = ++t->next_id;
+    f->pub.id = t->index;
     f->pub.first_us = f->pub.last_us = ts_us;
     note_deadline(t, ts_us, 0);
     t->stats.connections++;
@@ -464,6 +464,7 @@ static void on_segment(cap_tracker *t, const cap_pkt *p, int64_t ts_us)
             return;
     }
     cap_flows_touch(&t->flows, f);
+    f->pub.last_record = t->index;
     count_packet(f, side, ts_us);
     flow_segment(t, f, side, p, ts_us);
 }
@@ -494,22 +495,44 @@ static void count_non_tcp(cap_tracker *t, cap_decode_result r)
     }
 }
 
-/* Feed one captured record. */
+/* Feed one captured record, numbered after the previous one. */
 void cap_tracker_packet(cap_tracker *t, int linktype, int64_t ts_us,
                         const uint8_t *pkt, uint32_t caplen, uint32_t wirelen)
 {
+    cap_tracker_packet_at(t, t->index + 1, linktype, ts_us, pkt, caplen, wirelen);
+}
+
+/* Move the clock to a record's time (unless time went back) and close what
+ * went idle by then. The first record starts the clock. */
+static void advance_clock(cap_tracker *t, int64_t ts_us)
+{
+    if (!t->have_time || ts_us >= t->now_us)
+        t->now_us = ts_us;
+    t->have_time = 1;
+    if (t->now_us >= t->expire_at)
+        expire(t);
+}
+
+/* A record of another tracker's share: only the clock moves. */
+void cap_tracker_time(cap_tracker *t, uint64_t index, int64_t ts_us)
+{
+    t->index = index;
+    advance_clock(t, ts_us);
+}
+
+/* Feed the record numbered index. */
+void cap_tracker_packet_at(cap_tracker *t, uint64_t index, int linktype, int64_t ts_us,
+                           const uint8_t *pkt, uint32_t caplen, uint32_t wirelen)
+{
     cap_pkt p;
     cap_decode_result r;
+    t->index = index;
     t->stats.packets++;
     t->stats.wire_bytes += wirelen;
     t->stats.captured_bytes += caplen;
     if (t->have_time && ts_us < t->now_us)
         t->stats.time_backwards++;
-    else
-        t->now_us = ts_us;
-    t->have_time = 1;
-    if (t->now_us >= t->expire_at)
-        expire(t);
+    advance_clock(t, ts_us);
     r = cap_decode(linktype, pkt, caplen, wirelen, &p);
     if (r != CAP_DEC_TCP) {
         count_non_tcp(t, r);
@@ -519,6 +542,16 @@ void cap_tracker_packet(cap_tracker *t, int linktype, int64_t ts_us,
     if (p.payload_missing > 0)
         t->stats.truncated++;
     on_segment(t, &p, ts_us);
+}
+
+/* The symmetric 4-tuple hash of a TCP record, as the flow table computes it. */
+int cap_record_flow_hash(const cap_record *rec, uint32_t *hash)
+{
+    cap_pkt p;
+    if (cap_decode(rec->linktype, rec->data, rec->caplen, rec->wirelen, &p) != CAP_DEC_TCP)
+        return 0;
+    *hash = cap_flows_hash(&p.src, &p.dst);
+    return 1;
 }
 
 /* End of input: close every live connection (holes become gaps) and forget

@@ -46,7 +46,8 @@ void evlog_init(evlog *log);
 void evlog_free(evlog *log);
 /* The cap_event_fn to give the tracker (ctx: the evlog). */
 void evlog_fn(void *ctx, const cap_event *ev);
-/* The connection with this id (1, 2, ...), or NULL. */
+/* The connection with this id (the number of the record that opened it), or
+ * NULL. */
 evlog_conn *evlog_conn_by_id(evlog *log, uint64_t id);
 /* Stream text of connection id in direction dir ("" when none). */
 const char *evlog_stream(evlog *log, uint64_t id, cap_dir dir);

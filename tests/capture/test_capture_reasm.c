@@ -522,16 +522,19 @@ static void test_port_reuse(void **state)
     pg_conv_handshake(&c);
     pg_conv_send(&c, 0, "three", 5);
     cap_tracker_finish(f->t, c.ts_us);
+    /* A connection's id is the number of the record that opened it: the
+     * first took records 1-8 (3 handshake, 1 data, 4 closing), the second
+     * 9-12. */
     assert_string_equal(f->log.text, "open 1 10.0.0.1:40000>10.0.0.2:6379 syn\n"
                                      "data 1 c 3\n"
                                      "close 1 fin\n"
-                                     "open 2 10.0.0.1:40000>10.0.0.2:6379 syn\n"
-                                     "data 2 c 3\n"
-                                     "close 2 reused\n"
-                                     "open 3 10.0.0.1:40000>10.0.0.2:6379 syn\n"
-                                     "data 3 c 5\n"
-                                     "close 3 end\n");
-    assert_string_equal(evlog_stream(&f->log, 3, CAP_TO_SERVER), "three");
+                                     "open 9 10.0.0.1:40000>10.0.0.2:6379 syn\n"
+                                     "data 9 c 3\n"
+                                     "close 9 reused\n"
+                                     "open 13 10.0.0.1:40000>10.0.0.2:6379 syn\n"
+                                     "data 13 c 5\n"
+                                     "close 13 end\n");
+    assert_string_equal(evlog_stream(&f->log, 13, CAP_TO_SERVER), "three");
     assert_int_equal(cap_tracker_stats(f->t)->connections, 3);
 }
 
@@ -847,12 +850,13 @@ static void test_idle_timeout(void **state)
     conv_start(f, &b, &p, 100, 5000);
     b.ts_us = a.ts_us + 2000000; /* a quiet 2 s, d 1.5 s */
     pg_conv_handshake(&b);
+    /* ids: records 1 (a: 4 records), 5 (d: 4 records) and 9 */
     assert_string_equal(f->log.text, "open 1 10.0.0.1:40000>10.0.0.2:6379 syn\n"
                                      "data 1 c 1\n"
-                                     "open 2 10.0.0.1:40001>10.0.0.2:6379 syn\n"
+                                     "open 5 10.0.0.1:40001>10.0.0.2:6379 syn\n"
                                      "close 1 idle\n"
-                                     "close 2 fin\n"
-                                     "open 3 10.0.0.1:40002>10.0.0.2:6379 syn\n");
+                                     "close 5 fin\n"
+                                     "open 9 10.0.0.1:40002>10.0.0.2:6379 syn\n");
     assert_int_equal(cap_tracker_stats(f->t)->idle_connections, 1);
     assert_int_equal(evlog_conn_by_id(&f->log, 1)->close_ts, b.ts_us - 30);
     assert_int_equal(cap_tracker_live(f->t), 1);
@@ -880,13 +884,15 @@ static void test_connection_cap(void **state)
     pg_conv_handshake(&c[2]);       /* evicts 1 */
     pg_conv_close(&c[0]);           /* 0 closes: its slot can be reused */
     pg_conv_handshake(&c[3]);       /* takes 0's slot, no eviction */
+    /* ids: the records that opened them, 1, 4, 8 (after 0's data) and 15
+     * (after 0's four closing packets) */
     assert_string_equal(f->log.text, "open 1 10.0.0.1:41000>10.0.0.2:6379 syn\n"
-                                     "open 2 10.0.0.1:41001>10.0.0.2:6379 syn\n"
+                                     "open 4 10.0.0.1:41001>10.0.0.2:6379 syn\n"
                                      "data 1 c 1\n"
-                                     "close 2 evicted\n"
-                                     "open 3 10.0.0.1:41002>10.0.0.2:6379 syn\n"
+                                     "close 4 evicted\n"
+                                     "open 8 10.0.0.1:41002>10.0.0.2:6379 syn\n"
                                      "close 1 fin\n"
-                                     "open 4 10.0.0.1:41003>10.0.0.2:6379 syn\n");
+                                     "open 15 10.0.0.1:41003>10.0.0.2:6379 syn\n");
     assert_int_equal(cap_tracker_stats(f->t)->evicted_connections, 1);
     assert_int_equal(cap_tracker_live(f->t), 2);
     cap_tracker_finish(f->t, 2000000);
@@ -988,7 +994,8 @@ static void test_ooo_global_cap(void **state)
     client_at(&a, a.next[0], "AA");
     cap_tracker_finish(f->t, b.ts_us);
     assert_string_equal(evlog_stream(&f->log, 1, CAP_TO_SERVER), "AAaa");
-    assert_string_equal(evlog_stream(&f->log, 2, CAP_TO_SERVER), "<gap 2>bb");
+    /* b was opened by record 4, after a's handshake */
+    assert_string_equal(evlog_stream(&f->log, 4, CAP_TO_SERVER), "<gap 2>bb");
     assert_int_equal(cap_tracker_stats(f->t)->ooo_dropped, 1);
 }
 
