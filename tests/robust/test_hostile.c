@@ -478,6 +478,48 @@ static void test_declared_4gb_bulk(void **state)
     rb_run_free(&run);
 }
 
+/* ---------------------------------------------------------------- endless lines */
+
+/* A client that sends 8 MiB of letters with no line end (an inline command
+ * that never ends) and a server whose reply is a simple string of 8 MiB with
+ * no line end: the line limit (64 KiB) holds, is counted, and nothing is
+ * buffered beyond it. */
+static void test_endless_lines(void **state)
+{
+    scene *s = *state;
+    pg_file *f = pg_file_open(s->pcap, PG_PCAP, DLT_EN10MB, 65535);
+    assert_non_null(f);
+    static uint8_t letters[1400];
+    memset(letters, 'A', sizeof letters);
+    pg_conv c;
+    conv_start(&c, f, "10.1.0.1", 40000, T0);
+    assert_int_equal(pg_conv_handshake(&c), 0);
+    for (int i = 0; i < (8 << 20) / (int)sizeof letters; i++)
+        assert_int_equal(pg_conv_send(&c, 0, letters, sizeof letters), 0);
+    assert_int_equal(pg_conv_close(&c), 0);
+
+    conv_start(&c, f, "10.1.0.2", 40001, T0 + 100000000);
+    assert_int_equal(pg_conv_handshake(&c), 0);
+    assert_int_equal(pg_conv_send(&c, 0, "*1\r\n$4\r\nPING\r\n", 14), 0);
+    assert_int_equal(pg_conv_send(&c, 1, "+", 1), 0);
+    for (int i = 0; i < (8 << 20) / (int)sizeof letters; i++)
+        assert_int_equal(pg_conv_send(&c, 1, letters, sizeof letters), 0);
+    assert_int_equal(pg_conv_close(&c), 0);
+    assert_int_equal(pg_file_close(f), 0);
+
+    rb_run run;
+    analyze("endless_lines 8 MiB each way", s->pcap, s->db, NULL, &run);
+    assert_true(run.exited);
+    assert_int_equal(run.status, 0);
+    assert_memory(&run, 1, 1, 0);
+    const char *names[] = {"requests", "replies", "limit_hits", "protocol_errors", "skipped_bytes",
+                           NULL};
+    show_counters(s->db, names);
+    assert_true(rb_db_counter(s->db, "limit_hits") + rb_db_counter(s->db, "protocol_errors") >= 2);
+    assert_int_equal(rb_db_counter(s->db, "replies"), 0);
+    rb_run_free(&run);
+}
+
 /* ---------------------------------------------------------------- nesting */
 
 /* CLUSTER SLOTS answered by an array nested 10,000 deep (the reply analysis
@@ -762,6 +804,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_kept_reply_incomplete, scene_setup, scene_teardown),
         cmocka_unit_test_setup_teardown(test_hole_never_filled, scene_setup, scene_teardown),
         cmocka_unit_test_setup_teardown(test_declared_4gb_bulk, scene_setup, scene_teardown),
+        cmocka_unit_test_setup_teardown(test_endless_lines, scene_setup, scene_teardown),
         cmocka_unit_test_setup_teardown(test_nesting_10000, scene_setup, scene_teardown),
         cmocka_unit_test_setup_teardown(test_odd_record_lengths, scene_setup, scene_teardown),
         cmocka_unit_test_setup_teardown(test_time_backwards, scene_setup, scene_teardown),
