@@ -74,6 +74,23 @@ static uint8_t rq_cred_class(const char *name, size_t len)
     return CRED_NONE;
 }
 
+/* Look for the keywords that announce credentials in the next arguments
+ * (HELLO ... AUTH user pass, MIGRATE ... AUTH pass / AUTH2 user pass, until
+ * KEYS). w/n: the argument just read, which was not itself a credential. */
+static inline void cred_keywords(rq_dec *d, const uint8_t *w, size_t n)
+{
+    if (d->cred == CRED_HELLO && rd_eq_ci(w, n, "AUTH")) {
+        d->cred_left = 2;
+    } else if (d->cred == CRED_MIGRATE && !d->cred_stop) {
+        if (rd_eq_ci(w, n, "AUTH"))
+            d->cred_left = 1;
+        else if (rd_eq_ci(w, n, "AUTH2"))
+            d->cred_left = 2;
+        else if (rd_eq_ci(w, n, "KEYS"))
+            d->cred_stop = 1;
+    }
+}
+
 /* An argument starts: decide where its bytes go. full is its declared length
  * (0 for inline arguments, whose length is known only at their end). */
 static inline void arg_begin(rc_conn *c, uint64_t full)
@@ -183,19 +200,82 @@ static inline void arg_end(rc_conn *c)
         } else {
             d->prev = d->a_dst;
             d->prev_len = kept;
-            /* Keywords that announce credentials in the next arguments. */
-            if (d->cred == CRED_HELLO && rd_eq_ci(d->prev, kept, "AUTH")) {
-                d->cred_left = 2;
-            } else if (d->cred == CRED_MIGRATE && !d->cred_stop) {
-                if (rd_eq_ci(d->prev, kept, "AUTH"))
-                    d->cred_left = 1;
-                else if (rd_eq_ci(d->prev, kept, "AUTH2"))
-                    d->cred_left = 2;
-                else if (rd_eq_ci(d->prev, kept, "KEYS"))
-                    d->cred_stop = 1;
-            }
+            cred_keywords(d, d->prev, kept);
         }
         d->prev_full = seen;
+    }
+    d->argi = i + 1;
+    if (r->argc < d->argi)
+        r->argc = d->argi;
+}
+
+/* A whole argument of len bytes at p, all in one chunk: the same as
+ * arg_begin + arg_data + arg_end, without the state that lets those resume
+ * across chunks. This is the hot path for requests. */
+static inline void arg_whole(rc_conn *c, const uint8_t *p, size_t len)
+{
+    rq_dec *d = &c->rq;
+    resp_request *r = &c->cur->cmd.req;
+    uint32_t i = d->argi;
+    uint32_t full = len > UINT32_MAX ? UINT32_MAX : (uint32_t)len;
+    uint32_t kept = full < RESP_ARG_PREFIX ? full : RESP_ARG_PREFIX;
+    if (i == 0) {
+        size_t nl = len < RESP_NAME_MAX - 1 ? len : RESP_NAME_MAX - 1;
+        for (size_t j = 0; j < nl; j++)
+            r->name[j] = (char)rd_upper(p[j]);
+        r->name[nl] = '\0';
+        d->cred = rq_cred_class(r->name, nl);
+        d->prev = (const uint8_t *)r->name;
+        d->prev_len = (uint32_t)nl;
+        d->prev_full = full;
+    } else {
+        int secret = rq_is_secret(d, r, i);
+        int key = 0;
+        if (!secret) {
+            const resp_config *cfg = &c->rp->cfg;
+            if (cfg->key_fn != NULL) {
+                resp_keyctx k;
+                k.req = r;
+                k.argi = i;
+                k.prev = d->prev;
+                k.prev_len = d->prev_len;
+                k.prev_full_len = d->prev_full;
+                memcpy(k.scratch, d->scratch, sizeof(k.scratch));
+                key = cfg->key_fn(cfg->key_ctx, &k) != 0;
+                memcpy(d->scratch, k.scratch, sizeof(k.scratch));
+            } else {
+                key = (i == 1);
+            }
+        }
+        uint8_t *dst = NULL;
+        if (i <= RESP_ARG_KEEP) {
+            r->nargs = (uint8_t)i;
+            r->arg_full_len[i - 1] = full;
+            r->arg_len[i - 1] = secret ? 0 : (uint8_t)kept;
+            if (!secret)
+                dst = (uint8_t *)r->args[i - 1];
+        } else if (!secret) {
+            dst = d->prevbuf;
+        }
+        if (dst != NULL)
+            memcpy(dst, p, kept);
+        if (key) {
+            uint16_t slot = resp_key_slot(p, len);
+            r->nkeys++;
+            if (r->nkeys == 1) {
+                r->slot = slot;
+                r->key0_len = (uint8_t)kept;
+                r->key0_full_len = full;
+                memcpy(r->key0, p, kept);
+            } else if ((int32_t)slot != r->slot) {
+                r->multi_slot = 1;
+            }
+        }
+        d->prev = dst;
+        d->prev_len = dst ? kept : 0;
+        d->prev_full = full;
+        if (dst != NULL && (d->cred == CRED_HELLO || d->cred == CRED_MIGRATE))
+            cred_keywords(d, dst, kept);
     }
     d->argi = i + 1;
     if (r->argc < d->argi)
@@ -535,12 +615,7 @@ void rq_feed(rc_conn *c, const uint8_t *base, size_t n, int64_t ts)
                 size_t len = (size_t)v;
                 if (body[len] != '\r' || body[len + 1] != '\n')
                     break;
-                arg_begin(c, (uint64_t)v);
-                if (len && (d->a_name || d->a_dst || d->a_key))
-                    arg_data(c, body, len);
-                else
-                    d->a_seen += len;
-                arg_end(c);
+                arg_whole(c, body, len);
                 p = body + len + 2;
                 if (d->argi >= d->argc_expected) {
                     rq_complete(c, rq_pos(d, base, p), ts);

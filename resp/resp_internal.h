@@ -269,6 +269,19 @@ static inline int rd_parse_i64(const uint8_t *p, size_t n, int64_t *out)
  * cannot overflow an int64. */
 static inline size_t rd_num_fast(const uint8_t *p, const uint8_t *end, int64_t *out)
 {
+    /* most lengths and counts have one or two digits */
+    if (end - p >= 4) {
+        unsigned d0 = (unsigned)p[0] - '0';
+        if (d0 <= 9) {
+            if (p[1] == '\r')
+                return p[2] == '\n' ? (*out = d0, 3) : 0;
+            unsigned d1 = (unsigned)p[1] - '0';
+            if (d1 <= 9 && d0 != 0 && p[2] == '\r' && p[3] == '\n') {
+                *out = d0 * 10 + d1;
+                return 4;
+            }
+        }
+    }
     const uint8_t *q = p;
     int neg = 0;
     if (q < end && *q == '-') {
