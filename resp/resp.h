@@ -19,8 +19,27 @@
  * Spec: https://redis.io/docs/latest/develop/reference/protocol-spec/
  *
  * Credentials are never kept: AUTH arguments, HELLO's AUTH username/password,
- * MIGRATE's AUTH/AUTH2 arguments and CONFIG SET values are not copied into any
- * resp_request (their lengths are counted, their bytes are skipped).
+ * MIGRATE's AUTH/AUTH2 arguments, CONFIG SET values and ACL SETUSER rules are
+ * not copied into any resp_request (their lengths are counted, their bytes are
+ * skipped).
+ *
+ * Limits (each hit is a counted protocol error followed by a resync):
+ * request arguments up to max_bulk_request (512 MiB, Redis's default
+ * proto-max-bulk-len), reply bulks up to max_bulk_reply (1 TiB: replies are
+ * only counted through, so a large one costs nothing), nesting up to
+ * max_depth, at most 2^31-1 elements per aggregate or request, length lines
+ * of at most 24 bytes, other lines and inline commands up to max_line.
+ * RESP3 streamed strings and aggregates ("$?", "*?") are not decoded (Redis
+ * never sends them): they are protocol errors.
+ *
+ * Pairing after a loss (see pair.c): a loss on the server side (gap, garbage)
+ * gives up every request in flight; a loss on the client side keeps the
+ * requests already queued (the server answers them first). Requests decoded
+ * after a loss are RESP_UNANSWERED until solid ground: both directions at a
+ * message boundary, nothing queued, and a reply seen since the loss. A
+ * connection picked up mid-stream is trusted from its first request only if
+ * its request stream starts exactly at a message and no reply byte had to be
+ * skipped.
  */
 #ifndef SLOTSCOPE_RESP_H
 #define SLOTSCOPE_RESP_H
