@@ -735,8 +735,8 @@ void rq_feed(rc_conn *c, const uint8_t *base, size_t n, int64_t ts)
             break;
         }
 
-        default: /* RQ_SINK */
-            p = end;
+        default: /* not a state: treat as garbage */
+            rq_error(c, rq_pos(d, base, p), 0, 0);
             break;
         }
     }

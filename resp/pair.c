@@ -286,11 +286,6 @@ void pair_limit_hit(rc_conn *c)
     c->rp->closed.limit_hits++;
 }
 
-uint64_t pair_max_bulk(const rc_conn *c, int request)
-{
-    return request ? c->rp->cfg.max_bulk_request : c->rp->cfg.max_bulk_reply;
-}
-
 /* Solid ground: a request starts while nothing is owed that we know of, both
  * decoders are at boundaries and the server has spoken since the loss. */
 static void try_regain_sync(rc_conn *c)

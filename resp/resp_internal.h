@@ -46,8 +46,6 @@ typedef struct rd_resync {
     uint8_t is_req;      /* requests: only "*<n>\r\n$" counts */
     uint32_t cand;       /* candidate bytes held (type + line + CRLF) */
     int64_t num;         /* candidate's number when numeric */
-    uint8_t neg;         /* candidate number had a '-' */
-    uint8_t ok;          /* candidate line still plausible */
     uint64_t full;       /* candidate line length (without CRLF) */
     int64_t cand_start_us; /* capture time of the candidate's type byte */
     uint64_t seen;       /* bytes scanned since rd_resync_start */
@@ -81,8 +79,7 @@ enum {
     RQ_ARG_BODY,    /* argument payload */
     RQ_ARG_CRLF,    /* CRLF after the payload */
     RQ_INLINE,      /* inline command */
-    RQ_RESYNC,      /* looking for a boundary */
-    RQ_SINK         /* ignoring everything (never used for requests today) */
+    RQ_RESYNC       /* looking for a boundary */
 };
 
 /* Inline tokenizer states (sdssplitargs-like). */
@@ -434,6 +431,5 @@ void pair_lost_requests(rc_conn *c);  /* requests lost: what is queued stays */
 void pair_clean_start(rc_conn *c);    /* mid-stream: first request at byte 0 */
 void pair_limit_hit(rc_conn *c);                       /* a limit was hit */
 void pair_keep_bytes(rc_conn *c, const uint8_t *p, size_t n);
-uint64_t pair_max_bulk(const rc_conn *c, int request);
 
 #endif /* SLOTSCOPE_RESP_INTERNAL_H */
