@@ -119,7 +119,7 @@ static int ring_reserve(rc_conn *c)
 {
     if (c->ring != NULL && c->count + 1 <= c->ring_cap)
         return 0;
-    uint32_t ncap = c->ring_cap ? c->ring_cap * 2 : 4;
+    uint32_t ncap = c->ring_cap ? c->ring_cap * 2 : 2; /* most connections: 1 */
     /* zeroed: the argument prefixes are not cleared per request, so a slot
      * must never hold stale heap bytes (they could be anyone's payload) */
     rq_entry *nr = calloc(ncap, sizeof(*nr));
