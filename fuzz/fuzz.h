@@ -34,6 +34,11 @@ int ss_fuzz_pcapfile(const uint8_t *data, size_t size);
 int ss_fuzz_resp(const uint8_t *data, size_t size);
 int ss_fuzz_redirect(const uint8_t *data, size_t size);
 int ss_fuzz_cluster_replies(const uint8_t *data, size_t size);
+int ss_fuzz_resp_decode(const uint8_t *data, size_t size);
+
+/* One conversation in fuzz_resp's input layout (see fuzz_resp.c) played
+ * through the pipeline; pipe_flags are more ss_fuzz_pipe_init variant bits. */
+int ss_fuzz_conversation(const uint8_t *data, size_t size, unsigned pipe_flags);
 
 /* 1 if buf[0..cap) holds a NUL: a text field ends inside its array. */
 static inline int ss_fuzz_has_nul(const char *buf, size_t cap)
@@ -69,9 +74,12 @@ typedef struct ss_fuzz_pipe {
     uint64_t opens, closes;    /* conn_open / conn_close seen by the checks */
 } ss_fuzz_pipe;
 
+/* ss_fuzz_pipe_init variant bit: resp/ only, no analyzer behind it. */
+#define SS_FUZZ_NO_ANALYSIS 0x100u
+
 /* Build the pipeline (aborts on out of memory: not a finding). `variant` picks
- * a few options from the input (client by host or by connection, key
- * redaction). */
+ * a few options from the input (bit 0 client by connection, bit 1 key
+ * redaction) and SS_FUZZ_NO_ANALYSIS. */
 void ss_fuzz_pipe_init(ss_fuzz_pipe *p, unsigned variant);
 /* an_finish, check the counters agree with what passed, free everything. */
 void ss_fuzz_pipe_finish(ss_fuzz_pipe *p, int64_t end_us);

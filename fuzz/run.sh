@@ -9,10 +9,11 @@
 #   --seeds       first regenerate fuzz/seeds/ from the fixture captures
 #                 (tests/fixtures/*.pcap*, files under 2 MiB) with fuzz_mkseeds
 #   --build-only  build, run nothing
-#   TARGET...     some of: fuzz_pcap fuzz_pcapfile fuzz_resp fuzz_redirect
-#                 fuzz_cluster_replies (default: all)
+#   TARGET...     some of: fuzz_pcap fuzz_pcapfile fuzz_resp fuzz_resp_decode
+#                 fuzz_redirect fuzz_cluster_replies (default: all)
 #
-# Each target reads fuzz/seeds/TARGET and fuzz/regressions/TARGET (read only) and
+# Each target reads fuzz/seeds/TARGET and fuzz/regressions/TARGET (read only;
+# fuzz_resp_decode also those of fuzz_resp, whose input format it shares) and
 # grows its working corpus in build-fuzz/corpus/TARGET, which is kept between
 # runs so that several runs add up. A crash, leak, timeout or out-of-memory is
 # written to build-fuzz/artifacts/TARGET/ and reported; the script then goes on
@@ -27,7 +28,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 
-all_targets=(fuzz_pcap fuzz_pcapfile fuzz_resp fuzz_redirect fuzz_cluster_replies)
+all_targets=(fuzz_pcap fuzz_pcapfile fuzz_resp fuzz_resp_decode fuzz_redirect fuzz_cluster_replies)
 seconds=60
 seeds=0
 build_only=0
@@ -83,8 +84,12 @@ for t in "${targets[@]}"; do
   log="$build/logs/$t.log"
   mkdir -p "$corpus" "$artifacts" "$build/logs"
   dirs=("$corpus")
-  for d in "$root/fuzz/seeds/$t" "$root/fuzz/regressions/$t"; do
-    [ -d "$d" ] && dirs+=("$d")
+  sources=("$t")
+  [ "$t" = fuzz_resp_decode ] && sources+=(fuzz_resp)
+  for s in "${sources[@]}"; do
+    for d in "$root/fuzz/seeds/$s" "$root/fuzz/regressions/$s"; do
+      [ -d "$d" ] && dirs+=("$d")
+    done
   done
   extra=()
   if [ -f "$root/fuzz/dict/$t.dict" ]; then

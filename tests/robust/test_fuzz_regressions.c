@@ -76,11 +76,16 @@ static size_t replay_dir(const char *kind, const char *target, target_fn fn)
     return n;
 }
 
-/* Replay the seeds and regressions of one target; a target must have seeds. */
-static void replay_target(const char *target, target_fn fn)
+/* Replay the seeds and regressions of one target (and of the target whose
+ * input format it shares, if any); a target must have seeds. */
+static void replay_target(const char *target, const char *shares, target_fn fn)
 {
     size_t seeds = replay_dir("seeds", target, fn);
     size_t regressions = replay_dir("regressions", target, fn);
+    if (shares) {
+        seeds += replay_dir("seeds", shares, fn);
+        regressions += replay_dir("regressions", shares, fn);
+    }
     printf("# %s: %zu seeds, %zu regressions replayed\n", target, seeds, regressions);
     assert_true(seeds > 0);
 }
@@ -88,31 +93,37 @@ static void replay_target(const char *target, target_fn fn)
 static void test_pcap(void **state)
 {
     (void)state;
-    replay_target("fuzz_pcap", ss_fuzz_pcap);
+    replay_target("fuzz_pcap", NULL, ss_fuzz_pcap);
 }
 
 static void test_pcapfile(void **state)
 {
     (void)state;
-    replay_target("fuzz_pcapfile", ss_fuzz_pcapfile);
+    replay_target("fuzz_pcapfile", NULL, ss_fuzz_pcapfile);
 }
 
 static void test_resp(void **state)
 {
     (void)state;
-    replay_target("fuzz_resp", ss_fuzz_resp);
+    replay_target("fuzz_resp", NULL, ss_fuzz_resp);
+}
+
+static void test_resp_decode(void **state)
+{
+    (void)state;
+    replay_target("fuzz_resp_decode", "fuzz_resp", ss_fuzz_resp_decode);
 }
 
 static void test_redirect(void **state)
 {
     (void)state;
-    replay_target("fuzz_redirect", ss_fuzz_redirect);
+    replay_target("fuzz_redirect", NULL, ss_fuzz_redirect);
 }
 
 static void test_cluster_replies(void **state)
 {
     (void)state;
-    replay_target("fuzz_cluster_replies", ss_fuzz_cluster_replies);
+    replay_target("fuzz_cluster_replies", NULL, ss_fuzz_cluster_replies);
 }
 
 int main(void)
@@ -121,6 +132,7 @@ int main(void)
         cmocka_unit_test(test_pcap),
         cmocka_unit_test(test_pcapfile),
         cmocka_unit_test(test_resp),
+        cmocka_unit_test(test_resp_decode),
         cmocka_unit_test(test_redirect),
         cmocka_unit_test(test_cluster_replies),
     };
