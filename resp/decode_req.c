@@ -401,8 +401,9 @@ static inline void in_byte(rc_conn *c, uint8_t ch)
 /* Split the bytes [p, stop) of an inline line into arguments, the way Redis's
  * sdssplitargs does (double quotes with \n \r \t \b \a \xHH escapes, single
  * quotes with \' only, a closing quote must be followed by a space). Returns -1
- * on a quoting error. */
-static int in_tokens(rc_conn *c, const uint8_t *p, const uint8_t *stop)
+ * on a quoting error, with *bad at the offending byte (so that the resync
+ * starts there whatever the chunking). */
+static int in_tokens(rc_conn *c, const uint8_t *p, const uint8_t *stop, const uint8_t **bad)
 {
     rq_dec *d = &c->rq;
     while (p < stop) {
@@ -501,14 +502,17 @@ static int in_tokens(rc_conn *c, const uint8_t *p, const uint8_t *stop)
             }
             break;
         case IN_AFTER_Q:
-            if (!in_space(ch))
+            if (!in_space(ch)) {
+                *bad = p;
                 return -1;
+            }
             arg_end(c);
             d->in_arg_open = 0;
             d->in_state = IN_SPACE;
             p++;
             break;
         default:
+            *bad = p;
             return -1;
         }
     }
@@ -705,9 +709,10 @@ void rq_feed(rc_conn *c, const uint8_t *base, size_t n, int64_t ts)
                 break;
             }
             d->in_len += (uint32_t)len;
-            if (in_tokens(c, p, stop) != 0) {
-                rq_error(c, rq_pos(d, base, stop), 0, 0);
-                p = stop;
+            const uint8_t *bad = stop;
+            if (in_tokens(c, p, stop, &bad) != 0) {
+                p = bad;
+                rq_error(c, rq_pos(d, base, p), 0, 0);
                 break;
             }
             p = stop;
@@ -715,7 +720,7 @@ void rq_feed(rc_conn *c, const uint8_t *base, size_t n, int64_t ts)
                 break;
             p = nl + 1;
             if (in_finish(c) != 0) { /* "unbalanced quotes in request" */
-                rq_error(c, rq_pos(d, base, nl), 0, 0);
+                rq_error(c, rq_pos(d, base, p), 0, 1); /* the line has ended */
                 break;
             }
             if (d->argi == 0)

@@ -13,7 +13,9 @@
 #include "resp/resp.h"
 
 /* Most commands one harness records in detail. */
+#ifndef H_MAX_CMDS
 #define H_MAX_CMDS 20000
+#endif
 
 typedef struct h_ctx {
     resp_pipeline *rp;

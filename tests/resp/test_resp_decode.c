@@ -198,7 +198,7 @@ static void check_split_invariance(const h_step *s, size_t n)
     char *whole = h_run(s, n, 0, 1, NULL);
     size_t maxlen = 0;
     for (size_t i = 0; i < n; i++) {
-        size_t l = strlen(s[i].data);
+        size_t l = s[i].len ? s[i].len : strlen(s[i].data);
         if (l > maxlen)
             maxlen = l;
     }
@@ -254,6 +254,15 @@ static void test_split_d(void **state)
 {
     (void)state;
     check_split_invariance(sample_d, sizeof sample_d / sizeof sample_d[0]);
+}
+
+/* Inputs a fuzzer found to decode differently depending on the chunking. */
+static void test_split_regressions(void **state)
+{
+    (void)state;
+    /* a quoting error mid-line: the resync must start at the bad byte */
+    static const h_step r1[] = {{CAP_TO_SERVER, "''\x13" "4\0\r\n*2\r\n$3$\r\n\xcc\r", 19}};
+    check_split_invariance(r1, 1);
 }
 
 /* Deterministic xorshift64 generator for the random streams. */
@@ -649,6 +658,7 @@ int main(void)
         cmocka_unit_test(test_split_c),
         cmocka_unit_test(test_split_d),
         cmocka_unit_test(test_random_split_invariance),
+        cmocka_unit_test(test_split_regressions),
         cmocka_unit_test(test_inline),
         cmocka_unit_test(test_limits),
         cmocka_unit_test(test_request_limits),
