@@ -14,6 +14,7 @@
  * next command; READONLY lets a replica serve reads for its master's slots on
  * that connection until READWRITE or RESET.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -145,7 +146,7 @@ static int conn_eq(const void *ctx, int32_t val, const void *key)
 
 static uint64_t conn_hash(uint64_t id)
 {
-    return an_hash(&id, sizeof id, 1);
+    return an_mix64(id + 1);
 }
 
 /* Emit the record of a connection; st is NULL when it is evicted early. */
@@ -180,6 +181,8 @@ static void conn_drop(an_analyzer *an, int32_t i)
 {
     an_cn *cn = &an->conns[i];
     an_map_del(&an->conn_map, conn_hash(cn->id), i);
+    if (an->conn_cache[cn->id & (AN_CONN_CACHE - 1)].idx == i)
+        an->conn_cache[cn->id & (AN_CONN_CACHE - 1)].idx = AN_NONE;
     LRU_UNLINK(an->conns, i, an->conn_lru_head, an->conn_lru_tail);
     memset(cn, 0, sizeof *cn);
     cn->lnext = an->conn_free;
@@ -202,58 +205,102 @@ static void client_name_of(const an_analyzer *an, const cap_conn *cc, char *out,
         cap_addr_format(&cc->client.addr, out, n);
 }
 
-/* The state of a connection, created at its first sight. The client it
- * belongs to is looked up again when that client was evicted meanwhile. */
-static an_cn *conn_get(an_analyzer *an, const cap_conn *cc, int64_t ts)
+/* A new connection state (evicting the least recently active one when the
+ * table is full); its endpoints, node and client are looked up once here. */
+static int32_t conn_new(an_analyzer *an, const cap_conn *cc, int64_t ts)
+{
+    char name[AN_NAME_MAX];
+    int32_t i;
+    if (an->nconns >= an->cfg.max_conns) {
+        int32_t old = an->conn_lru_head;
+        conn_emit(an, &an->conns[old], NULL);
+        conn_drop(an, old);
+        an->st.evicted_conns++;
+    }
+    if (an->conn_free != AN_NONE) {
+        i = an->conn_free;
+        an->conn_free = an->conns[i].lnext;
+    } else {
+        i = (int32_t)an->conn_hwm++;
+    }
+    an_cn *cn = &an->conns[i];
+    memset(cn, 0, sizeof *cn);
+    cn->used = 1;
+    cn->id = cc->id;
+    cn->cc = cc;
+    cn->first_us = cn->last_us = ts;
+    cn->mid_stream = !cc->saw_syn;
+    cn->getkeys_slot = -1;
+    cn->asking_ring = AN_NONE;
+    cap_endpoint_format(&cc->client, cn->src, sizeof cn->src);
+    cap_endpoint_format(&cc->server, cn->dst, sizeof cn->dst);
+    cn->node = an_node_by_endpoint(an, &cc->server);
+    client_name_of(an, cc, name, sizeof name);
+    cn->client = client_get(an, name, &cc->client.addr, ts);
+    cn->client_gen = an->clients[cn->client].gen;
+    an->clients[cn->client].pub.connections++;
+    an->clients[cn->client].client_conns++;
+    an_map_put(&an->conn_map, conn_hash(cn->id), i);
+    LRU_PUSH(an->conns, i, an->conn_lru_head, an->conn_lru_tail);
+    an->nconns++;
+    return i;
+}
+
+/* The entry of a connection not in the cache: from the map, else new; then
+ * cached. */
+static __attribute__((noinline)) int32_t conn_miss(an_analyzer *an, const cap_conn *cc,
+                                                   int64_t ts)
 {
     uint64_t id = cc->id;
     int32_t i = an_map_find(&an->conn_map, conn_hash(id), conn_eq, an, &id);
+    if (i == AN_NONE)
+        i = conn_new(an, cc, ts);
+    an->conn_cache[id & (AN_CONN_CACHE - 1)].id = id;
+    an->conn_cache[id & (AN_CONN_CACHE - 1)].idx = i;
+    return i;
+}
+
+/* A connection whose client was evicted meanwhile gets its client again. */
+static __attribute__((noinline)) void conn_reclient(an_analyzer *an, an_cn *cn,
+                                                    const cap_conn *cc, int64_t ts)
+{
     char name[AN_NAME_MAX];
-    if (i == AN_NONE) {
-        if (an->nconns >= an->cfg.max_conns) {
-            int32_t old = an->conn_lru_head;
-            conn_emit(an, &an->conns[old], NULL);
-            conn_drop(an, old);
-            an->st.evicted_conns++;
-        }
-        if (an->conn_free != AN_NONE) {
-            i = an->conn_free;
-            an->conn_free = an->conns[i].lnext;
-        } else {
-            i = (int32_t)an->conn_hwm++;
-        }
-        an_cn *cn = &an->conns[i];
-        memset(cn, 0, sizeof *cn);
-        cn->used = 1;
-        cn->id = id;
-        cn->cc = cc;
-        cn->first_us = cn->last_us = ts;
-        cn->mid_stream = !cc->saw_syn;
-        cn->getkeys_slot = -1;
-        cn->asking_ring = AN_NONE;
-        cap_endpoint_format(&cc->client, cn->src, sizeof cn->src);
-        cap_endpoint_format(&cc->server, cn->dst, sizeof cn->dst);
-        cn->node = an_node_by_endpoint(an, &cc->server);
-        client_name_of(an, cc, name, sizeof name);
-        cn->client = client_get(an, name, &cc->client.addr, ts);
-        cn->client_gen = an->clients[cn->client].gen;
-        an->clients[cn->client].pub.connections++;
-        an->clients[cn->client].client_conns++;
-        an_map_put(&an->conn_map, conn_hash(id), i);
-        LRU_PUSH(an->conns, i, an->conn_lru_head, an->conn_lru_tail);
-        an->nconns++;
-        return cn;
-    }
+    client_name_of(an, cc, name, sizeof name);
+    cn->client = client_get(an, name, &cc->client.addr, ts);
+    cn->client_gen = an->clients[cn->client].gen;
+    an->clients[cn->client].pub.connections++;
+    an->clients[cn->client].client_conns++;
+}
+
+/* The state of a connection, created at its first sight, and marked as the
+ * most recently active (with its client). A small direct-mapped cache by id
+ * spares the map lookup for the connections in use. */
+static inline an_cn *conn_get(an_analyzer *an, const cap_conn *cc, int64_t ts)
+{
+    uint64_t id = cc->id;
+    int32_t i = an->conn_cache[id & (AN_CONN_CACHE - 1)].id == id
+                    ? an->conn_cache[id & (AN_CONN_CACHE - 1)].idx
+                    : AN_NONE;
+    if (i == AN_NONE)
+        i = conn_miss(an, cc, ts);
     an_cn *cn = &an->conns[i];
-    LRU_UNLINK(an->conns, i, an->conn_lru_head, an->conn_lru_tail);
-    LRU_PUSH(an->conns, i, an->conn_lru_head, an->conn_lru_tail);
-    if (!an->clients[cn->client].used || an->clients[cn->client].gen != cn->client_gen) {
-        client_name_of(an, cc, name, sizeof name); /* its client was evicted */
-        cn->client = client_get(an, name, &cc->client.addr, ts);
-        cn->client_gen = an->clients[cn->client].gen;
-        an->clients[cn->client].pub.connections++;
-        an->clients[cn->client].client_conns++;
-    } else {
+    /* Recency is kept per epoch of AN_LRU_EPOCH commands: an entry moves to
+     * the LRU tail at most once per epoch, so interleaved connections do not
+     * relink at every command, and an eviction takes an entry last active at
+     * most one epoch after the least recently active one. Near the cap
+     * (where evictions come) every activity moves its entry. */
+    if (an->conn_lru_tail != i &&
+        (cn->lru_epoch != an->lru_epoch || an->nconns + AN_LRU_EPOCH > an->cfg.max_conns)) {
+        cn->lru_epoch = an->lru_epoch;
+        LRU_UNLINK(an->conns, i, an->conn_lru_head, an->conn_lru_tail);
+        LRU_PUSH(an->conns, i, an->conn_lru_head, an->conn_lru_tail);
+    }
+    an_cli *c = &an->clients[cn->client];
+    if (!c->used || c->gen != cn->client_gen) {
+        conn_reclient(an, cn, cc, ts);
+    } else if (an->cli_lru_tail != cn->client &&
+               (c->lru_epoch != an->lru_epoch || an->nclients + AN_LRU_EPOCH > an->cfg.max_clients)) {
+        c->lru_epoch = an->lru_epoch;
         LRU_UNLINK(an->clients, cn->client, an->cli_lru_head, an->cli_lru_tail);
         LRU_PUSH(an->clients, cn->client, an->cli_lru_head, an->cli_lru_tail);
     }
@@ -318,6 +365,10 @@ an_analyzer *an_new(const an_config *cfg, const an_sink *sink)
     an->op_list_head = an->op_list_tail = AN_NONE;
     for (int s = 0; s < AN_SLOTS; s++)
         an->owner[s] = AN_NONE;
+    for (uint32_t k = 0; k < AN_CONN_CACHE; k++) {
+        an->conn_cache[k].id = UINT64_MAX;
+        an->conn_cache[k].idx = AN_NONE;
+    }
     return an;
 }
 
@@ -346,6 +397,8 @@ void an_free(an_analyzer *an)
     }
     an_lat_free(&an->all_lat[0]);
     an_lat_free(&an->all_lat[1]);
+    an_lat_free(&an->nonode_lat[0]);
+    an_lat_free(&an->nonode_lat[1]);
     an_map_free(&an->conn_map);
     an_map_free(&an->client_map);
     an_map_free(&an->node_map);
@@ -365,6 +418,21 @@ void an_free(an_analyzer *an)
 
 /* Text for a reply in evidence and records: the error line, or its type. */
 static void reply_text(const resp_command *cmd, char *out, size_t n);
+
+const char *an_cmd_key(an_cmdctx *x)
+{
+    if (!x->key_done) {
+        const resp_request *req = &x->cmd->req;
+        x->key_done = 1;
+        x->key[0] = 0;
+        if (req->key0_full_len > 0) {
+            size_t n = req->key0_len < RESP_ARG_PREFIX ? req->key0_len : RESP_ARG_PREFIX;
+            an_key_text(x->cfg, req->key0, n, req->key0_full_len, x->key, sizeof x->key);
+        }
+        x->key_len = strlen(x->key);
+    }
+    return x->key;
+}
 
 const char *an_reply_text(an_cmdctx *x)
 {
@@ -402,16 +470,15 @@ static void reply_text(const resp_command *cmd, char *out, size_t n)
 
 /* Pass the command to the sink's command callback, with keys and arguments
  * hashed when redacting (arguments of keyed commands may be keys or values). */
-static void emit_command(an_analyzer *an, const an_cmdctx *x)
+static void emit_command(an_analyzer *an, const resp_command *cmd, int32_t client_idx,
+                         const an_cmd *info, int32_t slot)
 {
-    if (!an->sink.command)
-        return;
-    const char *client = an_client_name(an, x->cn->client);
+    const char *client = an_client_name(an, client_idx);
     if (!an->cfg.redact_keys) {
-        an->sink.command(an->sink.ctx, x->cmd, client, x->slot);
+        an->sink.command(an->sink.ctx, cmd, client, slot);
         return;
     }
-    resp_command c = *x->cmd;
+    resp_command c = *cmd;
     if (c.req.key0_len) {
         char t[RESP_ARG_PREFIX + 1];
         an_redact(an->cfg.redact_seed, c.req.key0, c.req.key0_len, c.req.key0_full_len, t, sizeof t);
@@ -420,10 +487,10 @@ static void emit_command(an_analyzer *an, const an_cmdctx *x)
         c.req.key0_len = (uint8_t)n;
         c.req.key0_full_len = (uint32_t)n;
     }
-    int keyed = x->info ? x->info->nspecs > 0 || x->info->proc != AN_PROC_NONE : c.req.nkeys > 0;
+    int keyed = info ? info->nspecs > 0 || info->proc != AN_PROC_NONE : c.req.nkeys > 0;
     for (unsigned i = 0; keyed && i < c.req.nargs && i < RESP_ARG_KEEP; i++) {
         /* a container's subcommand name stays readable */
-        if (i == 0 && x->info && strchr(x->info->name, '|'))
+        if (i == 0 && info && strchr(info->name, '|'))
             continue;
         char t[RESP_ARG_PREFIX + 1];
         an_redact(an->cfg.redact_seed, c.req.args[i], c.req.arg_len[i], c.req.arg_full_len[i], t,
@@ -433,7 +500,7 @@ static void emit_command(an_analyzer *an, const an_cmdctx *x)
         c.req.arg_len[i] = (uint8_t)n;
         c.req.arg_full_len[i] = (uint32_t)n;
     }
-    an->sink.command(an->sink.ctx, &c, client, x->slot);
+    an->sink.command(an->sink.ctx, &c, client, slot);
 }
 
 /* Argument i (0-based after the name) is exactly word (any case). */
@@ -471,7 +538,7 @@ static void on_redirect_reply(an_analyzer *an, an_cmdctx *x)
     if ((e == RESP_ERR_MOVED || e == RESP_ERR_ASK) && x->target != AN_NONE)
         snprintf(r.target, sizeof r.target, "%s", an_node_name(an, x->target));
     snprintf(r.command, sizeof r.command, "%s", cmd->req.name);
-    snprintf(r.key, sizeof r.key, "%s", x->key);
+    snprintf(r.key, sizeof r.key, "%s", an_cmd_key(x));
     r.latency_us = cmd->reply.ts_us - cmd->req.ts_us;
     an->sink.redirect(an->sink.ctx, &r);
 }
@@ -532,13 +599,12 @@ static void on_asking(an_analyzer *an, an_cmdctx *x)
 }
 
 /* Node-to-node traffic: a replica announcing itself, MIGRATE's restores. */
-static int on_node_link_command(an_analyzer *an, an_cmdctx *x)
+static int on_node_link_command(an_analyzer *an, an_cmdctx *x, uint8_t special)
 {
     const resp_request *r = &x->cmd->req;
-    const char *n = r->name;
-    if (strcmp(n, "REPLCONF") == 0 || strcmp(n, "PSYNC") == 0 || strcmp(n, "SYNC") == 0) {
+    if (special == AN_SP_REPLCONF || special == AN_SP_PSYNC || special == AN_SP_SYNC) {
         mark_node_link(an, x->cn);
-        if (strcmp(n, "REPLCONF") == 0 && arg_is(r, 0, "listening-port") && r->nargs >= 2) {
+        if (special == AN_SP_REPLCONF && arg_is(r, 0, "listening-port") && r->nargs >= 2) {
             long port = 0;
             for (unsigned i = 0; i < r->arg_len[1] && i < 6; i++)
                 port = r->args[1][i] >= '0' && r->args[1][i] <= '9'
@@ -548,14 +614,134 @@ static int on_node_link_command(an_analyzer *an, an_cmdctx *x)
         }
         return 1;
     }
-    if (strcmp(n, "RESTORE-ASKING") == 0) {
+    if (special == AN_SP_RESTORE_ASKING) {
         mark_node_link(an, x->cn);
         return 1;
     }
     return x->cn->node_link;
 }
 
-/* The resp_sink command callback: everything starts here. */
+/* Is e a redirect-class reply (MOVED, ASK, TRYAGAIN, CROSSSLOT, CLUSTERDOWN)? */
+static int is_redirect_class(resp_err_class e)
+{
+    return e == RESP_ERR_MOVED || e == RESP_ERR_ASK || e == RESP_ERR_TRYAGAIN ||
+           e == RESP_ERR_CROSSSLOT || e == RESP_ERR_CLUSTERDOWN;
+}
+
+/* The table entry of req's command (its subcommand when it has them; NULL
+ * when unknown), whether an expected subcommand is known, and which special
+ * command it is. The last name looked up is remembered as its first 16 bytes
+ * (when its NUL is among them): runs of one command are the common case, and
+ * two word compares replace the lookup. */
+static const an_cmd *command_of(an_analyzer *an, const resp_request *req, int *sub_known,
+                                uint8_t *special)
+{
+    uint64_t w[2];
+    memcpy(w, req->name, sizeof w);
+    const an_cmd *base;
+    if (an->name_cache_ok && w[0] == an->name_cache[0] && w[1] == an->name_cache[1]) {
+        base = an->name_cache_cmd;
+        *special = an->name_cache_special;
+    } else {
+        base = an_cmd_lookup_name(req->name);
+        *special = an_cmd_special(base);
+        an->name_cache_ok = memchr(req->name, 0, sizeof w) != NULL;
+        an->name_cache[0] = w[0];
+        an->name_cache[1] = w[1];
+        an->name_cache_cmd = base;
+        an->name_cache_special = *special;
+    }
+    *sub_known = 1;
+    if (!base || !(base->flags & AN_CMD_CONTAINER))
+        return base;
+    return an_cmd_resolve(req, NULL, sub_known); /* its subcommand */
+}
+
+/* A command that needs more than the fast path: ASKING state, connection
+ * modes, node links, cluster administration, redirects, operations waiting
+ * for a retry, what clients were told about the slot. */
+static void on_command_full(an_analyzer *an, const resp_command *cmd, an_cn *cn, an_cli *cli,
+                            const an_cmd *info, uint8_t special, int32_t slot)
+{
+    const resp_request *req = &cmd->req;
+    an_cmdctx x;
+    memset(&x, 0, offsetof(an_cmdctx, key));
+    x.key[0] = x.reply[0] = 0;
+    x.cmd = cmd;
+    x.cfg = &an->cfg;
+    x.cn = cn;
+    x.cli = cli;
+    x.node = cn->node;
+    x.info = info;
+    x.slot = slot;
+    x.target = AN_NONE;
+    if (cmd->outcome == RESP_OK &&
+        (cmd->reply.err == RESP_ERR_MOVED || cmd->reply.err == RESP_ERR_ASK)) {
+        x.target = an_node_by_redirect(an, &cmd->reply.redir, x.node);
+        if (x.slot < 0 && cmd->reply.redir.slot >= 0 && cmd->reply.redir.slot < AN_SLOTS)
+            x.slot = cmd->reply.redir.slot;
+    }
+
+    /* ASKING covers exactly the next command on its connection. */
+    int64_t asking_ts = cn->asking_ts;
+    x.asked = cn->asking_pending && cmd->seq == cn->asking_seq + 1;
+    if (special != AN_SP_ASKING)
+        cn->asking_pending = 0;
+
+    if (an->sink.command)
+        emit_command(an, cmd, cn->client, info, x.slot);
+
+    switch (special) {
+    case AN_SP_ASKING:
+        on_asking(an, &x);
+        return;
+    case AN_SP_READONLY:
+        cn->readonly = cmd->outcome == RESP_OK && cmd->reply.err == RESP_ERR_NONE;
+        return;
+    case AN_SP_READWRITE:
+    case AN_SP_RESET:
+        cn->readonly = 0;
+        return;
+    default:
+        break;
+    }
+    if (on_node_link_command(an, &x, special)) {
+        an->st.node_link_commands++;
+        return;
+    }
+    if (special == AN_SP_CLUSTER) {
+        on_cluster(an, &x);
+        return;
+    }
+    if (cmd->outcome != RESP_OK) {
+        if (cmd->outcome == RESP_UNANSWERED)
+            an->st.unanswered++;
+        return;
+    }
+    if (special == AN_SP_MIGRATE) {
+        an_tl_migrate(an, &x); /* administration: not a client operation */
+        return;
+    }
+    if (is_redirect_class(cmd->reply.err)) {
+        on_redirect_reply(an, &x);
+        an_tl_redirect(an, &x);
+    }
+    if (x.slot >= 0 && req->name[0]) {
+        an_ops_on_command(an, &x);
+    } else if (x.asked) {
+        an_ops_asking_spent(an, &x, asking_ts);
+    }
+}
+
+/* The resp_sink command callback: everything starts here.
+ *
+ * The fast path is the common command: answered without a redirect-class
+ * error, not special (ASKING, READONLY, CLUSTER, node links...), no ASKING
+ * pending on its connection, and, for a keyed one, no operation waiting for a
+ * retry and no client memory of a MOVED/ASK for its slot. Such a command can
+ * be no retry and no occurrence of any finding: it updates the counters, the
+ * client's view of its slot and the direct latency, and nothing else (the
+ * full path would do exactly that for it). */
 static void on_command(void *ctx, const resp_command *cmd)
 {
     an_analyzer *an = ctx;
@@ -566,95 +752,45 @@ static void on_command(void *ctx, const resp_command *cmd)
     an->st.commands++;
     if (!cmd->conn)
         return;
+    if ((an->st.commands & (AN_LRU_EPOCH - 1)) == 0)
+        an->lru_epoch++;
 
-    an_cmdctx x;
-    memset(&x, 0, sizeof x);
-    x.cmd = cmd;
-    x.cn = conn_get(an, cmd->conn, req->start_us);
-    x.node = x.cn->node;
-    x.cn->commands++;
-    if (ts > x.cn->last_us)
-        x.cn->last_us = ts;
-    an_cli *cli = &an->clients[x.cn->client];
-    x.cli = cli;
+    an_cn *cn = conn_get(an, cmd->conn, req->start_us);
+    cn->commands++;
+    if (ts > cn->last_us)
+        cn->last_us = ts;
+    an_cli *cli = &an->clients[cn->client];
     cli->pub.commands++;
     if (ts > cli->pub.last_us)
         cli->pub.last_us = ts;
     if (req->start_us > cli->last_start_us)
         cli->last_start_us = req->start_us;
-    if (x.node != AN_NONE)
-        an->nodes[x.node].pub.commands++;
+    if (cn->node != AN_NONE)
+        an->nodes[cn->node].pub.commands++;
 
     int sub_known = 1;
-    x.info = an_cmd_for_request(req, &sub_known);
-    if (req->name[0] && (!x.info || !sub_known))
+    uint8_t special = AN_SP_NONE;
+    const an_cmd *info = command_of(an, req, &sub_known, &special);
+    if (req->name[0] && (!info || !sub_known))
         an->st.unknown_commands++;
     if (req->nkeys > 0)
         an->st.keyed_commands++;
-    x.slot = req->slot >= 0 && req->slot < AN_SLOTS && req->key0_full_len > 0 ? req->slot : -1;
-    if (x.slot >= 0) {
-        x.key_len = req->key0_len < RESP_ARG_PREFIX ? req->key0_len : RESP_ARG_PREFIX;
-        an_key_text(&an->cfg, req->key0, x.key_len, req->key0_full_len, x.key, sizeof x.key);
-        x.key_len = strlen(x.key);
-    }
-    x.target = AN_NONE;
-    if (cmd->outcome == RESP_OK &&
-        (cmd->reply.err == RESP_ERR_MOVED || cmd->reply.err == RESP_ERR_ASK)) {
-        x.target = an_node_by_redirect(an, &cmd->reply.redir, x.node);
-        if (x.slot < 0 && cmd->reply.redir.slot >= 0 && cmd->reply.redir.slot < AN_SLOTS)
-            x.slot = cmd->reply.redir.slot;
-    }
+    int32_t slot =
+        req->slot >= 0 && req->slot < AN_SLOTS && req->key0_full_len > 0 ? req->slot : -1;
 
-    /* ASKING covers exactly the next command on its connection. */
-    int asking_was_pending = x.cn->asking_pending;
-    int64_t asking_ts = x.cn->asking_ts;
-    x.asked = asking_was_pending && cmd->seq == x.cn->asking_seq + 1;
-    if (strcmp(req->name, "ASKING") != 0)
-        x.cn->asking_pending = 0;
-
-    emit_command(an, &x);
-
-    if (strcmp(req->name, "ASKING") == 0) {
-        on_asking(an, &x);
+    if (special == AN_SP_NONE && !cn->asking_pending && !cn->node_link &&
+        cmd->outcome == RESP_OK && !is_redirect_class(cmd->reply.err) &&
+        (slot < 0 || (!cmd->in_multi && an->op_slot_n[slot] == 0 &&
+                      an->memo_slot_n[slot] == 0))) {
+        if (an->sink.command)
+            emit_command(an, cmd, cn->client, info, slot);
+        if (slot >= 0 && req->name[0]) {
+            an_view_note(an, cli, slot, cn->node);
+            an_lat_direct(an, cn->client, cn->node, slot, cmd->reply.ts_us - req->ts_us);
+        }
         return;
     }
-    if (strcmp(req->name, "READONLY") == 0) {
-        x.cn->readonly = cmd->outcome == RESP_OK && cmd->reply.err == RESP_ERR_NONE;
-        return;
-    }
-    if (strcmp(req->name, "READWRITE") == 0 || strcmp(req->name, "RESET") == 0) {
-        x.cn->readonly = 0;
-        return;
-    }
-    if (on_node_link_command(an, &x)) {
-        an->st.node_link_commands++;
-        return;
-    }
-    if (strcmp(req->name, "CLUSTER") == 0) {
-        on_cluster(an, &x);
-        return;
-    }
-    if (cmd->outcome != RESP_OK) {
-        if (cmd->outcome == RESP_UNANSWERED)
-            an->st.unanswered++;
-        return;
-    }
-    if (strcmp(req->name, "MIGRATE") == 0) {
-        an_tl_migrate(an, &x); /* administration: not a client operation */
-        return;
-    }
-    resp_err_class e = cmd->reply.err;
-    int redirect_class = e == RESP_ERR_MOVED || e == RESP_ERR_ASK || e == RESP_ERR_TRYAGAIN ||
-                         e == RESP_ERR_CROSSSLOT || e == RESP_ERR_CLUSTERDOWN;
-    if (redirect_class) {
-        on_redirect_reply(an, &x);
-        an_tl_redirect(an, &x);
-    }
-    if (x.slot >= 0 && req->name[0]) {
-        an_ops_on_command(an, &x);
-    } else if (x.asked) {
-        an_ops_asking_spent(an, &x, asking_ts);
-    }
+    on_command_full(an, cmd, cn, cli, info, special, slot);
 }
 
 static void on_conn_open(void *ctx, const cap_conn *conn)
@@ -725,6 +861,7 @@ void an_finish(an_analyzer *an, int64_t end_us)
     }
     for (uint32_t i = 0; i < an->nnodes; i++)
         an_lat_emit(an, AN_SCOPE_NODE, an_node_name(an, (int32_t)i), an->nodes[i].lat);
+    an_lat_sum_all(an);
     an_lat_emit(an, AN_SCOPE_ALL, "all", an->all_lat);
     an_findings_emit(an, 0);
 }

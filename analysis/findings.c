@@ -39,8 +39,7 @@ typedef struct fkey {
 static uint64_t fkey_hash(const fkey *k)
 {
     uint64_t h = an_hash_str(k->client, (uint64_t)k->kind * 1000003u);
-    uint64_t t[2] = {h, ((uint64_t)(uint32_t)k->node << 32) | (uint32_t)k->slot};
-    return an_hash(t, sizeof t, 4);
+    return an_mix64(h ^ an_mix64(((uint64_t)(uint32_t)k->node << 32) | (uint32_t)k->slot));
 }
 
 static int fkey_eq(const void *ctx, int32_t val, const void *key)
@@ -349,7 +348,7 @@ void an_event_from(an_event *e, an_cmdctx *x, const char *what)
     e->src = x->cn->src;
     e->dst = x->cn->dst;
     e->cmd = x->cmd->req.name;
-    e->key = x->key;
+    e->key = an_cmd_key(x);
     e->key_len = x->key_len;
     e->reply = an_reply_text(x);
 }

@@ -25,6 +25,8 @@
 
 #define AN_SLOTS 16384
 #define AN_NONE (-1)
+#define AN_CONN_CACHE 1024           /* direct-mapped: connection id -> entry */
+#define AN_LRU_EPOCH 64              /* commands per recency epoch (power of 2) */
 
 /* ---------------------------------------------------------------- util.c */
 
@@ -48,8 +50,14 @@ int an_map_put(an_map *m, uint64_t h, int32_t val);
 /* Remove the entry (h, val). */
 void an_map_del(an_map *m, uint64_t h, int32_t val);
 
+/* The keyed hash of records (key redaction): its values are stable across
+ * versions, so redacted keys compare across runs. Byte at a time. */
 uint64_t an_hash(const void *p, size_t n, uint64_t seed);
+/* Table hashes: 8 bytes at a time; values may change between versions. */
+uint64_t an_hash_fast(const void *p, size_t n, uint64_t seed);
 uint64_t an_hash_str(const char *s, uint64_t seed);
+/* A 64-bit integer mixed (splitmix64's finaliser). */
+uint64_t an_mix64(uint64_t x);
 
 /* A bounded text buffer for JSON; writes past the end are cut and flagged. */
 typedef struct an_buf {
@@ -101,6 +109,11 @@ typedef struct an_nd {
     int32_t master;             /* node index of its master, or AN_NONE */
     int32_t migrating_slot;     /* latest CLUSTER SETSLOT s MIGRATING on it */
     an_lat lat[2];
+    uint8_t *map_copy;          /* the last map reply it gave that changed
+                                   nothing when learnt (nodes.c), or NULL */
+    size_t map_len;             /* its length, 0: none */
+    char map_kind;
+    uint64_t map_version;       /* reg_version then */
 } an_nd;
 
 /* ---------------------------------------------------------------- views.c */
@@ -129,41 +142,47 @@ typedef struct an_memo {
 /* ---------------------------------------------------------------- clients */
 
 typedef struct an_cli {
-    an_client pub;
-    cap_addr host;
-    int32_t lprev, lnext;        /* LRU list */
-    int32_t memo_head;           /* this client's memos */
-    int64_t map_ts;              /* last cluster map reply it received */
-    int64_t last_start_us;       /* latest request start */
-    uint64_t node_conns;         /* connections that are node links */
-    uint64_t client_conns;       /* other connections */
-    an_view view;
-    an_lat lat[2];
+    /* first: what every command reads or writes */
     uint8_t used;
     uint32_t gen;                /* changes each time the entry is reused */
+    uint32_t lru_epoch;          /* when it last moved to the LRU tail */
+    int32_t lprev, lnext;        /* LRU list */
+    int64_t last_start_us;       /* latest request start */
+    an_view view;
+    an_lat lat[2];
+    an_client pub;
+    cap_addr host;
+    int32_t memo_head;           /* this client's memos */
+    int64_t map_ts;              /* last cluster map reply it received */
+    uint64_t node_conns;         /* connections that are node links */
+    uint64_t client_conns;       /* other connections */
 } an_cli;
 
 /* ---------------------------------------------------------------- connections */
 
 typedef struct an_cn {
-    uint64_t id;
-    const cap_conn *cc;          /* valid until its CLOSE */
+    /* first: what every command reads or writes (one cache line) */
     int32_t client, node;
     uint32_t client_gen;         /* the client entry's gen when looked up */
+    uint32_t lru_epoch;          /* when it last moved to the LRU tail */
     int32_t lprev, lnext;        /* LRU list */
-    char src[AN_NAME_MAX], dst[AN_NAME_MAX];
-    int64_t first_us, last_us;
     uint64_t commands;
+    int64_t last_us;
     uint8_t used;
     uint8_t node_link;           /* replication or MIGRATE traffic */
+    uint8_t asking_pending;      /* ASKING sent, not yet used */
     uint8_t readonly;            /* READONLY in force */
     uint8_t mid_stream;          /* started without a handshake: state unknown */
-    uint8_t asking_pending;      /* ASKING sent, not yet used */
+    /* then the rest */
+    uint64_t id;
+    const cap_conn *cc;          /* valid until its CLOSE */
+    int64_t first_us;
     uint64_t asking_seq;         /* its request index */
     int64_t asking_ts;
     int32_t asking_ring;         /* its entry in the ASKING ring */
     int64_t asking_spent_ts;     /* an ASKING used up by an unrelated command */
     int32_t getkeys_slot;        /* last CLUSTER GETKEYSINSLOT slot, or -1 */
+    char src[AN_NAME_MAX], dst[AN_NAME_MAX];
 } an_cn;
 
 /* ---------------------------------------------------------------- ops.c */
@@ -326,6 +345,9 @@ struct an_analyzer {
     uint32_t nclients;
     an_nd *nodes; an_map node_map; uint32_t nnodes;
     int16_t owner[AN_SLOTS];     /* latest map: slot -> node, AN_NONE unknown */
+    int16_t owner_saved[AN_SLOTS]; /* owner before a map is learnt (nodes.c) */
+    uint64_t reg_version;        /* moves whenever the node registry or owner[]
+                                    changes (nodes.c skips re-learning maps) */
     an_memo *memos; an_map memo_map; int32_t memo_lru_head, memo_lru_tail, memo_free;
     uint32_t nmemos;
     uint64_t view_bytes;
@@ -339,9 +361,20 @@ struct an_analyzer {
     an_mig *migs[AN_SLOTS];
     an_lat *slot_lat[AN_SLOTS];  /* [2] each, lazily */
     uint32_t nslot_lat;
-    an_lat all_lat[2];
+    an_lat all_lat[2];           /* made at the end: nodes + nonode_lat */
+    an_lat nonode_lat[2];        /* operations whose node is not registered */
     an_ask_rec ask_ring[AN_RING]; uint32_t ask_ring_pos;
     an_asking_rec asking_ring[AN_RING]; uint32_t asking_ring_pos;
+    /* hot path helpers: which slots have waiting operations or (client, slot)
+     * memories at all (most commands need neither lookup), and the recent
+     * connections by id (most commands skip the connection map) */
+    uint32_t lru_epoch;          /* advances every AN_LRU_EPOCH commands */
+    uint64_t name_cache[2];      /* the last command name looked up (16 bytes) */
+    const an_cmd *name_cache_cmd;
+    uint8_t name_cache_special, name_cache_ok;
+    uint32_t op_slot_n[AN_SLOTS];
+    uint32_t memo_slot_n[AN_SLOTS];
+    struct { uint64_t id; int32_t idx; } conn_cache[AN_CONN_CACHE];
 };
 typedef struct an_analyzer an_analyzer;
 
@@ -370,6 +403,30 @@ void an_nodes_free(an_analyzer *an);
 
 /* views.c */
 void an_view_set(an_analyzer *an, an_cli *c, int32_t slot, int32_t node);
+/* an_view_set, with the dense view's case inline (written only on change). */
+static inline void an_view_note(an_analyzer *an, an_cli *c, int32_t slot, int32_t node)
+{
+    if (slot >= 0 && slot < AN_SLOTS && node >= 0 && node < 0xfffe) {
+        const an_view *v = &c->view;
+        uint32_t val = (uint32_t)node + 1;
+        if (v->dense) {
+            if (v->dense[slot] != val)
+                v->dense[slot] = (uint16_t)val;
+            return;
+        }
+        if (v->cap) { /* the slot at its home position, as an_view_set probes */
+            uint32_t j = ((uint32_t)slot * 2654435761u) & (v->cap - 1);
+            uint32_t e = v->sparse[j], want = ((uint32_t)slot << 16) | val;
+            if (e == want)
+                return;
+            if (e && (e >> 16) == (uint32_t)slot) {
+                v->sparse[j] = want;
+                return;
+            }
+        }
+    }
+    an_view_set(an, c, slot, node);
+}
 int32_t an_view_get(const an_cli *c, int32_t slot);
 void an_view_free(an_analyzer *an, an_cli *c);
 an_memo *an_memo_get(an_analyzer *an, int32_t client, int32_t slot, int create);
@@ -415,6 +472,7 @@ an_severity an_finding_severity(an_finding_kind k);
 /* ops.c */
 typedef struct an_cmdctx {
     const resp_command *cmd;
+    const an_config *cfg;
     an_cn *cn;
     an_cli *cli;
     int32_t node;
@@ -422,11 +480,15 @@ typedef struct an_cmdctx {
     int asked;                   /* ASKING right before on this connection */
     int32_t slot;
     int32_t target;              /* MOVED/ASK target node */
-    char key[RESP_ARG_PREFIX + 1]; /* key text for records (redacted if asked) */
+    uint8_t key_done;            /* key[] filled (an_cmd_key) */
     size_t key_len;
+    /* text buffers last: filled on demand, not cleared per command */
+    char key[RESP_ARG_PREFIX + 1]; /* key text for records (redacted if asked) */
     char reply[RESP_ERRTEXT_MAX + 8]; /* filled by an_reply_text when needed */
 } an_cmdctx;
-/* The reply of x as evidence shows it: the error line, or its type. */
+/* The first key of x as records show it (escaped, or redacted when asked);
+ * formatted at the first call, "" for a keyless command. */
+const char *an_cmd_key(an_cmdctx *x);
 const char *an_reply_text(an_cmdctx *x);
 void an_ops_on_command(an_analyzer *an, an_cmdctx *x);
 void an_ops_expire(an_analyzer *an, int64_t now_us, int all);
@@ -492,5 +554,10 @@ void an_tl_free(an_analyzer *an);
 void an_lat_record(an_analyzer *an, int32_t client, int32_t node, int32_t slot,
                    const an_attempt *first, const an_attempt *final, uint32_t attempts,
                    uint32_t askings);
+/* The overall summaries (all_lat) as the sum of every node's and nonode_lat. */
+void an_lat_sum_all(struct an_analyzer *an);
+/* A direct operation (one attempt) that took total_us. */
+void an_lat_direct(an_analyzer *an, int32_t client, int32_t node, int32_t slot,
+                   int64_t total_us);
 
 #endif /* SLOTSCOPE_ANALYSIS_INTERNAL_H */

@@ -21,10 +21,18 @@
  * first bytes (for keywords and counts) and four words of per-request scratch:
  *
  *   scratch[0]  bits 0..15: table index + 1 (0: not looked up yet)
+ *               bits 16..27: for a command whose keys can only be at fixed
+ *               positions (index + range specs), the last one + 1: past it
+ *               the request is marked as having no keys left (0: no bound)
+ *               bit 29: scratch[1] is the key mask (below)
  *               bit 30: container command waiting for its subcommand
  *               bit 31: no keys to find (unknown command or subcommand)
  *   scratch[1+i] the state of key spec i (keyword: first key position;
- *               keynum: key count + 1), or of the command's procedure
+ *               keynum: key count + 1), or of the command's procedure; for a
+ *               command whose keys are all at fixed positions below 32 (GET,
+ *               SET, HSET, ...), scratch[1] is instead the mask of the
+ *               argument positions that are keys, worked out once from argc,
+ *               so each later argument costs one bit test
  *
  * Known approximations: a keyword search the server runs backwards (MIGRATE's
  * KEYS) runs forwards from a fixed start, so a key literally named "KEYS" in a
@@ -33,7 +41,7 @@
  * commands give no argument count, so ranges counted from the end (BLPOP's
  * keys, XREAD's streams) take every remaining argument.
  */
-#include <ctype.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <strings.h>
 
@@ -41,45 +49,238 @@
 #include "analysis/keys_internal.h"
 
 #define SCR_INDEX_MASK 0xffffu
+#define SCR_BOUND_SHIFT 16
+#define SCR_BOUND_MASK 0xfffu
+#define SCR_MASK (1u << 29)
 #define SCR_WAIT_SUB (1u << 30)
 #define SCR_DEAD (1u << 31)
 /* Inline commands (space separated) announce no argument count: ranges that
  * run to the end take every remaining argument. */
 #define INLINE_ARGC 0x7fffffffL
 
-/* Compare a table name with name[0..len) ignoring the case of the input;
- * strcmp order over upper-case names. */
-static int name_cmp(const char *table_name, const char *name, size_t len)
+/* ---------------------------------------------------------------- index */
+
+/* Every request looks its command up twice (the key hook, then the analysis),
+ * so names go through a small open-addressing index built at first use rather
+ * than a binary search: one pass over the name's bytes (the hash folds ASCII
+ * case, so the input needs no copy) and usually one comparison. The index and
+ * the table of special commands are filled once and then only read. */
+#define IDX_BITS 10
+#define IDX_SIZE (1u << IDX_BITS)
+#define IDX_MAX_COMMANDS 1000      /* the table has ~370; the index stays sparse */
+static uint16_t idx_slot[IDX_SIZE]; /* table index + 1; 0: empty */
+static uint8_t idx_special[IDX_MAX_COMMANDS];
+static uint16_t idx_bound[IDX_MAX_COMMANDS]; /* see SCR_BOUND: 0 no bound */
+static uint32_t idx_mask[IDX_MAX_COMMANDS];  /* key positions when bound <= 32 */
+static uint16_t idx_mask_argc[IDX_MAX_COMMANDS]; /* ... valid from this argc on */
+/* 0: not built, 1: being built, 2: ready. resp/'s workers call the key hook
+ * from several threads (--threads), so the first use builds it exactly once
+ * and the others wait for it (a few microseconds). */
+static atomic_int idx_state;
+
+/* The hot lookups (names resp/ decoded: upper case, NUL-terminated in a
+ * RESP_NAME_MAX buffer) first try the names of at most 15 bytes as two
+ * zero-padded little-endian words: no byte loop at all. */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define WORD_LOOKUP 1
+#else
+#define WORD_LOOKUP 0
+#endif
+typedef struct word_slot {
+    uint64_t w0, w1;
+    const an_cmd *cmd;      /* NULL: empty */
+} word_slot;
+static word_slot word_tab[IDX_SIZE];
+static void word_add(size_t i);
+static uint32_t key_mask(const an_cmd *c, long argc);
+
+/* ASCII upper case of one byte. */
+static unsigned char up(unsigned char c)
 {
-    size_t i = 0;
-    for (; i < len; i++) {
-        unsigned char a = (unsigned char)table_name[i];
-        unsigned char b = (unsigned char)toupper((unsigned char)name[i]);
-        if (a == 0)
-            return -1;
-        if (a != b)
-            return a < b ? -1 : 1;
-    }
-    return table_name[i] == 0 ? 0 : 1;
+    return c >= 'a' && c <= 'z' ? (unsigned char)(c - 32) : c;
 }
 
-/* Binary search of the sorted table. */
+/* FNV-1a (32 bits) over the upper-cased bytes. */
+static uint32_t name_hash(const char *s, size_t n)
+{
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ up((unsigned char)s[i])) * 16777619u;
+    return h ^ (h >> 13);
+}
+
+/* Is the table name (upper case) exactly name[0..len), any case? */
+static int name_eq(const char *table_name, const char *name, size_t len)
+{
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)table_name[i] != up((unsigned char)name[i]))
+            return 0; /* also stops at the table name's NUL */
+    return table_name[len] == 0;
+}
+
+/* The last argument that can be a key of c, + 1, when every key spec has a
+ * fixed position (begin_search index, find_keys range with lastkey >= 0) and
+ * no procedure adds keys; 1 for a command without keys; 0 when unbounded. */
+static uint16_t key_bound(const an_cmd *c)
+{
+    long last = 0;
+    if (c->proc != AN_PROC_NONE)
+        return 0;
+    for (unsigned i = 0; i < c->nspecs && i < 3; i++) {
+        const an_keyspec *s = &an_keyspecs[c->spec0 + i];
+        if (s->bs_type != AN_BS_INDEX || s->fk_type != AN_FK_RANGE || s->a < 0)
+            return 0;
+        if (s->bs_arg + s->a > last)
+            last = s->bs_arg + s->a;
+    }
+    return last + 1 <= (long)SCR_BOUND_MASK ? (uint16_t)(last + 1) : 0;
+}
+
+static void idx_build(void)
+{
+    static const struct { const char *name; uint8_t special; } specials[] = {
+        {"ASKING", AN_SP_ASKING},     {"READONLY", AN_SP_READONLY},
+        {"READWRITE", AN_SP_READWRITE}, {"RESET", AN_SP_RESET},
+        {"REPLCONF", AN_SP_REPLCONF}, {"PSYNC", AN_SP_PSYNC},
+        {"SYNC", AN_SP_SYNC},         {"RESTORE-ASKING", AN_SP_RESTORE_ASKING},
+        {"CLUSTER", AN_SP_CLUSTER},   {"MIGRATE", AN_SP_MIGRATE},
+    };
+    size_t n = an_n_commands < IDX_MAX_COMMANDS ? an_n_commands : IDX_MAX_COMMANDS;
+    for (size_t i = 0; i < n; i++) {
+        const char *name = an_commands[i].name;
+        uint32_t j = name_hash(name, strlen(name)) & (IDX_SIZE - 1);
+        while (idx_slot[j])
+            j = (j + 1) & (IDX_SIZE - 1);
+        idx_slot[j] = (uint16_t)(i + 1);
+        word_add(i);
+        idx_bound[i] = key_bound(&an_commands[i]);
+        if (idx_bound[i] && idx_bound[i] <= 32) {
+            idx_mask_argc[i] = idx_bound[i]; /* every spec's last key present */
+            idx_mask[i] = key_mask(&an_commands[i], idx_bound[i]);
+        }
+        idx_special[i] = AN_SP_NONE;
+        for (size_t k = 0; k < sizeof specials / sizeof specials[0]; k++)
+            if (strcmp(name, specials[k].name) == 0)
+                idx_special[i] = specials[k].special;
+    }
+}
+
+/* Build the index at the first use, once, whatever the threads. */
+static void idx_ensure(void)
+{
+    if (atomic_load_explicit(&idx_state, memory_order_acquire) == 2)
+        return;
+    int expected = 0;
+    if (atomic_compare_exchange_strong(&idx_state, &expected, 1)) {
+        idx_build();
+        atomic_store_explicit(&idx_state, 2, memory_order_release);
+        return;
+    }
+    while (atomic_load_explicit(&idx_state, memory_order_acquire) != 2)
+        ; /* another thread is filling it */
+}
+
+#define ONES 0x0101010101010101ull
+#define HIGHS 0x8080808080808080ull
+
+/* The first 16 bytes at p as two words, cut at the first NUL (the bytes
+ * after it zeroed). 1 if the NUL is among them and not first, else 0. */
+static int name_words(const char *p, uint64_t *w0, uint64_t *w1)
+{
+    uint64_t a, b;
+    memcpy(&a, p, 8);
+    memcpy(&b, p + 8, 8);
+    uint64_t z = (a - ONES) & ~a & HIGHS; /* its lowest bit marks the first zero byte */
+    if (z) {
+        unsigned k = (unsigned)__builtin_ctzll(z) >> 3;
+        if (k == 0)
+            return 0;
+        *w0 = a & (~0ull >> (64 - 8 * k));
+        *w1 = 0;
+        return 1;
+    }
+    z = (b - ONES) & ~b & HIGHS;
+    if (!z)
+        return 0;
+    unsigned k = (unsigned)__builtin_ctzll(z) >> 3;
+    *w0 = a;
+    *w1 = k ? b & (~0ull >> (64 - 8 * k)) : 0;
+    return 1;
+}
+
+static uint32_t word_hash(uint64_t w0, uint64_t w1)
+{
+    uint64_t h = (w0 ^ (w1 * 0x9e3779b97f4a7c15ull)) * 0xbf58476d1ce4e5b9ull;
+    return (uint32_t)(h >> (64 - IDX_BITS));
+}
+
+/* Put table entry i in the word table (names of 1..15 bytes). */
+static void word_add(size_t i)
+{
+    char buf[RESP_NAME_MAX + 16] = {0};
+    size_t n = strlen(an_commands[i].name);
+    uint64_t w0 = 0, w1 = 0;
+    if (!WORD_LOOKUP || n == 0 || n > 15) /* the NUL must be among 16 bytes */
+        return;
+    memcpy(buf, an_commands[i].name, n);
+    if (!name_words(buf, &w0, &w1))
+        return;
+    uint32_t j = word_hash(w0, w1);
+    while (word_tab[j].cmd)
+        j = (j + 1) & (IDX_SIZE - 1);
+    word_tab[j].w0 = w0;
+    word_tab[j].w1 = w1;
+    word_tab[j].cmd = &an_commands[i];
+}
+
+/* The last name this thread found, as its raw first 16 bytes: equal raw
+ * bytes holding the NUL are the same name, and requests come in runs of one
+ * command (pipelines, benchmarks), so most lookups end here. Per thread, as
+ * resp/'s workers call the key hook concurrently. */
+static _Thread_local struct {
+    uint64_t raw[2];
+    const an_cmd *cmd;           /* NULL: nothing remembered */
+} last_name;
+
+const an_cmd *an_cmd_lookup_name(const char name[RESP_NAME_MAX])
+{
+    uint64_t w0 = 0, w1 = 0, raw[2];
+    memcpy(raw, name, sizeof raw);
+    if (last_name.cmd && raw[0] == last_name.raw[0] && raw[1] == last_name.raw[1])
+        return last_name.cmd;
+    idx_ensure();
+    if (WORD_LOOKUP && name_words(name, &w0, &w1)) {
+        for (uint32_t j = word_hash(w0, w1); word_tab[j].cmd; j = (j + 1) & (IDX_SIZE - 1))
+            if (word_tab[j].w0 == w0 && word_tab[j].w1 == w1) {
+                last_name.raw[0] = raw[0];
+                last_name.raw[1] = raw[1];
+                last_name.cmd = word_tab[j].cmd;
+                return word_tab[j].cmd;
+            }
+    }
+    /* longer, lower-case or unknown: the general lookup */
+    return an_cmd_lookup(name, strnlen(name, RESP_NAME_MAX));
+}
+
 const an_cmd *an_cmd_lookup(const char *name, size_t len)
 {
-    size_t lo = 0, hi = an_n_commands;
     if (len == 0 || len >= RESP_NAME_MAX + 40)
         return NULL;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        int c = name_cmp(an_commands[mid].name, name, len);
-        if (c == 0)
-            return &an_commands[mid];
-        if (c < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    idx_ensure();
+    uint32_t j = name_hash(name, len) & (IDX_SIZE - 1);
+    for (uint16_t v; (v = idx_slot[j]) != 0; j = (j + 1) & (IDX_SIZE - 1))
+        if (name_eq(an_commands[v - 1].name, name, len))
+            return &an_commands[v - 1];
     return NULL;
+}
+
+uint8_t an_cmd_special(const an_cmd *c)
+{
+    if (!c || c < an_commands || c >= an_commands + an_n_commands)
+        return AN_SP_NONE;
+    size_t i = (size_t)(c - an_commands);
+    idx_ensure(); /* c may come from the table directly, not from a lookup */
+    return i < IDX_MAX_COMMANDS ? idx_special[i] : AN_SP_NONE;
 }
 
 /* "CONTAINER|sub": built in a small buffer, then looked up. */
@@ -97,7 +298,14 @@ const an_cmd *an_cmd_lookup_sub(const an_cmd *container, const char *sub, size_t
 
 const an_cmd *an_cmd_for_request(const resp_request *req, int *sub_known)
 {
-    const an_cmd *c = an_cmd_lookup(req->name, strnlen(req->name, RESP_NAME_MAX));
+    return an_cmd_resolve(req, NULL, sub_known);
+}
+
+const an_cmd *an_cmd_resolve(const resp_request *req, const an_cmd **base, int *sub_known)
+{
+    const an_cmd *c = an_cmd_lookup_name(req->name);
+    if (base)
+        *base = c;
     if (sub_known)
         *sub_known = 1;
     if (!c || !(c->flags & AN_CMD_CONTAINER))
@@ -156,7 +364,9 @@ static int in_range(const an_keyspec *s, long first, long argc, long argi)
         last = first + (argc - first) / s->b + s->a;
     if (last >= argc || last < first || first >= argc)
         return 0; /* the server rejects this shape: no keys */
-    return argi >= first && argi <= last && (argi - first) % (s->step > 0 ? s->step : 1) == 0;
+    if (argi < first || argi > last)
+        return 0;
+    return s->step <= 1 || (argi - first) % s->step == 0;
 }
 
 /* One key spec at argument argi; *st is its scratch word. */
@@ -190,7 +400,9 @@ static int spec_step(const an_keyspec *s, uint32_t *st, resp_keyctx *k)
     long last = first + n - 1;
     if (last >= argc || last < first || first >= argc)
         return 0;
-    return argi >= first && argi <= last && (argi - first) % (s->step > 0 ? s->step : 1) == 0;
+    if (argi < first || argi > last)
+        return 0;
+    return s->step <= 1 || (argi - first) % s->step == 0;
 }
 
 /* SORT key [BY p] [LIMIT o c] [GET p ...] [ASC|DESC] [ALPHA] [STORE dst]: the
@@ -223,6 +435,42 @@ static int proc_sort_store(uint32_t *st, resp_keyctx *k)
     return is_key;
 }
 
+/* The key bound of table entry i (0: none). */
+static uint32_t cmd_bound(uint32_t i)
+{
+    return i < IDX_MAX_COMMANDS ? idx_bound[i] : 0;
+}
+
+/* The key positions of a command whose specs are all fixed ranges ending
+ * below 32 (key_bound 1..32), for this argc: what in_range answers, as bits. */
+static uint32_t key_mask(const an_cmd *c, long argc)
+{
+    uint32_t m = 0;
+    for (unsigned i = 0; i < c->nspecs && i < 3; i++) {
+        const an_keyspec *s = &an_keyspecs[c->spec0 + i];
+        long first = s->bs_arg, last = first + s->a;
+        if (last >= argc || last < first || first >= argc || last > 31)
+            continue; /* the server rejects this shape: no keys */
+        for (long p = first; p <= last; p += s->step > 0 ? s->step : 1)
+            m |= 1u << p;
+    }
+    return m;
+}
+
+/* Switch a resolved request to its key mask when its command allows: the
+ * mask made once for every spec present (argc past the last key), or, for a
+ * shorter request, the specs that fit. */
+static inline void use_mask(resp_keyctx *k)
+{
+    uint32_t i = (k->scratch[0] & SCR_INDEX_MASK) - 1;
+    uint32_t bound = (k->scratch[0] >> SCR_BOUND_SHIFT) & SCR_BOUND_MASK;
+    if (bound == 0 || bound > 32 || i >= IDX_MAX_COMMANDS)
+        return;
+    long argc = k->req->inline_cmd ? INLINE_ARGC : (long)k->req->argc;
+    k->scratch[1] = argc >= idx_mask_argc[i] ? idx_mask[i] : key_mask(&an_commands[i], argc);
+    k->scratch[0] |= SCR_MASK;
+}
+
 /* Resolve the command for this request into scratch[0]. Returns the entry or
  * NULL when there is nothing (more) to find. */
 static const an_cmd *resolve(resp_keyctx *k)
@@ -231,7 +479,7 @@ static const an_cmd *resolve(resp_keyctx *k)
     if (s0 & SCR_DEAD)
         return NULL;
     if ((s0 & SCR_INDEX_MASK) == 0) {
-        const an_cmd *c = an_cmd_lookup(k->req->name, strnlen(k->req->name, RESP_NAME_MAX));
+        const an_cmd *c = an_cmd_lookup_name(k->req->name);
         if (!c) {
             k->scratch[0] = SCR_DEAD;
             return NULL;
@@ -239,7 +487,11 @@ static const an_cmd *resolve(resp_keyctx *k)
         s0 = (uint32_t)(c - an_commands) + 1;
         if (c->flags & AN_CMD_CONTAINER)
             s0 |= SCR_WAIT_SUB;
+        else
+            s0 |= (uint32_t)cmd_bound(s0 - 1) << SCR_BOUND_SHIFT;
         k->scratch[0] = s0;
+        if (!(s0 & SCR_WAIT_SUB))
+            use_mask(k);
     }
     if (s0 & SCR_WAIT_SUB) {
         if (k->argi < 2)
@@ -252,7 +504,9 @@ static const an_cmd *resolve(resp_keyctx *k)
             k->scratch[0] = SCR_DEAD;
             return NULL;
         }
-        k->scratch[0] = (uint32_t)(sub - an_commands) + 1;
+        uint32_t si = (uint32_t)(sub - an_commands);
+        k->scratch[0] = (si + 1) | (uint32_t)cmd_bound(si) << SCR_BOUND_SHIFT;
+        use_mask(k);
     }
     return &an_commands[(k->scratch[0] & SCR_INDEX_MASK) - 1];
 }
@@ -262,9 +516,21 @@ int an_key_fn(void *ctx, resp_keyctx *k)
     (void)ctx;
     if (!k || !k->req || k->argi == 0)
         return 0;
+    uint32_t s0 = k->scratch[0];
+    if (s0 & SCR_DEAD)
+        return 0;
+    if (s0 & SCR_MASK) /* fixed positions: one bit test */
+        return k->argi < 32 && ((k->scratch[1] >> k->argi) & 1u);
     const an_cmd *c = resolve(k);
     if (!c)
         return 0;
+    if (k->scratch[0] & SCR_MASK)
+        return k->argi < 32 && ((k->scratch[1] >> k->argi) & 1u);
+    uint32_t bound = (k->scratch[0] >> SCR_BOUND_SHIFT) & SCR_BOUND_MASK;
+    if (bound && k->argi >= bound) {
+        k->scratch[0] |= SCR_DEAD; /* past the last possible key */
+        return 0;
+    }
     int is_key = 0;
     unsigned i = 0;
     for (; i < c->nspecs && i < 3; i++)

@@ -68,6 +68,9 @@ extern const char an_command_table_version[];
 
 /* The command named by name[0..len) (any case), or NULL. */
 const an_cmd *an_cmd_lookup(const char *name, size_t len);
+/* The same for a name as resp/ decodes it: NUL-terminated in a buffer of
+ * RESP_NAME_MAX bytes (all of them readable); fastest when upper case. */
+const an_cmd *an_cmd_lookup_name(const char name[RESP_NAME_MAX]);
 /* The subcommand "CONTAINER|sub" of a container command, or NULL. */
 const an_cmd *an_cmd_lookup_sub(const an_cmd *container, const char *sub, size_t len);
 /* The command a request runs: its subcommand when the command has them and
@@ -75,5 +78,26 @@ const an_cmd *an_cmd_lookup_sub(const an_cmd *container, const char *sub, size_t
  * an unknown command. *sub_known is set to 0 when a subcommand was expected
  * but is unknown. */
 const an_cmd *an_cmd_for_request(const resp_request *req, int *sub_known);
+/* The same, also giving the command itself (the container for a subcommand;
+ * NULL when unknown) in *base when base is not NULL. */
+const an_cmd *an_cmd_resolve(const resp_request *req, const an_cmd **base, int *sub_known);
+
+/* Commands the analysis treats on their own (connection state, node links,
+ * cluster administration). */
+enum {
+    AN_SP_NONE = 0,
+    AN_SP_ASKING,
+    AN_SP_READONLY,
+    AN_SP_READWRITE,
+    AN_SP_RESET,
+    AN_SP_REPLCONF,
+    AN_SP_PSYNC,
+    AN_SP_SYNC,
+    AN_SP_RESTORE_ASKING,
+    AN_SP_CLUSTER,
+    AN_SP_MIGRATE
+};
+/* Which of them c is (AN_SP_NONE for any other entry, and for NULL). */
+uint8_t an_cmd_special(const an_cmd *c);
 
 #endif /* SLOTSCOPE_ANALYSIS_KEYS_INTERNAL_H */

@@ -35,23 +35,26 @@ static int64_t bucket_mid(unsigned b)
     return low + width / 2;
 }
 
-void an_lat_add(an_lat *l, int64_t us, int64_t extra_us, uint64_t extra_rt)
+/* Add a sample already clamped to >= 0 whose bucket is b. */
+static void lat_add_b(an_lat *l, int64_t us, unsigned b, int64_t extra_us, uint64_t extra_rt)
 {
-    if (us < 0)
-        us = 0;
     if (!l->h)
         l->h = calloc(1, sizeof *l->h);
-    if (l->h) {
-        unsigned b = bucket_of(us);
-        if (l->h->b[b] < UINT32_MAX)
-            l->h->b[b]++;
-    }
+    if (l->h && l->h->b[b] < UINT32_MAX)
+        l->h->b[b]++;
     l->count++;
     l->total_us += us;
     l->extra_us += extra_us > 0 ? extra_us : 0;
     l->extra_rt += extra_rt;
     if (us > l->max_us)
         l->max_us = us;
+}
+
+void an_lat_add(an_lat *l, int64_t us, int64_t extra_us, uint64_t extra_rt)
+{
+    if (us < 0)
+        us = 0;
+    lat_add_b(l, us, bucket_of(us), extra_us, extra_rt);
 }
 
 void an_lat_free(an_lat *l)
@@ -103,6 +106,46 @@ void an_lat_emit(an_analyzer *an, an_scope scope, const char *key, an_lat lat[2]
     }
 }
 
+/* The slot's summaries, created at its first redirected operation (capped). */
+static an_lat *slot_lat(an_analyzer *an, int32_t slot, int redirected)
+{
+    if (slot < 0 || slot >= AN_SLOTS)
+        return NULL;
+    if (!an->slot_lat[slot] && redirected) {
+        if (an->nslot_lat < an->cfg.max_slot_latency) {
+            an->slot_lat[slot] = calloc(2, sizeof(an_lat));
+            if (an->slot_lat[slot])
+                an->nslot_lat++;
+        } else {
+            an->st.latency_slots_dropped++;
+        }
+    }
+    return an->slot_lat[slot];
+}
+
+/* One finished operation into its client's, node's and slot's summaries
+ * (the overall one is their node sum, made at the end: one update less per
+ * operation). r: redirected. */
+static void lat_add_op(an_analyzer *an, int32_t client, int32_t node, int32_t slot, int r,
+                       int64_t total, int64_t extra, uint64_t rt)
+{
+    an->st.operations++;
+    if (r)
+        an->st.redirected_operations++;
+    if (total < 0)
+        total = 0;
+    unsigned b = bucket_of(total); /* the same bucket in every scope */
+    if (client >= 0 && an->clients[client].used)
+        lat_add_b(&an->clients[client].lat[r], total, b, extra, rt);
+    if (node >= 0 && (uint32_t)node < an->nnodes)
+        lat_add_b(&an->nodes[node].lat[r], total, b, extra, rt);
+    else
+        lat_add_b(&an->nonode_lat[r], total, b, extra, rt);
+    an_lat *sl = slot_lat(an, slot, r);
+    if (sl)
+        lat_add_b(&sl[r], total, b, extra, rt);
+}
+
 void an_lat_record(an_analyzer *an, int32_t client, int32_t node, int32_t slot,
                    const an_attempt *first, const an_attempt *final, uint32_t attempts,
                    uint32_t askings)
@@ -111,27 +154,67 @@ void an_lat_record(an_analyzer *an, int32_t client, int32_t node, int32_t slot,
     int64_t extra = final->req_us - first->req_us;
     uint64_t rt = (uint64_t)(attempts ? attempts - 1 : 0) + askings;
     int r = attempts > 1;
+    lat_add_op(an, client, node, slot, r, total, r ? extra : 0, rt);
+}
+
+/* A direct sample: no extra time, no extra round trip. */
+static inline void lat_add_direct(an_lat *l, int64_t us, unsigned b)
+{
+    if (!l->h)
+        l->h = calloc(1, sizeof *l->h);
+    if (l->h && l->h->b[b] != UINT32_MAX)
+        l->h->b[b]++;
+    l->count++;
+    l->total_us += us;
+    if (us > l->max_us)
+        l->max_us = us;
+}
+
+/* The most common record of all, kept lean: the same scopes as lat_add_op
+ * with r = 0 (a slot has summaries only once it saw a redirected one). */
+void an_lat_direct(an_analyzer *an, int32_t client, int32_t node, int32_t slot,
+                   int64_t total_us)
+{
     an->st.operations++;
-    if (r)
-        an->st.redirected_operations++;
-    else
-        extra = 0;
+    if (total_us < 0)
+        total_us = 0;
+    unsigned b = bucket_of(total_us);
     if (client >= 0 && an->clients[client].used)
-        an_lat_add(&an->clients[client].lat[r], total, extra, rt);
+        lat_add_direct(&an->clients[client].lat[0], total_us, b);
     if (node >= 0 && (uint32_t)node < an->nnodes)
-        an_lat_add(&an->nodes[node].lat[r], total, extra, rt);
-    if (slot >= 0 && slot < AN_SLOTS) {
-        if (!an->slot_lat[slot] && r) {
-            if (an->nslot_lat < an->cfg.max_slot_latency) {
-                an->slot_lat[slot] = calloc(2, sizeof(an_lat));
-                if (an->slot_lat[slot])
-                    an->nslot_lat++;
-            } else {
-                an->st.latency_slots_dropped++;
-            }
+        lat_add_direct(&an->nodes[node].lat[0], total_us, b);
+    else
+        lat_add_direct(&an->nonode_lat[0], total_us, b);
+    if (slot >= 0 && slot < AN_SLOTS && an->slot_lat[slot])
+        lat_add_direct(&an->slot_lat[slot][0], total_us, b);
+}
+
+/* Add the summary src into dst (histograms bucket by bucket). */
+static void lat_merge(an_lat *dst, const an_lat *src)
+{
+    if (src->count == 0)
+        return;
+    if (src->h && !dst->h)
+        dst->h = calloc(1, sizeof *dst->h);
+    if (src->h && dst->h)
+        for (unsigned b = 0; b < AN_HIST_BUCKETS; b++) {
+            uint64_t v = (uint64_t)dst->h->b[b] + src->h->b[b];
+            dst->h->b[b] = v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
         }
-        if (an->slot_lat[slot])
-            an_lat_add(&an->slot_lat[slot][r], total, extra, rt);
+    dst->count += src->count;
+    dst->total_us += src->total_us;
+    dst->extra_us += src->extra_us;
+    dst->extra_rt += src->extra_rt;
+    if (src->max_us > dst->max_us)
+        dst->max_us = src->max_us;
+}
+
+void an_lat_sum_all(an_analyzer *an)
+{
+    for (int r = 0; r < 2; r++) {
+        an_lat_free(&an->all_lat[r]);
+        for (uint32_t i = 0; i < an->nnodes; i++)
+            lat_merge(&an->all_lat[r], &an->nodes[i].lat[r]);
+        lat_merge(&an->all_lat[r], &an->nonode_lat[r]);
     }
-    an_lat_add(&an->all_lat[r], total, extra, rt);
 }

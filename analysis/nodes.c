@@ -53,10 +53,20 @@ static void node_add_name(an_analyzer *an, int32_t i, const char *name)
     if (!name[0] || node_find(an, name) == i)
         return;
     an_map_put(&an->node_map, an_hash_str(name, 2), i);
+    an->reg_version++;
+}
+
+/* Write a node's observed / announced / hostname endpoint (callers write only
+ * empty fields: always a change of the registry). */
+static void set_name_field(an_analyzer *an, char *field, size_t size, const char *text)
+{
+    snprintf(field, size, "%s", text);
+    an->reg_version++;
 }
 
 static int32_t node_new(an_analyzer *an)
 {
+    an->reg_version++; /* a new node, or a counted drop */
     if (an->nnodes >= an->cfg.max_nodes) {
         an->st.dropped_nodes++;
         return AN_NONE;
@@ -91,7 +101,7 @@ int32_t an_node_by_endpoint(an_analyzer *an, const cap_endpoint *ep)
     }
     an_nd *n = &an->nodes[i];
     if (!n->pub.observed[0]) {
-        snprintf(n->pub.observed, sizeof n->pub.observed, "%s", text);
+        set_name_field(an, n->pub.observed, sizeof n->pub.observed, text);
         node_add_name(an, i, text);
     }
     return i;
@@ -112,13 +122,13 @@ int32_t an_node_by_announced(an_analyzer *an, const char *text, int create)
         if (i == AN_NONE)
             return AN_NONE;
         if (obs) {
-            snprintf(an->nodes[i].pub.observed, sizeof an->nodes[i].pub.observed, "%s", obs);
+            set_name_field(an, an->nodes[i].pub.observed, sizeof an->nodes[i].pub.observed, obs);
             node_add_name(an, i, obs);
         }
     }
     an_nd *n = &an->nodes[i];
     if (!n->pub.announced[0] && strcmp(n->hostname_ep, text) != 0) {
-        snprintf(n->pub.announced, sizeof n->pub.announced, "%s", text);
+        set_name_field(an, n->pub.announced, sizeof n->pub.announced, text);
         node_add_name(an, i, text);
     }
     return i;
@@ -184,6 +194,7 @@ static void node_set_id(an_analyzer *an, int32_t i, const char *id, size_t len)
     if (strlen(n->pub.node_id) == len && memcmp(n->pub.node_id, id, len) == 0)
         return;
     snprintf(n->pub.node_id, sizeof n->pub.node_id, "%.*s", (int)len, id);
+    an->reg_version++;
     char key[64];
     snprintf(key, sizeof key, "id:%s", n->pub.node_id);
     node_add_name(an, i, key);
@@ -193,8 +204,11 @@ static void node_set_role(an_analyzer *an, int32_t i, const char *role, int32_t 
 {
     if (i == AN_NONE)
         return;
+    if (strcmp(an->nodes[i].pub.role, role) == 0 && an->nodes[i].master == master)
+        return;
     snprintf(an->nodes[i].pub.role, sizeof an->nodes[i].pub.role, "%s", role);
     an->nodes[i].master = master;
+    an->reg_version++;
 }
 
 /* The port of an "host:port" text, or 0. */
@@ -327,11 +341,11 @@ static int32_t slots_node(an_analyzer *an, const resp_value *e, int32_t answerin
     if (i == AN_NONE)
         return AN_NONE;
     if (addr[0] && !an->nodes[i].pub.announced[0]) {
-        snprintf(an->nodes[i].pub.announced, sizeof an->nodes[i].pub.announced, "%s", addr);
+        set_name_field(an, an->nodes[i].pub.announced, sizeof an->nodes[i].pub.announced, addr);
         node_add_name(an, i, addr);
     }
     if (hostep[0] && !an->nodes[i].hostname_ep[0]) {
-        snprintf(an->nodes[i].hostname_ep, sizeof an->nodes[i].hostname_ep, "%s", hostep);
+        set_name_field(an, an->nodes[i].hostname_ep, sizeof an->nodes[i].hostname_ep, hostep);
         node_add_name(an, i, hostep);
     }
     if (e->n >= 3 && v_is_str(&e->elem[2]))
@@ -387,11 +401,11 @@ static int32_t shards_node(an_analyzer *an, const resp_value *nd)
     if (i == AN_NONE)
         return AN_NONE;
     if (addr[0] && !an->nodes[i].pub.announced[0]) {
-        snprintf(an->nodes[i].pub.announced, sizeof an->nodes[i].pub.announced, "%s", addr);
+        set_name_field(an, an->nodes[i].pub.announced, sizeof an->nodes[i].pub.announced, addr);
         node_add_name(an, i, addr);
     }
     if (hostep[0] && !an->nodes[i].hostname_ep[0]) {
-        snprintf(an->nodes[i].hostname_ep, sizeof an->nodes[i].hostname_ep, "%s", hostep);
+        set_name_field(an, an->nodes[i].hostname_ep, sizeof an->nodes[i].hostname_ep, hostep);
         node_add_name(an, i, hostep);
     }
     if (v_is_str(id))
@@ -501,11 +515,11 @@ static void nodes_line(an_analyzer *an, const char *p, const char *end, int32_t 
     an_nd *n = &an->nodes[i];
     node_set_id(an, i, id, idl);
     if (text[0] && !n->pub.announced[0]) {
-        snprintf(n->pub.announced, sizeof n->pub.announced, "%s", text);
+        set_name_field(an, n->pub.announced, sizeof n->pub.announced, text);
         node_add_name(an, i, text);
     }
     if (hostep[0] && !n->hostname_ep[0]) {
-        snprintf(n->hostname_ep, sizeof n->hostname_ep, "%s", hostep);
+        set_name_field(an, n->hostname_ep, sizeof n->hostname_ep, hostep);
         node_add_name(an, i, hostep);
     }
     if (pass == 0)
@@ -559,10 +573,16 @@ static int learn_nodes(an_analyzer *an, const resp_value *v, int32_t answering)
     return 0;
 }
 
-int an_nodes_learn_map(an_analyzer *an, const char *sub, int32_t node, const resp_reply *r)
+/* Learning a map is deterministic: the same reply bytes, from the same node,
+ * on the same registry and slot owners give the same result. Clients fetch
+ * the same map again and again (every new connection of redis-benchmark or a
+ * pool refreshes it), so a node keeps a copy of the last reply it gave whose
+ * learning changed nothing (reg_version did not move), and the same bytes
+ * are skipped while the registry and owners stay as they were. */
+#define MAP_COPY_MAX 4096
+
+static int learn_parsed(an_analyzer *an, const char *sub, int32_t node, const resp_reply *r)
 {
-    if (!r->raw || r->raw_len == 0)
-        return -1;
     resp_value *v = resp_value_parse(r->raw, r->raw_len, 16);
     if (!v)
         return -1;
@@ -574,6 +594,36 @@ int an_nodes_learn_map(an_analyzer *an, const char *sub, int32_t node, const res
     else
         rc = learn_nodes(an, v, node);
     resp_value_free(v);
+    return rc;
+}
+
+int an_nodes_learn_map(an_analyzer *an, const char *sub, int32_t node, const resp_reply *r)
+{
+    if (!r->raw || r->raw_len == 0)
+        return -1;
+    an_nd *nd = node >= 0 && (uint32_t)node < an->nnodes ? &an->nodes[node] : NULL;
+    char kind = sub[0] == 'S' ? sub[1] : sub[0]; /* L(SLOTS), H(SHARDS), N(ODES) */
+    if (nd && nd->map_copy && nd->map_len == r->raw_len && nd->map_kind == kind &&
+        nd->map_version == an->reg_version && memcmp(nd->map_copy, r->raw, r->raw_len) == 0)
+        return 0; /* learnt already; nothing changed since */
+    uint64_t before = an->reg_version;
+    memcpy(an->owner_saved, an->owner, sizeof an->owner);
+    int rc = learn_parsed(an, sub, node, r);
+    if (memcmp(an->owner_saved, an->owner, sizeof an->owner) != 0)
+        an->reg_version++;
+    if (!nd)
+        return rc;
+    nd->map_len = 0;
+    if (rc == 0 && an->reg_version == before && r->raw_len <= MAP_COPY_MAX) {
+        if (!nd->map_copy)
+            nd->map_copy = malloc(MAP_COPY_MAX);
+        if (nd->map_copy) {
+            memcpy(nd->map_copy, r->raw, r->raw_len);
+            nd->map_len = r->raw_len;
+            nd->map_kind = kind;
+            nd->map_version = an->reg_version;
+        }
+    }
     return rc;
 }
 
@@ -600,5 +650,7 @@ void an_nodes_free(an_analyzer *an)
     for (uint32_t i = 0; i < an->nnodes; i++) {
         an_lat_free(&an->nodes[i].lat[0]);
         an_lat_free(&an->nodes[i].lat[1]);
+        free(an->nodes[i].map_copy);
+        an->nodes[i].map_copy = NULL;
     }
 }

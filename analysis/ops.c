@@ -42,9 +42,9 @@ typedef struct opkey {
 static uint64_t op_hash(const cap_addr *host, const char *name, const char *key, size_t klen,
                         uint32_t full)
 {
-    uint64_t h = an_hash(host, sizeof *host, full);
-    h = an_hash(name, strlen(name), h);
-    return an_hash(key, klen, h);
+    uint64_t h = an_hash_fast(host, sizeof *host, full);
+    h = an_hash_fast(name, strnlen(name, RESP_NAME_MAX), h);
+    return an_hash_fast(key, klen, h);
 }
 
 /* Is waiting operation val the one this command retries? */
@@ -83,6 +83,8 @@ static void op_free(an_analyzer *an, int32_t i)
 {
     an_op *op = &an->ops[i];
     an_map_del(&an->op_map, op->key_hash, i);
+    if (op->slot >= 0 && op->slot < AN_SLOTS && an->op_slot_n[op->slot] > 0)
+        an->op_slot_n[op->slot]--;
     list_unlink(an, i);
     uint32_t gen = op->gen + 1;
     memset(op, 0, sizeof *op);
@@ -178,8 +180,10 @@ static an_op *op_new(an_analyzer *an, an_cmdctx *x, const an_attempt *cur, uint6
     op->key_len = x->cmd->req.key0_len;
     op->key_full_len = x->cmd->req.key0_full_len;
     memcpy(op->key, x->cmd->req.key0, op->key_len);
-    snprintf(op->key_text, sizeof op->key_text, "%s", x->key);
+    snprintf(op->key_text, sizeof op->key_text, "%s", an_cmd_key(x));
     op->slot = x->slot;
+    if (op->slot >= 0 && op->slot < AN_SLOTS)
+        an->op_slot_n[op->slot]++;
     op->attempts = 1;
     op->askings = x->asked;
     op->first = op->last = *cur;
@@ -213,8 +217,10 @@ static void learn(an_analyzer *an, an_cmdctx *x, const an_attempt *cur)
             m->moved_to = cur->target;
             m->moved_n++;
         }
-        if (cur->target != AN_NONE)
+        if (cur->target != AN_NONE && an->owner[slot] != cur->target) {
             an->owner[slot] = (int16_t)cur->target;
+            an->reg_version++;
+        }
     } else if (cur->reply == RESP_ERR_ASK) {
         an_memo *m = an_memo_get(an, x->cn->client, slot, 1);
         if (m) {
@@ -250,7 +256,7 @@ void an_ops_on_command(an_analyzer *an, an_cmdctx *x)
     uint64_t h = op_hash(&x->cli->host, req->name, req->key0, klen, req->key0_full_len);
     opkey k = {&x->cli->host, req->name, req->key0, klen, req->key0_full_len, req->start_us,
                an->cfg.op_window_us};
-    int32_t oi = an_map_find(&an->op_map, h, op_eq, an, &k);
+    int32_t oi = an->op_slot_n[x->slot] ? an_map_find(&an->op_map, h, op_eq, an, &k) : AN_NONE;
     int redir = cur.reply == RESP_ERR_MOVED || cur.reply == RESP_ERR_ASK ||
                 cur.reply == RESP_ERR_TRYAGAIN;
     an_op *op = oi != AN_NONE ? &an->ops[oi] : NULL;

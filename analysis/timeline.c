@@ -138,11 +138,11 @@ void an_tl_redirect(an_analyzer *an, an_cmdctx *x)
             m->target = x->target;
         if (!m->pub.first_ask_us) {
             m->pub.first_ask_us = ts;
-            mig_ev_set(&m->ev[AN_MIG_FIRST_ASK], x, x->target, x->key);
+            mig_ev_set(&m->ev[AN_MIG_FIRST_ASK], x, x->target, an_cmd_key(x));
         }
         if (ts >= m->pub.last_ask_us) {
             m->pub.last_ask_us = ts;
-            mig_ev_set(&m->ev[AN_MIG_LAST_ASK], x, x->target, x->key);
+            mig_ev_set(&m->ev[AN_MIG_LAST_ASK], x, x->target, an_cmd_key(x));
         }
         m->pub.asks++;
         mig_changed(an, m, ts);
@@ -224,8 +224,10 @@ void an_tl_setslot(an_analyzer *an, an_cmdctx *x)
         if (!importing && x->node != AN_NONE)
             an->nodes[x->node].migrating_slot = (int32_t)slot;
     } else if (arg_eq(r, 2, "NODE")) {
-        if (other != AN_NONE)
+        if (other != AN_NONE && an->owner[slot] != other) {
             an->owner[slot] = (int16_t)other;
+            an->reg_version++;
+        }
         for (uint32_t i = 0; i < an->nnodes; i++)
             if (an->nodes[i].migrating_slot == slot)
                 an->nodes[i].migrating_slot = -1;

@@ -135,8 +135,7 @@ void an_view_free(an_analyzer *an, an_cli *c)
 
 static uint64_t memo_hash(int32_t client, int32_t slot)
 {
-    uint64_t k = ((uint64_t)(uint32_t)client << 16) | (uint32_t)slot;
-    return an_hash(&k, sizeof k, 3);
+    return an_mix64(((uint64_t)(uint32_t)client << 16) | (uint32_t)slot);
 }
 
 static int memo_eq(const void *ctx, int32_t val, const void *key)
@@ -162,6 +161,8 @@ static void memo_free(an_analyzer *an, int32_t i)
 {
     an_memo *m = &an->memos[i];
     an_map_del(&an->memo_map, memo_hash(m->client, m->slot), i);
+    if (m->slot >= 0 && m->slot < AN_SLOTS && an->memo_slot_n[m->slot] > 0)
+        an->memo_slot_n[m->slot]--;
     int32_t p = m->lprev, n = m->lnext;
     if (p != AN_NONE) an->memos[p].lnext = n; else an->memo_lru_head = n;
     if (n != AN_NONE) an->memos[n].lprev = p; else an->memo_lru_tail = p;
@@ -174,6 +175,8 @@ static void memo_free(an_analyzer *an, int32_t i)
 
 an_memo *an_memo_get(an_analyzer *an, int32_t client, int32_t slot, int create)
 {
+    if (slot < 0 || slot >= AN_SLOTS || (!create && an->memo_slot_n[slot] == 0))
+        return NULL; /* no client has a memory of this slot */
     int32_t key[2] = {client, slot};
     uint64_t h = memo_hash(client, slot);
     int32_t i = an_map_find(&an->memo_map, h, memo_eq, an, key);
@@ -224,6 +227,7 @@ an_memo *an_memo_get(an_analyzer *an, int32_t client, int32_t slot, int create)
     an->memo_lru_tail = i;
     an_map_put(&an->memo_map, h, i);
     an->nmemos++;
+    an->memo_slot_n[slot]++;
     return m;
 }
 

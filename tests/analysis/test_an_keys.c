@@ -10,10 +10,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <cmocka.h>
 
 #include "analysis/analysis.h"
+#include "analysis/keys_internal.h"
 #include "tests/analysis/scenario.h"
 
 /* ---------------------------------------------------------------- slots */
@@ -281,6 +283,97 @@ static void test_keys_through_resp(void **state)
     resp_free(rp);
 }
 
+/* ---------------------------------------------------------------- fast paths */
+
+/* The key positions of command c for argc arguments, straight from its key
+ * specs, when they are all "index N, range lastkey L >= 0, step S": the
+ * server's getKeysUsingKeySpecs for that shape. Returns 0 for another shape. */
+static int reference_keys(const an_cmd *c, int argc, char *out, size_t n)
+{
+    int is_key[64] = {0};
+    if (c->proc != AN_PROC_NONE || (c->flags & AN_CMD_CONTAINER))
+        return 0;
+    for (unsigned i = 0; i < c->nspecs; i++) {
+        const an_keyspec *s = &an_keyspecs[c->spec0 + i];
+        if (s->bs_type != AN_BS_INDEX || s->fk_type != AN_FK_RANGE || s->a < 0)
+            return 0;
+        int first = s->bs_arg, last = s->bs_arg + s->a, step = s->step > 0 ? s->step : 1;
+        if (last >= argc || first >= argc)
+            continue; /* rejected by the server: no keys from this spec */
+        for (int p = first; p <= last && p < 64; p += step)
+            is_key[p] = 1;
+    }
+    size_t len = 0;
+    out[0] = 0;
+    for (int p = 1; p < argc && p < 64; p++)
+        if (is_key[p])
+            len += (size_t)snprintf(out + len, n - len, "%s%d", len ? "," : "", p);
+    return 1;
+}
+
+/* For every command whose keys are at fixed positions (the key hook's bit
+ * mask path) and every argument count up to 12, the hook marks exactly the
+ * arguments the key specs name; a request that stops early keeps only the
+ * keys of the specs that fit. */
+static void test_keys_fixed_positions_every_command(void **state)
+{
+    (void)state;
+    static const char *const args[] = {"CMD", "a1", "a2", "a3", "a4", "a5", "a6",
+                                       "a7", "a8", "a9", "a10", "a11"};
+    int checked = 0;
+    for (size_t i = 0; i < an_n_commands; i++) {
+        const an_cmd *c = &an_commands[i];
+        if (strchr(c->name, '|'))
+            continue; /* subcommands are reached through their container */
+        for (int argc = 1; argc <= 12; argc++) {
+            char want[256], have[256];
+            if (!reference_keys(c, argc, want, sizeof want))
+                break;
+            const char *argv[12];
+            memcpy(argv, args, sizeof argv);
+            argv[0] = c->name;
+            keys_of(argc, argv, have, sizeof have);
+            if (strcmp(want, have) != 0)
+                fail_msg("%s argc %d: keys %s, expected %s", c->name, argc, have, want);
+            checked++;
+        }
+    }
+    assert_true(checked > 100 * 12); /* most commands have fixed key positions */
+}
+
+/* Name lookups: the word path (upper case, up to 15 bytes), the general one
+ * (lower case, longer names), bytes after the NUL ignored, and the
+ * remembered last name never answering for another name. */
+static void test_command_lookup_paths(void **state)
+{
+    (void)state;
+    char name[RESP_NAME_MAX];
+    const char *names[] = {"GET", "SET", "GET", "RESTORE-ASKING", "GEORADIUSBYMEMBER_RO",
+                           "get", "XREADGROUP", "CLUSTER", "GETDEL", "GETEX", "GE"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        memset(name, 'Z', sizeof name); /* garbage after the NUL */
+        size_t n = strlen(names[i]);
+        memcpy(name, names[i], n + 1);
+        const an_cmd *c = an_cmd_lookup_name(name);
+        if (strcmp(names[i], "GE") == 0) {
+            assert_null(c);
+            continue;
+        }
+        assert_non_null(c);
+        assert_int_equal(strlen(c->name), n);
+        assert_int_equal(strncasecmp(c->name, names[i], n), 0);
+        assert_ptr_equal(c, an_cmd_lookup(names[i], n));
+    }
+    /* a name filling the buffer without a NUL in the first 16 bytes */
+    memset(name, 0, sizeof name);
+    memcpy(name, "GEORADIUS_RO", 13);
+    assert_non_null(an_cmd_lookup_name(name));
+    memcpy(name, "GEORADIUSBYMEMBERX", 19);
+    assert_null(an_cmd_lookup_name(name));
+    assert_null(an_cmd_lookup("GETX", 4));
+    assert_null(an_cmd_lookup("", 0));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -292,6 +385,8 @@ int main(void)
         cmocka_unit_test(test_keys_keyword),
         cmocka_unit_test(test_keys_sort_and_subcommands),
         cmocka_unit_test(test_keys_through_resp),
+        cmocka_unit_test(test_keys_fixed_positions_every_command),
+        cmocka_unit_test(test_command_lookup_paths),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

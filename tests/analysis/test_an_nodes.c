@@ -154,6 +154,37 @@ static void test_map_nodes_migrating(void **state)
 }
 
 /* Hostile or broken map replies are counted, not trusted. */
+/* The same map again is skipped only while nothing changed since it was
+ * learnt: after a MOVED moved a slot (the map still says otherwise) the same
+ * bytes are learnt again and the slot's owner is the map's again; every reply
+ * counts in map_replies either way. */
+static void test_map_relearn(void **state)
+{
+    (void)state;
+    sc s;
+    sc_init(&s, NULL);
+    for (int i = 0; i < 3; i++)
+        feed_map(&s, "map-slots-resp2.bin", "SLOTS", 0);
+    assert_int_equal(an_get_stats(s.an)->map_replies, 3);
+    /* slot 100 belongs to 30310 in the map; a MOVED says 30311 */
+    int c = sc_conn(&s, 3, 41000, 30310);
+    sc_do(&s, c, 2000, 100, "-MOVED 100 127.0.0.1:30311", "GET", "{k}100", NULL);
+    an_analyzer *an = s.an;
+    int32_t t = an->owner[100];
+    assert_true(t >= 0);
+    assert_string_equal(an_node_name(an, t), "127.0.0.1:30311");
+    feed_map(&s, "map-slots-resp2.bin", "SLOTS", 0); /* same bytes: learnt again */
+    assert_string_equal(an_node_name(an, an->owner[100]), "127.0.0.1:30310");
+    feed_map(&s, "map-slots-resp2.bin", "SLOTS", 0);
+    assert_string_equal(an_node_name(an, an->owner[100]), "127.0.0.1:30310");
+    assert_int_equal(an_get_stats(s.an)->map_replies, 5);
+    sc_finish(&s, 20000000);
+    const an_node *n = node_named(&s, "127.0.0.1:30310");
+    assert_non_null(n);
+    assert_int_equal(n->slots_owned, 5461);
+    sc_free(&s);
+}
+
 static void test_map_garbage(void **state)
 {
     (void)state;
@@ -405,6 +436,7 @@ int main(void)
         cmocka_unit_test(test_map_shards),
         cmocka_unit_test(test_map_nodes),
         cmocka_unit_test(test_map_nodes_migrating),
+        cmocka_unit_test(test_map_relearn),
         cmocka_unit_test(test_map_garbage),
         cmocka_unit_test(test_node_map_override),
         cmocka_unit_test(test_redaction),
