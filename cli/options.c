@@ -16,7 +16,7 @@
 /* Which option a table entry is. */
 typedef enum opt_id {
     OPT_DB, OPT_FORCE, OPT_PORTS, OPT_CLIENT_BY, OPT_NODE_MAP, OPT_REDACT, OPT_STORE_COMMANDS,
-    OPT_JSON, OPT_QUIET, OPT_SET, OPT_FAIL_ON_FINDINGS, OPT_HELP,
+    OPT_JSON, OPT_QUIET, OPT_SET, OPT_FAIL_ON_FINDINGS, OPT_HELP, OPT_THREADS,
     OPT_IFACE, OPT_FILTER, OPT_DURATION, OPT_USER
 } opt_id;
 
@@ -43,6 +43,7 @@ static const opt_def opt_table[] = {
     {"set", 0, 1, 0, OPT_SET},
     {"fail-on-findings", 0, 0, 0, OPT_FAIL_ON_FINDINGS},
     {"help", 'h', 0, 0, OPT_HELP},
+    {"threads", 0, 1, 0, OPT_THREADS},
     {"interface", 'i', 1, 1, OPT_IFACE},
     {"filter", 'f', 1, 1, OPT_FILTER},
     {"duration", 0, 1, 1, OPT_DURATION},
@@ -64,6 +65,9 @@ const char cli_analysis_options_help[] =
     "  --json                 JSON lines (one object per record, \"type\" field) for jq\n"
     "  --quiet, -q            no progress display\n"
     "  --fail-on-findings     exit 3 when there are findings (CI for client libraries)\n"
+    "  --threads N            decode TCP and RESP on N threads, analyse on one more\n"
+    "                         (default 1: everything on one; 0: one per core, at most\n"
+    "                         64); the results are the same for every N\n"
     "  --help, -h             this help\n";
 
 void cli_print_settings_help(FILE *out)
@@ -212,6 +216,13 @@ static int apply_opt(cli_opts *o, const opt_def *d, const char *v)
             return cli_usage_error(o->cmd, "bad --duration '%s' (seconds, > 0)", v);
         break;
     case OPT_USER: o->user = v; break;
+    case OPT_THREADS: {
+        long n = strtol(v, &end, 10);
+        if (!*v || *end || n < 0 || n > 64)
+            return cli_usage_error(o->cmd, "bad --threads '%s' (0-64, 0: one per core)", v);
+        o->threads = n == 0 ? par_default_threads() : (unsigned)n;
+        break;
+    }
     }
     return 0;
 }
@@ -269,6 +280,7 @@ int cli_parse_options(cli_opts *o, int live, int argc, char **argv)
     int only_files = 0;
     memset(o, 0, sizeof *o);
     o->cmd = live ? "live" : "analyze";
+    o->threads = 1;
     cap_config_defaults(&o->cap);
     an_config_defaults(&o->an);
     o->files = calloc((size_t)argc + 1, sizeof *o->files);

@@ -9,6 +9,11 @@
  * is redrawn (analyze) and, once per second of capture time, the analyzer is
  * flushed and the database committed (live): findings show up as they are
  * found and an interrupted run keeps them.
+ *
+ * With --threads N (N > 1) the capture and resp stages run on N worker
+ * threads (parallel.c) and this thread runs the analyzer, the store and the
+ * periodic work above, fed the resp events in the very order the single
+ * pipeline makes them: the results are the same.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +24,7 @@
 #define LIVE_FLUSH_US 1000000    /* live: an_flush + commit every second */
 #define CHECK_EVERY 1024         /* events between wall-clock checks (analyze) */
 #define SNAPSHOT_NS 2000000000LL /* analyze: counters + commit every 2 s */
+#define MAX_INPUTS 4096          /* inputs a snapshot names during a threaded run */
 
 struct pipeline {
     const cli_opts *o;
@@ -30,6 +36,9 @@ struct pipeline {
     an_analyzer *an;
     resp_pipeline *rp;
     cap_tracker *tracker;
+    par *par;                    /* --threads: instead of rp and tracker */
+    int par_running;             /* the reader thread owns the source */
+    cap_input_info *par_inputs;  /* the inputs as the reader last saw them */
     cap_source *src;             /* during pipeline_run, for progress */
     progress *pg;
     int64_t last_ts_us;          /* latest capture time seen */
@@ -124,12 +133,22 @@ static void show_db_error(pipeline *p)
     }
 }
 
+/* The inputs so far: from the source, or while the reader thread reads it,
+ * from the reader's latest copy. */
+static const cap_input_info *inputs_now(pipeline *p, const cap_source *src, size_t *n)
+{
+    if (!p->par_running)
+        return cap_source_inputs(src, n);
+    *n = par_inputs(p->par, p->par_inputs, MAX_INPUTS);
+    return p->par_inputs;
+}
+
 /* Store each input's row, and add it to the report (both replace an earlier
  * row of the same name). */
 static void store_inputs(pipeline *p, const cap_source *src)
 {
     size_t n = 0;
-    const cap_input_info *in = cap_source_inputs(src, &n);
+    const cap_input_info *in = inputs_now(p, src, &n);
     for (size_t i = 0; i < n; i++) {
         rep_input ri;
         if (p->st)
@@ -146,8 +165,16 @@ static void snapshot(pipeline *p)
     if (!p->st)
         return;
     store_inputs(p, p->src);
-    store_counters(p->st, cap_tracker_stats(p->tracker), resp_get_stats(p->rp),
-                   an_get_stats(p->an));
+    if (p->par) {
+        cap_stats cs;
+        resp_stats rs;
+        par_counters(p->par, &cs, &rs);
+        store_counters(p->st, &cs, &rs, an_get_stats(p->an));
+        par_request(p->par, PAR_WANT_COUNTERS); /* fresh ones for the next */
+    } else {
+        store_counters(p->st, cap_tracker_stats(p->tracker), resp_get_stats(p->rp),
+                       an_get_stats(p->an));
+    }
     store_commit(p->st);
     show_db_error(p);
 }
@@ -165,7 +192,15 @@ static void live_tick(pipeline *p)
 static void analyze_tick(pipeline *p)
 {
     struct timespec now;
-    progress_update(p->pg, p->src, cap_tracker_stats(p->tracker)->packets);
+    if (p->par) {
+        uint64_t done, total, packets;
+        par_progress(p->par, &done, &total, &packets);
+        progress_show(p->pg, done, total, packets);
+        if (p->pg)
+            par_request(p->par, PAR_WANT_PROGRESS);
+    } else {
+        progress_update(p->pg, p->src, cap_tracker_stats(p->tracker)->packets);
+    }
     clock_gettime(CLOCK_MONOTONIC, &now);
     if ((int64_t)(now.tv_sec - p->last_snapshot.tv_sec) * 1000000000LL +
             (now.tv_nsec - p->last_snapshot.tv_nsec) >= SNAPSHOT_NS) {
@@ -183,6 +218,23 @@ static void on_capture_event(void *ctx, const cap_event *ev)
         p->last_ts_us = ev->ts_us;
     if (p->live) {
         if (p->last_ts_us >= p->next_flush_us)
+            live_tick(p);
+    } else if (++p->events >= CHECK_EVERY) {
+        p->events = 0;
+        analyze_tick(p);
+    }
+}
+
+/* --threads: after each resp event handed to the analyzer (ts_us: the time
+ * of its record) and after each wait for the workers (0): the same periodic
+ * work as on_capture_event. */
+static void on_par_tick(void *ctx, int64_t ts_us)
+{
+    pipeline *p = ctx;
+    if (ts_us > p->last_ts_us)
+        p->last_ts_us = ts_us;
+    if (p->live) {
+        if (p->last_ts_us > 0 && p->last_ts_us >= p->next_flush_us)
             live_tick(p);
     } else if (++p->events >= CHECK_EVERY) {
         p->events = 0;
@@ -227,10 +279,17 @@ static int create_stages(pipeline *p)
     rc.key_fn = an_key_fn;
     rc.key_ctx = NULL;
     rsink = an_resp_sink(p->an);
+    cc.shape = resp_shape;
+    if (p->o->threads > 1) {
+        par_opts po = {.workers = p->o->threads, .cap = cc, .resp = rc, .sink = rsink,
+                       .tick = on_par_tick, .tick_ctx = p, .live = p->live};
+        p->par_inputs = calloc(MAX_INPUTS, sizeof *p->par_inputs);
+        p->par = p->par_inputs ? par_new(&po) : NULL;
+        return p->par ? 0 : -1;
+    }
     p->rp = resp_new(&rc, &rsink);
     if (!p->rp)
         return -1;
-    cc.shape = resp_shape;
     p->tracker = cap_tracker_new(&cc, on_capture_event, p);
     return p->tracker ? 0 : -1;
 }
@@ -274,7 +333,13 @@ int pipeline_run(pipeline *p, cap_source *src)
     clock_gettime(CLOCK_MONOTONIC, &p->last_snapshot);
     if (!p->live)
         p->pg = progress_new(p->o->quiet);
-    rc = cap_source_run(src, p->tracker, err, sizeof err);
+    if (p->par) {
+        p->par_running = 1;
+        rc = par_run(p->par, src, err, sizeof err);
+        p->par_running = 0;
+    } else {
+        rc = cap_source_run(src, p->tracker, err, sizeof err);
+    }
     progress_done(p->pg);
     p->pg = NULL;
     if (rc < 0)
@@ -303,16 +368,23 @@ static void counter_to_report(void *ctx, const char *name, uint64_t value)
 int pipeline_finish(pipeline *p, cap_source *src)
 {
     int64_t end = end_time(p, src);
-    const cap_stats *cs;
-    const resp_stats *rs;
+    cap_stats par_cs;
+    resp_stats par_rs;
+    const cap_stats *cs = &par_cs;
+    const resp_stats *rs = &par_rs;
     const an_stats *as;
     int ret = 0;
 
-    cap_tracker_finish(p->tracker, end);
+    if (p->par) {
+        par_finish(p->par, end);
+        par_counters(p->par, &par_cs, &par_rs);
+    } else {
+        cap_tracker_finish(p->tracker, end);
+        cs = cap_tracker_stats(p->tracker);
+        rs = resp_get_stats(p->rp);
+    }
     an_finish(p->an, end);
     store_inputs(p, src);
-    cs = cap_tracker_stats(p->tracker);
-    rs = resp_get_stats(p->rp);
     as = an_get_stats(p->an);
     store_each_counter(cs, rs, as, counter_to_report, p->rep);
     if (p->st) {
@@ -340,6 +412,8 @@ void pipeline_free(pipeline *p)
         store_close(p->st, NULL, 0);
     cap_tracker_free(p->tracker);
     resp_free(p->rp);
+    par_free(p->par);
+    free(p->par_inputs);
     an_free(p->an);
     progress_done(p->pg);
     free(p);

@@ -41,23 +41,28 @@ progress *progress_new(int quiet)
     return pg;
 }
 
-void progress_update(progress *pg, const cap_source *src, uint64_t packets)
+/* Nanoseconds since the start if a redraw is due now, else -1. */
+static int64_t redraw_due(progress *pg)
 {
     struct timespec now;
-    uint64_t done = 0, total = 0;
     int64_t ns;
+    if (!pg)
+        return -1;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    ns = elapsed_ns(&pg->start, &now);
+    if (ns - pg->last_draw_ns < REDRAW_NS)
+        return -1;
+    pg->last_draw_ns = ns;
+    return ns;
+}
+
+/* Draw the bar: done of total bytes, packets in ns since the start. */
+static void draw(progress *pg, int64_t ns, uint64_t done, uint64_t total, uint64_t packets)
+{
     double secs, frac, rate;
     char bar[BAR_WIDTH + 1];
     int eta;
 
-    if (!pg)
-        return;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    ns = elapsed_ns(&pg->start, &now);
-    if (ns - pg->last_draw_ns < REDRAW_NS)
-        return;
-    pg->last_draw_ns = ns;
-    cap_source_progress(src, &done, &total);
     secs = ns > 0 ? (double)ns / 1e9 : 1e-9;
     frac = total ? (double)done / (double)total : 0;
     if (frac > 1)
@@ -71,6 +76,23 @@ void progress_update(progress *pg, const cap_source *src, uint64_t packets)
             eta / 60, eta % 60);
     fflush(stderr);
     pg->drawn = 1;
+}
+
+void progress_update(progress *pg, const cap_source *src, uint64_t packets)
+{
+    uint64_t done = 0, total = 0;
+    int64_t ns = redraw_due(pg);
+    if (ns < 0)
+        return;
+    cap_source_progress(src, &done, &total);
+    draw(pg, ns, done, total, packets);
+}
+
+void progress_show(progress *pg, uint64_t done, uint64_t total, uint64_t packets)
+{
+    int64_t ns = redraw_due(pg);
+    if (ns >= 0)
+        draw(pg, ns, done, total, packets);
 }
 
 void progress_done(progress *pg)

@@ -1,0 +1,1383 @@
+/*
+ * parallel.c - `--threads N`: the capture and resp stages on N worker threads,
+ * the analysis on the calling thread, with exactly the results of one thread.
+ *
+ *   reader thread   reads the source (cap_source_run_records), numbers the
+ *                   records 1, 2, ... in merged order, picks each one's worker
+ *                   by the symmetric hash of its 4-tuple (both directions of a
+ *                   connection go to the same worker; what is not TCP goes to
+ *                   worker 0) and copies it into the input ring, which every
+ *                   worker reads
+ *   worker threads  each has its own cap_tracker and resp pipeline. A record
+ *                   of its share goes through cap_tracker_packet_at; every
+ *                   other record only moves its clock (cap_tracker_time), so
+ *                   idle connections close at the very record where one
+ *                   tracker would close them, and connection ids (the number
+ *                   of the opening record) are those of one tracker. The resp
+ *                   events (open, command, close) are copied into the
+ *                   worker's own event ring, each with its place in the order
+ *                   one thread would make them
+ *   calling thread  merges the event rings in that order and hands each event
+ *                   to the analyzer's resp_sink: the analysis sees the very
+ *                   sequence one thread would give it
+ *
+ * The order of events. One tracker, at record r, first closes the connections
+ * that went idle (cap_tracker_time), oldest activity first (its live list is
+ * kept in the order of each connection's latest record, cap_conn.last_record),
+ * then runs record r itself. At the end it closes what is left in the same
+ * order. So every event gets the key (record, rank): rank is the connection's
+ * last_record for closes made by the clock and at the end (record = "end"),
+ * and "after all of those" for the events of the record itself, which only
+ * its own worker makes. Within one worker the events come out already sorted;
+ * no two workers make events with the same key; merging by key therefore
+ * restores the one-thread order.
+ *
+ * When can the merger hand on the smallest head event, of record r? When
+ * every other worker either has an event waiting (its key is larger) or has
+ * finished record r (its watermark): nothing smaller can still come.
+ *
+ * What one thread and N threads may do differently: the capture and resp
+ * tables and caps (connections, out-of-order bytes, requests in flight) are
+ * per worker, each as large as the single tracker's, so results differ only
+ * once a cap is reached (eviction, given-up holes, dropped requests); the
+ * analyzer keeps a copy of each connection (its counters as of OPEN until its
+ * CLOSE), so a connection record the analyzer writes when it evicts a still
+ * open connection shows the counters of its OPEN; and with time going
+ * backwards in a capture, idle expiry (which stops at the first connection
+ * not yet idle) may close connections at other records.
+ *
+ * Memory stays bounded: the input ring (records and bytes), each worker's
+ * event ring and its ring of kept raw replies (CLUSTER SLOTS/SHARDS/NODES)
+ * have fixed sizes; a full ring makes its producer wait. The copies of open
+ * connections number the live connections of the workers.
+ *
+ * Synchronisation: one mutex and condition variables, taken once per batch
+ * (IN_BATCH records, or a quarter of an event ring), never per record or
+ * event. Ring contents are written before the count that publishes them and
+ * read after it, under the mutex.
+ */
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+
+#ifndef PAR_TINY_RINGS
+#define IN_RECORDS 16384u          /* records in the input ring (a power of two) */
+#define IN_BYTES (8u << 20)        /* bytes of record data in it (a power of two) */
+#define IN_BATCH 1024u             /* records handed over at once */
+#define OUT_BYTES (2u << 20)       /* bytes of a worker's event ring (a power of two) */
+#define MERGE_BATCH 2048u          /* events merged between looks at the workers */
+#define RAW_MIN (1u << 16)         /* smallest raw reply ring */
+#else
+/* -DPAR_TINY_RINGS: rings so small that every wrap, wait and the growing of
+ * the input bytes happen on small captures (a stress build for tests). */
+#define IN_RECORDS 64u
+#define IN_BYTES (16u << 10)
+#define IN_BATCH 16u
+#define OUT_BYTES (8u << 10)
+#define MERGE_BATCH 8u
+#define RAW_MIN (1u << 12)
+#endif
+#define OUT_BATCH (OUT_BYTES / 4)  /* event bytes handed over at once, at most */
+#define EV_ALIGN 8u                /* events start at multiples of this */
+#define KEY_OWN UINT64_MAX         /* rank of a record's own events */
+#define KEY_END UINT64_MAX         /* "record" of the events of the end */
+#define TIME_EVERY_US 100000       /* live: a clock event per 0.1 s of capture time */
+#define MAX_WORKERS 64
+
+/* A record in the input ring. */
+typedef struct in_rec {
+    int64_t ts_us;
+    uint64_t off;                  /* where its bytes start (bytes ever reserved) */
+    uint32_t caplen, wirelen;
+    int32_t linktype;
+    uint32_t worker;               /* whose share it is */
+} in_rec;
+
+typedef enum ev_kind {
+    EV_OPEN = 0,                   /* body: cap_conn */
+    EV_COMMAND,                    /* body: cmd_head, then the packed command */
+    EV_CLOSE,                      /* body: cap_conn, resp_conn_stats */
+    EV_TIME,                       /* live: the capture time moved on; no body */
+    EV_SKIP                        /* the rest of the ring is unused */
+} ev_kind;
+
+/* An event in a worker's event ring: this header, then its body. */
+typedef struct ev_hdr {
+    uint64_t record;               /* number of the record that caused it, KEY_END */
+    uint64_t rank;                 /* see the top of the file */
+    int64_t ts_us;                 /* capture time of that record */
+    uint32_t size;                 /* header and body, a multiple of EV_ALIGN */
+    uint32_t kind;                 /* an ev_kind */
+} ev_hdr;
+
+/*
+ * A command is packed: a resp_command is 800-odd bytes, mostly text arrays
+ * of which a few bytes are used, and copying it whole costs more than the
+ * analysis of it. The struct is copied as spans around its four text arrays
+ * (so a field added anywhere else is copied too), then the kept bytes of
+ * each array. Bytes past a kept length are not copied: as in resp's own
+ * commands, they mean nothing.
+ */
+#define CMD_OFF(f) offsetof(resp_command, f)
+#define ARGS_OFF CMD_OFF(req.args)
+#define ARGS_END (ARGS_OFF + sizeof(((resp_command *)0)->req.args))
+#define KEY0_OFF CMD_OFF(req.key0)
+#define KEY0_END (KEY0_OFF + RESP_ARG_PREFIX)
+#define ERRTEXT_OFF CMD_OFF(reply.errtext)
+#define ERRTEXT_END (ERRTEXT_OFF + RESP_ERRTEXT_MAX)
+#define HOST_OFF CMD_OFF(reply.redir.host)
+#define HOST_END (HOST_OFF + sizeof(((resp_command *)0)->reply.redir.host))
+_Static_assert(ARGS_END <= KEY0_OFF && KEY0_END <= ERRTEXT_OFF && ERRTEXT_END <= HOST_OFF &&
+                   HOST_END <= sizeof(resp_command),
+               "resp_command's text arrays moved: update the spans");
+_Static_assert(sizeof(((resp_command *)0)->req.key0) == RESP_ARG_PREFIX &&
+                   sizeof(((resp_command *)0)->reply.errtext) == RESP_ERRTEXT_MAX,
+               "resp_command's text arrays changed size");
+
+/* The spans of a resp_command copied as they are. */
+static const struct {
+    size_t off, end;
+} cmd_spans[] = {
+    {0, ARGS_OFF}, {ARGS_END, KEY0_OFF}, {KEY0_END, ERRTEXT_OFF},
+    {ERRTEXT_END, HOST_OFF}, {HOST_END, sizeof(resp_command)},
+};
+#define CMD_FIXED (ARGS_OFF + (KEY0_OFF - ARGS_END) + (ERRTEXT_OFF - KEY0_END) + \
+                   (HOST_OFF - ERRTEXT_END) + (sizeof(resp_command) - HOST_END))
+
+/* What a packed command starts with. */
+typedef struct cmd_head {
+    uint64_t conn_id;              /* its connection (0: none) */
+    uint64_t raw_off;              /* where its raw reply is in the raw ring */
+    uint8_t has_raw;               /* reply.raw was set (raw_len bytes are there) */
+    uint8_t pad;
+    uint16_t errtext_len;          /* bytes of reply.errtext that follow */
+    uint16_t host_len;             /* bytes of reply.redir.host that follow */
+    uint16_t pad2;
+} cmd_head;
+
+/* A worker: its stages and its end of the rings. Fields are grouped by the
+ * thread that writes them. */
+typedef struct worker {
+    struct par *par;
+    unsigned id;
+    pthread_t thread;
+    int started;
+    cap_tracker *tracker;
+    resp_pipeline *rp;
+    uint8_t *ev;                   /* the event ring (OUT_BYTES) */
+    uint8_t *raw;                  /* the raw reply ring */
+    size_t raw_size;               /* a power of two */
+    pthread_cond_t space_cv;       /* the merger freed events */
+
+    /* the worker's own */
+    uint64_t pos;                  /* next input position to read (record pos+1) */
+    uint64_t avail;                /* input positions published, as last seen */
+    const uint8_t *bytes;          /* the input bytes, as last seen */
+    size_t bytes_mask;
+    uint64_t record;               /* key of the events being made */
+    int own;                       /* the record being fed is of this share */
+    int64_t ts_us;
+    int64_t next_time_us;          /* live: when the next clock event is due */
+    uint64_t ev_head;              /* event bytes written */
+    uint64_t ev_head_shown;        /* event bytes published */
+    uint64_t ev_tail_seen;         /* the merger's tail, as last seen */
+    uint64_t raw_head;             /* raw bytes reserved */
+    uint64_t raw_tail_seen;
+    unsigned stats_gen;            /* the last stats request served */
+
+    /* under the mutex */
+    uint64_t consumed;             /* input positions done with */
+    uint64_t watermark;            /* every event of records <= this is published;
+                                      KEY_END once finished */
+    uint64_t ev_published;         /* event bytes published */
+    uint64_t ev_tail;              /* event bytes the merger is done with */
+    uint64_t raw_tail;             /* raw bytes the merger is done with */
+    int space_waiting;
+    uint64_t wake_ev, wake_raw;    /* ... to be woken once the tails reach these */
+    cap_stats cs;                  /* counters, as of the last request served */
+    resp_stats rs;
+
+    /* the merger's own */
+    uint64_t m_tail, m_head, m_watermark, m_raw_tail;
+} worker;
+
+struct par {
+    par_opts o;
+    worker *w;
+    unsigned n;
+    cap_source *src;
+    pthread_t reader;
+    int reader_started;
+    pthread_mutex_t mu;
+    pthread_cond_t in_cv;          /* workers: records, the end, or the finish order */
+    pthread_cond_t room_cv;        /* reader: workers are done with records */
+    pthread_cond_t out_cv;         /* merger: events or watermarks published */
+
+    /* the input ring; recs[] and bytes[] written by the reader only */
+    in_rec *recs;
+    uint8_t *bytes;                /* swapped (grown) only when no record is in use */
+    size_t bytes_size;
+
+    /* the reader's own */
+    uint64_t rd_pos;               /* records written */
+    uint64_t rd_off;               /* bytes reserved */
+    uint64_t rd_shown;             /* records published */
+    uint64_t rd_oldest;            /* oldest position still in use, as last seen */
+    unsigned rd_gen;               /* the last counters request served */
+    unsigned rd_progress_gen;      /* the last progress request served */
+    int rd_rc;
+    char rd_err[512];
+
+    /* under the mutex */
+    uint64_t published;            /* input records published */
+    int eof;                       /* the reader is done: published is the total */
+    int finish;                    /* the merger's order to finish ... */
+    int64_t finish_us;             /* ... at this time */
+    int in_waiters;                /* workers waiting for records */
+    int reader_waiting;
+    uint64_t reader_wake_at;       /* ... to be woken once this is the oldest in use */
+    int merger_waiting;
+    cap_input_info *inputs;        /* the reader's copy of the inputs */
+    size_t n_inputs;
+    uint64_t done_bytes, total_bytes, packets;
+    int rd_oom;                    /* the reader ran out of memory */
+
+    _Atomic unsigned request;      /* bumped by the merger: publish counters */
+    _Atomic unsigned progress_request; /* ... the reader's progress */
+
+    /* the merger's own: copies of the open connections, by id */
+    uint64_t *map_ids;             /* 0: empty (ids start at 1) */
+    cap_conn **map_conns;
+    size_t map_mask, map_used;
+    cap_conn *free_conns;          /* linked through .user */
+    void **blocks;                 /* every block of copies */
+    size_t n_blocks, blocks_cap;
+    uint64_t since_refresh;        /* events handed on since the last refresh */
+    int m_oom;                     /* a connection copy found no memory */
+    resp_command cmd;              /* the command being handed on, unpacked */
+    int discard;                   /* being freed unfinished: no more events */
+    int joined;
+};
+
+/* ---------------------------------------------------------------- helpers */
+
+unsigned par_default_threads(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    if (n < 1)
+        return 1;
+    return n > MAX_WORKERS ? MAX_WORKERS : (unsigned)n;
+}
+
+/* Smallest power of two >= n (n <= 2^62). */
+static size_t pow2_at_least(size_t n)
+{
+    size_t p = 1;
+    while (p < n)
+        p <<= 1;
+    return p;
+}
+
+/* Add one resp_conn_stats into another. */
+static void conn_stats_add(resp_conn_stats *t, const resp_conn_stats *s)
+{
+    t->requests += s->requests;
+    t->replies += s->replies;
+    t->pushes += s->pushes;
+    t->paired += s->paired;
+    t->unpaired_requests += s->unpaired_requests;
+    t->unpaired_replies += s->unpaired_replies;
+    t->resyncs += s->resyncs;
+    t->skipped_bytes += s->skipped_bytes;
+    t->protocol_errors += s->protocol_errors;
+    t->out_of_sync += s->out_of_sync;
+    t->monitor += s->monitor;
+    t->subscribed += s->subscribed;
+    t->replication += s->replication;
+}
+
+/* Add one worker's resp totals into the sums. */
+static void resp_stats_add(resp_stats *t, const resp_stats *s)
+{
+    conn_stats_add(&t->total, &s->total);
+    t->connections += s->connections;
+    t->dropped_requests += s->dropped_requests;
+    t->limit_hits += s->limit_hits;
+    t->commands += s->commands;
+}
+
+/* Add one worker's capture counters into the sums: every one is a count of
+ * records, connections, bytes or segments, each counted by exactly one
+ * worker (the owner of the record). */
+static void cap_stats_add(cap_stats *t, const cap_stats *s)
+{
+    t->packets += s->packets;
+    t->wire_bytes += s->wire_bytes;
+    t->captured_bytes += s->captured_bytes;
+    t->tcp_packets += s->tcp_packets;
+    t->non_tcp += s->non_tcp;
+    t->non_ip += s->non_ip;
+    t->unsupported += s->unsupported;
+    t->ip_fragments += s->ip_fragments;
+    t->truncated += s->truncated;
+    t->malformed += s->malformed;
+    t->time_backwards += s->time_backwards;
+    t->connections += s->connections;
+    t->mid_stream += s->mid_stream;
+    t->evicted_connections += s->evicted_connections;
+    t->idle_connections += s->idle_connections;
+    t->stream_bytes[0] += s->stream_bytes[0];
+    t->stream_bytes[1] += s->stream_bytes[1];
+    t->out_of_order += s->out_of_order;
+    t->retransmitted += s->retransmitted;
+    t->overlaps += s->overlaps;
+    t->overlap_conflicts += s->overlap_conflicts;
+    t->ooo_dropped += s->ooo_dropped;
+    t->out_of_window += s->out_of_window;
+    t->gaps += s->gaps;
+    t->gap_bytes += s->gap_bytes;
+    t->kernel_drops += s->kernel_drops;
+    t->if_drops += s->if_drops;
+    t->late_packets += s->late_packets;
+}
+
+/* Live drop counts live in the inputs (no single tracker gets them). */
+static void add_input_drops(cap_stats *cs, const cap_input_info *in, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        cs->kernel_drops += in[i].kernel_drops;
+        cs->if_drops += in[i].if_drops;
+    }
+}
+
+/* ---------------------------------------------------------------- worker: events */
+
+/* The oldest input position a worker still needs. Mutex held. */
+static uint64_t oldest_in_use(const struct par *p)
+{
+    uint64_t oldest = p->rd_pos;
+    for (unsigned i = 0; i < p->n; i++)
+        if (p->w[i].consumed < oldest)
+            oldest = p->w[i].consumed;
+    return oldest;
+}
+
+
+/* Publish the events written and the records done, and wake whoever waits
+ * for them. Called with the mutex held. */
+static void worker_show(worker *w)
+{
+    struct par *p = w->par;
+    w->consumed = w->pos;
+    if (w->watermark != KEY_END)
+        w->watermark = w->pos;
+    w->ev_published = w->ev_head;
+    w->ev_head_shown = w->ev_head;
+    w->ev_tail_seen = w->ev_tail;
+    w->raw_tail_seen = w->raw_tail;
+    if (p->merger_waiting)
+        pthread_cond_signal(&p->out_cv);
+    if (p->reader_waiting && oldest_in_use(p) >= p->reader_wake_at)
+        pthread_cond_signal(&p->room_cv);
+}
+
+/* The tail a ring must reach for `need` more bytes after head, plus a
+ * quarter of the ring so that a wait is worth its wake-up, but no further
+ * than `most` (everything published). */
+static uint64_t wake_tail(uint64_t head, size_t need, size_t size, uint64_t most)
+{
+    uint64_t t = head + need > size ? head + need - size : 0;
+    t += size / 4;
+    return t < most ? t : most;
+}
+
+/* Wait until the merger has freed `ev` more event bytes and `raw` more raw
+ * bytes from raw_start. */
+static void worker_wait_room(worker *w, size_t ev, uint64_t raw_start, size_t raw)
+{
+    struct par *p = w->par;
+    pthread_mutex_lock(&p->mu);
+    worker_show(w);
+    w->wake_ev = ev ? wake_tail(w->ev_head, ev, OUT_BYTES, w->ev_head) : 0;
+    w->wake_raw = raw ? wake_tail(raw_start, raw, w->raw_size, w->raw_head) : 0;
+    while (w->ev_head + ev - w->ev_tail_seen > OUT_BYTES ||
+           raw_start + raw - w->raw_tail_seen > w->raw_size) {
+        w->space_waiting = 1;
+        pthread_cond_wait(&w->space_cv, &p->mu);
+        w->space_waiting = 0;
+        w->ev_tail_seen = w->ev_tail;
+        w->raw_tail_seen = w->raw_tail;
+    }
+    pthread_mutex_unlock(&p->mu);
+}
+
+/* Room for an event of size bytes (header included, a multiple of
+ * EV_ALIGN), contiguous in the ring; its header filled in. conn: the
+ * connection the event is about (its last_record ranks the closes the clock
+ * makes). */
+static ev_hdr *ev_begin(worker *w, const cap_conn *conn, ev_kind kind, size_t size)
+{
+    size_t phys = (size_t)(w->ev_head & (OUT_BYTES - 1));
+    size_t rest = OUT_BYTES - phys;
+    ev_hdr *h;
+    if (size > rest) {
+        /* Skip the end of the ring: events stay contiguous. */
+        if (w->ev_head + rest + size - w->ev_tail_seen > OUT_BYTES)
+            worker_wait_room(w, rest + size, w->raw_head, 0);
+        if (rest >= sizeof(ev_hdr)) {
+            h = (ev_hdr *)(w->ev + phys);
+            h->kind = EV_SKIP;
+            h->size = (uint32_t)rest;
+        }
+        w->ev_head += rest;
+        phys = 0;
+    } else if (w->ev_head + size - w->ev_tail_seen > OUT_BYTES) {
+        worker_wait_room(w, size, w->raw_head, 0);
+    }
+    h = (ev_hdr *)(w->ev + phys);
+    h->record = w->record;
+    h->rank = w->own || conn == NULL ? KEY_OWN : conn->last_record;
+    h->ts_us = w->ts_us;
+    h->size = (uint32_t)size;
+    h->kind = kind;
+    return h;
+}
+
+/* The event is written; hand a batch over when one is full. */
+static void ev_end(worker *w, const ev_hdr *h)
+{
+    w->ev_head += h->size;
+    if (w->ev_head - w->ev_head_shown >= OUT_BATCH) {
+        pthread_mutex_lock(&w->par->mu);
+        worker_show(w);
+        pthread_mutex_unlock(&w->par->mu);
+    }
+}
+
+/* Size rounded up to EV_ALIGN. */
+static size_t ev_round(size_t size)
+{
+    return (size + EV_ALIGN - 1) & ~(size_t)(EV_ALIGN - 1);
+}
+
+/* Room for len raw bytes, contiguous in the ring: their offset. */
+static uint64_t raw_reserve(worker *w, size_t len)
+{
+    uint64_t start = w->raw_head;
+    size_t phys = (size_t)(start & (w->raw_size - 1));
+    if (phys + len > w->raw_size)
+        start += w->raw_size - phys; /* skip the tail: the bytes stay contiguous */
+    if (start + len - w->raw_tail_seen > w->raw_size)
+        worker_wait_room(w, 0, start, len);
+    w->raw_head = start + len;
+    return start;
+}
+
+/* OPEN and CLOSE: the connection as it is now (and CLOSE's counters). */
+static void conn_event(worker *w, ev_kind kind, const cap_conn *conn, const resp_conn_stats *st)
+{
+    size_t size = sizeof(ev_hdr) + sizeof(cap_conn) + (st ? sizeof *st : 0);
+    ev_hdr *h = ev_begin(w, conn, kind, ev_round(size));
+    uint8_t *body = (uint8_t *)(h + 1);
+    cap_conn *c = (cap_conn *)body;
+    *c = *conn;
+    c->user = NULL;
+    if (st)
+        memcpy(body + sizeof(cap_conn), st, sizeof *st);
+    ev_end(w, h);
+}
+
+/* resp_sink: a connection opened. */
+static void w_conn_open(void *ctx, const cap_conn *conn)
+{
+    conn_event(ctx, EV_OPEN, conn, NULL);
+}
+
+/* resp_sink: a connection closed. */
+static void w_conn_close(void *ctx, const cap_conn *conn, const resp_conn_stats *st)
+{
+    conn_event(ctx, EV_CLOSE, conn, st);
+}
+
+/* Kept bytes of argument i, of the first key. */
+static size_t arg_kept(const resp_request *r, unsigned i)
+{
+    return r->arg_len[i] < RESP_ARG_PREFIX ? r->arg_len[i] : RESP_ARG_PREFIX;
+}
+static size_t key0_kept(const resp_request *r)
+{
+    return r->key0_len < RESP_ARG_PREFIX ? r->key0_len : RESP_ARG_PREFIX;
+}
+
+/* resp_sink: a command, packed (see cmd_head); a kept raw reply goes to the
+ * raw ring. */
+static void w_command(void *ctx, const resp_command *cmd)
+{
+    worker *w = ctx;
+    const resp_request *r = &cmd->req;
+    unsigned nargs = r->nargs < RESP_ARG_KEEP ? r->nargs : RESP_ARG_KEEP;
+    size_t raw_len = cmd->reply.raw ? cmd->reply.raw_len : 0;
+    cmd_head head = {.conn_id = cmd->conn ? cmd->conn->id : 0,
+                     .has_raw = cmd->reply.raw != NULL};
+    size_t size = sizeof(ev_hdr) + sizeof head + CMD_FIXED + key0_kept(r);
+    const uint8_t *src = (const uint8_t *)cmd;
+    uint8_t *out;
+    ev_hdr *h;
+    if (cmd->reply.errtext[0])
+        head.errtext_len = (uint16_t)strnlen(cmd->reply.errtext, RESP_ERRTEXT_MAX);
+    if (cmd->reply.redir.host[0])
+        head.host_len = (uint16_t)strnlen(cmd->reply.redir.host, sizeof cmd->reply.redir.host);
+    for (unsigned i = 0; i < nargs; i++)
+        size += arg_kept(r, i);
+    size += head.errtext_len + head.host_len;
+    /* resp keeps at most max_kept_reply bytes, half the ring: always fits */
+    if (raw_len > w->raw_size / 2)
+        head.has_raw = 0;
+    if (head.has_raw) {
+        head.raw_off = raw_reserve(w, raw_len);
+        memcpy(w->raw + (head.raw_off & (w->raw_size - 1)), cmd->reply.raw, raw_len);
+    }
+    h = ev_begin(w, cmd->conn, EV_COMMAND, ev_round(size));
+    out = (uint8_t *)(h + 1);
+    memcpy(out, &head, sizeof head);
+    out += sizeof head;
+    for (size_t k = 0; k < sizeof cmd_spans / sizeof cmd_spans[0]; k++) {
+        memcpy(out, src + cmd_spans[k].off, cmd_spans[k].end - cmd_spans[k].off);
+        out += cmd_spans[k].end - cmd_spans[k].off;
+    }
+    for (unsigned i = 0; i < nargs; i++) {
+        memcpy(out, r->args[i], arg_kept(r, i));
+        out += arg_kept(r, i);
+    }
+    memcpy(out, r->key0, key0_kept(r));
+    out += key0_kept(r);
+    memcpy(out, cmd->reply.errtext, head.errtext_len);
+    out += head.errtext_len;
+    memcpy(out, cmd->reply.redir.host, head.host_len);
+    ev_end(w, h);
+}
+
+/* Live: a clock event now and then, so that the merger flushes the analyzer
+ * on time even when no command completes. */
+static void maybe_time_event(worker *w)
+{
+    ev_hdr *h;
+    if (!w->par->o.live || w->id != 0 || w->ts_us < w->next_time_us)
+        return;
+    w->next_time_us = w->ts_us + TIME_EVERY_US;
+    h = ev_begin(w, NULL, EV_TIME, sizeof(ev_hdr));
+    ev_end(w, h);
+}
+
+/* ---------------------------------------------------------------- worker: loop */
+
+/* Serve a counters request: copy the stage counters for the merger. */
+static void worker_serve_request(worker *w)
+{
+    struct par *p = w->par;
+    unsigned req = atomic_load_explicit(&p->request, memory_order_relaxed);
+    cap_stats cs;
+    resp_stats rs;
+    if (req == w->stats_gen)
+        return;
+    w->stats_gen = req;
+    cs = *cap_tracker_stats(w->tracker);
+    rs = *resp_get_stats(w->rp);
+    pthread_mutex_lock(&p->mu);
+    w->cs = cs;
+    w->rs = rs;
+    pthread_mutex_unlock(&p->mu);
+}
+
+/* Show progress and take the records published since. wait: sleep until
+ * there are some (or the input ended). 1 when there are records to read, 0
+ * when the input ended and every record was read. */
+static int worker_fetch(worker *w, int wait)
+{
+    struct par *p = w->par;
+    int more;
+    worker_serve_request(w);
+    pthread_mutex_lock(&p->mu);
+    worker_show(w);
+    while (wait && p->published == w->pos && !p->eof) {
+        p->in_waiters++;
+        pthread_cond_wait(&p->in_cv, &p->mu);
+        p->in_waiters--;
+    }
+    w->avail = p->published;
+    w->bytes = p->bytes;
+    w->bytes_mask = p->bytes_size - 1;
+    more = w->avail > w->pos;
+    pthread_mutex_unlock(&p->mu);
+    return more;
+}
+
+/* Feed input position pos: the clock, then the record if it is ours. */
+static void worker_feed(worker *w, uint64_t pos)
+{
+    const in_rec *d = &w->par->recs[pos & (IN_RECORDS - 1)];
+    uint64_t record = pos + 1;
+    w->record = record;
+    w->ts_us = d->ts_us;
+    w->own = 0;
+    cap_tracker_time(w->tracker, record, d->ts_us);
+    if (d->worker == w->id) {
+        w->own = 1;
+        cap_tracker_packet_at(w->tracker, record, d->linktype, d->ts_us,
+                              w->bytes + (d->off & w->bytes_mask), d->caplen, d->wirelen);
+    }
+    maybe_time_event(w);
+}
+
+/* Wait for the merger's order to finish: the end time. */
+static int64_t worker_wait_finish(worker *w)
+{
+    struct par *p = w->par;
+    int64_t end;
+    pthread_mutex_lock(&p->mu);
+    while (!p->finish) {
+        p->in_waiters++;
+        pthread_cond_wait(&p->in_cv, &p->mu);
+        p->in_waiters--;
+    }
+    end = p->finish_us;
+    pthread_mutex_unlock(&p->mu);
+    return end;
+}
+
+/* The worker thread: every record of the input, then the end. */
+static void *worker_main(void *arg)
+{
+    worker *w = arg;
+    struct par *p = w->par;
+    sigset_t stop;
+    /* The stop signals go to the reader or the merger (their handler only
+     * asks the source to stop). */
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGTERM);
+    sigaddset(&stop, SIGALRM);
+    pthread_sigmask(SIG_BLOCK, &stop, NULL);
+    for (;;) {
+        if (w->pos == w->avail && !worker_fetch(w, 1))
+            break;
+        worker_feed(w, w->pos);
+        w->pos++;
+        if ((w->pos & (IN_BATCH - 1)) == 0)
+            worker_fetch(w, 0); /* let the reader reuse what we read */
+    }
+    w->record = KEY_END;
+    w->own = 0;
+    cap_tracker_finish(w->tracker, worker_wait_finish(w));
+    pthread_mutex_lock(&p->mu);
+    w->watermark = KEY_END;
+    worker_show(w);
+    w->cs = *cap_tracker_stats(w->tracker);
+    w->rs = *resp_get_stats(w->rp);
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+/* ---------------------------------------------------------------- reader */
+
+/* Serve the merger's requests: the inputs so far, the progress. Mutex held;
+ * the source is the reader's alone while it runs. */
+static void reader_serve_request(struct par *p)
+{
+    unsigned req = atomic_load_explicit(&p->request, memory_order_relaxed);
+    unsigned preq = atomic_load_explicit(&p->progress_request, memory_order_relaxed);
+    if (req != p->rd_gen) {
+        size_t n = 0;
+        const cap_input_info *in = cap_source_inputs(p->src, &n);
+        p->rd_gen = req;
+        if (n > p->n_inputs)
+            n = p->n_inputs;
+        memcpy(p->inputs, in, n * sizeof *in);
+    }
+    if (preq != p->rd_progress_gen) {
+        p->rd_progress_gen = preq;
+        cap_source_progress(p->src, &p->done_bytes, &p->total_bytes);
+        p->packets = p->rd_pos;
+    }
+}
+
+/* Publish the records written, wake the workers, see what they are done
+ * with. */
+static void reader_show(struct par *p)
+{
+    pthread_mutex_lock(&p->mu);
+    p->published = p->rd_pos;
+    p->rd_shown = p->rd_pos;
+    if (p->in_waiters > 0)
+        pthread_cond_broadcast(&p->in_cv);
+    p->rd_oldest = oldest_in_use(p);
+    reader_serve_request(p);
+    pthread_mutex_unlock(&p->mu);
+}
+
+/* Wait until the workers are done with more records than when last seen. */
+static void reader_wait_room(struct par *p)
+{
+    uint64_t before = p->rd_oldest;
+    reader_show(p);
+    pthread_mutex_lock(&p->mu);
+    /* woken once a quarter of what is pending was read */
+    p->reader_wake_at = before + (p->rd_pos - before + 3) / 4;
+    while ((p->rd_oldest = oldest_in_use(p)) == before) {
+        p->reader_waiting = 1;
+        pthread_cond_wait(&p->room_cv, &p->mu);
+        p->reader_waiting = 0;
+    }
+    pthread_mutex_unlock(&p->mu);
+}
+
+/* Make the byte ring at least 2 * len: only when no record is in use. 0, or
+ * -1 out of memory. */
+static int reader_grow(struct par *p, size_t len)
+{
+    size_t size = pow2_at_least(2 * len);
+    uint8_t *b;
+    while (p->rd_oldest != p->rd_pos)
+        reader_wait_room(p);
+    b = malloc(size);
+    if (!b)
+        return -1;
+    pthread_mutex_lock(&p->mu);
+    free(p->bytes);
+    p->bytes = b;
+    p->bytes_size = size;
+    p->rd_off = 0;
+    pthread_mutex_unlock(&p->mu);
+    return 0;
+}
+
+/* Room for one record of len bytes: its descriptor, bytes at *start. NULL
+ * when out of memory. */
+static in_rec *reader_reserve(struct par *p, size_t len, uint64_t *start)
+{
+    if (len > p->bytes_size / 2 && reader_grow(p, len) != 0)
+        return NULL;
+    for (;;) {
+        uint64_t s = p->rd_off;
+        size_t phys = (size_t)(s & (p->bytes_size - 1));
+        uint64_t tail = p->rd_oldest < p->rd_pos
+                            ? p->recs[p->rd_oldest & (IN_RECORDS - 1)].off : p->rd_off;
+        if (phys + len > p->bytes_size)
+            s += p->bytes_size - phys;
+        if (p->rd_pos - p->rd_oldest < IN_RECORDS && s + len - tail <= p->bytes_size) {
+            *start = s;
+            return &p->recs[p->rd_pos & (IN_RECORDS - 1)];
+        }
+        reader_wait_room(p);
+    }
+}
+
+/* cap_record_fn: copy one record into the ring (NULL: a live read returned,
+ * hand on what there is). */
+static void reader_record(void *ctx, const cap_record *rec)
+{
+    struct par *p = ctx;
+    uint32_t hash;
+    uint64_t start;
+    in_rec *d;
+    if (!rec) {
+        if (p->rd_pos != p->rd_shown)
+            reader_show(p);
+        return;
+    }
+    d = reader_reserve(p, rec->caplen, &start);
+    if (!d) {
+        p->rd_oom = 1; /* read by the merger after joining */
+        cap_source_break(p->src);
+        return;
+    }
+    memcpy(p->bytes + (start & (p->bytes_size - 1)), rec->data, rec->caplen);
+    d->ts_us = rec->ts_us;
+    d->off = start;
+    d->caplen = rec->caplen;
+    d->wirelen = rec->wirelen;
+    d->linktype = rec->linktype;
+    d->worker = cap_record_flow_hash(rec, &hash) ? (uint32_t)(((uint64_t)hash * p->n) >> 32) : 0;
+    p->rd_off = start + rec->caplen;
+    p->rd_pos++;
+    if (p->rd_pos - p->rd_shown >= IN_BATCH)
+        reader_show(p);
+}
+
+/* The reader thread: the whole source, then the end of input. */
+static void *reader_main(void *arg)
+{
+    struct par *p = arg;
+    p->rd_rc = cap_source_run_records(p->src, reader_record, p, p->rd_err, sizeof p->rd_err);
+    reader_show(p);
+    pthread_mutex_lock(&p->mu);
+    p->eof = 1;
+    pthread_cond_broadcast(&p->in_cv);
+    if (p->merger_waiting)
+        pthread_cond_signal(&p->out_cv);
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+/* ---------------------------------------------------------------- merger: connections */
+
+/* Slot of an id in the map (multiplicative hash, linear probing). */
+static size_t map_home(const struct par *p, uint64_t id)
+{
+    return (size_t)((id * 0x9e3779b97f4a7c15ull) >> 20) & p->map_mask;
+}
+
+/* Double the map. 0, or -1 out of memory. */
+static int map_grow(struct par *p)
+{
+    size_t size = p->map_mask ? 2 * (p->map_mask + 1) : 1024;
+    uint64_t *ids = calloc(size, sizeof *ids);
+    cap_conn **conns = calloc(size, sizeof *conns);
+    uint64_t *old_ids = p->map_ids;
+    cap_conn **old_conns = p->map_conns;
+    size_t old_size = p->map_mask ? p->map_mask + 1 : 0;
+    if (!ids || !conns) {
+        free(ids);
+        free(conns);
+        return -1;
+    }
+    p->map_ids = ids;
+    p->map_conns = conns;
+    p->map_mask = size - 1;
+    for (size_t i = 0; i < old_size; i++) {
+        size_t j;
+        if (!old_ids[i])
+            continue;
+        for (j = map_home(p, old_ids[i]); ids[j]; j = (j + 1) & p->map_mask)
+            ;
+        ids[j] = old_ids[i];
+        conns[j] = old_conns[i];
+    }
+    free(old_ids);
+    free(old_conns);
+    return 0;
+}
+
+/* The map slot holding id, or the empty slot where it would go. */
+static size_t map_slot(const struct par *p, uint64_t id)
+{
+    size_t j = map_home(p, id);
+    while (p->map_ids[j] && p->map_ids[j] != id)
+        j = (j + 1) & p->map_mask;
+    return j;
+}
+
+/* The copy of connection id, or NULL. */
+static cap_conn *map_find(const struct par *p, uint64_t id)
+{
+    size_t j;
+    if (!p->map_ids)
+        return NULL;
+    j = map_slot(p, id);
+    return p->map_ids[j] ? p->map_conns[j] : NULL;
+}
+
+/* Remove id from the map, shifting later entries of its run back (linear
+ * probing without tombstones). */
+static void map_remove(struct par *p, uint64_t id)
+{
+    size_t i = map_slot(p, id), j = i;
+    if (!p->map_ids[i])
+        return;
+    p->map_ids[i] = 0;
+    p->map_used--;
+    for (;;) {
+        size_t home;
+        j = (j + 1) & p->map_mask;
+        if (!p->map_ids[j])
+            return;
+        home = map_home(p, p->map_ids[j]);
+        /* Entry j may move to i unless its home lies cyclically in (i, j]. */
+        if (i <= j ? (home > i && home <= j) : (home > i || home <= j))
+            continue;
+        p->map_ids[i] = p->map_ids[j];
+        p->map_conns[i] = p->map_conns[j];
+        p->map_ids[j] = 0;
+        i = j;
+    }
+}
+
+/* A free connection copy (from blocks of 256). NULL out of memory. */
+static cap_conn *conn_alloc(struct par *p)
+{
+    cap_conn *c = p->free_conns;
+    if (!c) {
+        cap_conn *block;
+        if (p->n_blocks == p->blocks_cap) {
+            size_t cap = p->blocks_cap ? 2 * p->blocks_cap : 16;
+            void **b = realloc(p->blocks, cap * sizeof *b);
+            if (!b)
+                return NULL;
+            p->blocks = b;
+            p->blocks_cap = cap;
+        }
+        block = malloc(256 * sizeof *block);
+        if (!block)
+            return NULL;
+        p->blocks[p->n_blocks++] = block;
+        for (int i = 255; i >= 0; i--) {
+            block[i].user = p->free_conns;
+            p->free_conns = &block[i];
+        }
+        c = p->free_conns;
+    }
+    p->free_conns = c->user;
+    return c;
+}
+
+/* OPEN: a copy of the connection that lives until its CLOSE, as the
+ * tracker's own does with one thread. NULL out of memory. */
+static cap_conn *conn_open_copy(struct par *p, const cap_conn *snap)
+{
+    size_t j;
+    cap_conn *c;
+    if ((p->map_used + 1) * 2 > (p->map_mask ? p->map_mask + 1 : 0) && map_grow(p) != 0)
+        return NULL;
+    j = map_slot(p, snap->id);
+    if (p->map_ids[j]) {
+        c = p->map_conns[j]; /* ids are never reused: not expected */
+    } else {
+        c = conn_alloc(p);
+        if (!c)
+            return NULL;
+        p->map_ids[j] = snap->id;
+        p->map_conns[j] = c;
+        p->map_used++;
+    }
+    *c = *snap;
+    c->user = NULL;
+    return c;
+}
+
+/* CLOSE done: forget the copy. */
+static void conn_close_copy(struct par *p, cap_conn *c)
+{
+    map_remove(p, c->id);
+    c->user = p->free_conns;
+    p->free_conns = c;
+}
+
+/* ---------------------------------------------------------------- merger */
+
+/* Worker w's next event, past a skipped ring end; NULL when none is
+ * published. */
+static const ev_hdr *head_event(worker *w)
+{
+    for (;;) {
+        size_t phys, rest;
+        const ev_hdr *h;
+        if (w->m_tail == w->m_head)
+            return NULL;
+        phys = (size_t)(w->m_tail & (OUT_BYTES - 1));
+        rest = OUT_BYTES - phys;
+        if (rest < sizeof(ev_hdr)) {
+            w->m_tail += rest; /* too short for a header: skipped */
+            continue;
+        }
+        h = (const ev_hdr *)(w->ev + phys);
+        if (h->kind != EV_SKIP)
+            return h;
+        w->m_tail += h->size;
+    }
+}
+
+/* Unpack a command (w_command's layout) into p->cmd. */
+static resp_command *unpack_command(struct par *p, worker *w, const uint8_t *in)
+{
+    resp_command *cmd = &p->cmd;
+    uint8_t *dst = (uint8_t *)cmd;
+    resp_request *r = &cmd->req;
+    cmd_head head;
+    unsigned nargs;
+    memcpy(&head, in, sizeof head);
+    in += sizeof head;
+    for (size_t k = 0; k < sizeof cmd_spans / sizeof cmd_spans[0]; k++) {
+        memcpy(dst + cmd_spans[k].off, in, cmd_spans[k].end - cmd_spans[k].off);
+        in += cmd_spans[k].end - cmd_spans[k].off;
+    }
+    nargs = r->nargs < RESP_ARG_KEEP ? r->nargs : RESP_ARG_KEEP;
+    for (unsigned i = 0; i < nargs; i++) {
+        memcpy(r->args[i], in, arg_kept(r, i));
+        in += arg_kept(r, i);
+    }
+    memcpy(r->key0, in, key0_kept(r));
+    in += key0_kept(r);
+    memcpy(cmd->reply.errtext, in, head.errtext_len);
+    if (head.errtext_len < RESP_ERRTEXT_MAX)
+        cmd->reply.errtext[head.errtext_len] = 0;
+    in += head.errtext_len;
+    memcpy(cmd->reply.redir.host, in, head.host_len);
+    if (head.host_len < sizeof cmd->reply.redir.host)
+        cmd->reply.redir.host[head.host_len] = 0;
+    cmd->conn = map_find(p, head.conn_id);
+    cmd->reply.raw = NULL;
+    if (head.has_raw) {
+        cmd->reply.raw = w->raw + (head.raw_off & (w->raw_size - 1));
+        w->m_raw_tail = head.raw_off + cmd->reply.raw_len;
+    }
+    return cmd;
+}
+
+/* Hand worker w's head event h to the analyzer. */
+static void deliver(struct par *p, worker *w, const ev_hdr *h)
+{
+    const resp_sink *s = &p->o.sink;
+    const uint8_t *body = (const uint8_t *)(h + 1);
+    int64_t ts = h->ts_us;
+    cap_conn *c;
+    switch (p->discard ? EV_TIME : h->kind) {
+    case EV_OPEN:
+        c = conn_open_copy(p, (const cap_conn *)body);
+        if (!c)
+            p->m_oom = 1;
+        else if (s->conn_open)
+            s->conn_open(s->ctx, c);
+        break;
+    case EV_COMMAND: {
+        const resp_command *cmd = unpack_command(p, w, body);
+        if (s->command)
+            s->command(s->ctx, cmd);
+        break;
+    }
+    case EV_CLOSE:
+        c = map_find(p, ((const cap_conn *)body)->id);
+        if (!c)
+            break; /* its OPEN found no memory */
+        *c = *(const cap_conn *)body;
+        if (s->conn_close)
+            s->conn_close(s->ctx, c, (const resp_conn_stats *)(body + sizeof(cap_conn)));
+        conn_close_copy(p, c);
+        break;
+    default:
+        break;
+    }
+    w->m_tail += h->size;
+    p->since_refresh++;
+    if (p->o.tick && !p->discard)
+        p->o.tick(p->o.tick_ctx, ts);
+}
+
+/* Tell the workers which events are done with, and see what they published.
+ * wait: sleep first if nothing new was published. */
+static void merger_refresh(struct par *p, int wait)
+{
+    int changed = 0;
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        for (unsigned i = 0; i < p->n; i++) {
+            worker *w = &p->w[i];
+            w->ev_tail = w->m_tail;
+            w->raw_tail = w->m_raw_tail;
+            if (w->space_waiting && w->m_tail >= w->wake_ev && w->m_raw_tail >= w->wake_raw)
+                pthread_cond_signal(&w->space_cv);
+            if (w->ev_published != w->m_head || w->watermark != w->m_watermark)
+                changed = 1;
+            w->m_head = w->ev_published;
+            w->m_watermark = w->watermark;
+        }
+        if (changed || !wait)
+            break;
+        p->merger_waiting = 1;
+        pthread_cond_wait(&p->out_cv, &p->mu);
+        p->merger_waiting = 0;
+        wait = 0; /* look again, then go back to merging */
+    }
+    pthread_mutex_unlock(&p->mu);
+    p->since_refresh = 0;
+    if (p->o.tick && !p->discard)
+        p->o.tick(p->o.tick_ctx, 0);
+}
+
+/* The worker whose head event comes first in the one-thread order, if it
+ * can be handed on now; NULL to wait. *idle: no worker has an event. */
+static worker *next_worker(struct par *p, const ev_hdr **head, int *idle)
+{
+    worker *best = NULL;
+    const ev_hdr *be = NULL;
+    for (unsigned i = 0; i < p->n; i++) {
+        worker *w = &p->w[i];
+        const ev_hdr *e = head_event(w);
+        if (!e)
+            continue;
+        if (!be || e->record < be->record || (e->record == be->record && e->rank < be->rank)) {
+            best = w;
+            be = e;
+        }
+    }
+    *idle = best == NULL;
+    *head = be;
+    if (!best)
+        return NULL;
+    /* A worker with nothing waiting may still make an earlier event unless
+     * it is past that record. */
+    for (unsigned i = 0; i < p->n; i++) {
+        worker *w = &p->w[i];
+        if (w != best && w->m_tail == w->m_head && w->m_watermark < be->record)
+            return NULL;
+    }
+    return best;
+}
+
+/* 1 when every worker has published everything up to `upto` and every
+ * event was handed on. */
+static int merged_upto(const struct par *p, uint64_t upto)
+{
+    for (unsigned i = 0; i < p->n; i++)
+        if (p->w[i].m_watermark < upto || p->w[i].m_tail != p->w[i].m_head)
+            return 0;
+    return 1;
+}
+
+/* Merge until every event up to `upto` was handed on. final: upto is the end;
+ * else the end of input (its record count is known once the reader is done). */
+static void merge(struct par *p, int final)
+{
+    for (;;) {
+        int idle;
+        const ev_hdr *h;
+        worker *w = next_worker(p, &h, &idle);
+        if (w) {
+            deliver(p, w, h);
+            if (p->since_refresh >= MERGE_BATCH)
+                merger_refresh(p, 0);
+            continue;
+        }
+        if (idle) {
+            uint64_t upto = KEY_END;
+            int eof;
+            pthread_mutex_lock(&p->mu);
+            eof = p->eof;
+            if (!final)
+                upto = p->published;
+            pthread_mutex_unlock(&p->mu);
+            if ((final || eof) && merged_upto(p, upto))
+                return;
+        }
+        merger_refresh(p, 1);
+    }
+}
+
+/* ---------------------------------------------------------------- lifecycle */
+
+/* Create worker i's stages and rings. 0, or -1 out of memory. */
+static int worker_init(struct par *p, unsigned i)
+{
+    worker *w = &p->w[i];
+    resp_sink sink = {.ctx = w, .conn_open = w_conn_open, .command = w_command,
+                      .conn_close = w_conn_close};
+    w->par = p;
+    w->id = i;
+    pthread_cond_init(&w->space_cv, NULL);
+    w->raw_size = pow2_at_least(2 * (p->o.resp.max_kept_reply > 0 ? p->o.resp.max_kept_reply : 1));
+#ifdef PAR_TINY_RINGS
+    w->raw_size = RAW_MIN; /* replies longer than half are not kept (differs) */
+#endif
+    if (w->raw_size < RAW_MIN)
+        w->raw_size = RAW_MIN;
+    w->ev = malloc(OUT_BYTES);
+    w->raw = malloc(w->raw_size);
+    w->rp = resp_new(&p->o.resp, &sink);
+    w->tracker = w->rp ? cap_tracker_new(&p->o.cap, resp_on_capture_event, w->rp) : NULL;
+    return w->ev && w->raw && w->rp && w->tracker ? 0 : -1;
+}
+
+par *par_new(const par_opts *o)
+{
+    struct par *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    p->o = *o;
+    p->n = o->workers < 1 ? 1 : o->workers > MAX_WORKERS ? MAX_WORKERS : o->workers;
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->in_cv, NULL);
+    pthread_cond_init(&p->room_cv, NULL);
+    pthread_cond_init(&p->out_cv, NULL);
+    p->bytes_size = IN_BYTES;
+    p->recs = malloc(IN_RECORDS * sizeof *p->recs);
+    p->bytes = malloc(p->bytes_size);
+    p->w = calloc(p->n, sizeof *p->w);
+    if (!p->recs || !p->bytes || !p->w) {
+        par_free(p);
+        return NULL;
+    }
+    for (unsigned i = 0; i < p->n; i++) {
+        if (worker_init(p, i) != 0) {
+            par_free(p);
+            return NULL;
+        }
+    }
+    return p;
+}
+
+/* Start the workers, then the reader. 0, or -1 (see stop_threads). */
+static int start_threads(struct par *p)
+{
+    for (unsigned i = 0; i < p->n; i++) {
+        if (pthread_create(&p->w[i].thread, NULL, worker_main, &p->w[i]) != 0)
+            return -1;
+        p->w[i].started = 1;
+    }
+    if (pthread_create(&p->reader, NULL, reader_main, p) != 0)
+        return -1;
+    p->reader_started = 1;
+    return 0;
+}
+
+/* Stop everything that was started (after a failed start): end of input
+ * and an immediate finish. */
+static void stop_threads(struct par *p)
+{
+    pthread_mutex_lock(&p->mu);
+    p->eof = 1;
+    p->finish = 1;
+    for (unsigned i = 0; i < p->n; i++)
+        if (!p->w[i].started)
+            p->w[i].watermark = KEY_END; /* nothing will come from it */
+    pthread_cond_broadcast(&p->in_cv);
+    pthread_mutex_unlock(&p->mu);
+    merge(p, 1);
+    for (unsigned i = 0; i < p->n; i++)
+        if (p->w[i].started)
+            pthread_join(p->w[i].thread, NULL);
+    p->joined = 1;
+}
+
+int par_run(par *p, cap_source *src, char *err, size_t err_size)
+{
+    size_t n = 0;
+    const cap_input_info *in = cap_source_inputs(src, &n);
+    p->src = src;
+    p->inputs = calloc(n ? n : 1, sizeof *p->inputs);
+    if (!p->inputs) {
+        snprintf(err, err_size, "out of memory");
+        return -1;
+    }
+    memcpy(p->inputs, in, n * sizeof *in);
+    p->n_inputs = n;
+    if (start_threads(p) != 0) {
+        if (p->reader_started)
+            pthread_join(p->reader, NULL);
+        stop_threads(p);
+        snprintf(err, err_size, "cannot start threads");
+        return -1;
+    }
+    merge(p, 0);
+    pthread_join(p->reader, NULL);
+    p->reader_started = 0;
+    if (p->rd_oom || p->m_oom) {
+        snprintf(err, err_size, "out of memory");
+        return -1;
+    }
+    if (p->rd_rc < 0)
+        snprintf(err, err_size, "%s", p->rd_err);
+    return p->rd_rc;
+}
+
+void par_finish(par *p, int64_t end_us)
+{
+    if (p->joined)
+        return;
+    pthread_mutex_lock(&p->mu);
+    p->finish = 1;
+    p->finish_us = end_us;
+    pthread_cond_broadcast(&p->in_cv);
+    pthread_mutex_unlock(&p->mu);
+    merge(p, 1);
+    for (unsigned i = 0; i < p->n; i++)
+        pthread_join(p->w[i].thread, NULL);
+    p->joined = 1;
+}
+
+void par_request(par *p, int what)
+{
+    if (what & PAR_WANT_COUNTERS)
+        atomic_fetch_add_explicit(&p->request, 1, memory_order_relaxed);
+    if (what & PAR_WANT_PROGRESS)
+        atomic_fetch_add_explicit(&p->progress_request, 1, memory_order_relaxed);
+}
+
+void par_counters(par *p, cap_stats *cs, resp_stats *rs)
+{
+    memset(cs, 0, sizeof *cs);
+    memset(rs, 0, sizeof *rs);
+    pthread_mutex_lock(&p->mu);
+    for (unsigned i = 0; i < p->n; i++) {
+        cap_stats_add(cs, &p->w[i].cs);
+        resp_stats_add(rs, &p->w[i].rs);
+    }
+    pthread_mutex_unlock(&p->mu);
+    if (p->joined) {
+        size_t n = 0;
+        const cap_input_info *in = cap_source_inputs(p->src, &n);
+        add_input_drops(cs, in, n);
+    } else {
+        pthread_mutex_lock(&p->mu);
+        add_input_drops(cs, p->inputs, p->n_inputs);
+        pthread_mutex_unlock(&p->mu);
+    }
+}
+
+size_t par_inputs(par *p, cap_input_info *out, size_t max)
+{
+    size_t n;
+    pthread_mutex_lock(&p->mu);
+    n = p->n_inputs < max ? p->n_inputs : max;
+    memcpy(out, p->inputs, n * sizeof *out);
+    pthread_mutex_unlock(&p->mu);
+    return n;
+}
+
+void par_progress(par *p, uint64_t *done, uint64_t *total, uint64_t *packets)
+{
+    pthread_mutex_lock(&p->mu);
+    *done = p->done_bytes;
+    *total = p->total_bytes;
+    *packets = p->packets;
+    pthread_mutex_unlock(&p->mu);
+}
+
+void par_free(par *p)
+{
+    if (!p)
+        return;
+    if (p->w && p->w[0].started && !p->joined) {
+        /* never finished (an error path): end the threads, drop their events */
+        p->discard = 1;
+        if (p->reader_started)
+            pthread_join(p->reader, NULL);
+        par_finish(p, 0);
+    }
+    for (unsigned i = 0; p->w && i < p->n; i++) {
+        worker *w = &p->w[i];
+        cap_tracker_free(w->tracker);
+        resp_free(w->rp);
+        free(w->ev);
+        free(w->raw);
+        if (w->par)
+            pthread_cond_destroy(&w->space_cv);
+    }
+    for (size_t i = 0; i < p->n_blocks; i++)
+        free(p->blocks[i]);
+    free(p->blocks);
+    free(p->map_ids);
+    free(p->map_conns);
+    free(p->w);
+    free(p->recs);
+    free(p->bytes);
+    free(p->inputs);
+    pthread_mutex_destroy(&p->mu);
+    pthread_cond_destroy(&p->in_cv);
+    pthread_cond_destroy(&p->room_cv);
+    pthread_cond_destroy(&p->out_cv);
+    free(p);
+}

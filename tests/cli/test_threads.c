@@ -1,0 +1,766 @@
+/*
+ * test_threads.c - `--threads N` gives exactly the results of one thread.
+ *
+ *   capture level   a synthetic capture (idle timeouts firing on another
+ *                   connection's packet, pipelining, unanswered requests at
+ *                   close, MOVED/ASK, CLUSTER SLOTS replies, FIN with a late
+ *                   packet, RST, a reused tuple, a mid-stream start, time
+ *                   going back once, a UDP packet) fed to one tracker, and
+ *                   split by flow hash between 2 and 3 trackers that each see
+ *                   every record's time (cap_tracker_time): their events,
+ *                   put in (record, rank) order as cli/parallel.c merges
+ *                   them, are the single tracker's, event for event, and the
+ *                   counters add up to the single tracker's
+ *   end to end      slotscope analyze with 1, 2 and 3 threads on that capture,
+ *                   on every fixture capture of tests/fixtures (cluster, gen,
+ *                   capture, cli) and on two files merged: every table of the
+ *                   databases (meta's times and command line aside, every row
+ *                   sorted) and the report are identical
+ *   ids             a connection's id is the number of the record (packet)
+ *                   that opened it
+ *   options         --threads values
+ */
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <sqlite3.h>
+
+#include "capture/capture.h"
+#include "tests/helpers/pktgen.h"
+
+#define T0 1700000000000000LL  /* the synthetic capture's start (us) */
+#define N_CONNS 24
+#define MAX_RECORDS 4096
+
+static char tmpdir[256];
+static char out_path[512], err_path[512];
+
+/* ---------------------------------------------------------------- the synthetic capture */
+
+/* One record of the synthetic capture. */
+typedef struct rec {
+    int64_t ts_us;
+    uint32_t len;
+    uint8_t *data;
+} rec;
+
+static rec recs[MAX_RECORDS];
+static size_t n_recs;
+static uint64_t want_ids[64];   /* records that open a connection */
+static size_t n_want;
+
+/* pg_conv callback: keep a copy of the frame. */
+static void collect(void *ctx, int dlt, int64_t ts_us, const uint8_t *frame, size_t len)
+{
+    (void)ctx;
+    (void)dlt;
+    assert_true(n_recs < MAX_RECORDS);
+    recs[n_recs].ts_us = ts_us;
+    recs[n_recs].len = (uint32_t)len;
+    recs[n_recs].data = malloc(len);
+    assert_non_null(recs[n_recs].data);
+    memcpy(recs[n_recs].data, frame, len);
+    n_recs++;
+}
+
+/* The next record opens a connection. */
+static void note_open(void)
+{
+    want_ids[n_want++] = n_recs + 1;
+}
+
+/* A GET of key:i:n as a RESP request. */
+static size_t get_request(char *buf, size_t size, int i, int n)
+{
+    char key[32];
+    int klen = snprintf(key, sizeof key, "key:%d:%d", i, n);
+    return (size_t)snprintf(buf, size, "*2\r\n$3\r\nGET\r\n$%d\r\n%s\r\n", klen, key);
+}
+
+/* One request/reply exchange on conversation c at time *now: two pipelined
+ * GETs in one segment, their replies split over two segments. The replies
+ * depend on who asks: MOVED, ASK, or values. */
+static void exchange(pg_conv *c, int i, int n, int64_t *now)
+{
+    char req[256], rep[256];
+    size_t len = get_request(req, sizeof req, i, n);
+    size_t rlen;
+    len += get_request(req + len, sizeof req - len, i, n + 1000);
+    if (i % 5 == 1 && n == 1)
+        rlen = (size_t)snprintf(rep, sizeof rep, "-MOVED 1234 10.0.1.1:7001\r\n$2\r\nv2\r\n");
+    else if (i % 5 == 2 && n == 1)
+        rlen = (size_t)snprintf(rep, sizeof rep, "-ASK 1234 10.0.1.1:7002\r\n$2\r\nv2\r\n");
+    else
+        rlen = (size_t)snprintf(rep, sizeof rep, "$5\r\nval-%d\r\n$1\r\nw\r\n", n % 10);
+    c->ts_us = *now;
+    pg_conv_send(c, 0, req, len);
+    pg_conv_send(c, 1, rep, rlen / 2);
+    pg_conv_send(c, 1, rep + rlen / 2, rlen - rlen / 2);
+    *now += 137;
+}
+
+/* ASKING then GET, answered. */
+static void asking(pg_conv *c, int64_t *now)
+{
+    static const char req[] = "*1\r\n$6\r\nASKING\r\n*2\r\n$3\r\nGET\r\n$3\r\nfoo\r\n";
+    static const char rep[] = "+OK\r\n$3\r\nbar\r\n";
+    c->ts_us = *now;
+    pg_conv_send(c, 0, req, sizeof req - 1);
+    pg_conv_send(c, 1, rep, sizeof rep - 1);
+    *now += 137;
+}
+
+/* CLUSTER SLOTS and a real reply (the raw reply analysis keeps). */
+static void cluster_slots(pg_conv *c, int64_t *now)
+{
+    static const char req[] = "*2\r\n$7\r\nCLUSTER\r\n$5\r\nSLOTS\r\n";
+    static const char rep[] = "*2\r\n"
+                              "*3\r\n:0\r\n:8191\r\n*3\r\n$8\r\n10.0.1.1\r\n:7000\r\n"
+                              "$40\r\n0123456789012345678901234567890123456789\r\n"
+                              "*3\r\n:8192\r\n:16383\r\n*3\r\n$8\r\n10.0.1.1\r\n:7001\r\n"
+                              "$40\r\nabcdefabcdefabcdefabcdefabcdefabcdefabcd\r\n";
+    c->ts_us = *now;
+    pg_conv_send(c, 0, req, sizeof req - 1);
+    pg_conv_send(c, 1, rep, sizeof rep - 1);
+    *now += 137;
+}
+
+/* A request that is never answered. */
+static void unanswered(pg_conv *c, int i, int64_t *now)
+{
+    char req[128];
+    size_t len = get_request(req, sizeof req, i, 999);
+    c->ts_us = *now;
+    pg_conv_send(c, 0, req, len);
+    *now += 137;
+}
+
+/* Build the synthetic capture (see the top of the file) into recs[]. */
+static void build_capture(void)
+{
+    static char addr[N_CONNS][16];
+    pg_conv c[N_CONNS];
+    pg_packet t;
+    uint8_t frame[PG_MAX_FRAME];
+    int64_t now = T0;
+    size_t n;
+    for (int i = 0; i < N_CONNS; i++) {
+        snprintf(addr[i], sizeof addr[i], "10.0.0.%d", 1 + i % 4);
+        pg_packet_init(&t);
+        t.src = addr[i];
+        t.dst = "10.0.1.1";
+        t.sport = (uint16_t)(50000 + i);
+        t.dport = (uint16_t)(7000 + i % 3);
+        pg_conv_init(&c[i], &t, 1000u * (unsigned)i + 1, 900000u + 7u * (unsigned)i, now);
+        c[i].fn = collect;
+    }
+    /* Handshakes, interleaved; connection 5 is picked up mid-stream. */
+    for (int k = 0; k < N_CONNS; k++) {
+        int i = (k * 7) % N_CONNS;
+        if (i == 5)
+            continue;
+        c[i].ts_us = now;
+        note_open();
+        pg_conv_handshake(&c[i]);
+        now += 61;
+    }
+    note_open();
+    exchange(&c[5], 5, 0, &now);
+    cluster_slots(&c[0], &now);
+    /* Three rounds for everyone; in the second, every other connection
+     * refreshes its slot map too. */
+    for (int r = 0; r < 3; r++) {
+        for (int k = 0; k < N_CONNS; k++) {
+            int i = (k * 5 + r) % N_CONNS;
+            exchange(&c[i], i, r, &now);
+            if (r == 1 && i % 2 == 0)
+                cluster_slots(&c[i], &now);
+        }
+    }
+    asking(&c[2], &now);
+    /* Every third connection goes quiet now, every sixth with a request
+     * left unanswered; the others go on every 100 s, and at 350 s the quiet
+     * ones are past the 300 s idle timeout. */
+    for (int i = 0; i < N_CONNS; i += 6)
+        unanswered(&c[i], i, &now);
+    for (int s = 1; s <= 5; s++) {
+        now = T0 + (s == 4 ? 350 : s == 5 ? 400 : 100 * s) * 1000000LL;
+        for (int k = 0; k < N_CONNS; k++) {
+            int i = (k * 11 + s) % N_CONNS;
+            if (i % 3 != 0)
+                exchange(&c[i], i, 10 + s, &now);
+        }
+        if (s == 2) {
+            /* one record (an ACK) 1 ms older than the one before it */
+            c[7].ts_us = now - 1000;
+            pg_conv_send_at(&c[7], 0, c[7].next[0], PG_ACK, NULL, 0);
+        }
+    }
+    /* FIN, then a late retransmitted FIN; RST; the tuple of 4 taken over by a
+     * new handshake; a UDP datagram. */
+    c[1].ts_us = now;
+    pg_conv_close(&c[1]);
+    c[1].ts_us += 5000000;
+    pg_conv_send_at(&c[1], 1, c[1].next[1] - 1, PG_FIN | PG_ACK, NULL, 0);
+    now = c[1].ts_us + 1000;
+    c[2].ts_us = now;
+    pg_conv_send_at(&c[2], 1, c[2].next[1], PG_RST | PG_ACK, NULL, 0);
+    now += 1000;
+    t = c[4].pkt;
+    pg_conv_init(&c[4], &t, 777777u, 888888u, now);
+    c[4].fn = collect;
+    note_open();
+    pg_conv_handshake(&c[4]);
+    now = c[4].ts_us;
+    exchange(&c[4], 4, 77, &now);
+    pg_packet_init(&t);
+    t.ip_proto = 17;
+    t.payload = "dns?";
+    t.len = 4;
+    n = pg_build(&t, frame, sizeof frame);
+    assert_true(n > 0);
+    collect(NULL, DLT_EN10MB, now, frame, n);
+    now += 1000;
+    exchange(&c[8], 8, 88, &now);
+}
+
+/* Write recs[] as a pcap file. */
+static void write_capture(const char *path)
+{
+    pg_file *f = pg_file_open(path, PG_PCAP, DLT_EN10MB, 65535);
+    assert_non_null(f);
+    for (size_t i = 0; i < n_recs; i++)
+        assert_int_equal(pg_file_write(f, recs[i].ts_us, recs[i].data, recs[i].len), 0);
+    assert_int_equal(pg_file_close(f), 0);
+}
+
+/* ---------------------------------------------------------------- capture level */
+
+/* One tracker event as text, with where it belongs in the order. */
+typedef struct evline {
+    uint64_t record;             /* record being fed (UINT64_MAX: the end) */
+    uint64_t rank;               /* cli/parallel.c's rank */
+    unsigned tracker;
+    size_t seq;                  /* order of arrival */
+    char text[160];
+} evline;
+
+typedef struct evlog {
+    evline *lines;
+    size_t n, cap;
+} evlog;
+
+/* What a tracker's callback knows. */
+typedef struct feeder {
+    evlog *log;
+    unsigned id;
+    uint64_t record;
+    int own;
+} feeder;
+
+static const char *const kind_names[] = {"open", "data", "gap", "close"};
+
+/* cap_event_fn: log the event with its key. */
+static void log_event(void *ctx, const cap_event *ev)
+{
+    feeder *fd = ctx;
+    evlog *log = fd->log;
+    const cap_conn *c = ev->conn;
+    evline *l;
+    if (log->n == log->cap) {
+        log->cap = log->cap ? 2 * log->cap : 1024;
+        log->lines = realloc(log->lines, log->cap * sizeof *log->lines);
+        assert_non_null(log->lines);
+    }
+    l = &log->lines[log->n];
+    l->record = fd->record;
+    l->rank = fd->own ? UINT64_MAX : c->last_record;
+    l->tracker = fd->id;
+    l->seq = log->n++;
+    snprintf(l->text, sizeof l->text,
+             "%s conn=%llu dir=%d ts=%lld len=%zu gap=%llu reason=%d pk=%llu/%llu by=%llu/%llu",
+             kind_names[ev->kind], (unsigned long long)c->id, (int)ev->dir, (long long)ev->ts_us,
+             ev->len, (unsigned long long)ev->gap_len,
+             ev->kind == CAP_EV_CLOSE ? (int)ev->reason : -1,
+             (unsigned long long)c->packets[0], (unsigned long long)c->packets[1],
+             (unsigned long long)c->bytes[0], (unsigned long long)c->bytes[1]);
+}
+
+/* Order of the merge: record, rank, then arrival. */
+static int cmp_line(const void *a, const void *b)
+{
+    const evline *x = a, *y = b;
+    if (x->record != y->record)
+        return x->record < y->record ? -1 : 1;
+    if (x->rank != y->rank)
+        return x->rank < y->rank ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* recs[i] as a cap_record. */
+static cap_record record_of(size_t i)
+{
+    cap_record r = {.linktype = DLT_EN10MB, .ts_us = recs[i].ts_us, .data = recs[i].data,
+                    .caplen = recs[i].len, .wirelen = recs[i].len};
+    return r;
+}
+
+/* The synthetic capture through n trackers sharing it; the events logged in
+ * log (merged order), the counters summed into sum. */
+static void run_trackers(unsigned n, evlog *log, cap_stats *sum)
+{
+    cap_tracker *t[3];
+    feeder fd[3];
+    cap_config cfg;
+    int64_t end = recs[n_recs - 1].ts_us;
+    cap_config_defaults(&cfg);
+    memset(sum, 0, sizeof *sum);
+    for (unsigned k = 0; k < n; k++) {
+        fd[k] = (feeder){.log = log, .id = k};
+        t[k] = cap_tracker_new(&cfg, log_event, &fd[k]);
+        assert_non_null(t[k]);
+    }
+    for (size_t i = 0; i < n_recs; i++) {
+        cap_record r = record_of(i);
+        uint32_t hash = 0;
+        unsigned owner = cap_record_flow_hash(&r, &hash) ? (unsigned)(((uint64_t)hash * n) >> 32) : 0;
+        for (unsigned k = 0; k < n; k++) {
+            fd[k].record = i + 1;
+            fd[k].own = 0;
+            if (n == 1) { /* one tracker: the plain call, numbering records itself */
+                fd[k].own = 1;
+                cap_tracker_packet(t[k], r.linktype, r.ts_us, r.data, r.caplen, r.wirelen);
+                continue;
+            }
+            cap_tracker_time(t[k], i + 1, r.ts_us);
+            if (k == owner) {
+                fd[k].own = 1;
+                cap_tracker_packet_at(t[k], i + 1, r.linktype, r.ts_us, r.data, r.caplen,
+                                      r.wirelen);
+            }
+        }
+    }
+    for (unsigned k = 0; k < n; k++) {
+        const cap_stats *s;
+        fd[k].record = UINT64_MAX;
+        fd[k].own = 0;
+        cap_tracker_finish(t[k], end);
+        s = cap_tracker_stats(t[k]);
+        sum->packets += s->packets;
+        sum->tcp_packets += s->tcp_packets;
+        sum->non_tcp += s->non_tcp;
+        sum->connections += s->connections;
+        sum->mid_stream += s->mid_stream;
+        sum->idle_connections += s->idle_connections;
+        sum->time_backwards += s->time_backwards;
+        sum->late_packets += s->late_packets;
+        sum->stream_bytes[0] += s->stream_bytes[0];
+        sum->stream_bytes[1] += s->stream_bytes[1];
+        sum->retransmitted += s->retransmitted;
+        cap_tracker_free(t[k]);
+    }
+    /* The merge's order; one tracker's log stays in the order it came. */
+    if (n > 1)
+        qsort(log->lines, log->n, sizeof *log->lines, cmp_line);
+}
+
+/* Split between 2 and 3 trackers: the single tracker's events in the single
+ * tracker's order, the same counters; and the capture does what it should
+ * (idle closes, a late packet, time going back, ...). */
+static void test_trackers_share_input(void **state)
+{
+    evlog one = {0};
+    cap_stats s1, sn;
+    (void)state;
+    run_trackers(1, &one, &s1);
+    /* the scenario happened */
+    assert_int_equal(s1.packets, n_recs);
+    assert_int_equal(s1.connections, n_want);
+    assert_int_equal(s1.idle_connections, N_CONNS / 3);
+    assert_int_equal(s1.time_backwards, 1);
+    assert_int_equal(s1.late_packets, 2); /* the last ACK of a close, a FIN again */
+    assert_int_equal(s1.mid_stream, 1);
+    assert_int_equal(s1.non_tcp, 1);
+    for (unsigned n = 2; n <= 3; n++) {
+        evlog split = {0};
+        unsigned used = 0;
+        run_trackers(n, &split, &sn);
+        assert_int_equal(split.n, one.n);
+        for (size_t i = 0; i < one.n; i++) {
+            if (strcmp(split.lines[i].text, one.lines[i].text) != 0)
+                fail_msg("%u trackers, event %zu: \"%s\", one tracker: \"%s\"", n, i,
+                         split.lines[i].text, one.lines[i].text);
+            used |= 1u << split.lines[i].tracker;
+            /* a (record, rank) key belongs to one tracker */
+            if (i > 0 && split.lines[i].record == split.lines[i - 1].record &&
+                split.lines[i].rank == split.lines[i - 1].rank)
+                assert_int_equal(split.lines[i].tracker, split.lines[i - 1].tracker);
+        }
+        assert_int_equal(used, (1u << n) - 1); /* every tracker had a share */
+        assert_memory_equal(&sn, &s1, sizeof sn);
+        free(split.lines);
+    }
+    free(one.lines);
+}
+
+/* ---------------------------------------------------------------- end to end */
+
+/* A path in the test's directory. */
+static const char *tmp(const char *name)
+{
+    static char paths[8][512];
+    static int next;
+    char *p = paths[next++ % 8];
+    snprintf(p, 512, "%s/%s", tmpdir, name);
+    return p;
+}
+
+/* The whole file (malloc'd, NUL-terminated). */
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    char *text;
+    long n;
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    text = malloc((size_t)n + 1);
+    assert_non_null(text);
+    assert_int_equal(fread(text, 1, (size_t)n, f), (size_t)n);
+    text[n] = 0;
+    fclose(f);
+    return text;
+}
+
+/* Run slotscope with the NULL-terminated arguments, stdout and stderr to
+ * files. The exit code (-1 if it did not exit). */
+static int run_args(const char *const *args)
+{
+    const char *argv[64];
+    int status = 0, n = 0;
+    pid_t pid;
+    argv[n++] = SS_BINARY;
+    while (*args && n < 63)
+        argv[n++] = *args++;
+    argv[n] = NULL;
+    fflush(NULL);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int fo = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int fe = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fo < 0 || fe < 0 || dup2(fo, 1) < 0 || dup2(fe, 2) < 0)
+            _exit(126);
+        execv(SS_BINARY, (char *const *)argv);
+        _exit(127);
+    }
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+#define run(...) run_args((const char *const[]){__VA_ARGS__, NULL})
+
+/* A growing text. */
+typedef struct text {
+    char *s;
+    size_t len, cap;
+} text;
+
+static void text_add(text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void text_add(text *t, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+    for (;;) {
+        va_start(ap, fmt);
+        n = vsnprintf(t->s ? t->s + t->len : NULL, t->s ? t->cap - t->len : 0, fmt, ap);
+        va_end(ap);
+        assert_true(n >= 0);
+        if (t->s && t->len + (size_t)n < t->cap)
+            break;
+        t->cap = (t->cap + (size_t)n + 1) * 2;
+        t->s = realloc(t->s, t->cap);
+        assert_non_null(t->s);
+    }
+    t->len += (size_t)n;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* One row as text: each value with its type. */
+static char *row_text(sqlite3_stmt *st)
+{
+    text t = {0};
+    for (int c = 0; c < sqlite3_column_count(st); c++) {
+        switch (sqlite3_column_type(st, c)) {
+        case SQLITE_INTEGER:
+            text_add(&t, "|i%lld", (long long)sqlite3_column_int64(st, c));
+            break;
+        case SQLITE_FLOAT:
+            text_add(&t, "|f%.17g", sqlite3_column_double(st, c));
+            break;
+        case SQLITE_NULL:
+            text_add(&t, "|n");
+            break;
+        default: { /* text and blobs, byte for byte, in hex */
+            const unsigned char *b = sqlite3_column_blob(st, c);
+            int n = sqlite3_column_bytes(st, c);
+            text_add(&t, "|%c", sqlite3_column_type(st, c) == SQLITE_TEXT ? 't' : 'b');
+            for (int i = 0; i < n; i++)
+                text_add(&t, "%02x", b[i]);
+        }
+        }
+    }
+    text_add(&t, "%s", "");
+    return t.s;
+}
+
+/* Every row of every table, each table's rows sorted, except the rows of meta
+ * that say when the run was and how it was started. */
+static char *dump_db(const char *path)
+{
+    sqlite3 *db;
+    sqlite3_stmt *tables;
+    text out = {0};
+    assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_prepare_v2(db,
+                                        "SELECT name FROM sqlite_master WHERE type = 'table' "
+                                        "ORDER BY name", -1, &tables, NULL), SQLITE_OK);
+    while (sqlite3_step(tables) == SQLITE_ROW) {
+        const char *name = (const char *)sqlite3_column_text(tables, 0);
+        char sql[256];
+        sqlite3_stmt *st;
+        char **rows = NULL;
+        size_t n = 0, cap = 0;
+        if (!strcmp(name, "meta"))
+            snprintf(sql, sizeof sql, "SELECT * FROM meta WHERE key NOT IN "
+                                      "('start_us', 'end_us', 'command_line')");
+        else
+            snprintf(sql, sizeof sql, "SELECT * FROM \"%s\"", name);
+        assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+        while (sqlite3_step(st) == SQLITE_ROW) {
+            if (n == cap) {
+                cap = cap ? 2 * cap : 256;
+                rows = realloc(rows, cap * sizeof *rows);
+                assert_non_null(rows);
+            }
+            rows[n++] = row_text(st);
+        }
+        sqlite3_finalize(st);
+        if (n > 1)
+            qsort(rows, n, sizeof *rows, cmp_str);
+        text_add(&out, "table %s: %zu rows\n", name, n);
+        for (size_t i = 0; i < n; i++) {
+            text_add(&out, "%s\n", rows[i]);
+            free(rows[i]);
+        }
+        free(rows);
+    }
+    sqlite3_finalize(tables);
+    sqlite3_close(db);
+    return out.s;
+}
+
+/* The first line where two texts differ, for the failure message. */
+static void fail_diff(const char *what, const char *a, const char *b)
+{
+    size_t line = 1;
+    const char *la = a, *lb = b;
+    while (*a && *a == *b) {
+        if (*a == '\n') {
+            line++;
+            la = a + 1;
+            lb = b + 1;
+        }
+        a++;
+        b++;
+    }
+    fail_msg("%s differ at line %zu:\n  1 thread: %.200s\n  threads:  %.200s", what, line, la, lb);
+}
+
+/* analyze the files with 1, 2 and 3 threads: the same database and report. */
+static void check_same_results(const char *const *files, size_t n_files)
+{
+    char *base_db = NULL, *base_report = NULL;
+    static const char *const threads[] = {"1", "2", "3"};
+    for (size_t k = 0; k < 3; k++) {
+        const char *args[40];
+        size_t n = 0;
+        const char *db = tmp(threads[k]);
+        char *dump, *report;
+        unlink(db);
+        args[n++] = "analyze";
+        for (size_t i = 0; i < n_files; i++)
+            args[n++] = files[i];
+        args[n++] = "--db";
+        args[n++] = db;
+        args[n++] = "--store-commands";
+        args[n++] = "--threads";
+        args[n++] = threads[k];
+        args[n++] = "-q";
+        args[n] = NULL;
+        if (run_args(args) != 0)
+            fail_msg("analyze %s --threads %s failed: %s", files[0], threads[k], slurp(err_path));
+        dump = dump_db(db);
+        report = slurp(out_path);
+        if (!base_db) {
+            base_db = dump;
+            base_report = report;
+            assert_non_null(strstr(base_db, "table connections"));
+            continue;
+        }
+        if (strcmp(dump, base_db) != 0)
+            fail_diff(files[0], base_db, dump);
+        if (strcmp(report, base_report) != 0)
+            fail_diff("reports", base_report, report);
+        free(dump);
+        free(report);
+    }
+    free(base_db);
+    free(base_report);
+}
+
+/* The synthetic capture: same results; every connection's id is the number
+ * of the record that opened it; the scenario shows in the counters. */
+static void test_synthetic(void **state)
+{
+    const char *path = tmp("synthetic.pcap");
+    const char *files[] = {path};
+    sqlite3 *db;
+    sqlite3_stmt *st;
+    size_t n = 0;
+    (void)state;
+    write_capture(path);
+    check_same_results(files, 1);
+    /* tmp("1") is the database of the one-thread run */
+    assert_int_equal(sqlite3_open_v2(tmp("1"), &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_prepare_v2(db, "SELECT id FROM connections ORDER BY id", -1, &st,
+                                        NULL), SQLITE_OK);
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        assert_true(n < n_want);
+        assert_int_equal(sqlite3_column_int64(st, 0), want_ids[n]);
+        n++;
+    }
+    sqlite3_finalize(st);
+    assert_int_equal(n, n_want);
+    assert_int_equal(sqlite3_prepare_v2(db, "SELECT value FROM counters WHERE name = "
+                                            "'idle_connections'", -1, &st, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    assert_int_equal(sqlite3_column_int64(st, 0), N_CONNS / 3);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+}
+
+/* Every capture of a fixtures directory (files ending in .pcap or .pcapng). */
+static void check_dir(const char *dir, const char *const *names, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        char path[1024];
+        const char *files[1] = {path};
+        snprintf(path, sizeof path, "%s/%s/%s", SS_FIXTURES, dir, names[i]);
+        assert_int_equal(access(path, R_OK), 0);
+        check_same_results(files, 1);
+    }
+}
+
+static void test_fixtures_cluster_gen(void **state)
+{
+    static const char *const cluster[] = {"reshard.pcap"};
+    static const char *const gen[] = {"findings.pcap", "impaired.pcap", "lossy.pcap",
+                                      "quiet.pcap", "raw10.pcap"};
+    (void)state;
+    check_dir("cluster", cluster, 1);
+    check_dir("gen", gen, sizeof gen / sizeof gen[0]);
+}
+
+static void test_fixtures_capture_cli(void **state)
+{
+    static const char *const capture[] = {
+        "almost-resp.pcap", "django-cloud.pcap", "pubsub.pcap", "reply-off-on-2conn.pcap",
+        "resp_1_benchmark.pcap", "resp_3_malicious.pcap", "resp_4_infiniteloop.pcapng",
+        "start-with-server.pcap"};
+    static const char *const cli[] = {"pipelining-example.pcap", "set.pcap"};
+    (void)state;
+    check_dir("capture", capture, sizeof capture / sizeof capture[0]);
+    check_dir("cli", cli, sizeof cli / sizeof cli[0]);
+}
+
+/* Two files merged by time (and the synthetic one, a third). */
+static void test_merged_files(void **state)
+{
+    const char *files[] = {SS_FIXTURES "/gen/findings.pcap", SS_FIXTURES "/cluster/reshard.pcap",
+                           tmp("synthetic2.pcap")};
+    (void)state;
+    write_capture(files[2]);
+    check_same_results(files, 3);
+}
+
+/* --threads takes 0 (one per core) to 64. */
+static void test_threads_option(void **state)
+{
+    static const char *const bad[] = {"-1", "65", "x", "", "2x"};
+    char *err;
+    (void)state;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(run("analyze", SS_FIXTURES "/cli/set.pcap", "--threads", bad[i]), 2);
+        err = slurp(err_path);
+        assert_non_null(strstr(err, "bad --threads"));
+        free(err);
+    }
+    assert_int_equal(run("analyze", SS_FIXTURES "/cli/set.pcap", "--threads", "0", "-q"), 0);
+    assert_int_equal(run("analyze", SS_FIXTURES "/cli/set.pcap", "--threads=64", "-q"), 0);
+    assert_int_equal(run("analyze", "--help"), 0);
+    err = slurp(out_path);
+    assert_non_null(strstr(err, "--threads N"));
+    free(err);
+}
+
+/* ---------------------------------------------------------------- main */
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/ss_threads_XXXXXX");
+    if (!mkdtemp(tmpdir))
+        return -1;
+    snprintf(out_path, sizeof out_path, "%s/stdout", tmpdir);
+    snprintf(err_path, sizeof err_path, "%s/stderr", tmpdir);
+    build_capture();
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    char cmd[600];
+    (void)state;
+    for (size_t i = 0; i < n_recs; i++)
+        free(recs[i].data);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_trackers_share_input),
+        cmocka_unit_test(test_synthetic),
+        cmocka_unit_test(test_fixtures_cluster_gen),
+        cmocka_unit_test(test_fixtures_capture_cli),
+        cmocka_unit_test(test_merged_files),
+        cmocka_unit_test(test_threads_option),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
