@@ -660,8 +660,9 @@ static const an_cmd *command_of(an_analyzer *an, const resp_request *req, int *s
 /* A command that needs more than the fast path: ASKING state, connection
  * modes, node links, cluster administration, redirects, operations waiting
  * for a retry, what clients were told about the slot. */
-static void on_command_full(an_analyzer *an, const resp_command *cmd, an_cn *cn, an_cli *cli,
-                            const an_cmd *info, uint8_t special, int32_t slot)
+static __attribute__((noinline)) void on_command_full(an_analyzer *an, const resp_command *cmd,
+                                                     an_cn *cn, an_cli *cli, const an_cmd *info,
+                                                     uint8_t special, int32_t slot)
 {
     const resp_request *req = &cmd->req;
     an_cmdctx x;

@@ -511,16 +511,11 @@ static const an_cmd *resolve(resp_keyctx *k)
     return &an_commands[(k->scratch[0] & SCR_INDEX_MASK) - 1];
 }
 
-int an_key_fn(void *ctx, resp_keyctx *k)
+/* Everything but the two quick answers of an_key_fn: resolving the command
+ * (first argument), and the key spec interpreter. Kept out of line so that
+ * the quick answers need no stack frame. */
+static __attribute__((noinline)) int key_fn_full(resp_keyctx *k)
 {
-    (void)ctx;
-    if (!k || !k->req || k->argi == 0)
-        return 0;
-    uint32_t s0 = k->scratch[0];
-    if (s0 & SCR_DEAD)
-        return 0;
-    if (s0 & SCR_MASK) /* fixed positions: one bit test */
-        return k->argi < 32 && ((k->scratch[1] >> k->argi) & 1u);
     const an_cmd *c = resolve(k);
     if (!c)
         return 0;
@@ -538,4 +533,17 @@ int an_key_fn(void *ctx, resp_keyctx *k)
     if (c->proc == AN_PROC_SORT_STORE && i < 3)
         is_key |= proc_sort_store(&k->scratch[1 + i], k);
     return is_key;
+}
+
+int an_key_fn(void *ctx, resp_keyctx *k)
+{
+    (void)ctx;
+    if (!k || !k->req || k->argi == 0)
+        return 0;
+    uint32_t s0 = k->scratch[0];
+    if (s0 & SCR_DEAD)
+        return 0;
+    if (s0 & SCR_MASK) /* fixed positions: one bit test */
+        return k->argi < 32 && ((k->scratch[1] >> k->argi) & 1u);
+    return key_fn_full(k);
 }
