@@ -312,9 +312,8 @@ rq_entry *pair_request_slot(rc_conn *c, int64_t ts)
     } else {
         if (c->overflow == NULL)
             c->overflow = calloc(1, sizeof(*c->overflow));
-        if (c->overflow == NULL) { /* no memory at all: reuse a static slot */
-            static rq_entry last_resort;
-            e = &last_resort;
+        if (c->overflow == NULL) { /* no memory at all: the pipeline's spare */
+            e = rp->spare;
         } else {
             e = c->overflow;
         }
@@ -848,6 +847,11 @@ resp_pipeline *resp_new(const resp_config *cfg, const resp_sink *sink)
     resp_pipeline *rp = calloc(1, sizeof(*rp));
     if (rp == NULL)
         return NULL;
+    rp->spare = calloc(1, sizeof(*rp->spare));
+    if (rp->spare == NULL) {
+        free(rp);
+        return NULL;
+    }
     if (cfg != NULL)
         rp->cfg = *cfg;
     else
@@ -869,6 +873,7 @@ void resp_free(resp_pipeline *rp)
         return;
     while (rp->live != NULL)
         conn_free(rp, rp->live);
+    free(rp->spare);
     free(rp);
 }
 

@@ -216,6 +216,10 @@ struct resp_pipeline {
     resp_stats closed;        /* totals of closed connections + global counters */
     resp_stats view;          /* what resp_get_stats returns */
     uint64_t inflight_total;
+    rq_entry *spare;          /* where a request is decoded when even the
+                                 per-connection overflow slot could not be
+                                 allocated (no global state: one pipeline
+                                 per thread is safe) */
 };
 
 /* ---------------------------------------------------------------- helpers */
