@@ -655,14 +655,6 @@ static void *worker_main(void *arg)
 {
     worker *w = arg;
     struct par *p = w->par;
-    sigset_t stop;
-    /* The stop signals go to the reader or the merger (their handler only
-     * asks the source to stop). */
-    sigemptyset(&stop);
-    sigaddset(&stop, SIGINT);
-    sigaddset(&stop, SIGTERM);
-    sigaddset(&stop, SIGALRM);
-    pthread_sigmask(SIG_BLOCK, &stop, NULL);
     for (;;) {
         if (w->pos == w->avail && !worker_fetch(w, 1))
             break;
@@ -809,10 +801,25 @@ static void reader_record(void *ctx, const cap_record *rec)
         reader_show(p);
 }
 
-/* The reader thread: the whole source, then the end of input. */
+/* The signals that stop a run (cmd_live's handler calls cap_source_break). */
+static void stop_signals(sigset_t *set)
+{
+    sigemptyset(set);
+    sigaddset(set, SIGINT);
+    sigaddset(set, SIGTERM);
+    sigaddset(set, SIGALRM);
+}
+
+/* The reader thread: the whole source, then the end of input. It alone
+ * takes the stop signals (the other threads block them): the source's stop
+ * flag is then written and read by one thread, and a signal interrupts the
+ * read it waits in. */
 static void *reader_main(void *arg)
 {
     struct par *p = arg;
+    sigset_t stop;
+    stop_signals(&stop);
+    pthread_sigmask(SIG_UNBLOCK, &stop, NULL);
     p->rd_rc = cap_source_run_records(p->src, reader_record, p, p->rd_err, sizeof p->rd_err);
     reader_show(p);
     pthread_mutex_lock(&p->mu);
@@ -1254,6 +1261,7 @@ static void stop_threads(struct par *p)
 
 int par_run(par *p, cap_source *src, char *err, size_t err_size)
 {
+    sigset_t stop, old;
     size_t n = 0;
     const cap_input_info *in = cap_source_inputs(src, &n);
     p->src = src;
@@ -1264,16 +1272,19 @@ int par_run(par *p, cap_source *src, char *err, size_t err_size)
     }
     memcpy(p->inputs, in, n * sizeof *in);
     p->n_inputs = n;
+    /* Threads inherit the mask: only the reader unblocks the stop signals. */
+    stop_signals(&stop);
+    pthread_sigmask(SIG_BLOCK, &stop, &old);
     if (start_threads(p) != 0) {
-        if (p->reader_started)
-            pthread_join(p->reader, NULL);
         stop_threads(p);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
         snprintf(err, err_size, "cannot start threads");
         return -1;
     }
     merge(p, 0);
     pthread_join(p->reader, NULL);
     p->reader_started = 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (p->rd_oom || p->m_oom) {
         snprintf(err, err_size, "out of memory");
         return -1;
