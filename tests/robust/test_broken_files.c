@@ -240,6 +240,25 @@ static void test_corrupted_header(void **state)
     free(db2);
 }
 
+/* A record in the middle (first of connection 9) claims a capture length of
+ * 2 GiB: libpcap refuses the file from there on; what came before is kept. */
+static void test_absurd_caplen(void **state)
+{
+    char *dir = *state;
+    char *pcap = rb_path(dir, "huge.pcap"), *db = rb_path(dir, "out.db");
+    long off[CONNS];
+    make_good(pcap, PG_PCAP, off);
+    const uint8_t huge[4] = {0xF0, 0xFF, 0xFF, 0x7F}; /* 0x7FFFFFF0, little-endian */
+    patch_file(pcap, off[9] + 8, huge, 4);
+    rb_run run;
+    analyze("record with caplen 2 GiB", pcap, NULL, db, &run);
+    assert_clear_error(&run, pcap);
+    assert_kept(&run, db, 9);
+    rb_run_free(&run);
+    free(pcap);
+    free(db);
+}
+
 /* ---------------------------------------------------------------- empty */
 
 /* A 0-byte file is an error; a pcap with a header and no record is a valid,
@@ -362,6 +381,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_truncated_in_record_data, dir_setup, dir_teardown),
         cmocka_unit_test_setup_teardown(test_merge_with_truncated, dir_setup, dir_teardown),
         cmocka_unit_test_setup_teardown(test_corrupted_header, dir_setup, dir_teardown),
+        cmocka_unit_test_setup_teardown(test_absurd_caplen, dir_setup, dir_teardown),
         cmocka_unit_test_setup_teardown(test_empty_file, dir_setup, dir_teardown),
         cmocka_unit_test_setup_teardown(test_pcapng_unknown_blocks, dir_setup, dir_teardown),
     };
