@@ -259,7 +259,14 @@ typedef struct cap_input_info {
     uint64_t if_drops;        /* live only */
     char error[256];          /* "" or what went wrong (truncated record, ...) */
     uint64_t time_backwards;  /* records older than the previous one of this input */
+    uint64_t bad_lengths;     /* records whose lengths cannot be right: nothing
+                                 captured, more captured than was on the wire, or
+                                 a wire length over CAP_MAX_WIRE_LEN */
 } cap_input_info;
+
+/* Largest believable original packet length (a 256 KiB TSO/GRO super-frame is
+ * the largest seen in practice; anything beyond is damage). */
+#define CAP_MAX_WIRE_LEN (256u * 1024u)
 
 /* Options for a live capture. */
 typedef struct cap_live_opts {

@@ -49,6 +49,7 @@ typedef struct input {
     int64_t last_us;         /* latest time */
     int64_t prev_us;         /* time of the previous record (time_backwards) */
     uint64_t time_backwards; /* records older than the previous one */
+    uint64_t bad_lengths;    /* records with impossible lengths (see cap_input_info) */
     uint64_t size;           /* file size in bytes */
     char *iobuf;             /* stdio buffer of the file */
     int error_pending;       /* info.error is set and not yet reported */
@@ -291,6 +292,9 @@ static void input_count(cap_source *src, uint32_t i)
             in->last_us = in->cur.ts_us;
     }
     in->prev_us = in->cur.ts_us;
+    if (in->cur.caplen == 0 || in->cur.caplen > in->cur.wirelen ||
+        in->cur.wirelen > CAP_MAX_WIRE_LEN)
+        in->bad_lengths++;
     in->packets++;
     in->bytes += in->cur.caplen;
 }
@@ -455,13 +459,13 @@ static void single_packet(u_char *user, const struct pcap_pkthdr *hdr, const u_c
     input *in = &src->inputs[0];
     in->cur.ts_us = (int64_t)hdr->ts.tv_sec * 1000000 + hdr->ts.tv_usec;
     in->cur.caplen = hdr->caplen;
+    in->cur.wirelen = hdr->len;
     input_count(src, 0);
     if (src->run_tracker != NULL) {
         cap_tracker_packet(src->run_tracker, in->cur.linktype, in->cur.ts_us, data, hdr->caplen,
                            hdr->len);
     } else {
         in->cur.data = data;
-        in->cur.wirelen = hdr->len;
         src->run_fn(src->run_ctx, &in->cur);
     }
 }
@@ -656,6 +660,7 @@ const cap_input_info *cap_source_inputs(const cap_source *src, size_t *n)
         info[i].first_us = in->first_us;
         info[i].last_us = in->last_us;
         info[i].time_backwards = in->time_backwards;
+        info[i].bad_lengths = in->bad_lengths;
     }
     *n = src->n;
     return info;

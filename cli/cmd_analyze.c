@@ -40,6 +40,31 @@ static void print_report(const cli_opts *o, const report *rep)
     fflush(stdout);
 }
 
+/* Damage that libpcap could still frame. Records with impossible lengths: the
+ * analysis went on past them (counted as malformed), but the user is told in
+ * one line per input and the exit code says the input was not sound. Records
+ * older than the one before: a one-line warning. Returns 1 if damaged. */
+static int report_damaged_inputs(const cap_source *src)
+{
+    size_t n = 0;
+    const cap_input_info *in = cap_source_inputs(src, &n);
+    int damaged = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (in[i].bad_lengths > 0) {
+            cli_error("'%s': %llu records with impossible lengths (empty, or more "
+                      "captured than sent, or over %u bytes); counted as malformed",
+                      in[i].name, (unsigned long long)in[i].bad_lengths, CAP_MAX_WIRE_LEN);
+            damaged = 1;
+        }
+        /* Only a warning: captures from multi-queue NICs, or merged from hosts
+         * whose clocks differ slightly, step back now and then. */
+        if (in[i].time_backwards > 0)
+            cli_error("warning: '%s': time goes backwards at %llu records; analysed in "
+                      "file order", in[i].name, (unsigned long long)in[i].time_backwards);
+    }
+    return damaged;
+}
+
 /* Open, run, finish, print. Returns the exit code. */
 static int analyze(const cli_opts *o)
 {
@@ -63,6 +88,8 @@ static int analyze(const cli_opts *o)
     if (pipeline_finish(p, src) != 0)
         status = EXIT_RUNTIME;
     print_report(o, &rep);
+    if (report_damaged_inputs(src))
+        status = EXIT_RUNTIME;
     if (status == EXIT_OK && o->fail_on_findings && rep.n_findings > 0)
         status = EXIT_FINDINGS;
     pipeline_free(p);
