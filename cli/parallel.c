@@ -139,15 +139,13 @@ _Static_assert(sizeof(((resp_command *)0)->req.key0) == RESP_ARG_PREFIX &&
                    sizeof(((resp_command *)0)->reply.errtext) == RESP_ERRTEXT_MAX,
                "resp_command's text arrays changed size");
 
-/* The spans of a resp_command copied as they are. */
-static const struct {
-    size_t off, end;
-} cmd_spans[] = {
-    {0, ARGS_OFF}, {ARGS_END, KEY0_OFF}, {KEY0_END, ERRTEXT_OFF},
-    {ERRTEXT_END, HOST_OFF}, {HOST_END, sizeof(resp_command)},
-};
-#define CMD_FIXED (ARGS_OFF + (KEY0_OFF - ARGS_END) + (ERRTEXT_OFF - KEY0_END) + \
-                   (HOST_OFF - ERRTEXT_END) + (sizeof(resp_command) - HOST_END))
+/* The spans of a resp_command copied as they are, as (from, to) pairs:
+ * everything but the text arrays. Each copy has a constant size, so the
+ * compiler inlines it. */
+#define CMD_SPANS(X) X(0, ARGS_OFF) X(ARGS_END, KEY0_OFF) X(KEY0_END, ERRTEXT_OFF) \
+                     X(ERRTEXT_END, HOST_OFF) X(HOST_END, sizeof(resp_command))
+#define SPAN_SIZE(from, to) + ((to) - (from))
+#define CMD_FIXED (0 CMD_SPANS(SPAN_SIZE))
 
 /* What a packed command starts with. */
 typedef struct cmd_head {
@@ -260,6 +258,8 @@ struct par {
     uint64_t since_refresh;        /* events handed on since the last refresh */
     int m_oom;                     /* a connection copy found no memory */
     resp_command cmd;              /* the command being handed on, unpacked */
+    uint64_t last_id;              /* the connection last looked up (0: none) */
+    cap_conn *last_conn;
     int discard;                   /* being freed unfinished: no more events */
     int joined;
 };
@@ -546,10 +546,9 @@ static void w_command(void *ctx, const resp_command *cmd)
     out = (uint8_t *)(h + 1);
     memcpy(out, &head, sizeof head);
     out += sizeof head;
-    for (size_t k = 0; k < sizeof cmd_spans / sizeof cmd_spans[0]; k++) {
-        memcpy(out, src + cmd_spans[k].off, cmd_spans[k].end - cmd_spans[k].off);
-        out += cmd_spans[k].end - cmd_spans[k].off;
-    }
+#define PACK_SPAN(from, to) memcpy(out, src + (from), (to) - (from)); out += (to) - (from);
+    CMD_SPANS(PACK_SPAN)
+#undef PACK_SPAN
     for (unsigned i = 0; i < nargs; i++) {
         memcpy(out, r->args[i], arg_kept(r, i));
         out += arg_kept(r, i);
@@ -963,12 +962,16 @@ static cap_conn *conn_open_copy(struct par *p, const cap_conn *snap)
     }
     *c = *snap;
     c->user = NULL;
+    if (snap->id == p->last_id)
+        p->last_id = 0; /* it may have been looked up, and not found, before */
     return c;
 }
 
 /* CLOSE done: forget the copy. */
 static void conn_close_copy(struct par *p, cap_conn *c)
 {
+    if (c->id == p->last_id)
+        p->last_id = 0;
     map_remove(p, c->id);
     c->user = p->free_conns;
     p->free_conns = c;
@@ -1008,10 +1011,9 @@ static resp_command *unpack_command(struct par *p, worker *w, const uint8_t *in)
     unsigned nargs;
     memcpy(&head, in, sizeof head);
     in += sizeof head;
-    for (size_t k = 0; k < sizeof cmd_spans / sizeof cmd_spans[0]; k++) {
-        memcpy(dst + cmd_spans[k].off, in, cmd_spans[k].end - cmd_spans[k].off);
-        in += cmd_spans[k].end - cmd_spans[k].off;
-    }
+#define UNPACK_SPAN(from, to) memcpy(dst + (from), in, (to) - (from)); in += (to) - (from);
+    CMD_SPANS(UNPACK_SPAN)
+#undef UNPACK_SPAN
     nargs = r->nargs < RESP_ARG_KEEP ? r->nargs : RESP_ARG_KEEP;
     for (unsigned i = 0; i < nargs; i++) {
         memcpy(r->args[i], in, arg_kept(r, i));
@@ -1026,7 +1028,11 @@ static resp_command *unpack_command(struct par *p, worker *w, const uint8_t *in)
     memcpy(cmd->reply.redir.host, in, head.host_len);
     if (head.host_len < sizeof cmd->reply.redir.host)
         cmd->reply.redir.host[head.host_len] = 0;
-    cmd->conn = map_find(p, head.conn_id);
+    if (head.conn_id != p->last_id) { /* pipelined commands: often the same */
+        p->last_id = head.conn_id;
+        p->last_conn = map_find(p, head.conn_id);
+    }
+    cmd->conn = p->last_conn;
     cmd->reply.raw = NULL;
     if (head.has_raw) {
         cmd->reply.raw = w->raw + (head.raw_off & (w->raw_size - 1));
@@ -1135,6 +1141,49 @@ static worker *next_worker(struct par *p, const ev_hdr **head, int *idle)
     return best;
 }
 
+/* Key a < key b. */
+static int key_less(uint64_t a_record, uint64_t a_rank, uint64_t b_record, uint64_t b_rank)
+{
+    return a_record < b_record || (a_record == b_record && a_rank < b_rank);
+}
+
+/* Hand on worker best's events, head h first, for as long as they come
+ * before anything another worker has waiting or could still make: one
+ * comparison an event instead of a look at every worker. */
+static void deliver_run(struct par *p, worker *best, const ev_hdr *h)
+{
+    uint64_t bound_record = KEY_END, bound_rank = KEY_END;
+    int bounded = 0;
+    for (unsigned i = 0; i < p->n; i++) {
+        worker *w = &p->w[i];
+        const ev_hdr *e;
+        uint64_t rec, rank;
+        if (w == best)
+            continue;
+        e = head_event(w);
+        if (e) {
+            rec = e->record;
+            rank = e->rank;
+        } else if (w->m_watermark != KEY_END) {
+            rec = w->m_watermark + 1; /* its next event is of a later record */
+            rank = 0;
+        } else {
+            continue; /* finished, nothing left */
+        }
+        if (!bounded || key_less(rec, rank, bound_record, bound_rank)) {
+            bound_record = rec;
+            bound_rank = rank;
+            bounded = 1;
+        }
+    }
+    do {
+        deliver(p, best, h);
+        if (p->since_refresh >= MERGE_BATCH)
+            return;
+        h = head_event(best);
+    } while (h && (!bounded || key_less(h->record, h->rank, bound_record, bound_rank)));
+}
+
 /* 1 when every worker has published everything up to `upto` and every
  * event was handed on. */
 static int merged_upto(const struct par *p, uint64_t upto)
@@ -1154,7 +1203,7 @@ static void merge(struct par *p, int final)
         const ev_hdr *h;
         worker *w = next_worker(p, &h, &idle);
         if (w) {
-            deliver(p, w, h);
+            deliver_run(p, w, h);
             if (p->since_refresh >= MERGE_BATCH)
                 merger_refresh(p, 0);
             continue;
