@@ -36,15 +36,20 @@
  * every other worker either has an event waiting (its key is larger) or has
  * finished record r (its watermark): nothing smaller can still come.
  *
- * What one thread and N threads may do differently: the capture and resp
- * tables and caps (connections, out-of-order bytes, requests in flight) are
- * per worker, each as large as the single tracker's, so results differ only
- * once a cap is reached (eviction, given-up holes, dropped requests); the
- * analyzer keeps a copy of each connection (its counters as of OPEN until its
- * CLOSE), so a connection record the analyzer writes when it evicts a still
- * open connection shows the counters of its OPEN; and with time going
- * backwards in a capture, idle expiry (which stops at the first connection
- * not yet idle) may close connections at other records.
+ * Where N threads may differ from one (none of it happens in the tests):
+ *  - the capture and resp tables and caps (connections, out-of-order bytes,
+ *    requests in flight) are per worker, each as large as the single one: a
+ *    run that reaches a cap (eviction, a hole given up, a request dropped)
+ *    reaches it at other moments;
+ *  - the analyzer is handed a copy of each connection, made at its OPEN and
+ *    refreshed at its CLOSE: a connection record it writes when its own
+ *    connection cap evicts a connection still open shows the counters of
+ *    the OPEN, not of that moment;
+ *  - when capture times go backwards, idle expiry (which stops at the first
+ *    connection of its list not yet idle) can close a connection a few
+ *    records earlier or later;
+ *  - live: the analyzer is flushed by the capture time of the events handed
+ *    on (and a clock event every 0.1 s), not of every packet.
  *
  * Memory stays bounded: the input ring (records and bytes), each worker's
  * event ring and its ring of kept raw replies (CLUSTER SLOTS/SHARDS/NODES)
@@ -67,7 +72,7 @@
 
 #ifndef PAR_TINY_RINGS
 #define IN_RECORDS 16384u          /* records in the input ring (a power of two) */
-#define IN_BYTES (8u << 20)        /* bytes of record data in it (a power of two) */
+#define IN_BYTES (4u << 20)        /* bytes of record data in it (a power of two) */
 #define IN_BATCH 1024u             /* records handed over at once */
 #define OUT_BYTES (2u << 20)       /* bytes of a worker's event ring (a power of two) */
 #define MERGE_BATCH 2048u          /* events merged between looks at the workers */
@@ -159,7 +164,8 @@ typedef struct cmd_head {
 } cmd_head;
 
 /* A worker: its stages and its end of the rings. Fields are grouped by the
- * thread that writes them. */
+ * thread that writes them, each group on cache lines of its own (a line
+ * written by one thread and read by another moves between cores). */
 typedef struct worker {
     struct par *par;
     unsigned id;
@@ -167,13 +173,14 @@ typedef struct worker {
     int started;
     cap_tracker *tracker;
     resp_pipeline *rp;
+    const in_rec *recs;            /* the input ring's records */
     uint8_t *ev;                   /* the event ring (OUT_BYTES) */
     uint8_t *raw;                  /* the raw reply ring */
     size_t raw_size;               /* a power of two */
     pthread_cond_t space_cv;       /* the merger freed events */
 
     /* the worker's own */
-    uint64_t pos;                  /* next input position to read (record pos+1) */
+    _Alignas(64) uint64_t pos;                  /* next input position to read (record pos+1) */
     uint64_t avail;                /* input positions published, as last seen */
     const uint8_t *bytes;          /* the input bytes, as last seen */
     size_t bytes_mask;
@@ -189,7 +196,7 @@ typedef struct worker {
     unsigned stats_gen;            /* the last stats request served */
 
     /* under the mutex */
-    uint64_t consumed;             /* input positions done with */
+    _Alignas(64) uint64_t consumed; /* input positions done with */
     uint64_t watermark;            /* every event of records <= this is published;
                                       KEY_END once finished */
     uint64_t ev_published;         /* event bytes published */
@@ -201,7 +208,8 @@ typedef struct worker {
     resp_stats rs;
 
     /* the merger's own */
-    uint64_t m_tail, m_head, m_watermark, m_raw_tail;
+    _Alignas(64) uint64_t m_tail;
+    uint64_t m_head, m_watermark, m_raw_tail;
 } worker;
 
 struct par {
@@ -222,7 +230,7 @@ struct par {
     size_t bytes_size;
 
     /* the reader's own */
-    uint64_t rd_pos;               /* records written */
+    _Alignas(64) uint64_t rd_pos;  /* records written */
     uint64_t rd_off;               /* bytes reserved */
     uint64_t rd_shown;             /* records published */
     uint64_t rd_oldest;            /* oldest position still in use, as last seen */
@@ -232,7 +240,7 @@ struct par {
     char rd_err[512];
 
     /* under the mutex */
-    uint64_t published;            /* input records published */
+    _Alignas(64) uint64_t published; /* input records published */
     int eof;                       /* the reader is done: published is the total */
     int finish;                    /* the merger's order to finish ... */
     int64_t finish_us;             /* ... at this time */
@@ -245,11 +253,11 @@ struct par {
     uint64_t done_bytes, total_bytes, packets;
     int rd_oom;                    /* the reader ran out of memory */
 
-    _Atomic unsigned request;      /* bumped by the merger: publish counters */
+    _Alignas(64) _Atomic unsigned request; /* bumped by the merger: publish counters */
     _Atomic unsigned progress_request; /* ... the reader's progress */
 
     /* the merger's own: copies of the open connections, by id */
-    uint64_t *map_ids;             /* 0: empty (ids start at 1) */
+    _Alignas(64) uint64_t *map_ids; /* 0: empty (ids start at 1) */
     cap_conn **map_conns;
     size_t map_mask, map_used;
     cap_conn *free_conns;          /* linked through .user */
@@ -619,7 +627,7 @@ static int worker_fetch(worker *w, int wait)
 /* Feed input position pos: the clock, then the record if it is ours. */
 static void worker_feed(worker *w, uint64_t pos)
 {
-    const in_rec *d = &w->par->recs[pos & (IN_RECORDS - 1)];
+    const in_rec *d = &w->recs[pos & (IN_RECORDS - 1)];
     uint64_t record = pos + 1;
     w->record = record;
     w->ts_us = d->ts_us;
@@ -1233,6 +1241,7 @@ static int worker_init(struct par *p, unsigned i)
                       .conn_close = w_conn_close};
     w->par = p;
     w->id = i;
+    w->recs = p->recs;
     pthread_cond_init(&w->space_cv, NULL);
     w->raw_size = pow2_at_least(2 * (p->o.resp.max_kept_reply > 0 ? p->o.resp.max_kept_reply : 1));
 #ifdef PAR_TINY_RINGS
@@ -1249,9 +1258,11 @@ static int worker_init(struct par *p, unsigned i)
 
 par *par_new(const par_opts *o)
 {
-    struct par *p = calloc(1, sizeof *p);
+    /* aligned for the cache line groups of struct par and worker */
+    struct par *p = aligned_alloc(64, sizeof *p);
     if (!p)
         return NULL;
+    memset(p, 0, sizeof *p);
     p->o = *o;
     p->n = o->workers < 1 ? 1 : o->workers > MAX_WORKERS ? MAX_WORKERS : o->workers;
     pthread_mutex_init(&p->mu, NULL);
@@ -1261,7 +1272,9 @@ par *par_new(const par_opts *o)
     p->bytes_size = IN_BYTES;
     p->recs = malloc(IN_RECORDS * sizeof *p->recs);
     p->bytes = malloc(p->bytes_size);
-    p->w = calloc(p->n, sizeof *p->w);
+    p->w = aligned_alloc(64, p->n * sizeof *p->w);
+    if (p->w)
+        memset(p->w, 0, p->n * sizeof *p->w);
     if (!p->recs || !p->bytes || !p->w) {
         par_free(p);
         return NULL;
