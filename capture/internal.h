@@ -125,6 +125,10 @@ typedef struct cap_stream {
     uint8_t fin;             /* a FIN from this side was seen */
     uint8_t done;            /* every byte up to the FIN was delivered */
     uint8_t has_acked;       /* acked is valid */
+    uint8_t probe_start;     /* started mid-stream from a segment without
+                                payload and nothing delivered since: it may
+                                have been a keepalive, one below the sender's
+                                real next sequence number */
 } cap_stream;
 
 /* Lifecycle of a table entry. */

@@ -374,8 +374,10 @@ static uint32_t start_streams(cap_tracker *t, cap_flow *f, int side, const cap_p
     cap_stream *st = &f->st[side];
     cap_stream *peer = &f->st[1 - side];
     if (!(p->flags & TCP_SYN)) {
-        if (!st->started)
+        if (!st->started) {
             cap_reasm_start(st, p->seq);
+            st->probe_start = p->payload_len + p->payload_missing == 0;
+        }
         return p->seq;
     }
     if (!st->started) {
@@ -407,6 +409,31 @@ static void count_packet(cap_flow *f, int side, int64_t ts_us)
         f->pub.last_us = ts_us;
 }
 
+/* Count a keepalive or zero-window probe from side as a retransmission: it
+ * repeats sequence space already seen. */
+static void count_probe(cap_tracker *t, cap_flow *f, int side)
+{
+    t->stats.retransmitted++;
+    if (f->side_known)
+        f->pub.retransmits[cap_dir_of(f, side)]++;
+}
+
+/* The stream of side started on a bare segment (probe_start) and now the
+ * sender (its segment's seq) or the peer (its ACK) shows next_seq as the
+ * sender's next sequence number. One above where we started: that first
+ * segment was a keepalive (seq = next - 1, RFC 9293 section 3.8.4), so the
+ * stream really starts one later; without this the byte below would become
+ * a 1-byte GAP. Any other evidence settles the start as it is. */
+static void settle_probe_start(cap_tracker *t, cap_flow *f, int side, uint32_t next_seq)
+{
+    cap_stream *st = &f->st[side];
+    st->probe_start = 0;
+    if (next_seq == st->next + 1 && st->held == NULL && !st->fin) {
+        st->next = next_seq;
+        count_probe(t, f, side);
+    }
+}
+
 /* Run one segment through its connection. */
 static void flow_segment(cap_tracker *t, cap_flow *f, int side, const cap_pkt *p, int64_t ts_us)
 {
@@ -418,8 +445,20 @@ static void flow_segment(cap_tracker *t, cap_flow *f, int side, const cap_pkt *p
     if (f->side_known && !f->opened)
         open_flow(t, f, ts_us);
     /* An ACK matters only beyond what the peer's stream delivered. */
-    if ((p->flags & TCP_ACK) && SEQ_GT(p->ack, f->st[1 - side].next))
+    if ((p->flags & TCP_ACK) && SEQ_GT(p->ack, f->st[1 - side].next)) {
+        if (f->st[1 - side].probe_start)
+            settle_probe_start(t, f, 1 - side, p->ack);
         cap_reasm_ack(t, f, 1 - side, p->ack, ts_us);
+    }
+    if (st->probe_start && payload_seq != st->next)
+        settle_probe_start(t, f, side, payload_seq);
+    else if (st->probe_start && wire_len > 0)
+        st->probe_start = 0;
+    if (wire_len == 0 && payload_seq == st->next - 1 &&
+        !(p->flags & (TCP_SYN | TCP_FIN | TCP_RST))) {
+        /* A keepalive or zero-window probe without payload. */
+        count_probe(t, f, side);
+    }
     if (payload_seq == st->next && p->payload_missing == 0 && p->payload_len > 0 &&
         st->held == NULL && !st->fin) {
         /* The common case, inline: the next bytes, nothing held, no FIN. */

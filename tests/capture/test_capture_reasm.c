@@ -416,6 +416,91 @@ static int shape_resp(const uint8_t *data, size_t len)
     return 0;
 }
 
+
+/* A connection picked up mid-stream by a TCP keepalive (as in spicy-redis
+ * django-cache.pcap, port 49406): the client's probe carries seq = its next
+ * byte - 1 and no payload, the server ACKs the real next byte. The byte below
+ * the ACK was delivered long ago: a keepalive, not a 1-byte gap. */
+static void test_keepalive_mid_stream(void **state)
+{
+    fx *f = *state;
+    pg_conv c;
+    const cap_stats *st;
+    conv_start(f, &c, NULL, 100, 5000);
+    c.next[0] = 1000;
+    c.next[1] = 5000;
+    assert_int_equal(pg_conv_send_at(&c, 0, 999, PG_ACK, NULL, 0), 0); /* probe */
+    server_ack(&c);                                                      /* ack 1000 */
+    cap_tracker_finish(f->t, c.ts_us);
+    st = cap_tracker_stats(f->t);
+    assert_int_equal(st->gaps, 0);
+    assert_int_equal(st->gap_bytes, 0);
+    assert_int_equal(st->retransmitted, 1);
+    assert_int_equal(evlog_conn_by_id(&f->log, 1)->at_close.retransmits[CAP_TO_SERVER], 1);
+    assert_int_equal(evlog_conn_by_id(&f->log, 1)->at_close.gaps[CAP_TO_SERVER], 0);
+}
+
+/* The same probe first, then data from the real next byte before any ACK:
+ * the stream continues at the data, without a gap. */
+static void test_keepalive_mid_stream_data(void **state)
+{
+    fx *f = *state;
+    pg_conv c;
+    const cap_stats *st;
+    conv_start(f, &c, NULL, 100, 5000);
+    c.next[0] = 1000;
+    c.next[1] = 5000;
+    assert_int_equal(pg_conv_send_at(&c, 0, 999, PG_ACK, NULL, 0), 0);
+    client_at(&c, 1000, "PING\r\n");
+    c.next[0] = 1006;
+    server_ack(&c);
+    cap_tracker_finish(f->t, c.ts_us);
+    assert_string_equal(evlog_stream(&f->log, 1, CAP_TO_SERVER), "PING\r\n");
+    st = cap_tracker_stats(f->t);
+    assert_int_equal(st->gaps, 0);
+    assert_int_equal(st->out_of_order, 0);
+    assert_int_equal(st->retransmitted, 1);
+}
+
+/* Inside a stream: keepalives with no byte or one old byte (seq = next - 1),
+ * a zero-window probe the Linux way (the same shape), window updates (pure
+ * ACKs at next) and a zero-window probe the BSD way (one new byte that the
+ * receiver does not take and that comes again with more). Exact bytes, no
+ * gap, each probe counted once as a retransmission. */
+static void test_keepalive_and_window_probes(void **state)
+{
+    fx *f = *state;
+    pg_conv c;
+    const cap_stats *st;
+    uint32_t s;
+    conv_start(f, &c, NULL, 100, 5000);
+    pg_conv_handshake(&c);
+    pg_conv_send(&c, 0, "*1\r\n", 4);
+    s = c.next[0];
+    server_ack(&c);
+    assert_int_equal(pg_conv_send_at(&c, 0, s - 1, PG_ACK, NULL, 0), 0); /* keepalive */
+    server_ack(&c);
+    assert_int_equal(pg_conv_send_at(&c, 0, s - 1, PG_ACK, "\n", 1), 0); /* 1 old byte */
+    server_ack(&c);
+    assert_int_equal(pg_conv_send_at(&c, 0, s - 1, PG_ACK, NULL, 0), 0); /* zero-window probe */
+    assert_int_equal(pg_conv_send_at(&c, 0, s, PG_ACK, NULL, 0), 0);     /* window update */
+    assert_int_equal(pg_conv_send_at(&c, 0, s, PG_ACK | PG_PSH, "$", 1), 0); /* BSD probe */
+    server_ack(&c); /* still acks s: the byte was not taken */
+    pg_conv_send(&c, 0, "$4\r\nPING\r\n", 10); /* the byte again, with the rest */
+    pg_conv_send(&c, 1, "+PONG\r\n", 7);
+    pg_conv_close(&c);
+    cap_tracker_finish(f->t, c.ts_us);
+    assert_string_equal(evlog_stream(&f->log, 1, CAP_TO_SERVER), "*1\r\n$4\r\nPING\r\n");
+    assert_string_equal(evlog_stream(&f->log, 1, CAP_TO_CLIENT), "+PONG\r\n");
+    st = cap_tracker_stats(f->t);
+    assert_int_equal(st->gaps, 0);
+    assert_int_equal(st->gap_bytes, 0);
+    assert_int_equal(st->retransmitted, 3);
+    assert_int_equal(st->overlaps, 1);
+    assert_int_equal(evlog_conn_by_id(&f->log, 1)->at_close.retransmits[CAP_TO_SERVER], 3);
+    assert_int_equal(evlog_conn_by_id(&f->log, 1)->reason, CAP_CLOSE_FIN);
+}
+
 /* Unknown ports, no handshake: OPEN waits for the first payload so that the
  * shape hook can tell the request; the packets before it are counted. */
 static void test_mid_stream_shape(void **state)
@@ -1104,6 +1189,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_lost_before_fin, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hole_at_end, setup, teardown),
         cmocka_unit_test_setup_teardown(test_mid_stream, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_keepalive_mid_stream, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_keepalive_mid_stream_data, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_keepalive_and_window_probes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_mid_stream_shape, setup, teardown),
         cmocka_unit_test_setup_teardown(test_mid_stream_guess, setup, teardown),
         cmocka_unit_test_setup_teardown(test_configured_ports, setup, teardown),
