@@ -550,6 +550,28 @@ void cap_source_break(cap_source *src)
         pcap_breakloop(src->inputs[0].pcap); /* a single-file run's loop */
 }
 
+/* Why pcap_activate failed with rc, once: libpcap's status text and its
+ * handle error often say the same thing ("No such device exists"), and the
+ * handle error may start with the interface name, which the caller already
+ * gives. Writes "status", "detail" (when it contains the status) or
+ * "status: detail" to buf. */
+static void activate_error_text(pcap_t *p, int rc, const char *iface, char *buf, size_t size)
+{
+    const char *status = pcap_statustostr(rc);
+    const char *detail = pcap_geterr(p);
+    size_t n = strlen(iface);
+    if (detail == NULL)
+        detail = "";
+    if (strncmp(detail, iface, n) == 0 && detail[n] == ':' && detail[n + 1] == ' ')
+        detail += n + 2; /* "eth9: ..." */
+    if (*detail == '\0' || strcmp(detail, status) == 0)
+        snprintf(buf, size, "%s", status);
+    else if (strstr(detail, status) != NULL)
+        snprintf(buf, size, "%s", detail);
+    else
+        snprintf(buf, size, "%s: %s", status, detail);
+}
+
 /* Apply the options to a created live handle and activate it. 0 on success,
  * -1 with err set. */
 static int live_activate(pcap_t *p, const cap_live_opts *opts, char *err, size_t err_size)
@@ -564,15 +586,15 @@ static int live_activate(pcap_t *p, const cap_live_opts *opts, char *err, size_t
     rc = pcap_activate(p);
     if (rc < 0) {
         char why[PCAP_ERRBUF_SIZE + 64];
-        const char *detail = pcap_geterr(p);
-        snprintf(why, sizeof why, "%s%s%s", pcap_statustostr(rc),
-                 detail && *detail ? ": " : "", detail ? detail : "");
-        set_err(err, err_size, "cannot capture on '%s': %s", opts->iface, why);
+        activate_error_text(p, rc, opts->iface, why, sizeof why);
+        set_err(err, err_size, "cannot open interface '%s': %s", opts->iface, why);
         return -1;
     }
-    if (rc > 0)
-        fprintf(stderr, "slotscope: warning: '%s': %s (%s)\n", opts->iface,
-                pcap_statustostr(rc), pcap_geterr(p));
+    if (rc > 0) {
+        char why[PCAP_ERRBUF_SIZE + 64];
+        activate_error_text(p, rc, opts->iface, why, sizeof why);
+        fprintf(stderr, "slotscope: warning: '%s': %s\n", opts->iface, why);
+    }
     return 0;
 }
 

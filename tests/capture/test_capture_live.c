@@ -167,8 +167,9 @@ static void test_live_errors(void **state)
     memset(&opts, 0, sizeof opts);
     opts.iface = "nosuch-if0";
     assert_null(cap_open_live(&opts, err, sizeof err));
-    assert_memory_equal(err, "cannot capture on 'nosuch-if0': No such device exists",
-                        strlen("cannot capture on 'nosuch-if0': No such device exists"));
+    /* One line naming the interface, libpcap's text once (pcap_statustostr
+     * and pcap_geterr say the same here). */
+    assert_string_equal(err, "cannot open interface 'nosuch-if0': No such device exists");
     opts.iface = "lo";
     opts.filter = "tcp port";
     assert_null(cap_open_live(&opts, err, sizeof err));
