@@ -87,6 +87,50 @@ void rp_lost(rc_conn *c, int at_boundary)
     rp_drop(c, c->rpd.off, at_boundary);
 }
 
+/* A gap of len bytes (0: unknown) on the reply side. Bridged (returns 1) when
+ * it falls wholly inside a bulk payload of known length and, at most, its
+ * trailing CRLF, and none of the payload bytes lost were ones pairing reads
+ * (the text of a blob error, the first element of a top-level aggregate that
+ * tells pub/sub messages from replies). The reply is flagged and its raw
+ * bytes are not kept (analysis would parse a reply with a hole). The CRLF's
+ * bytes are known: a gap over them is replayed as "\r\n". Returns 0 when
+ * the gap is a loss. */
+int rp_skip_gap(rc_conn *c, uint64_t len, int64_t ts)
+{
+    rp_dec *d = &c->rpd;
+    uint64_t payload, crlf;
+    if (len == 0 || !d->in_msg)
+        return 0;
+    if (d->state == RP_BULK) {
+        payload = d->bulk_left;
+        crlf = 2;
+    } else if (d->state == RP_BULK_CRLF) {
+        payload = 0;
+        crlf = d->crlf_left;
+    } else {
+        return 0;
+    }
+    if (len > payload + crlf)
+        return 0;
+    uint64_t lost = len < payload ? len : payload;
+    if (lost > 0) {
+        if (d->cap_dst != NULL && d->cap_len < d->cap_max)
+            return 0;
+        c->reply.gap = 1;
+        c->keeping = 0;
+        d->bulk_left -= lost;
+        d->off += lost;
+    }
+    c->st.gaps_bridged++;
+    if (d->state == RP_BULK && d->bulk_left == 0) {
+        d->crlf_left = 2;
+        d->state = RP_BULK_CRLF;
+    }
+    if (len > lost)
+        rp_feed(c, (const uint8_t *)"\r\n" + (2 - d->crlf_left), (size_t)(len - lost), ts);
+    return 1;
+}
+
 void rp_sink(rc_conn *c)
 {
     c->rpd.state = RP_SINK;

@@ -101,6 +101,7 @@ static inline void arg_begin(rc_conn *c, uint64_t full)
     d->a_seen = 0;
     d->a_full = full > UINT32_MAX ? UINT32_MAX : (uint32_t)full;
     d->a_key = 0;
+    d->a_gap = 0;
     d->a_dst = NULL;
     if (i == 0) {
         d->a_name = 1;
@@ -180,10 +181,15 @@ static inline void arg_end(rc_conn *c)
         d->prev_full = seen;
     } else {
         if (i <= RESP_ARG_KEEP) {
-            r->arg_len[i - 1] = d->a_secret ? 0 : (uint8_t)kept;
+            r->arg_len[i - 1] = (d->a_secret || d->a_gap) ? 0 : (uint8_t)kept;
             r->arg_full_len[i - 1] = seen;
         }
-        if (d->a_key) {
+        if (d->a_key && d->a_gap) {
+            r->nkeys++; /* a key whose bytes were partly lost: no slot */
+            r->slot_unknown = 1;
+            if (r->nkeys == 1)
+                r->key0_full_len = seen; /* key0_len stays 0 */
+        } else if (d->a_key) {
             uint16_t slot = resp_slot_final(&d->hasher);
             r->nkeys++;
             if (r->nkeys == 1) {
@@ -194,7 +200,7 @@ static inline void arg_end(rc_conn *c)
                 r->multi_slot = 1;
             }
         }
-        if (d->a_secret) {
+        if (d->a_secret || d->a_gap) {
             d->prev = NULL;
             d->prev_len = 0;
         } else {
@@ -316,6 +322,13 @@ static void rq_complete(rc_conn *c, uint64_t pos, int64_t ts)
     r->ts_us = ts;
     r->bytes = pos - d->msg_off;
     r->argc = d->argi;
+    if (r->slot_unknown) { /* a key lost bytes: no key facts at all */
+        r->nkeys = 0;
+        r->slot = -1;
+        r->multi_slot = 0;
+        r->key0_len = 0;
+        r->key0_full_len = 0;
+    }
     d->in_msg = 0;
     d->state = RQ_START;
     pair_request_done(c);
@@ -359,6 +372,60 @@ static void rq_error(rc_conn *c, uint64_t pos, int limit, int at_boundary)
 void rq_lost(rc_conn *c, int at_boundary)
 {
     rq_drop(c, c->rq.off, at_boundary);
+}
+
+/* A gap of len bytes (0: unknown) on the request side. When it falls wholly
+ * inside the payload of an argument whose declared length is known (and, at
+ * most, its trailing CRLF), nothing but payload was lost: the bytes are
+ * counted as skipped payload and decoding carries on in step. Returns 1 when
+ * the gap was bridged so, 0 when it is a loss (the caller drops the message).
+ *
+ * Not bridged: a gap that reaches past the argument (headers, the next
+ * request), one inside the command name, and one inside a short argument
+ * (<= RESP_ARG_PREFIX bytes) that is neither a key nor a credential: such
+ * words (REPLY OFF, numkeys, STREAMS, SLOTS) decide how many replies come and
+ * where the keys are. A key that loses bytes leaves the request without a
+ * slot (slot_unknown); a long value that loses bytes of its kept prefix keeps
+ * no prefix. The trailing CRLF's bytes are known, so a gap over them is
+ * replayed as "\r\n" and the decoder still sees the argument end. */
+int rq_skip_gap(rc_conn *c, uint64_t len, int64_t ts)
+{
+    rq_dec *d = &c->rq;
+    uint64_t payload, crlf;
+    if (len == 0 || !d->in_msg)
+        return 0;
+    if (d->state == RQ_ARG_BODY) {
+        payload = d->arg_left;
+        crlf = 2;
+    } else if (d->state == RQ_ARG_CRLF) {
+        payload = 0;
+        crlf = d->crlf_left;
+    } else {
+        return 0;
+    }
+    if (len > payload + crlf)
+        return 0;
+    uint64_t lost = len < payload ? len : payload;
+    if (lost > 0) {
+        if (d->a_name)
+            return 0;
+        if (!d->a_key && !d->a_secret && d->a_full <= RESP_ARG_PREFIX)
+            return 0;
+        if (d->a_key || (d->a_dst != NULL && d->a_seen < RESP_ARG_PREFIX))
+            d->a_gap = 1;
+        c->cur->cmd.req.gap = 1;
+        d->a_seen += lost;
+        d->arg_left -= lost;
+        d->off += lost;
+    }
+    c->st.gaps_bridged++;
+    if (d->state == RQ_ARG_BODY && d->arg_left == 0) {
+        d->crlf_left = 2;
+        d->state = RQ_ARG_CRLF;
+    }
+    if (len > lost) /* the CRLF, or its LF: replay it */
+        rq_feed(c, (const uint8_t *)"\r\n" + (2 - d->crlf_left), (size_t)(len - lost), ts);
+    return 1;
 }
 
 void rq_init(rc_conn *c)

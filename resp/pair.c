@@ -31,7 +31,9 @@
  *   - PSYNC/SYNC: after the reply the server streams an RDB and the command
  *     stream, which are not replies: that direction is no longer decoded.
  *
- * Losing the pairing. After a gap or malformed bytes, or a request dropped at
+ * Losing the pairing. A capture gap that falls inside a bulk payload of
+ * known length is not a loss: the decoders skip it by the declared length
+ * (rq_skip_gap, rp_skip_gap). After any other gap or malformed bytes, or a request dropped at
  * the in-flight cap, nobody can know how many replies are owed for requests
  * that were not seen. The connection is marked out of sync. A loss on the
  * server side (or at the cap) gives up every request in flight (emitted as
@@ -192,6 +194,7 @@ static void emit(rc_conn *c, rq_entry *e, resp_outcome outcome)
         dst->integer = src->integer;
         dst->elements = src->elements;
         dst->bytes = src->bytes;
+        dst->gap = src->gap;
         dst->raw = NULL;
         dst->raw_len = 0;
         if (e->keep && c->keeping && !c->keep_over) {
@@ -538,6 +541,7 @@ void pair_reply_start(rc_conn *c, int64_t ts)
     r->integer = 0;
     r->elements = 0;
     r->bytes = 0;
+    r->gap = 0;
     r->raw = NULL;
     r->raw_len = 0;
     c->keep_len = 0;
@@ -798,6 +802,7 @@ static void stats_add(resp_conn_stats *t, const resp_conn_stats *s)
     t->resyncs += s->resyncs;
     t->skipped_bytes += s->skipped_bytes;
     t->protocol_errors += s->protocol_errors;
+    t->gaps_bridged += s->gaps_bridged;
     t->out_of_sync += s->out_of_sync;
     t->monitor += s->monitor;
     t->subscribed += s->subscribed;
@@ -911,10 +916,16 @@ void resp_on_capture_event(void *vrp, const cap_event *ev)
     case CAP_EV_GAP:
         if (c == NULL && (c = conn_new(rp, cc)) == NULL)
             return;
+        /* A gap inside a value whose length is known costs nothing but the
+         * value's bytes; anything else loses the pairing. */
         if (ev->dir == CAP_TO_SERVER) {
+            if (rq_skip_gap(c, ev->gap_len, ev->ts_us))
+                return;
             rq_lost(c, 1);
             pair_lost_requests(c);
         } else {
+            if (rp_skip_gap(c, ev->gap_len, ev->ts_us))
+                return;
             rp_lost(c, 1);
             pair_lost(c);
         }

@@ -32,6 +32,11 @@
  * RESP3 streamed strings and aggregates ("$?", "*?") are not decoded (Redis
  * never sends them): they are protocol errors.
  *
+ * A capture gap of known length that falls inside a bulk payload (a value,
+ * not a header, line, command name or short argument) is skipped by the
+ * declared length: the pairing stays exact and the command is flagged (gap;
+ * slot_unknown when a key lost bytes). Any other gap is a loss.
+ *
  * Pairing after a loss (see pair.c): a loss on the server side (gap, garbage)
  * gives up every request in flight; a loss on the client side keeps the
  * requests already queued (the server answers them first). Requests decoded
@@ -163,6 +168,14 @@ struct resp_request {
     uint64_t bytes;                     /* request size on the wire */
     uint8_t inline_cmd;                 /* sent as an inline command */
     uint8_t nargs;                      /* arguments kept in args[] */
+    uint8_t gap;                        /* bytes of an argument's payload were
+                                           lost in a capture gap and skipped by
+                                           their declared length: the pairing
+                                           is exact; a damaged kept prefix has
+                                           arg_len 0 */
+    uint8_t slot_unknown;               /* a key lost bytes in a gap: the key
+                                           facts are withdrawn (nkeys 0, slot
+                                           -1, no key0) */
     uint8_t arg_len[RESP_ARG_KEEP];     /* bytes kept of args[i] */
     uint32_t arg_full_len[RESP_ARG_KEEP]; /* whole length of args[i] */
     char args[RESP_ARG_KEEP][RESP_ARG_PREFIX]; /* arguments 1..RESP_ARG_KEEP,
@@ -185,6 +198,9 @@ typedef struct resp_reply {
     resp_redirect redir;              /* MOVED/ASK target */
     int64_t integer;                  /* for ':' replies */
     int64_t elements;                 /* aggregate count; -1 for a null */
+    uint8_t gap;                      /* bytes of a bulk payload in it were lost
+                                         in a capture gap and skipped by their
+                                         declared length (raw is not kept) */
     uint64_t bytes;                   /* reply size on the wire */
     const uint8_t *raw;               /* whole reply bytes, only for requests whose
                                          reply analysis parses (CLUSTER SLOTS,
@@ -223,6 +239,9 @@ typedef struct resp_conn_stats {
     uint64_t resyncs;           /* times the decoder re-found a message boundary */
     uint64_t skipped_bytes;     /* bytes thrown away while resynchronising */
     uint64_t protocol_errors;   /* malformed input seen */
+    uint64_t gaps_bridged;      /* capture gaps that fell inside a bulk payload
+                                   of known length and were skipped without
+                                   losing the pairing */
     uint32_t out_of_sync;       /* pairing was lost at least once (in totals:
                                    connections; hence not a uint8_t) */
     uint32_t monitor;           /* the connection entered MONITOR */

@@ -108,6 +108,8 @@ typedef struct rq_dec {
     uint8_t a_name;          /* argument 0 (the command name) */
     uint8_t a_key;           /* the key hook said it is a key */
     uint8_t a_secret;        /* a credential: nothing is copied */
+    uint8_t a_gap;           /* bytes of it were lost in a gap: its kept prefix
+                                (and slot, for a key) are unknown */
     uint8_t *a_dst;          /* where its prefix goes, NULL if nowhere */
     uint64_t a_seen;         /* bytes of it seen */
     uint32_t a_full;         /* declared length (inline: counted) */
@@ -416,12 +418,14 @@ int rd_resync_scan(rd_resync *rs, rd_line *line, const uint8_t **pp,
 void rq_init(rc_conn *c);
 void rq_feed(rc_conn *c, const uint8_t *p, size_t n, int64_t ts);
 void rq_lost(rc_conn *c, int at_boundary);   /* gap: drop the partial request */
+int rq_skip_gap(rc_conn *c, uint64_t len, int64_t ts); /* 1: gap inside a payload */
 
 /* decode_rep.c */
 void rp_init(rc_conn *c);
 void rp_free(rc_conn *c);
 void rp_feed(rc_conn *c, const uint8_t *p, size_t n, int64_t ts);
 void rp_lost(rc_conn *c, int at_boundary);
+int rp_skip_gap(rc_conn *c, uint64_t len, int64_t ts); /* 1: gap inside a payload */
 void rp_sink(rc_conn *c);
 
 /* pair.c: called by the decoders */

@@ -579,7 +579,7 @@ static void test_gap_reply_side(void **state)
     h_open(&h);
     h_str(&h, CAP_TO_SERVER, "*2\r\n$3\r\nGET\r\n$1\r\na\r\n");
     h_str(&h, CAP_TO_CLIENT, "$100000\r\nxxxx");
-    h_gap(&h, CAP_TO_CLIENT, 50000);
+    h_gap(&h, CAP_TO_CLIENT, 0); /* length unknown: even inside a bulk, a loss */
     h_str(&h, CAP_TO_CLIENT, "yyyy");
     h_str(&h, CAP_TO_SERVER, PING);
     h_str(&h, CAP_TO_CLIENT, "yyyy\r\n+PONG\r\n");
@@ -591,6 +591,250 @@ static void test_gap_reply_side(void **state)
     assert_int_equal(h.cmds[1].outcome, RESP_UNANSWERED); /* uncertain */
     assert_int_equal(h.cmds[2].outcome, RESP_OK);
     assert_int_equal(h.closed.out_of_sync, 1);
+    h_free(&h);
+}
+
+/* n bytes of ch in direction dir. */
+static void h_fill(h_ctx *h, cap_dir dir, char ch, size_t n)
+{
+    char buf[4096];
+    assert_true(n <= sizeof buf);
+    memset(buf, ch, n);
+    h_data(h, dir, buf, n);
+}
+
+/* Assert that a command was paired with no loss of sync on the connection. */
+static void assert_paired_in_sync(const h_ctx *h, size_t ncmds)
+{
+    assert_int_equal(h->ncmds, ncmds);
+    for (size_t i = 0; i < ncmds; i++)
+        assert_int_equal(h->cmds[i].outcome, RESP_OK);
+    assert_int_equal(h->closed.out_of_sync, 0);
+    assert_int_equal(h->closed.unpaired_requests, 0);
+    assert_int_equal(h->closed.unpaired_replies, 0);
+    assert_int_equal(h->closed.resyncs, 0);
+}
+
+/* SET k <200-byte value>, sent as: header, first_part value bytes, a gap of
+ * gap bytes, the rest of the value and CRLF; then GET k. Both answered. */
+static void run_set_with_gap(h_ctx *h, size_t first_part, size_t gap)
+{
+    h_init(h, 1, NULL);
+    h_open(h);
+    h_str(h, CAP_TO_SERVER, "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$200\r\n");
+    h_fill(h, CAP_TO_SERVER, 'v', first_part);
+    h_gap(h, CAP_TO_SERVER, gap);
+    h_fill(h, CAP_TO_SERVER, 'v', 200 - first_part - gap);
+    h_str(h, CAP_TO_SERVER, "\r\n*2\r\n$3\r\nGET\r\n$1\r\nk\r\n");
+    h_str(h, CAP_TO_CLIENT, "+OK\r\n$1\r\nv\r\n");
+    h_close(h);
+}
+
+/* A gap inside a request's value, of known length, costs only the value's
+ * bytes: the command is still emitted, flagged, and pairing stays exact. */
+static void test_gap_inside_request_bulk(void **state)
+{
+    (void)state;
+    h_ctx h;
+    /* the gap hits the kept prefix: it is withdrawn */
+    run_set_with_gap(&h, 30, 100);
+    assert_paired_in_sync(&h, 2);
+    assert_string_equal(h.cmds[0].req.name, "SET");
+    assert_int_equal(h.cmds[0].req.gap, 1);
+    assert_int_equal(h.cmds[0].req.slot_unknown, 0);
+    assert_int_equal(h.cmds[0].req.slot, resp_key_slot((const uint8_t *)"k", 1));
+    assert_int_equal(h.cmds[0].req.nkeys, 1);
+    assert_int_equal(h.cmds[0].req.arg_len[1], 0);
+    assert_int_equal(h.cmds[0].req.arg_full_len[1], 200);
+    assert_int_equal(h.cmds[0].req.bytes, strlen("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$200\r\n") + 202);
+    assert_int_equal(h.cmds[0].reply.type, RESP_T_SIMPLE);
+    assert_string_equal(h.cmds[1].req.name, "GET");
+    assert_int_equal(h.cmds[1].req.gap, 0);
+    assert_int_equal(h.cmds[1].reply.type, RESP_T_BULK);
+    assert_int_equal(h.closed.gaps_bridged, 1);
+    h_free(&h);
+
+    /* past the kept prefix: the prefix stays */
+    run_set_with_gap(&h, 100, 50);
+    assert_paired_in_sync(&h, 2);
+    assert_int_equal(h.cmds[0].req.gap, 1);
+    assert_int_equal(h.cmds[0].req.arg_len[1], RESP_ARG_PREFIX);
+    assert_memory_equal(h.cmds[0].req.args[1], "vvvv", 4);
+    h_free(&h);
+
+    /* the gap ends exactly at the end of the payload */
+    run_set_with_gap(&h, 150, 50);
+    assert_paired_in_sync(&h, 2);
+    assert_int_equal(h.closed.gaps_bridged, 1);
+    h_free(&h);
+}
+
+/* A gap inside a reply's bulk: the reply still pairs, flagged. */
+static void test_gap_inside_reply_bulk(void **state)
+{
+    (void)state;
+    h_ctx h;
+    h_init(&h, 1, NULL);
+    h_open(&h);
+    h_str(&h, CAP_TO_SERVER, "*2\r\n$3\r\nGET\r\n$1\r\na\r\n" PING);
+    h_str(&h, CAP_TO_CLIENT, "$300\r\n");
+    h_fill(&h, CAP_TO_CLIENT, 'x', 100);
+    h_gap(&h, CAP_TO_CLIENT, 150);
+    h_fill(&h, CAP_TO_CLIENT, 'x', 50);
+    h_str(&h, CAP_TO_CLIENT, "\r\n+PONG\r\n");
+    h_close(&h);
+    assert_paired_in_sync(&h, 2);
+    assert_int_equal(h.cmds[0].reply.type, RESP_T_BULK);
+    assert_int_equal(h.cmds[0].reply.gap, 1);
+    assert_int_equal(h.cmds[0].reply.bytes, strlen("$300\r\n") + 302);
+    assert_string_equal(h.cmds[1].req.name, "PING");
+    assert_int_equal(h.cmds[1].reply.type, RESP_T_SIMPLE);
+    assert_int_equal(h.cmds[1].reply.gap, 0);
+    assert_int_equal(h.closed.gaps_bridged, 1);
+    h_free(&h);
+
+    /* inside an element of an aggregate, over the rest of it and its CRLF
+     * (whose bytes are known) */
+    h_init(&h, 1, NULL);
+    h_open(&h);
+    h_str(&h, CAP_TO_SERVER, "*3\r\n$4\r\nMGET\r\n$1\r\na\r\n$1\r\nb\r\n" PING);
+    h_str(&h, CAP_TO_CLIENT, "*2\r\n$-1\r\n$500\r\n");
+    h_fill(&h, CAP_TO_CLIENT, 'x', 200);
+    h_gap(&h, CAP_TO_CLIENT, 302);
+    h_str(&h, CAP_TO_CLIENT, "+PONG\r\n");
+    h_close(&h);
+    assert_paired_in_sync(&h, 2);
+    assert_int_equal(h.cmds[0].reply.type, RESP_T_ARRAY);
+    assert_int_equal(h.cmds[0].reply.elements, 2);
+    assert_int_equal(h.cmds[0].reply.gap, 1);
+    assert_int_equal(h.cmds[1].reply.type, RESP_T_SIMPLE);
+    h_free(&h);
+}
+
+/* A gap that starts inside a value and runs past its end (into the next
+ * header) is a loss: the SET is given up and the connection is out of sync. */
+static void test_gap_across_bulk_end(void **state)
+{
+    (void)state;
+    h_ctx h;
+    h_init(&h, 1, NULL);
+    h_open(&h);
+    h_str(&h, CAP_TO_SERVER, "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$100\r\n");
+    h_fill(&h, CAP_TO_SERVER, 'v', 60);
+    h_gap(&h, CAP_TO_SERVER, 43); /* 40 bytes, CRLF and the next '*' */
+    h_str(&h, CAP_TO_SERVER, "1\r\n$4\r\nPING\r\n");
+    h_str(&h, CAP_TO_CLIENT, "+OK\r\n+PONG\r\n");
+    h_str(&h, CAP_TO_SERVER, PING);
+    h_str(&h, CAP_TO_CLIENT, "+PONG\r\n");
+    h_close(&h);
+    assert_int_equal(h.closed.gaps_bridged, 0);
+    assert_int_equal(h.closed.out_of_sync, 1);
+    assert_int_equal(h_count(&h, "SET", RESP_OK), 0);
+    /* solid ground again for the last PING */
+    assert_true(h.ncmds >= 1);
+    assert_string_equal(h.cmds[h.ncmds - 1].req.name, "PING");
+    assert_int_equal(h.cmds[h.ncmds - 1].outcome, RESP_OK);
+    h_free(&h);
+
+    /* the same on the reply side */
+    h_init(&h, 1, NULL);
+    h_open(&h);
+    h_str(&h, CAP_TO_SERVER, "*2\r\n$3\r\nGET\r\n$1\r\na\r\n" PING);
+    h_str(&h, CAP_TO_CLIENT, "$100\r\n");
+    h_fill(&h, CAP_TO_CLIENT, 'x', 60);
+    h_gap(&h, CAP_TO_CLIENT, 43);
+    h_str(&h, CAP_TO_CLIENT, "PONG\r\n");
+    h_close(&h);
+    assert_int_equal(h.closed.gaps_bridged, 0);
+    assert_int_equal(h.closed.out_of_sync, 1);
+    assert_int_equal(h_count(&h, "GET", RESP_UNANSWERED), 1);
+    h_free(&h);
+}
+
+/* A gap inside a header (or the command name) loses sync as before. */
+static void test_gap_inside_header(void **state)
+{
+    (void)state;
+    h_ctx h;
+    h_init(&h, 1, NULL);
+    h_open(&h);
+    h_str(&h, CAP_TO_SERVER, "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$");
+    h_gap(&h, CAP_TO_SERVER, 2); /* "20" of "$200" */
+    h_str(&h, CAP_TO_SERVER, "0\r\n");
+    h_fill(&h, CAP_TO_SERVER, 'v', 200);
+    h_str(&h, CAP_TO_SERVER, "\r\n");
+    h_str(&h, CAP_TO_CLIENT, "+OK\r\n");
+    h_close(&h);
+    assert_int_equal(h.closed.gaps_bridged, 0);
+    assert_int_equal(h.closed.out_of_sync, 1);
+    assert_int_equal(h_count(&h, "SET", RESP_OK), 0);
+    h_free(&h);
+
+    /* inside the command name: what the command is, is unknown */
+    h_init(&h, 1, NULL);
+    h_open(&h);
+    h_str(&h, CAP_TO_SERVER, "*1\r\n$4\r\nPI");
+    h_gap(&h, CAP_TO_SERVER, 1);
+    h_str(&h, CAP_TO_SERVER, "G\r\n");
+    h_str(&h, CAP_TO_CLIENT, "+PONG\r\n");
+    h_close(&h);
+    assert_int_equal(h.closed.gaps_bridged, 0);
+    assert_int_equal(h.closed.out_of_sync, 1);
+    assert_int_equal(h_count(&h, "PING", RESP_OK), 0);
+    h_free(&h);
+
+    /* inside a short argument (a word that may change the command) */
+    h_init(&h, 1, NULL);
+    h_open(&h);
+    h_str(&h, CAP_TO_SERVER, "*3\r\n$6\r\nCLIENT\r\n$5\r\nREPLY\r\n$3\r\nO");
+    h_gap(&h, CAP_TO_SERVER, 1);
+    h_str(&h, CAP_TO_SERVER, "F\r\n");
+    h_close(&h);
+    assert_int_equal(h.closed.gaps_bridged, 0);
+    assert_int_equal(h.closed.out_of_sync, 1);
+    h_free(&h);
+
+    /* a reply bulk whose bytes pairing reads (the first element of an
+     * aggregate: "message" of pub/sub) */
+    h_init(&h, 1, NULL);
+    h_open(&h);
+    h_str(&h, CAP_TO_SERVER, "*2\r\n$3\r\nGET\r\n$1\r\na\r\n");
+    h_str(&h, CAP_TO_CLIENT, "*1\r\n$100\r\nx");
+    h_gap(&h, CAP_TO_CLIENT, 50);
+    h_fill(&h, CAP_TO_CLIENT, 'x', 49);
+    h_str(&h, CAP_TO_CLIENT, "\r\n");
+    h_close(&h);
+    assert_int_equal(h.closed.gaps_bridged, 0);
+    assert_int_equal(h.closed.out_of_sync, 1);
+    h_free(&h);
+}
+
+/* A gap inside a key: the command pairs, but its slot is unknown. */
+static void test_gap_inside_key(void **state)
+{
+    (void)state;
+    h_ctx h;
+    h_init(&h, 1, NULL);
+    h_open(&h);
+    h_str(&h, CAP_TO_SERVER, "*2\r\n$3\r\nGET\r\n$100\r\n");
+    h_fill(&h, CAP_TO_SERVER, 'k', 10);
+    h_gap(&h, CAP_TO_SERVER, 50);
+    h_fill(&h, CAP_TO_SERVER, 'k', 40);
+    h_str(&h, CAP_TO_SERVER, "\r\n*2\r\n$3\r\nGET\r\n$1\r\nb\r\n");
+    h_str(&h, CAP_TO_CLIENT, "$-1\r\n$1\r\nB\r\n");
+    h_close(&h);
+    assert_paired_in_sync(&h, 2);
+    assert_int_equal(h.cmds[0].req.gap, 1);
+    assert_int_equal(h.cmds[0].req.slot_unknown, 1);
+    assert_int_equal(h.cmds[0].req.slot, -1);
+    assert_int_equal(h.cmds[0].req.nkeys, 0);
+    assert_int_equal(h.cmds[0].req.key0_len, 0);
+    assert_int_equal(h.cmds[0].req.arg_len[0], 0);
+    assert_int_equal(h.cmds[0].req.arg_full_len[0], 100);
+    assert_int_equal(h.cmds[0].reply.type, RESP_T_NIL);
+    assert_int_equal(h.cmds[1].req.slot_unknown, 0);
+    assert_int_equal(h.cmds[1].req.slot, resp_key_slot((const uint8_t *)"b", 1));
+    assert_int_equal(h.closed.gaps_bridged, 1);
     h_free(&h);
 }
 
@@ -666,6 +910,11 @@ int main(void)
         cmocka_unit_test(test_garbage_reply),
         cmocka_unit_test(test_gap_request_side),
         cmocka_unit_test(test_gap_reply_side),
+        cmocka_unit_test(test_gap_inside_request_bulk),
+        cmocka_unit_test(test_gap_inside_reply_bulk),
+        cmocka_unit_test(test_gap_across_bulk_end),
+        cmocka_unit_test(test_gap_inside_header),
+        cmocka_unit_test(test_gap_inside_key),
         cmocka_unit_test(test_mid_stream),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
