@@ -1358,8 +1358,8 @@ int par_run(par *p, cap_source *src, char *err, size_t err_size)
 
 void par_finish(par *p, int64_t end_us)
 {
-    if (p->joined)
-        return;
+    if (p->joined || !p->w[0].started)
+        return; /* finished already, or never run */
     pthread_mutex_lock(&p->mu);
     p->finish = 1;
     p->finish_us = end_us;
