@@ -264,9 +264,11 @@ typedef struct cap_input_info {
                                  a wire length over CAP_MAX_WIRE_LEN */
 } cap_input_info;
 
-/* Largest believable original packet length (a 256 KiB TSO/GRO super-frame is
- * the largest seen in practice; anything beyond is damage). */
-#define CAP_MAX_WIRE_LEN (256u * 1024u)
+/* Largest believable original packet length. Linux GSO/GRO super-frames
+ * (BIG TCP) reach GSO_MAX_SIZE = 8 * 65535 = 524280 bytes plus the link
+ * header, as 'any' and NIC captures show them; twice that leaves room, and
+ * anything beyond is damage. */
+#define CAP_MAX_WIRE_LEN (1024u * 1024u)
 
 /* Options for a live capture. */
 typedef struct cap_live_opts {

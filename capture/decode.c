@@ -34,7 +34,7 @@
 #define MAX_IP6_EXT 8
 /* Largest packet a length field of 0 may stand for (offload, jumbograms):
  * beyond it the record's wire length is not believed. */
-#define MAX_OFFLOAD_LEN (1u << 20)
+#define MAX_OFFLOAD_LEN CAP_MAX_WIRE_LEN
 
 /* One record being decoded. */
 typedef struct decoder {

@@ -913,6 +913,120 @@ static void test_padding_and_tso(void **state)
     assert_string_equal(evlog_stream(&f->log, 1, CAP_TO_SERVER), "abcdef");
 }
 
+
+/* Payload bytes for super-frames: letters, a pattern that shows misplaced
+ * bytes (and no NUL or '<', which the stream text uses). */
+static void fill_letters(uint8_t *buf, size_t n, uint32_t seq)
+{
+    for (size_t i = 0; i < n; i++)
+        buf[i] = (uint8_t)('a' + (seq + i) % 26);
+}
+
+/* Feed a segment from the client as a Linux 'any' capture (SLL2) shows a
+ * GSO/GRO super-frame: total payload bytes from seq on the wire, of which the
+ * record keeps the first kept (snaplen). IPv4 or (v6) IPv6; over 65535 bytes
+ * the IP length field is 0, as Linux BIG TCP leaves it. */
+static void feed_super(fx *f, int v6, uint32_t seq, size_t total, size_t kept, int64_t ts_us)
+{
+    static uint8_t payload[PG_MAX_BIG_FRAME], buf[PG_MAX_BIG_FRAME];
+    pg_packet p;
+    size_t n;
+    assert_true(total <= 256 * 1024 && kept <= total);
+    fill_letters(payload, total, seq);
+    pg_packet_init(&p);
+    p.dlt = DLT_LINUX_SLL2;
+    p.big = 1;
+    if (v6) {
+        p.src = "fd00::1";
+        p.dst = "fd00::2";
+    }
+    p.seq = seq;
+    p.flags = PG_ACK | PG_PSH;
+    p.payload = payload;
+    p.len = total;
+    n = pg_build(&p, buf, sizeof buf);
+    assert_true(n > total);
+    cap_tracker_packet(f->t, DLT_LINUX_SLL2, ts_us, buf, (uint32_t)(n - (total - kept)),
+                       (uint32_t)n);
+}
+
+/* Append the letters of [seq, seq+n) to an expected stream text. */
+static size_t expect_letters(char *out, size_t at, uint32_t seq, size_t n)
+{
+    fill_letters((uint8_t *)out + at, n, seq);
+    out[at + n] = '\0';
+    return at + n;
+}
+
+/* Append "<gap n>" to an expected stream text. */
+static size_t expect_gap(char *out, size_t at, size_t n)
+{
+    return at + (size_t)sprintf(out + at, "<gap %zu>", n);
+}
+
+/* Super-frames on SLL2 captured whole, larger than any MSS: IPv4 under 64 KiB
+ * (a true length field), IPv4 and IPv6 over it (length 0), back to back with
+ * ordinary segments. Every byte arrives, once, in order, with no gap. */
+static void test_superframe_whole(void **state)
+{
+    fx *f = *state;
+    static char want[2][600 * 1024];
+    size_t at = 0, at6 = 0;
+    const cap_stats *st;
+    feed_super(f, 0, 1000, 1000, 1000, 10);
+    feed_super(f, 0, 2000, 60000, 60000, 20);
+    feed_super(f, 0, 62000, 200000, 200000, 30);
+    feed_super(f, 0, 262000, 1448, 1448, 40);
+    feed_super(f, 1, 7000, 150000, 150000, 50);
+    feed_super(f, 1, 157000, 70000, 70000, 60);
+    cap_tracker_finish(f->t, 70);
+    at = expect_letters(want[0], at, 1000, 262448);
+    at6 = expect_letters(want[1], at6, 7000, 220000);
+    assert_string_equal(evlog_stream(&f->log, 1, CAP_TO_SERVER), want[0]);
+    assert_string_equal(evlog_stream(&f->log, 5, CAP_TO_SERVER), want[1]);
+    st = cap_tracker_stats(f->t);
+    assert_int_equal(st->malformed + st->truncated + st->gaps, 0);
+    assert_int_equal(st->stream_bytes[CAP_TO_SERVER], at + at6);
+}
+
+/* Super-frames cut by the snap length: the captured head is delivered and
+ * the rest is one GAP of exactly the missing bytes, in order or held ahead of
+ * a hole; the stream goes on right after it. */
+static void test_superframe_snaplen(void **state)
+{
+    fx *f = *state;
+    static char want[2][64 * 1024];
+    size_t at = 0, at6 = 0;
+    const cap_stats *st;
+    /* In order: 100000 bytes on the wire, 1400 captured. */
+    feed_super(f, 0, 1000, 100000, 1400, 10);
+    feed_super(f, 0, 101000, 2000, 2000, 20);
+    /* Ahead of a hole: a 70000-byte frame cut to 500 arrives before the
+     * 1000 bytes in front of it. */
+    feed_super(f, 0, 104000, 70000, 500, 30);
+    feed_super(f, 0, 103000, 1000, 1000, 40);
+    feed_super(f, 0, 174000, 10, 10, 50);
+    /* IPv6, length field 0, cut to 0 payload bytes, then more. */
+    feed_super(f, 1, 5000, 131072, 0, 60);
+    feed_super(f, 1, 136072, 300, 300, 70);
+    cap_tracker_finish(f->t, 80);
+    at = expect_letters(want[0], at, 1000, 1400);
+    at = expect_gap(want[0], at, 98600);
+    at = expect_letters(want[0], at, 101000, 3500);
+    at = expect_gap(want[0], at, 69500);
+    at = expect_letters(want[0], at, 174000, 10);
+    at6 = expect_gap(want[1], at6, 131072);
+    at6 = expect_letters(want[1], at6, 136072, 300);
+    assert_string_equal(evlog_stream(&f->log, 1, CAP_TO_SERVER), want[0]);
+    assert_string_equal(evlog_stream(&f->log, 6, CAP_TO_SERVER), want[1]);
+    st = cap_tracker_stats(f->t);
+    assert_int_equal(st->truncated, 3);
+    assert_int_equal(st->gaps, 3);
+    assert_int_equal(st->gap_bytes, 98600 + 69500 + 131072);
+    assert_int_equal(st->stream_bytes[CAP_TO_SERVER], 1400 + 3500 + 10 + 300);
+    assert_int_equal(st->malformed, 0);
+}
+
 /* A connection quiet for the idle timeout (capture time) is closed when a
  * later packet shows the time has passed; a half-closed one closes as FIN. */
 static void test_idle_timeout(void **state)
@@ -1206,6 +1320,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_not_tcp, setup, teardown),
         cmocka_unit_test_setup_teardown(test_malformed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_padding_and_tso, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_superframe_whole, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_superframe_snaplen, setup, teardown),
         cmocka_unit_test_setup_teardown(test_idle_timeout, setup, teardown),
         cmocka_unit_test_setup_teardown(test_connection_cap, setup, teardown),
         cmocka_unit_test(test_many_connections),

@@ -168,11 +168,11 @@ static size_t build_ipv4(const pg_packet *p, const uint8_t src[4], const uint8_t
     pseudo = csum_add(pseudo, dst, 4);
     pseudo += proto + (uint32_t)transport_len(p);
     tlen = build_transport(p, pseudo, buf + hlen, size - hlen);
-    if (tlen == (size_t)-1 || hlen + tlen > 65535)
+    if (tlen == (size_t)-1 || (hlen + tlen > 65535 && !p->big))
         return (size_t)-1;
     memset(buf, 0, hlen);
     buf[0] = (uint8_t)(0x40 | (hlen / 4));
-    put16(buf + 2, (uint32_t)(hlen + tlen));
+    put16(buf + 2, hlen + tlen > 65535 ? 0 : (uint32_t)(hlen + tlen));
     put16(buf + 4, 0x1234);
     put16(buf + 6, (p->ip4_more_fragments ? 0x2000u : 0) | (p->ip4_frag_offset & 0x1fff));
     buf[8] = 64;
@@ -245,9 +245,9 @@ static size_t build_ipv6(const pg_packet *p, const uint8_t src[16], const uint8_
     pseudo = csum_add(pseudo, dst, 16);
     pseudo += (uint32_t)tcp_len + proto;
     tlen = build_transport(p, pseudo, buf + off, size - off);
-    if (tlen == (size_t)-1 || off - 40 + tlen > 65535)
+    if (tlen == (size_t)-1 || (off - 40 + tlen > 65535 && !p->big))
         return (size_t)-1;
-    put16(buf + 4, (uint32_t)(off - 40 + tlen));
+    put16(buf + 4, off - 40 + tlen > 65535 ? 0 : (uint32_t)(off - 40 + tlen));
     return off + tlen;
 }
 

@@ -39,6 +39,9 @@
 
 /* Largest frame pg_build writes (headers + 64 KiB payload). */
 #define PG_MAX_FRAME (65536 + 512)
+/* A buffer for super-frames built with pg_packet.big: headers + 256 KiB of
+ * payload (pg_build takes any larger buffer too). */
+#define PG_MAX_BIG_FRAME (256 * 1024 + 512)
 /* Most VLAN tags on one frame. */
 #define PG_MAX_VLAN 4
 
@@ -67,6 +70,10 @@ typedef struct pg_packet {
     uint16_t ip4_frag_offset;   /* IPv4: fragment offset in 8-byte units */
     uint8_t ip_proto;           /* 0: TCP; else e.g. 17 (payload is the body) */
     size_t tcp_options;         /* TCP option bytes (NOPs, rounded to 4) */
+    int big;                    /* a GSO/GRO super-frame: an IP packet over 65535
+                                   bytes is allowed, its IPv4 total length or
+                                   IPv6 payload length written as 0, as Linux
+                                   BIG TCP leaves it (buf: PG_MAX_BIG_FRAME) */
 } pg_packet;
 
 /* Defaults: Ethernet, 10.0.0.1:40000 -> 10.0.0.2:6379, flags ACK, seq 1000,
