@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "analysis/analysis.h"
 #include "capture/capture.h"
 #include "resp/resp.h"
 
@@ -362,7 +363,9 @@ static void ev_mini(void *ctx, const cap_event *ev)
 }
 
 /* The capture layer, alone (with_resp == 0), feeding the reference framer
- * (-1) or feeding resp/ (1). Returns seconds; fills the resp totals. */
+ * (-1), feeding resp/ with its default key rule (1) or with analysis's key
+ * hook as slotscope configures it (2). Returns seconds; fills the resp
+ * totals. */
 static double capture_run(char **files, int n, int with_resp, resp_stats *out, counts *k)
 {
     char err[512];
@@ -380,6 +383,8 @@ static double capture_run(char **files, int n, int with_resp, resp_stats *out, c
     if (with_resp > 0) {
         resp_config rcfg;
         resp_config_defaults(&rcfg);
+        if (with_resp == 2)
+            rcfg.key_fn = an_key_fn;
         resp_sink sink = {k, NULL, on_cmd, NULL};
         rp = resp_new(&rcfg, &sink);
         t = cap_tracker_new(&ccfg, resp_on_capture_event, rp);
@@ -404,7 +409,7 @@ static double capture_run(char **files, int n, int with_resp, resp_stats *out, c
 static void bench_files(char **files, int n)
 {
     uint64_t packets = 0, bytes = 0;
-    double bare = 1e30, cap = 1e30, full = 1e30, mini = 1e30;
+    double bare = 1e30, cap = 1e30, full = 1e30, mini = 1e30, keyed = 1e30;
     resp_stats st;
     counts k;
     memset(&k, 0, sizeof k);
@@ -427,6 +432,9 @@ static void bench_files(char **files, int n)
         if (t < full)
             full = t;
         k = ki;
+        t = capture_run(files, n, 2, NULL, &ki);
+        if (t < keyed)
+            keyed = t;
     }
     double mb = (double)bytes / 1e6;
     printf("\n%d file(s): %llu packets, %.1f MB captured\n", n, (unsigned long long)packets, mb);
@@ -438,6 +446,8 @@ static void bench_files(char **files, int n)
            mini, mb / mini, mini / bare, (unsigned long long)mini_messages);
     printf("%-34s %8.3f s  %7.0f MB/s  %.2fx  (%.0f commands/s)\n", "capture + resp (pairing)",
            full, mb / full, full / bare, (double)k.commands / full);
+    printf("%-34s %8.3f s  %7.0f MB/s  %.2fx  (%.0f commands/s)\n", "capture + resp + an_key_fn",
+           keyed, mb / keyed, keyed / bare, (double)k.commands / keyed);
     printf("resp: %llu requests, %llu replies, %llu paired, %llu pushes, %llu unpaired requests, "
            "%llu unpaired replies, %llu protocol errors, %llu connections\n",
            (unsigned long long)st.total.requests, (unsigned long long)st.total.replies,
@@ -449,6 +459,16 @@ static void bench_files(char **files, int n)
 
 int main(int argc, char **argv)
 {
+    const char *prof = getenv("BENCH_RESP_PROFILE"); /* "1" or "2": only that
+                                                        capture_run, for perf */
+    if (prof != NULL && argc > 1) {
+        counts k;
+        memset(&k, 0, sizeof k);
+        double t = capture_run(argv + 1, argc - 1, atoi(prof) == 2 ? 2 : 1, NULL, &k);
+        printf("capture + resp%s: %.3f s, %llu commands\n", atoi(prof) == 2 ? " + an_key_fn" : "",
+               t, (unsigned long long)k.commands);
+        return 0;
+    }
     printf("resp decoder + pairing alone (best of 3):\n");
     bench_small();
     bench_large();

@@ -47,7 +47,7 @@ static int rq_is_secret(rq_dec *d, const resp_request *r, uint32_t i)
 }
 
 /* Which arguments of this command are credentials, from its name. */
-static uint8_t rq_cred_class(const char *name, size_t len)
+static inline uint8_t rq_cred_class(const char *name, size_t len)
 {
     switch (name[0]) {
     case 'A':
@@ -235,7 +235,8 @@ static inline void arg_whole(rc_conn *c, const uint8_t *p, size_t len)
         d->prev_len = (uint32_t)nl;
         d->prev_full = full;
     } else {
-        int secret = rq_is_secret(d, r, i);
+        /* most commands have no credentials: one test */
+        int secret = (d->cred != CRED_NONE || d->cred_left > 0) ? rq_is_secret(d, r, i) : 0;
         int key = 0;
         if (!secret) {
             const resp_config *cfg = &c->rp->cfg;
@@ -264,7 +265,7 @@ static inline void arg_whole(rc_conn *c, const uint8_t *p, size_t len)
             dst = d->prevbuf;
         }
         if (dst != NULL)
-            memcpy(dst, p, kept);
+            rd_copy_small(dst, p, kept);
         if (key) {
             uint16_t slot = resp_key_slot(p, len);
             r->nkeys++;
@@ -272,7 +273,7 @@ static inline void arg_whole(rc_conn *c, const uint8_t *p, size_t len)
                 r->slot = slot;
                 r->key0_len = (uint8_t)kept;
                 r->key0_full_len = full;
-                memcpy(r->key0, p, kept);
+                rd_copy_small((uint8_t *)r->key0, p, kept);
             } else if ((int32_t)slot != r->slot) {
                 r->multi_slot = 1;
             }

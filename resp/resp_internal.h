@@ -383,6 +383,31 @@ static inline int rd_num_line(rd_line *l, const uint8_t **pp, const uint8_t *end
     return rd_num_line_slow(l, pp, end, v);
 }
 
+/* Copy n <= 64 bytes without a library call: the kept prefixes are mostly a
+ * few bytes long, and a call to memcpy costs more than copying them. Every
+ * load and store stays inside [src, src + n) and [dst, dst + n) (overlapping
+ * pieces instead of reading past the end: the bytes after an argument may be
+ * a credential). */
+static inline void rd_copy_small(uint8_t *dst, const uint8_t *src, size_t n)
+{
+    if (n >= 16) {
+        size_t i = 0;
+        for (; i + 16 <= n; i += 16)
+            memcpy(dst + i, src + i, 16);
+        if (i < n)
+            memcpy(dst + n - 16, src + n - 16, 16);
+    } else if (n >= 8) {
+        memcpy(dst, src, 8);
+        memcpy(dst + n - 8, src + n - 8, 8);
+    } else if (n >= 4) {
+        memcpy(dst, src, 4);
+        memcpy(dst + n - 4, src + n - 4, 4);
+    } else {
+        for (size_t i = 0; i < n; i++)
+            dst[i] = src[i];
+    }
+}
+
 /* ASCII upper-case. */
 static inline uint8_t rd_upper(uint8_t c)
 {

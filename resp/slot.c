@@ -74,10 +74,16 @@ uint16_t resp_slot_final(const resp_slot_hasher *h)
     return h->crc_all & 16383;
 }
 
+/* The whole key is at hand: find the tag first, then run one CRC over only
+ * the bytes that count (the incremental hasher has to run two). */
 uint16_t resp_key_slot(const uint8_t *key, size_t len)
 {
-    resp_slot_hasher h;
-    resp_slot_init(&h);
-    resp_slot_update(&h, key, len);
-    return resp_slot_final(&h);
+    const uint8_t *open = len > 2 ? memchr(key, '{', len) : NULL;
+    if (open != NULL) {
+        const uint8_t *from = open + 1;
+        const uint8_t *close = memchr(from, '}', (size_t)(key + len - from));
+        if (close != NULL && close > from)
+            return crc16_update(0, from, (size_t)(close - from)) & 16383;
+    }
+    return crc16_update(0, key, len) & 16383;
 }
