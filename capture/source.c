@@ -85,6 +85,22 @@ static void set_err(char *err, size_t size, const char *fmt, ...)
     va_end(ap);
 }
 
+/* A record's capture time in microseconds since the epoch. pcapng times are
+ * 64-bit, so libpcap's tv_sec can be anywhere, negative too, and a product or
+ * a difference of such times overflows (undefined behaviour; found by
+ * fuzz/fuzz_pcapfile). tv_sec is clamped to 0 .. 10^11 s (the year 5138):
+ * every real capture fits, and times stay far from the int64 limits. */
+static int64_t record_time_us(const struct pcap_pkthdr *hdr)
+{
+    const int64_t max_s = 100000000000LL;
+    int64_t s = (int64_t)hdr->ts.tv_sec;
+    if (s > max_s)
+        s = max_s;
+    else if (s < 0)
+        s = 0;
+    return s * 1000000 + (int64_t)hdr->ts.tv_usec;
+}
+
 /* Fill the name fields of an input's info. */
 static void describe_input(cap_input_info *info, const char *name, int dlt)
 {
@@ -272,7 +288,7 @@ static int input_advance(cap_source *src, uint32_t i)
         return 0;
     }
     in->cur.linktype = src->info[i].linktype;
-    in->cur.ts_us = (int64_t)hdr->ts.tv_sec * 1000000 + hdr->ts.tv_usec;
+    in->cur.ts_us = record_time_us(hdr);
     in->cur.data = data;
     in->cur.caplen = hdr->caplen;
     in->cur.wirelen = hdr->len;
@@ -329,7 +345,7 @@ static int live_next(cap_source *src, cap_record *rec, char *err, size_t err_siz
             return -1;
         }
         rec->linktype = src->info[0].linktype;
-        rec->ts_us = (int64_t)hdr->ts.tv_sec * 1000000 + hdr->ts.tv_usec;
+        rec->ts_us = record_time_us(hdr);
         rec->data = data;
         rec->caplen = hdr->caplen;
         rec->wirelen = hdr->len;
@@ -414,7 +430,7 @@ static void live_update_drops(cap_source *src, cap_tracker *t)
 static void live_packet(u_char *user, const struct pcap_pkthdr *hdr, const u_char *data)
 {
     cap_source *src = (cap_source *)user;
-    int64_t ts = (int64_t)hdr->ts.tv_sec * 1000000 + hdr->ts.tv_usec;
+    int64_t ts = record_time_us(hdr);
     cap_input_info *info = &src->info[0];
     cap_record rec = {.linktype = info->linktype, .ts_us = ts, .data = data,
                       .caplen = hdr->caplen, .wirelen = hdr->len};
@@ -457,7 +473,7 @@ static void single_packet(u_char *user, const struct pcap_pkthdr *hdr, const u_c
 {
     cap_source *src = (cap_source *)user;
     input *in = &src->inputs[0];
-    in->cur.ts_us = (int64_t)hdr->ts.tv_sec * 1000000 + hdr->ts.tv_usec;
+    in->cur.ts_us = record_time_us(hdr);
     in->cur.caplen = hdr->caplen;
     in->cur.wirelen = hdr->len;
     input_count(src, 0);
