@@ -277,7 +277,7 @@ static int rp_text(rc_conn *c, uint8_t t, const uint8_t *s, size_t n, uint64_t f
     case '+':
         if (top) {
             d->status_len = (uint8_t)(n < RD_STATUS_MAX ? n : RD_STATUS_MAX);
-            memcpy(d->status, s, d->status_len);
+            rd_copy_small(d->status, s, d->status_len);
             d->status_monitor = (uint8_t)is_monitor_line(s, n);
         } else if (at_elem(d, 0)) {
             d->elem0_len = (uint8_t)(n < RD_ELEM0_MAX ? n : RD_ELEM0_MAX);

@@ -175,6 +175,7 @@ static inline void arg_end(rc_conn *c)
     if (i == 0) {
         size_t nl = seen < RESP_NAME_MAX - 1 ? seen : RESP_NAME_MAX - 1;
         r->name[nl] = '\0';
+        c->cur->name_len = (uint8_t)nl;
         d->cred = rq_cred_class(r->name, nl);
         d->prev = (const uint8_t *)r->name;
         d->prev_len = (uint32_t)nl;
@@ -230,6 +231,7 @@ static inline void arg_whole(rc_conn *c, const uint8_t *p, size_t len)
         for (size_t j = 0; j < nl; j++)
             r->name[j] = (char)rd_upper(p[j]);
         r->name[nl] = '\0';
+        c->cur->name_len = (uint8_t)nl;
         d->cred = rq_cred_class(r->name, nl);
         d->prev = (const uint8_t *)r->name;
         d->prev_len = (uint32_t)nl;

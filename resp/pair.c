@@ -329,6 +329,7 @@ rq_entry *pair_request_slot(rc_conn *c, int64_t ts)
     resp_request *r = &e->cmd.req;
     r->ts_us = 0;
     r->name[0] = '\0';
+    e->name_len = 0;
     r->argc = 0;
     r->bytes = 0;
     r->inline_cmd = 0;
@@ -358,7 +359,7 @@ static uint8_t classify_request(rq_entry *e)
 {
     const resp_request *r = &e->cmd.req;
     const char *n = r->name;
-    size_t len = strlen(n);
+    size_t len = e->name_len;
     const uint8_t *a0 = (const uint8_t *)r->args[0];
     size_t l0 = r->nargs >= 1 ? r->arg_len[0] : 0;
     switch (n[0]) {

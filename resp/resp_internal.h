@@ -55,9 +55,11 @@ typedef struct rd_resync {
 
 /* One in-flight request: the command event it becomes, plus pairing facts. */
 typedef struct rq_entry {
-    resp_command cmd;        /* request filled in; reply copied at pairing */
+    /* the pairing facts first: they share a cache line with the start of
+     * the request (a pipelined connection's ring does not stay in cache) */
     uint32_t nreply;         /* replies still expected (0: none by design) */
     uint8_t kind;            /* RQK_* in pair.c */
+    uint8_t name_len;        /* strlen(cmd.req.name), set with the name */
     uint8_t sub_word;        /* subscribe family: which confirmation word */
     uint8_t uncertain;       /* queued while the pairing was unknown */
     uint8_t keep;            /* keep the raw reply (resp_keep_reply) */
@@ -65,6 +67,7 @@ typedef struct rq_entry {
     uint8_t got_reply;       /* subscribe family: a confirmation arrived */
     uint8_t dynamic;         /* unsubscribe from all: count unknown in advance */
     int64_t first_reply_us;  /* subscribe family: first confirmation's start */
+    resp_command cmd;        /* request filled in; reply copied at pairing */
 } rq_entry;
 
 /* Which request arguments are credentials. */
