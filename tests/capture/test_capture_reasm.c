@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "capture/capture.h"
+#include "capture/internal.h" /* the flow hash, for test_flow_hash_spread */
 #include "evlog.h"
 #include "tests/helpers/pktgen.h"
 
@@ -1249,6 +1250,40 @@ static void test_data_after_fin(void **state)
     assert_int_equal(cap_tracker_stats(f->t)->out_of_window, 1);
 }
 
+
+/* The flow hash spreads endpoints whose address and port vary together (a
+ * client subnet with a port range, NAT): 100000 clients of one server over
+ * 2^18 buckets cost about load/2 = 0.19 extra chain steps a lookup. (When
+ * the port was xored over the address bytes this input cost 11.) */
+static void test_flow_hash_spread(void **state)
+{
+    const uint32_t n = 100000, mask = (1u << 18) - 1;
+    uint32_t *count = calloc(mask + 1, sizeof *count);
+    cap_endpoint client, server;
+    uint64_t extra = 0;
+    (void)state;
+    assert_non_null(count);
+    memset(&client, 0, sizeof client);
+    memset(&server, 0, sizeof server);
+    client.addr.family = server.addr.family = 4;
+    server.addr.bytes[0] = 10;
+    server.addr.bytes[3] = 1;
+    server.port = 6379;
+    for (uint32_t c = 0; c < n; c++) {
+        uint32_t h;
+        client.addr.bytes[0] = 10;
+        client.addr.bytes[1] = (uint8_t)(1 + (c >> 16));
+        client.addr.bytes[2] = (uint8_t)(c >> 8);
+        client.addr.bytes[3] = (uint8_t)c;
+        client.port = (uint16_t)(40000 + c % 20000);
+        h = cap_flows_hash(&client, &server);
+        assert_int_equal(h, cap_flows_hash(&server, &client)); /* symmetric */
+        extra += count[h & mask]++; /* flows ahead of it in its chain */
+    }
+    assert_true(extra * 100 / n <= 25);
+    free(count);
+}
+
 /* Address text forms round-trip. */
 static void test_addr(void **state)
 {
@@ -1332,6 +1367,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_time_backwards, setup, teardown),
         cmocka_unit_test_setup_teardown(test_data_after_fin, setup, teardown),
         cmocka_unit_test(test_addr),
+        cmocka_unit_test(test_flow_hash_spread),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
