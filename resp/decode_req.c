@@ -113,15 +113,13 @@ static inline void arg_begin(rc_conn *c, uint64_t full)
     if (!d->a_secret) {
         const resp_config *cfg = &c->rp->cfg;
         if (cfg->key_fn != NULL) {
-            resp_keyctx k;
-            k.req = r;
-            k.argi = i;
-            k.prev = d->prev;
-            k.prev_len = d->prev_len;
-            k.prev_full_len = d->prev_full;
-            memcpy(k.scratch, d->scratch, sizeof(k.scratch));
-            d->a_key = (uint8_t)(cfg->key_fn(cfg->key_ctx, &k) != 0);
-            memcpy(d->scratch, k.scratch, sizeof(k.scratch));
+            resp_keyctx *k = &d->kc;
+            k->req = r;
+            k->argi = i;
+            k->prev = d->prev;
+            k->prev_len = d->prev_len;
+            k->prev_full_len = d->prev_full;
+            d->a_key = (uint8_t)(cfg->key_fn(cfg->key_ctx, k) != 0);
         } else {
             d->a_key = (i == 1);
         }
@@ -243,15 +241,13 @@ static inline void arg_whole(rc_conn *c, const uint8_t *p, size_t len)
         if (!secret) {
             const resp_config *cfg = &c->rp->cfg;
             if (cfg->key_fn != NULL) {
-                resp_keyctx k;
-                k.req = r;
-                k.argi = i;
-                k.prev = d->prev;
-                k.prev_len = d->prev_len;
-                k.prev_full_len = d->prev_full;
-                memcpy(k.scratch, d->scratch, sizeof(k.scratch));
-                key = cfg->key_fn(cfg->key_ctx, &k) != 0;
-                memcpy(d->scratch, k.scratch, sizeof(k.scratch));
+                resp_keyctx *k = &d->kc;
+                k->req = r;
+                k->argi = i;
+                k->prev = d->prev;
+                k->prev_len = d->prev_len;
+                k->prev_full_len = d->prev_full;
+                key = cfg->key_fn(cfg->key_ctx, k) != 0;
             } else {
                 key = (i == 1);
             }
@@ -314,7 +310,7 @@ static void rq_begin(rc_conn *c, uint64_t pos, int64_t ts)
     d->prev = NULL;
     d->prev_len = 0;
     d->prev_full = 0;
-    memset(d->scratch, 0, sizeof(d->scratch));
+    memset(d->kc.scratch, 0, sizeof(d->kc.scratch));
 }
 
 /* The message ended at pos: hand the request over. */

@@ -122,7 +122,8 @@ typedef struct rq_dec {
     uint32_t prev_len;
     uint32_t prev_full;
     uint8_t prevbuf[RESP_ARG_PREFIX]; /* prefix of arguments past RESP_ARG_KEEP */
-    uint32_t scratch[4];     /* the key hook's state */
+    resp_keyctx kc;          /* handed to the key hook; its scratch words
+                                live here between calls (no copies) */
     /* credentials */
     uint8_t cred;            /* CRED_* of this command */
     uint8_t cred_left;       /* arguments still secret after a keyword */
@@ -321,7 +322,18 @@ static inline int rd_line_read(rd_line *l, const uint8_t **pp, const uint8_t *en
 {
     const uint8_t *p = *pp;
     size_t avail = (size_t)(end - p);
-    const uint8_t *nl = memchr(p, '\n', avail);
+    /* most lines ("+OK", short errors, numbers) end within a few bytes: look
+     * there before paying for a call */
+    const uint8_t *nl = NULL;
+    size_t near = avail < 16 ? avail : 16;
+    for (size_t i = 0; i < near; i++) {
+        if (p[i] == '\n') {
+            nl = p + i;
+            break;
+        }
+    }
+    if (nl == NULL && avail > near)
+        nl = memchr(p + near, '\n', avail - near);
     if (nl == NULL) {
         if (l->len + avail > max + 1) {
             l->len = 0;
