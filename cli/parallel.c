@@ -37,10 +37,12 @@
  * finished record r (its watermark): nothing smaller can still come.
  *
  * Where N threads may differ from one (none of it happens in the tests):
- *  - the capture and resp tables and caps (connections, out-of-order bytes,
- *    requests in flight) are per worker, each as large as the single one: a
- *    run that reaches a cap (eviction, a hole given up, a request dropped)
- *    reaches it at other moments;
+ *  - the caps on the whole capture and resp state (live connections,
+ *    out-of-order bytes, requests in flight) are shared out: each worker
+ *    gets 1/N of each (worker_caps), so memory stays within the one-thread
+ *    bounds; a run that reaches a cap (eviction, a hole given up, a request
+ *    dropped) reaches it at other moments, or a little sooner when its
+ *    connections hash unevenly;
  *  - the analyzer is handed a copy of each connection, made at its OPEN and
  *    refreshed at its CLOSE: a connection record it writes when its own
  *    connection cap evicts a connection still open shows the counters of
@@ -1233,6 +1235,17 @@ static void merge(struct par *p, int final)
 
 /* ---------------------------------------------------------------- lifecycle */
 
+/* Share out the caps that bound the whole capture and resp state (not the
+ * per-connection ones): each worker holds 1/N of it. */
+static void worker_caps(const struct par *p, cap_config *cc, resp_config *rc)
+{
+    *cc = p->o.cap;
+    *rc = p->o.resp;
+    cc->max_connections = (cc->max_connections + p->n - 1) / p->n;
+    cc->ooo_bytes_total = (cc->ooo_bytes_total + p->n - 1) / p->n;
+    rc->max_inflight_total = (rc->max_inflight_total + p->n - 1) / p->n;
+}
+
 /* Create worker i's stages and rings. 0, or -1 out of memory. */
 static int worker_init(struct par *p, unsigned i)
 {
@@ -1251,8 +1264,11 @@ static int worker_init(struct par *p, unsigned i)
         w->raw_size = RAW_MIN;
     w->ev = malloc(OUT_BYTES);
     w->raw = malloc(w->raw_size);
-    w->rp = resp_new(&p->o.resp, &sink);
-    w->tracker = w->rp ? cap_tracker_new(&p->o.cap, resp_on_capture_event, w->rp) : NULL;
+    cap_config cc;
+    resp_config rc;
+    worker_caps(p, &cc, &rc);
+    w->rp = resp_new(&rc, &sink);
+    w->tracker = w->rp ? cap_tracker_new(&cc, resp_on_capture_event, w->rp) : NULL;
     return w->ev && w->raw && w->rp && w->tracker ? 0 : -1;
 }
 
