@@ -6,8 +6,9 @@
 #
 #   --smoke       about 20 s per target (what CI runs)
 #   --seconds N   N seconds per target (default 60)
-#   --seeds       first regenerate fuzz/seeds/ from the fixture captures
-#                 (tests/fixtures/*.pcap*, files under 2 MiB) with fuzz_mkseeds
+#   --seeds       first cut seeds from the fixture captures (tests/fixtures,
+#                 *.pcap and *.pcapng under 2 MiB) with fuzz_mkseeds, and add to
+#                 fuzz/seeds/TARGET those that add coverage (libFuzzer -merge=1)
 #   --build-only  build, run nothing
 #   TARGET...     some of: fuzz_pcap fuzz_pcapfile fuzz_resp fuzz_resp_decode
 #                 fuzz_redirect fuzz_cluster_replies (default: all)
@@ -22,8 +23,8 @@
 # and "ft:" features) and the corpus size, and appends them to
 # build-fuzz/summary.log.
 #
-# Environment: BUILD_DIR (default build-fuzz), CC (default clang), FUZZ_ARGS
-# (more libFuzzer flags).
+# Environment: BUILD_DIR (default build-fuzz), FUZZ_CC (default clang),
+# FUZZ_ARGS (more libFuzzer flags).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -48,7 +49,7 @@ done
 [ ${#targets[@]} -gt 0 ] || targets=("${all_targets[@]}")
 
 build="${BUILD_DIR:-$root/build-fuzz}"
-cc="${CC:-clang}"
+cc="${FUZZ_CC:-clang}"
 if ! command -v "$cc" >/dev/null; then
   echo "fuzz/run.sh: '$cc' not found (the fuzzers need clang with libFuzzer)" >&2
   exit 2
@@ -69,7 +70,15 @@ if [ "$seeds" = 1 ]; then
     find "$root/tests/fixtures" -maxdepth 2 -type f \( -name '*.pcap' -o -name '*.pcapng' \) \
       -size -2048k | sort)
   if [ ${#fixtures[@]} -gt 0 ]; then
-    "$build/fuzz/fuzz_mkseeds" "$root/fuzz/seeds" "${fixtures[@]}" || true
+    rm -rf "$build/fixture-seeds"
+    "$build/fuzz/fuzz_mkseeds" "$build/fixture-seeds" "${fixtures[@]}" || true
+    for t in "${targets[@]}"; do
+      [ -d "$build/fixture-seeds/$t" ] || continue
+      mkdir -p "$root/fuzz/seeds/$t"
+      "$build/fuzz/$t" -merge=1 -max_len=65536 "$root/fuzz/seeds/$t" \
+        "$build/fixture-seeds/$t" 2>&1 | grep -o 'MERGE-OUTER: [0-9]* new files.*' |
+        sed "s/^/    $t: /" || true
+    done
   fi
 fi
 [ "$build_only" = 1 ] && exit 0
