@@ -629,34 +629,26 @@ void rq_feed(rc_conn *c, const uint8_t *base, size_t n, int64_t ts)
 
     while (p < end) {
         switch (d->state) {
-        /* The states of a multibulk follow each other in this order and
-         * fall through while bytes remain, so that a whole request goes
-         * from its '*' to its last argument without a jump through the
-         * switch (whose indirect jumps cost more than the work). */
         case RQ_START:
-        msg_start:
             rq_begin(c, rq_pos(d, base, p), ts);
-            if (*p != '*') {
-                if ((*p < 0x20 && *p != '\r' && *p != '\n' && *p != '\t') || *p >= 0x7f) {
-                    /* Redis would take any byte as the start of an inline
-                     * command; binary here (TLS, another protocol, noise) is
-                     * not a client talking RESP, so it is counted as garbage
-                     * instead of producing commands with binary names. */
-                    rq_error(c, rq_pos(d, base, p), 0, 0);
-                } else {
-                    c->cur->cmd.req.inline_cmd = 1;
-                    d->in_state = IN_SPACE;
-                    d->in_len = 0;
-                    d->in_arg_open = 0;
-                    d->state = RQ_INLINE;
-                }
-                break;
+            if (*p == '*') {
+                p++;
+                d->state = RQ_MB_LINE;
+            } else if ((*p < 0x20 && *p != '\r' && *p != '\n' && *p != '\t') || *p >= 0x7f) {
+                /* Redis would take any byte as the start of an inline
+                 * command; binary here (TLS, another protocol, noise) is not a
+                 * client talking RESP, so it is counted as garbage instead of
+                 * producing commands with binary names. */
+                rq_error(c, rq_pos(d, base, p), 0, 0);
+            } else {
+                c->cur->cmd.req.inline_cmd = 1;
+                d->in_state = IN_SPACE;
+                d->in_len = 0;
+                d->in_arg_open = 0;
+                d->state = RQ_INLINE;
             }
-            p++;
-            d->state = RQ_MB_LINE;
-            if (p == end)
-                break;
-            /* fall through */
+            break;
+
         case RQ_MB_LINE:
             r = rd_num_line(&d->line, &p, end, &v);
             if (r == 0)
@@ -676,9 +668,8 @@ void rq_feed(rc_conn *c, const uint8_t *base, size_t n, int64_t ts)
             d->argc_expected = (uint32_t)v;
             c->cur->cmd.req.argc = (uint32_t)v;
             d->state = RQ_ARG_TYPE;
-            if (p == end)
-                break;
-            /* fall through */
+            break;
+
         case RQ_ARG_TYPE:
             /* Fast path: whole arguments ("$<len>\r\n<bytes>\r\n") that lie
              * entirely in this chunk are handled here in one go; anything
@@ -703,11 +694,8 @@ void rq_feed(rc_conn *c, const uint8_t *base, size_t n, int64_t ts)
                 if (p == end)
                     break;
             }
-            if (p == end || d->state != RQ_ARG_TYPE) {
-                if (p < end && d->state == RQ_START)
-                    goto msg_start; /* the next pipelined request */
+            if (p == end || d->state != RQ_ARG_TYPE)
                 break;
-            }
             if (*p != '$') { /* Redis: "expected '$', got ..." */
                 rq_error(c, rq_pos(d, base, p), 0, 0);
                 break;
