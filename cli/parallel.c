@@ -76,6 +76,7 @@
 #define IN_RECORDS 16384u          /* records in the input ring (a power of two) */
 #define IN_BYTES (4u << 20)        /* bytes of record data in it (a power of two) */
 #define IN_BATCH 1024u             /* records handed over at once */
+#define SHOW_EVERY 256u            /* a worker shows its progress this often */
 #define OUT_BYTES (2u << 20)       /* bytes of a worker's event ring (a power of two) */
 #define MERGE_BATCH 2048u          /* events merged between looks at the workers */
 #define RAW_MIN (1u << 16)         /* smallest raw reply ring */
@@ -85,6 +86,7 @@
 #define IN_RECORDS 64u
 #define IN_BYTES (16u << 10)
 #define IN_BATCH 16u
+#define SHOW_EVERY 8u
 #define OUT_BYTES (8u << 10)
 #define MERGE_BATCH 8u
 #define RAW_MIN (1u << 12)
@@ -669,8 +671,9 @@ static void *worker_main(void *arg)
             break;
         worker_feed(w, w->pos);
         w->pos++;
-        if ((w->pos & (IN_BATCH - 1)) == 0)
-            worker_fetch(w, 0); /* let the reader reuse what we read */
+        if ((w->pos & (SHOW_EVERY - 1)) == 0)
+            worker_fetch(w, 0); /* the reader may reuse what was read, the
+                                   merger may pass what was done */
     }
     w->record = KEY_END;
     w->own = 0;
