@@ -838,6 +838,46 @@ static void test_gap_inside_key(void **state)
     h_free(&h);
 }
 
+/* Kept prefixes of every length (the copy of 0..64 bytes is done in pieces):
+ * exactly the argument's first bytes, in the whole-chunk path and split. */
+static void test_prefix_every_length(void **state)
+{
+    (void)state;
+    for (size_t n = 0; n <= RESP_ARG_PREFIX + 6; n++) {
+        char key[RESP_ARG_PREFIX + 8], msg[256];
+        for (size_t i = 0; i < n; i++)
+            key[i] = (char)('a' + (i * 7) % 26);
+        key[n] = '\0';
+        int len = snprintf(msg, sizeof msg, "*3\r\n$3\r\nSET\r\n$%zu\r\n%s\r\n$2\r\nvv\r\n", n,
+                           key);
+        for (int split = 0; split <= 1; split++) {
+            h_ctx h;
+            h_init(&h, 1, NULL);
+            h_open(&h);
+            if (split) { /* the key arrives in two chunks */
+                h_data(&h, CAP_TO_SERVER, msg, (size_t)len / 2);
+                h_data(&h, CAP_TO_SERVER, msg + len / 2, (size_t)len - (size_t)len / 2);
+            } else {
+                h_data(&h, CAP_TO_SERVER, msg, (size_t)len);
+            }
+            h_str(&h, CAP_TO_CLIENT, "+OK\r\n");
+            h_close(&h);
+            assert_int_equal(h.ncmds, 1);
+            const resp_request *r = &h.cmds[0].req;
+            size_t kept = n < RESP_ARG_PREFIX ? n : RESP_ARG_PREFIX;
+            assert_int_equal(r->arg_len[0], kept);
+            assert_int_equal(r->arg_full_len[0], n);
+            assert_memory_equal(r->args[0], key, kept);
+            assert_int_equal(r->key0_len, kept);
+            assert_memory_equal(r->key0, key, kept);
+            assert_int_equal(r->slot, resp_key_slot((const uint8_t *)key, n));
+            assert_int_equal(r->arg_len[1], 2);
+            assert_memory_equal(r->args[1], "vv", 2);
+            h_free(&h);
+        }
+    }
+}
+
 /* A connection picked up mid-stream: the first bytes are the middle of a
  * message on both sides. */
 static void test_mid_stream(void **state)
@@ -915,6 +955,7 @@ int main(void)
         cmocka_unit_test(test_gap_across_bulk_end),
         cmocka_unit_test(test_gap_inside_header),
         cmocka_unit_test(test_gap_inside_key),
+        cmocka_unit_test(test_prefix_every_length),
         cmocka_unit_test(test_mid_stream),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
