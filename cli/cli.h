@@ -55,6 +55,8 @@ typedef struct cli_opts {
     const char *filter;          /* live: -f */
     double duration_s;           /* live: --duration, 0 = until a signal */
     const char *user;            /* live: -Z */
+    int buffer_mb;               /* live: -B/--buffer, kernel capture buffer in MiB */
+    int snaplen;                 /* live: -s/--snaplen, 0 = 262144 */
     const char *db;              /* --db */
     int force;
     int json;

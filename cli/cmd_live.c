@@ -25,6 +25,8 @@
 
 #include "cli/cli.h"
 
+#define LIVE_BUFFER_MB_DEFAULT 64 /* MiB; see live() */
+
 static const char live_usage[] =
     "usage: slotscope live -i IFACE [-f BPF] [--duration S] [-Z USER] [options]\n"
     "\n"
@@ -36,6 +38,9 @@ static const char live_usage[] =
     "  -f, --filter BPF       a capture filter, e.g. 'tcp portrange 7000-7010'\n"
     "  --duration S           stop after S seconds\n"
     "  -Z, --user USER        drop root privileges to USER once the interface is open\n"
+    "  -B, --buffer MB        kernel capture buffer in MiB (default 64; raise it if the\n"
+    "                         summary shows kernel drops)\n"
+    "  -s, --snaplen N        bytes kept per packet (default 262144: whole packets)\n"
     "\n"
     "analysis options:\n";
 
@@ -163,7 +168,12 @@ static int run_live(const cli_opts *o, cap_source *src)
 static int live(const cli_opts *o)
 {
     char err[1024] = "";
-    cap_live_opts lo = {.iface = o->iface, .filter = o->filter};
+    /* libpcap's default 2 MiB kernel buffer holds ~30 ms of a busy link: one
+     * slow SQLite commit on this thread and packets drop. 64 MiB removed every
+     * drop at top tcpreplay speed on loopback (bench/live-rate.sh). */
+    cap_live_opts lo = {.iface = o->iface, .filter = o->filter,
+                        .buffer_mb = o->buffer_mb ? o->buffer_mb : LIVE_BUFFER_MB_DEFAULT,
+                        .snaplen = o->snaplen};
     cap_source *src = cap_open_live(&lo, err, sizeof err);
     int status;
     if (!src)

@@ -17,7 +17,7 @@
 typedef enum opt_id {
     OPT_DB, OPT_FORCE, OPT_PORTS, OPT_CLIENT_BY, OPT_NODE_MAP, OPT_REDACT, OPT_STORE_COMMANDS,
     OPT_JSON, OPT_QUIET, OPT_SET, OPT_FAIL_ON_FINDINGS, OPT_HELP, OPT_THREADS,
-    OPT_IFACE, OPT_FILTER, OPT_DURATION, OPT_USER
+    OPT_IFACE, OPT_FILTER, OPT_DURATION, OPT_USER, OPT_BUFFER, OPT_SNAPLEN
 } opt_id;
 
 /* One option: its long name, short letter (0 if none), whether it takes a
@@ -48,6 +48,8 @@ static const opt_def opt_table[] = {
     {"filter", 'f', 1, 1, OPT_FILTER},
     {"duration", 0, 1, 1, OPT_DURATION},
     {"user", 'Z', 1, 1, OPT_USER},
+    {"buffer", 'B', 1, 1, OPT_BUFFER},
+    {"snaplen", 's', 1, 1, OPT_SNAPLEN},
 };
 
 const char cli_analysis_options_help[] =
@@ -216,6 +218,20 @@ static int apply_opt(cli_opts *o, const opt_def *d, const char *v)
             return cli_usage_error(o->cmd, "bad --duration '%s' (seconds, > 0)", v);
         break;
     case OPT_USER: o->user = v; break;
+    case OPT_BUFFER: {
+        long mb = strtol(v, &end, 10);
+        if (!*v || *end || mb < 1 || mb > 2047)
+            return cli_usage_error(o->cmd, "bad --buffer '%s' (MiB, 1-2047)", v);
+        o->buffer_mb = (int)mb;
+        break;
+    }
+    case OPT_SNAPLEN: {
+        long n = strtol(v, &end, 10);
+        if (!*v || *end || n < 0 || n > 262144)
+            return cli_usage_error(o->cmd, "bad --snaplen '%s' (bytes, 0-262144; 0: 262144)", v);
+        o->snaplen = (int)n;
+        break;
+    }
     case OPT_THREADS: {
         long n = strtol(v, &end, 10);
         if (!*v || *end || n < 0 || n > 64)
