@@ -51,9 +51,11 @@ static cap_source *live_source;
  * async-signal-safe enough to do here. */
 static void on_stop_signal(int sig)
 {
+    int saved_errno = errno; /* pcap_breakloop must not disturb the interrupted code */
     (void)sig;
     if (live_source)
         cap_source_break(live_source);
+    errno = saved_errno;
 }
 
 static void print_help(void)
