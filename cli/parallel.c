@@ -295,34 +295,6 @@ static size_t pow2_at_least(size_t n)
     return p;
 }
 
-/* Add one resp_conn_stats into another. */
-static void conn_stats_add(resp_conn_stats *t, const resp_conn_stats *s)
-{
-    t->requests += s->requests;
-    t->replies += s->replies;
-    t->pushes += s->pushes;
-    t->paired += s->paired;
-    t->unpaired_requests += s->unpaired_requests;
-    t->unpaired_replies += s->unpaired_replies;
-    t->resyncs += s->resyncs;
-    t->skipped_bytes += s->skipped_bytes;
-    t->protocol_errors += s->protocol_errors;
-    t->out_of_sync += s->out_of_sync;
-    t->monitor += s->monitor;
-    t->subscribed += s->subscribed;
-    t->replication += s->replication;
-}
-
-/* Add one worker's resp totals into the sums. */
-static void resp_stats_add(resp_stats *t, const resp_stats *s)
-{
-    conn_stats_add(&t->total, &s->total);
-    t->connections += s->connections;
-    t->dropped_requests += s->dropped_requests;
-    t->limit_hits += s->limit_hits;
-    t->commands += s->commands;
-}
-
 /* Add one worker's capture counters into the sums: every one is a count of
  * records, connections, bytes or segments, each counted by exactly one
  * worker (the owner of the record). */

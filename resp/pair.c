@@ -805,7 +805,7 @@ static rc_conn *conn_new(resp_pipeline *rp, cap_conn *cc)
 }
 
 /* Add one connection's counters into totals. */
-static void stats_add(resp_conn_stats *t, const resp_conn_stats *s)
+void resp_conn_stats_add(resp_conn_stats *t, const resp_conn_stats *s)
 {
     t->requests += s->requests;
     t->replies += s->replies;
@@ -821,6 +821,16 @@ static void stats_add(resp_conn_stats *t, const resp_conn_stats *s)
     t->monitor += s->monitor;
     t->subscribed += s->subscribed;
     t->replication += s->replication;
+}
+
+/* Add one pipeline's totals into another's (one pipeline per worker thread). */
+void resp_stats_add(resp_stats *t, const resp_stats *s)
+{
+    resp_conn_stats_add(&t->total, &s->total);
+    t->connections += s->connections;
+    t->dropped_requests += s->dropped_requests;
+    t->limit_hits += s->limit_hits;
+    t->commands += s->commands;
 }
 
 /* Unlink and free a connection's state (no events). */
@@ -855,7 +865,7 @@ static void conn_close(resp_pipeline *rp, rc_conn *c)
     flush_all(c);
     if (rp->sink.conn_close != NULL)
         rp->sink.conn_close(rp->sink.ctx, c->cc, &c->st);
-    stats_add(&rp->closed.total, &c->st);
+    resp_conn_stats_add(&rp->closed.total, &c->st);
     conn_free(rp, c);
 }
 
@@ -901,7 +911,7 @@ const resp_stats *resp_get_stats(const resp_pipeline *rp)
     resp_pipeline *m = (resp_pipeline *)rp; /* the view is a cache */
     m->view = rp->closed;
     for (const rc_conn *c = rp->live; c != NULL; c = c->next)
-        stats_add(&m->view.total, &c->st);
+        resp_conn_stats_add(&m->view.total, &c->st);
     return &m->view;
 }
 

@@ -302,6 +302,11 @@ void resp_free(resp_pipeline *rp);
 void resp_on_capture_event(void *rp, const cap_event *ev);
 /* Totals so far. */
 const resp_stats *resp_get_stats(const resp_pipeline *rp);
+/* Add one connection's counters into totals (every field). */
+void resp_conn_stats_add(resp_conn_stats *total, const resp_conn_stats *add);
+/* Add one pipeline's totals into another's (several pipelines, one per
+ * thread, report as one). */
+void resp_stats_add(resp_stats *total, const resp_stats *add);
 
 /* Does this look like the start of a request (+1), a reply (-1), or unknown (0)?
  * Fits cap_config.shape. */
