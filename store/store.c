@@ -497,6 +497,8 @@ static void each_resp_counter(const resp_stats *r, store_counter_fn fn, void *ct
     fn(ctx, "resyncs", r->total.resyncs);
     fn(ctx, "skipped_bytes", r->total.skipped_bytes);
     fn(ctx, "protocol_errors", r->total.protocol_errors);
+    fn(ctx, "gaps_bridged", r->total.gaps_bridged);
+    fn(ctx, "replication_connections", r->total.replication);
     fn(ctx, "out_of_sync_connections", r->total.out_of_sync);
     fn(ctx, "resp_connections", r->connections);
     fn(ctx, "dropped_requests", r->dropped_requests);
