@@ -469,6 +469,17 @@ static inline void use_mask(resp_keyctx *k)
     long argc = k->req->inline_cmd ? INLINE_ARGC : (long)k->req->argc;
     k->scratch[1] = argc >= idx_mask_argc[i] ? idx_mask[i] : key_mask(&an_commands[i], argc);
     k->scratch[0] |= SCR_MASK;
+    /* the answers are fixed from here on: resp reads them from the mask */
+    k->key_mask = k->scratch[1];
+    k->key_mask_final = 1;
+}
+
+/* No argument from here on is a key: tell resp to stop asking. */
+static inline void mark_dead(resp_keyctx *k)
+{
+    k->scratch[0] |= SCR_DEAD;
+    k->key_mask = 0;
+    k->key_mask_final = 1;
 }
 
 /* Resolve the command for this request into scratch[0]. Returns the entry or
@@ -481,7 +492,8 @@ static const an_cmd *resolve(resp_keyctx *k)
     if ((s0 & SCR_INDEX_MASK) == 0) {
         const an_cmd *c = an_cmd_lookup_name(k->req->name);
         if (!c) {
-            k->scratch[0] = SCR_DEAD;
+            k->scratch[0] = 0;
+            mark_dead(k);
             return NULL;
         }
         s0 = (uint32_t)(c - an_commands) + 1;
@@ -501,7 +513,8 @@ static const an_cmd *resolve(resp_keyctx *k)
         if (k->argi == 2 && k->prev_len == k->prev_full_len)
             sub = an_cmd_lookup_sub(c, (const char *)k->prev, k->prev_len);
         if (!sub) {
-            k->scratch[0] = SCR_DEAD;
+            k->scratch[0] = 0;
+            mark_dead(k);
             return NULL;
         }
         uint32_t si = (uint32_t)(sub - an_commands);
@@ -523,7 +536,7 @@ static __attribute__((noinline)) int key_fn_full(resp_keyctx *k)
         return k->argi < 32 && ((k->scratch[1] >> k->argi) & 1u);
     uint32_t bound = (k->scratch[0] >> SCR_BOUND_SHIFT) & SCR_BOUND_MASK;
     if (bound && k->argi >= bound) {
-        k->scratch[0] |= SCR_DEAD; /* past the last possible key */
+        mark_dead(k); /* past the last possible key */
         return 0;
     }
     int is_key = 0;

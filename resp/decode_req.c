@@ -112,7 +112,9 @@ static inline void arg_begin(rc_conn *c, uint64_t full)
     d->a_secret = (uint8_t)rq_is_secret(d, r, i);
     if (!d->a_secret) {
         const resp_config *cfg = &c->rp->cfg;
-        if (cfg->key_fn != NULL) {
+        if (d->kc.key_mask_final) {
+            d->a_key = (uint8_t)(i < 32 && ((d->kc.key_mask >> i) & 1u));
+        } else if (cfg->key_fn != NULL) {
             resp_keyctx *k = &d->kc;
             k->req = r;
             k->argi = i;
@@ -240,7 +242,9 @@ static inline void arg_whole(rc_conn *c, const uint8_t *p, size_t len)
         int key = 0;
         if (!secret) {
             const resp_config *cfg = &c->rp->cfg;
-            if (cfg->key_fn != NULL) {
+            if (d->kc.key_mask_final) { /* the hook's answers, as bits */
+                key = i < 32 && ((d->kc.key_mask >> i) & 1u);
+            } else if (cfg->key_fn != NULL) {
                 resp_keyctx *k = &d->kc;
                 k->req = r;
                 k->argi = i;
@@ -311,6 +315,8 @@ static void rq_begin(rc_conn *c, uint64_t pos, int64_t ts)
     d->prev_len = 0;
     d->prev_full = 0;
     memset(d->kc.scratch, 0, sizeof(d->kc.scratch));
+    d->kc.key_mask = 0;
+    d->kc.key_mask_final = 0;
 }
 
 /* The message ended at pos: hand the request over. */

@@ -131,9 +131,15 @@ typedef struct resp_keyctx {
     size_t prev_len;          /* how many of them (<= RESP_ARG_PREFIX) */
     uint32_t prev_full_len;   /* its whole length */
     uint32_t scratch[4];      /* the hook's own state, zero per request */
+    uint32_t key_mask;        /* set by the hook with key_mask_final: bit i */
+    uint8_t key_mask_final;   /* means argument i (< 32) is a key, and no
+                                 argument from 32 on is; resp then stops
+                                 calling the hook for this request. Both
+                                 start at zero per request. */
 } resp_keyctx;
 
-/* Return 1 if argument k->argi is a key, 0 if not. */
+/* Return 1 if argument k->argi is a key, 0 if not. The hook may also set
+ * key_mask_final (with key_mask) when the remaining answers are fixed. */
 typedef int (*resp_key_fn)(void *ctx, resp_keyctx *k);
 
 /* Hash slot of a whole key (CRC16-XMODEM mod 16384 with the {hashtag} rule). */
