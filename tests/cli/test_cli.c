@@ -7,7 +7,6 @@
  * code under test), the database (integrity, rows, refusing to overwrite,
  * unwritable paths), canned queries, a capture cut short.
  */
-#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,97 +15,50 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 #include <sqlite3.h>
 
+#include "tests/helpers/child.h"
+#include "tests/helpers/dbq.h"
+
 #define FIX SS_FIXTURES "/cli/"
 #define FINDINGS_PCAP SS_FIXTURES "/gen/findings.pcap"
 
 static char tmpdir[256];
-static char out_path[512], err_path[512];
-static char *out_text, *err_text; /* of the last run */
+static th_run last;               /* the last run of slotscope */
+static const char *out_text, *err_text; /* its stdout and stderr */
 
 static int setup(void **state)
 {
     (void)state;
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/ss_cli_XXXXXX");
-    if (!mkdtemp(tmpdir))
-        return -1;
-    snprintf(out_path, sizeof out_path, "%s/stdout", tmpdir);
-    snprintf(err_path, sizeof err_path, "%s/stderr", tmpdir);
-    return 0;
+    return th_tmpdir_new("ss_cli", tmpdir, sizeof tmpdir);
 }
 
 static int teardown(void **state)
 {
-    char cmd[600];
     (void)state;
-    free(out_text);
-    free(err_text);
+    th_run_free(&last);
     out_text = err_text = NULL;
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    return system(cmd) == 0 ? 0 : -1;
+    return th_tmpdir_remove(tmpdir);
 }
 
 /* A path in the test's directory. */
 static const char *tmp(const char *name)
 {
-    static char paths[8][512];
-    static int next;
-    char *p = paths[next++ % 8];
-    snprintf(p, 512, "%s/%s", tmpdir, name);
-    return p;
-}
-
-/* The whole file (malloc'd, NUL-terminated). */
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    char *text;
-    long n;
-    assert_non_null(f);
-    fseek(f, 0, SEEK_END);
-    n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    text = malloc((size_t)n + 1);
-    assert_non_null(text);
-    assert_int_equal(fread(text, 1, (size_t)n, f), (size_t)n);
-    text[n] = 0;
-    fclose(f);
-    return text;
+    return th_path(tmpdir, name);
 }
 
 /* Run slotscope with the NULL-terminated arguments; stdout and stderr are kept
  * in out_text / err_text. Returns the exit code (-1 if it did not exit). */
 static int run_args(const char *const *args)
 {
-    const char *argv[64];
-    int status = 0, n = 0;
-    pid_t pid;
-    argv[n++] = SS_BINARY;
-    while (*args && n < 63)
-        argv[n++] = *args++;
-    argv[n] = NULL;
-    fflush(NULL);
-    pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        int fo = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        int fe = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (fo < 0 || fe < 0 || dup2(fo, 1) < 0 || dup2(fe, 2) < 0)
-            _exit(126);
-        execv(SS_BINARY, (char *const *)argv);
-        _exit(127);
-    }
-    assert_int_equal(waitpid(pid, &status, 0), pid);
-    free(out_text);
-    free(err_text);
-    out_text = slurp(out_path);
-    err_text = slurp(err_path);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    th_run_free(&last);
+    assert_int_equal(th_slotscope(args, &last, NULL, NULL, 0), 0);
+    out_text = last.out;
+    err_text = last.err;
+    return th_exit_code(&last);
 }
 
 /* run_args with the arguments inline. */
@@ -116,35 +68,6 @@ static void assert_contains(const char *text, const char *needle)
 {
     if (!strstr(text, needle))
         fail_msg("expected \"%s\" in:\n%s", needle, text);
-}
-
-/* One integer from a query on a database file. */
-static int64_t db_int(const char *path, const char *sql)
-{
-    sqlite3 *db;
-    sqlite3_stmt *st;
-    int64_t v = -1;
-    assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-        fail_msg("%s: %s", sql, sqlite3_errmsg(db));
-    if (sqlite3_step(st) == SQLITE_ROW)
-        v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    sqlite3_close(db);
-    return v;
-}
-
-/* PRAGMA integrity_check says "ok". */
-static void assert_db_ok(const char *path)
-{
-    sqlite3 *db;
-    sqlite3_stmt *st;
-    assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-    assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA integrity_check", -1, &st, NULL), SQLITE_OK);
-    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-    assert_string_equal((const char *)sqlite3_column_text(st, 0), "ok");
-    sqlite3_finalize(st);
-    sqlite3_close(db);
 }
 
 /* Make a finished database look like one of a run that was killed. */
@@ -161,15 +84,16 @@ static void mark_unfinished(const char *path)
  * (checked by python3's json module); returns how many lines there were. */
 static int assert_json_lines(void)
 {
-    char cmd[1024];
+    FILE *py;
     int lines = 0;
-    snprintf(cmd, sizeof cmd,
-             "python3 -c 'import json,sys\n"
-             "for l in sys.stdin:\n"
-             "  o = json.loads(l)\n"
-             "  assert isinstance(o, dict) and isinstance(o[\"type\"], str), l\n' < '%s'",
-             out_path);
-    assert_int_equal(system(cmd), 0);
+    py = popen("python3 -c 'import json,sys\n"
+               "for l in sys.stdin:\n"
+               "  o = json.loads(l)\n"
+               "  assert isinstance(o, dict) and isinstance(o[\"type\"], str), l\n'",
+               "w");
+    assert_non_null(py);
+    assert_true(fputs(out_text, py) >= 0);
+    assert_int_equal(pclose(py), 0);
     for (const char *p = out_text; *p; p++)
         lines += *p == '\n';
     return lines;
@@ -273,16 +197,16 @@ static void test_db_and_report_match(void **state)
     (void)state;
     assert_int_equal(run("analyze", FIX "pipelining-example.pcap", FIX "set.pcap", "--db", db), 0);
     analyzed = strdup(out_text);
-    assert_db_ok(db);
-    assert_int_equal(db_int(db, "SELECT count(*) FROM inputs"), 2);
-    assert_int_equal(db_int(db, "SELECT value FROM counters WHERE name='packets'"),
-                     db_int(db, "SELECT sum(packets) FROM inputs"));
-    assert_true(db_int(db, "SELECT value FROM counters WHERE name='commands'") > 3);
-    assert_int_equal(db_int(db, "SELECT count(*) FROM connections"),
-                     db_int(db, "SELECT value FROM counters WHERE name='connections'"));
-    assert_int_equal(db_int(db, "SELECT count(*) FROM meta WHERE key='command_line'"
+    th_assert_db_ok(db);
+    assert_int_equal(th_db_int(db, "SELECT count(*) FROM inputs"), 2);
+    assert_int_equal(th_db_int(db, "SELECT value FROM counters WHERE name='packets'"),
+                     th_db_int(db, "SELECT sum(packets) FROM inputs"));
+    assert_true(th_db_int(db, "SELECT value FROM counters WHERE name='commands'") > 3);
+    assert_int_equal(th_db_int(db, "SELECT count(*) FROM connections"),
+                     th_db_int(db, "SELECT value FROM counters WHERE name='connections'"));
+    assert_int_equal(th_db_int(db, "SELECT count(*) FROM meta WHERE key='command_line'"
                                 " AND value LIKE '%analyze%--db%'"), 1);
-    assert_int_equal(db_int(db, "SELECT count(*) FROM meta WHERE key='end_us'"), 1);
+    assert_int_equal(th_db_int(db, "SELECT count(*) FROM meta WHERE key='end_us'"), 1);
 
     assert_int_equal(run("report", db), 0);
     assert_string_equal(out_text, analyzed);
@@ -314,10 +238,10 @@ static void test_existing_and_unwritable_db(void **state)
     assert_int_equal(run("analyze", FIX "pipelining-example.pcap", "--db", db), 1);
     assert_contains(err_text, "exists (use --force)");
     assert_string_equal(out_text, "");
-    assert_int_equal(db_int(db, "SELECT count(*) FROM inputs WHERE name LIKE '%set.pcap'"), 1);
+    assert_int_equal(th_db_int(db, "SELECT count(*) FROM inputs WHERE name LIKE '%set.pcap'"), 1);
     assert_int_equal(run("analyze", FIX "pipelining-example.pcap", "--db", db, "--force"), 0);
-    assert_int_equal(db_int(db, "SELECT count(*) FROM inputs WHERE name LIKE '%set.pcap'"), 0);
-    assert_int_equal(db_int(db, "SELECT count(*) FROM inputs"), 1);
+    assert_int_equal(th_db_int(db, "SELECT count(*) FROM inputs WHERE name LIKE '%set.pcap'"), 0);
+    assert_int_equal(th_db_int(db, "SELECT count(*) FROM inputs"), 1);
 
     assert_int_equal(run("analyze", FIX "set.pcap", "--db", tmp("no/such/dir/x.db")), 1);
     assert_contains(err_text, "cannot create");
@@ -367,9 +291,9 @@ static void test_truncated_capture(void **state)
     assert_contains(err_text, "slotscope: ");
     assert_contains(out_text, "What the capture could not see");
     assert_contains(out_text, "input error");
-    assert_db_ok(db);
-    assert_true(db_int(db, "SELECT packets FROM inputs") > 10);
-    assert_int_equal(db_int(db, "SELECT count(*) FROM inputs WHERE error <> ''"), 1);
+    th_assert_db_ok(db);
+    assert_true(th_db_int(db, "SELECT packets FROM inputs") > 10);
+    assert_int_equal(th_db_int(db, "SELECT count(*) FROM inputs WHERE error <> ''"), 1);
 }
 
 /* ---------------------------------------------------------------- query */
@@ -410,10 +334,10 @@ static void test_findings_capture(void **state)
     assert_contains(out_text, "ranked by impact");
     assert_contains(out_text, "ask_cached");
     assert_contains(out_text, "evidence: ");
-    assert_true(db_int(db, "SELECT count(*) FROM findings") > 0);
-    assert_true(db_int(db, "SELECT count(*) FROM redirects") > 0);
-    assert_true(db_int(db, "SELECT count(*) FROM slot_migrations") > 0);
-    assert_int_equal(db_int(db, "SELECT count(*) FROM findings WHERE json_valid(evidence) = 0"), 0);
+    assert_true(th_db_int(db, "SELECT count(*) FROM findings") > 0);
+    assert_true(th_db_int(db, "SELECT count(*) FROM redirects") > 0);
+    assert_true(th_db_int(db, "SELECT count(*) FROM slot_migrations") > 0);
+    assert_int_equal(th_db_int(db, "SELECT count(*) FROM findings WHERE json_valid(evidence) = 0"), 0);
 
     assert_int_equal(run("analyze", FINDINGS_PCAP, "--json"), 0);
     assert_int_equal(assert_json_lines() > 0, 1);
@@ -429,11 +353,11 @@ static void test_redact_keys(void **state)
     const char *db = tmp("r.db");
     (void)state;
     assert_int_equal(run("analyze", FINDINGS_PCAP, "--db", db, "--redact-keys", "--store-commands"), 0);
-    assert_true(db_int(db, "SELECT count(*) FROM redirects WHERE key <> ''") > 0);
-    assert_int_equal(db_int(db, "SELECT count(*) FROM redirects WHERE key <> ''"
+    assert_true(th_db_int(db, "SELECT count(*) FROM redirects WHERE key <> ''") > 0);
+    assert_int_equal(th_db_int(db, "SELECT count(*) FROM redirects WHERE key <> ''"
                                 " AND key NOT LIKE 'h:%'"), 0);
-    assert_true(db_int(db, "SELECT count(*) FROM commands WHERE key <> ''") > 0);
-    assert_int_equal(db_int(db, "SELECT count(*) FROM commands WHERE key <> ''"
+    assert_true(th_db_int(db, "SELECT count(*) FROM commands WHERE key <> ''") > 0);
+    assert_int_equal(th_db_int(db, "SELECT count(*) FROM commands WHERE key <> ''"
                                 " AND key NOT LIKE 'h:%'"), 0);
 }
 

@@ -20,7 +20,6 @@
  *                   that opened it
  *   options         --threads values
  */
-#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -28,13 +27,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 #include <sqlite3.h>
 
 #include "capture/capture.h"
+#include "tests/helpers/child.h"
+#include "tests/helpers/dbq.h"
 #include "tests/helpers/pktgen.h"
 
 #define T0 1700000000000000LL  /* the synthetic capture's start (us) */
@@ -42,7 +42,6 @@
 #define MAX_RECORDS 4096
 
 static char tmpdir[256];
-static char out_path[512], err_path[512];
 
 /* ---------------------------------------------------------------- the synthetic capture */
 
@@ -417,58 +416,16 @@ static void test_trackers_share_input(void **state)
 /* A path in the test's directory. */
 static const char *tmp(const char *name)
 {
-    static char paths[8][512];
-    static int next;
-    char *p = paths[next++ % 8];
-    snprintf(p, 512, "%s/%s", tmpdir, name);
-    return p;
+    return th_path(tmpdir, name);
 }
 
-/* The whole file (malloc'd, NUL-terminated). */
-static char *slurp(const char *path)
+/* Run slotscope with the NULL-terminated arguments; its output in *r (the
+ * caller frees it). The exit code (-1 if it did not exit). */
+static int run_args(const char *const *args, th_run *r)
 {
-    FILE *f = fopen(path, "rb");
-    char *text;
-    long n;
-    assert_non_null(f);
-    fseek(f, 0, SEEK_END);
-    n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    text = malloc((size_t)n + 1);
-    assert_non_null(text);
-    assert_int_equal(fread(text, 1, (size_t)n, f), (size_t)n);
-    text[n] = 0;
-    fclose(f);
-    return text;
+    assert_int_equal(th_slotscope(args, r, NULL, NULL, 0), 0);
+    return th_exit_code(r);
 }
-
-/* Run slotscope with the NULL-terminated arguments, stdout and stderr to
- * files. The exit code (-1 if it did not exit). */
-static int run_args(const char *const *args)
-{
-    const char *argv[64];
-    int status = 0, n = 0;
-    pid_t pid;
-    argv[n++] = SS_BINARY;
-    while (*args && n < 63)
-        argv[n++] = *args++;
-    argv[n] = NULL;
-    fflush(NULL);
-    pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        int fo = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        int fe = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (fo < 0 || fe < 0 || dup2(fo, 1) < 0 || dup2(fe, 2) < 0)
-            _exit(126);
-        execv(SS_BINARY, (char *const *)argv);
-        _exit(127);
-    }
-    assert_int_equal(waitpid(pid, &status, 0), pid);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-#define run(...) run_args((const char *const[]){__VA_ARGS__, NULL})
 
 /* A growing text. */
 typedef struct text {
@@ -603,6 +560,7 @@ static void check_same_results(const char *const *files, size_t n_files)
         size_t n = 0;
         const char *db = tmp(threads[k]);
         char *dump, *report, *err;
+        th_run r;
         int rc;
         unlink(db);
         args[n++] = "analyze";
@@ -615,13 +573,13 @@ static void check_same_results(const char *const *files, size_t n_files)
         args[n++] = threads[k];
         args[n++] = "-q";
         args[n] = NULL;
-        rc = run_args(args);
-        err = slurp(err_path);
+        rc = run_args(args, &r);
+        err = r.err;
         /* 0, or 1 when an input is damaged (the database is still written) */
         if (rc != 0 && rc != 1)
             fail_msg("analyze %s --threads %s exited %d", files[0], threads[k], rc);
         dump = dump_db(db);
-        report = slurp(out_path);
+        report = r.out;
         if (!base_db) {
             base_db = dump;
             base_report = report;
@@ -669,11 +627,8 @@ static void test_synthetic(void **state)
     }
     sqlite3_finalize(st);
     assert_int_equal(n, n_want);
-    assert_int_equal(sqlite3_prepare_v2(db, "SELECT value FROM counters WHERE name = "
-                                            "'idle_connections'", -1, &st, NULL), SQLITE_OK);
-    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-    assert_int_equal(sqlite3_column_int64(st, 0), N_CONNS / 3);
-    sqlite3_finalize(st);
+    assert_int_equal(th_sql_int(db, "SELECT value FROM counters WHERE name = 'idle_connections'",
+                                NULL), N_CONNS / 3);
     sqlite3_close(db);
 }
 
@@ -725,20 +680,23 @@ static void test_merged_files(void **state)
 static void test_threads_option(void **state)
 {
     static const char *const bad[] = {"-1", "65", "x", "", "2x"};
-    char *err;
+    th_run r;
     (void)state;
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        assert_int_equal(run("analyze", SS_FIXTURES "/cli/set.pcap", "--threads", bad[i]), 2);
-        err = slurp(err_path);
-        assert_non_null(strstr(err, "bad --threads"));
-        free(err);
+        assert_int_equal(run_args(TH_ARGS("analyze", SS_FIXTURES "/cli/set.pcap", "--threads",
+                                          bad[i]), &r), 2);
+        assert_non_null(strstr(r.err, "bad --threads"));
+        th_run_free(&r);
     }
-    assert_int_equal(run("analyze", SS_FIXTURES "/cli/set.pcap", "--threads", "0", "-q"), 0);
-    assert_int_equal(run("analyze", SS_FIXTURES "/cli/set.pcap", "--threads=64", "-q"), 0);
-    assert_int_equal(run("analyze", "--help"), 0);
-    err = slurp(out_path);
-    assert_non_null(strstr(err, "--threads N"));
-    free(err);
+    assert_int_equal(run_args(TH_ARGS("analyze", SS_FIXTURES "/cli/set.pcap", "--threads", "0",
+                                      "-q"), &r), 0);
+    th_run_free(&r);
+    assert_int_equal(run_args(TH_ARGS("analyze", SS_FIXTURES "/cli/set.pcap", "--threads=64",
+                                      "-q"), &r), 0);
+    th_run_free(&r);
+    assert_int_equal(run_args(TH_ARGS("analyze", "--help"), &r), 0);
+    assert_non_null(strstr(r.out, "--threads N"));
+    th_run_free(&r);
 }
 
 /* ---------------------------------------------------------------- main */
@@ -746,23 +704,18 @@ static void test_threads_option(void **state)
 static int setup(void **state)
 {
     (void)state;
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/ss_threads_XXXXXX");
-    if (!mkdtemp(tmpdir))
+    if (th_tmpdir_new("ss_threads", tmpdir, sizeof tmpdir) != 0)
         return -1;
-    snprintf(out_path, sizeof out_path, "%s/stdout", tmpdir);
-    snprintf(err_path, sizeof err_path, "%s/stderr", tmpdir);
     build_capture();
     return 0;
 }
 
 static int teardown(void **state)
 {
-    char cmd[600];
     (void)state;
     for (size_t i = 0; i < n_recs; i++)
         free(recs[i].data);
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    return system(cmd) == 0 ? 0 : -1;
+    return th_tmpdir_remove(tmpdir);
 }
 
 int main(void)
