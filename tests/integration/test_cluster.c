@@ -33,11 +33,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 #include <sqlite3.h>
+
+#include "tests/helpers/child.h"
+#include "tests/helpers/dbq.h"
 
 #define MAX_LINES 128
 #define FIELD_MAX 160
@@ -85,42 +87,34 @@ static int load_expected(void)
 }
 
 /* Run slotscope analyze on the capture into tmpdir/db, with every "set"
- * line as --set. Returns its exit status, or -1. */
+ * line as --set. Returns its exit status, or -1 (its stderr is printed when
+ * it is not 0). */
 static int run_slotscope(void)
 {
-    char pcap[600], dbpath[128], log[128];
-    const char *argv[8 + 2 * MAX_LINES];
+    char pcap[600];
+    const char *args[8 + 2 * MAX_LINES];
     size_t argc = 0;
+    th_run r;
     snprintf(pcap, sizeof pcap, "%s/reshard.pcap", dir);
-    snprintf(dbpath, sizeof dbpath, "%s/db", tmpdir);
-    snprintf(log, sizeof log, "%s/output", tmpdir);
-    argv[argc++] = SS_BINARY;
-    argv[argc++] = "analyze";
-    argv[argc++] = pcap;
-    argv[argc++] = "--db";
-    argv[argc++] = dbpath;
-    argv[argc++] = "--quiet";
+    args[argc++] = "analyze";
+    args[argc++] = pcap;
+    args[argc++] = "--db";
+    args[argc++] = th_path(tmpdir, "db");
+    args[argc++] = "--quiet";
     for (size_t i = 0; i < n_lines; i++) {
         if (strcmp(lines[i].what, "set") == 0) {
-            argv[argc++] = "--set";
-            argv[argc++] = lines[i].f[0];
+            args[argc++] = "--set";
+            args[argc++] = lines[i].f[0];
         }
     }
-    argv[argc] = NULL;
-    pid_t pid = fork();
-    if (pid < 0)
+    args[argc] = NULL;
+    if (th_slotscope(args, &r, NULL, NULL, 0) != 0)
         return -1;
-    if (pid == 0) {
-        FILE *out = freopen(log, "w", stdout);
-        if (!out || dup2(fileno(stdout), 2) < 0)
-            _exit(126);
-        execv(argv[0], (char *const *)argv);
-        _exit(127);
-    }
-    int status;
-    if (waitpid(pid, &status, 0) != pid)
-        return -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    int rc = th_exit_code(&r);
+    if (rc != 0)
+        fprintf(stderr, "%s", r.err);
+    th_run_free(&r);
+    return rc;
 }
 
 /* Group setup: read the expectations, analyse the capture, open the database. */
@@ -129,45 +123,31 @@ static int setup(void **state)
     (void)state;
     const char *env = getenv("SS_CLUSTER_DIR");
     snprintf(dir, sizeof dir, "%s", env && *env ? env : SS_FIXTURES "/cluster");
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/ss_cluster_XXXXXX");
-    if (!mkdtemp(tmpdir) || load_expected() != 0)
+    if (th_tmpdir_new("ss_cluster", tmpdir, sizeof tmpdir) != 0 || load_expected() != 0)
         return -1;
     int rc = run_slotscope();
     if (rc != 0) {
-        fprintf(stderr, "slotscope analyze exited with %d (see %s/output)\n", rc, tmpdir);
+        fprintf(stderr, "slotscope analyze exited with %d\n", rc);
         return -1;
     }
-    char dbpath[128];
-    snprintf(dbpath, sizeof dbpath, "%s/db", tmpdir);
-    if (sqlite3_open_v2(dbpath, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
+    if (sqlite3_open_v2(th_path(tmpdir, "db"), &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
         return -1;
     return 0;
 }
 
 static int teardown(void **state)
 {
-    char cmd[128];
     (void)state;
     sqlite3_close(db);
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    return system(cmd) == 0 ? 0 : -1;
+    return th_tmpdir_remove(tmpdir);
 }
 
 /* The integer result of a query with up to three text parameters (NULL ends
  * them). Fails the test on an SQL error. */
 static long long query_int(const char *sql, const char *p1, const char *p2, const char *p3)
 {
-    sqlite3_stmt *st = NULL;
-    const char *params[3] = {p1, p2, p3};
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-        fail_msg("sql error: %s in %s", sqlite3_errmsg(db), sql);
-    for (int i = 0; i < 3 && params[i]; i++)
-        sqlite3_bind_text(st, i + 1, params[i], -1, SQLITE_STATIC);
-    long long v = -1;
-    if (sqlite3_step(st) == SQLITE_ROW)
-        v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    return v;
+    const char *params[4] = {p1, p2, p3, NULL};
+    return th_sql_int(db, sql, params);
 }
 
 /* The client name stored for an expected.tsv client ("-": cluster-side). */

@@ -23,6 +23,7 @@
 #include <sqlite3.h>
 
 #include "store/store.h"
+#include "tests/helpers/child.h"
 
 static char tmpdir[256];
 static char dbpath[512];
@@ -196,8 +197,7 @@ static int build_db(void **state)
     an_sink sink;
     (void)state;
 
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/ss_queries_XXXXXX");
-    if (!mkdtemp(tmpdir))
+    if (th_tmpdir_new("ss_queries", tmpdir, sizeof tmpdir) != 0)
         return -1;
     snprintf(dbpath, sizeof dbpath, "%s/known.db", tmpdir);
     s = store_open(dbpath, &o, err, sizeof err);
@@ -223,32 +223,20 @@ static int build_db(void **state)
 
 static int remove_db(void **state)
 {
-    char cmd[600];
     (void)state;
     sqlite3_close(db);
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    return system(cmd) == 0 ? 0 : -1;
+    return th_tmpdir_remove(tmpdir);
 }
 
 /* Read queries/NAME.sql from the source tree (malloc'd, NUL-terminated). */
 static char *read_query(const char *name)
 {
     char path[1024];
-    FILE *f;
-    long n;
     char *text;
     snprintf(path, sizeof path, "%s/queries/%s.sql", SS_SOURCE_DIR, name);
-    f = fopen(path, "rb");
-    if (!f)
-        fail_msg("cannot open %s", path);
-    fseek(f, 0, SEEK_END);
-    n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    text = malloc((size_t)n + 1);
-    assert_non_null(text);
-    assert_int_equal(fread(text, 1, (size_t)n, f), (size_t)n);
-    text[n] = 0;
-    fclose(f);
+    text = th_slurp(path, NULL);
+    if (!text)
+        fail_msg("cannot read %s", path);
     return text;
 }
 

@@ -19,6 +19,8 @@
 #include <sqlite3.h>
 
 #include "store/store.h"
+#include "tests/helpers/child.h"
+#include "tests/helpers/dbq.h"
 
 /* A fresh temporary directory per test, removed afterwards. */
 static char tmpdir[256];
@@ -27,8 +29,7 @@ static char dbpath[512];
 static int setup(void **state)
 {
     (void)state;
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/ss_store_XXXXXX");
-    if (!mkdtemp(tmpdir))
+    if (th_tmpdir_new("ss_store", tmpdir, sizeof tmpdir) != 0)
         return -1;
     snprintf(dbpath, sizeof dbpath, "%s/t.db", tmpdir);
     return 0;
@@ -36,27 +37,21 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-    char cmd[600];
     (void)state;
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    return system(cmd) == 0 ? 0 : -1;
+    return th_tmpdir_remove(tmpdir);
 }
 
-/* One integer from a query (the first column of the first row), -1 if none. */
+/* One integer from a query made with printf (th_sql_int), -1 if no row. */
+static int64_t q_int(sqlite3 *db, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int64_t q_int(sqlite3 *db, const char *fmt, ...)
 {
     char sql[1024];
-    sqlite3_stmt *st;
-    int64_t v = -1;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(sql, sizeof sql, fmt, ap);
+    int n = vsnprintf(sql, sizeof sql, fmt, ap);
     va_end(ap);
-    assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
-    if (sqlite3_step(st) == SQLITE_ROW)
-        v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    return v;
+    assert_true(n >= 0 && (size_t)n < sizeof sql);
+    return th_sql_int(db, sql, NULL);
 }
 
 /* One text value from a query into buf ("" if no row). */
