@@ -36,6 +36,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "tests/helpers/dbq.h"
+
 #define MAX_ROWS 256
 #define NAME_MAX_LEN 64
 
@@ -137,21 +139,12 @@ static int run_analyzer(const char *pcap, const char *db, const char *log)
     return rc == -1 ? -1 : WIFEXITED(rc) ? WEXITSTATUS(rc) : 128;
 }
 
-/* One integer from a query with one text parameter (NULL: none); -1 if no row. */
+/* One integer from a query with one text parameter (NULL: none); -1 if no
+ * row. An SQL error fails the test. */
 static long long query_int(sqlite3 *db, const char *sql, const char *param)
 {
-    sqlite3_stmt *st = NULL;
-    long long v = -1;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
-        print_error("query failed: %s: %s\n", sql, sqlite3_errmsg(db));
-        return -2;
-    }
-    if (param)
-        sqlite3_bind_text(st, 1, param, -1, SQLITE_TRANSIENT);
-    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
-        v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    return v;
+    const char *params[2] = {param, NULL};
+    return th_sql_int(db, sql, params);
 }
 
 /* Findings: each truth row exactly once with its count; nothing else. */
