@@ -2,10 +2,8 @@
  * test_an_detect.c - every detector on synthetic command sequences, positive
  * and negative, and a correct client through a whole migration (no finding).
  *
- * The cluster is the one of the map fixtures (tests/fixtures/analysis): masters
- * 127.0.0.1:30310 (slots 0-5460), :30311 (5461-10922), :30312 (10923-16383);
- * replicas :30314 (of 30310), :30315 (of 30311), :30313 (of 30312). Slot 100
- * migrates from 30310 (S) to 30311 (T).
+ * The cluster is the one of the map fixtures (tests/fixtures/analysis), see
+ * migration.h: slot 100 migrates from 127.0.0.1:30310 (S) to :30311 (T).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,37 +16,13 @@
 #include <cmocka.h>
 
 #include "analysis/analysis.h"
+#include "tests/analysis/migration.h"
 #include "tests/analysis/scenario.h"
 
-#define S 30310
-#define T 30311
-#define SLOT 100
-#define S_ID "e5a4e4604f4b95f6ad58634a5879d4d612eeb93f"
-#define T_ID "611044d087902773b471a664cf2b41722e788eb8"
-#define ASK_T "-ASK 100 127.0.0.1:30311"
-#define MOVED_T "-MOVED 100 127.0.0.1:30311"
-#define MOVED_S "-MOVED 100 127.0.0.1:30310"
-
-static char k1[32], k2[40];
-
+/* k1 and k2 of SLOT (migration.h). */
 static int setup(void **state)
 {
-    (void)state;
-    assert_non_null(sc_key_for_slot(SLOT, k1, sizeof k1));
-    snprintf(k2, sizeof k2, "{%s}.2", k1);
-    assert_int_equal(an_key_slot(k2, strlen(k2)), SLOT);
-    return 0;
-}
-
-/* The client on connection c fetches the map (CLUSTER SLOTS) at t. */
-static void fetch_map(sc *s, int c, int64_t t)
-{
-    size_t len = 0;
-    uint8_t *raw = sc_read_file(SS_FIXTURES "/analysis/map-slots-resp2.bin", &len);
-    assert_non_null(raw);
-    const char *argv[] = {"CLUSTER", "SLOTS"};
-    sc_cmd_raw(s, c, t, 100, raw, len, 2, argv);
-    free(raw);
+    return mig_keys(state);
 }
 
 /* The administrator's side of a migration of SLOT, from t0 to t1. */
@@ -81,7 +55,7 @@ static void test_correct_client_whole_migration(void **state)
     sc s;
     sc_init(&s, NULL);
     int cs = sc_conn(&s, 2, 40000, S), ct = sc_conn(&s, 2, 40001, T);
-    fetch_map(&s, cs, 0);
+    mig_fetch_map(&s, cs, 0);
     sc_do(&s, cs, 1000, 100, "$", "GET", k1, NULL);
     admin_open(&s, 2000);
     /* the source node restores keys on the target, a replica syncs */
@@ -90,9 +64,7 @@ static void test_correct_client_whole_migration(void **state)
     sc_do(&s, rep, 2500, 50, "+OK", "REPLCONF", "listening-port", "30314", NULL);
     sc_do(&s, rep, 2600, 50, "+FULLRESYNC", "PSYNC", "?", "-1", NULL);
     sc_do(&s, mig, 2700, 50, "-MOVED 100 127.0.0.1:30310", "GET", k1, NULL); /* not judged */
-    sc_do(&s, cs, 3000, 100, ASK_T, "GET", k1, NULL);
-    sc_do(&s, ct, 3200, 50, "+OK", "ASKING", NULL);
-    sc_do(&s, ct, 3300, 100, "$", "GET", k1, NULL);
+    mig_ask_followed(&s, cs, ct, 3000, k1);
     sc_do(&s, cs, 4000, 100, "$", "GET", k2, NULL); /* the next command: to S again */
     sc_do(&s, cs, 5000, 100, "-TRYAGAIN Multiple keys request during rehashing of slot", "MGET",
           k1, k2, NULL);
@@ -199,8 +171,7 @@ static void test_asking_missing(void **state)
     sc s;
     sc_init(&s, NULL);
     int cs = sc_conn(&s, 5, 40000, S), ct = sc_conn(&s, 5, 40001, T);
-    sc_do(&s, cs, 1000, 100, ASK_T, "GET", k1, NULL);
-    sc_do(&s, ct, 1200, 100, MOVED_S, "GET", k1, NULL); /* no ASKING: bounced back */
+    mig_ask_bounced(&s, cs, ct, 1000, k1);
     sc_finish(&s, 20000000);
     assert_int_equal(sc_total_clients(&s), 1); /* not also redirect_unfollowed */
     const an_finding *f = sc_find(&s, AN_ASKING_MISSING, "127.0.0.5");
@@ -235,9 +206,7 @@ static void test_asking_missing_negative(void **state)
     sc s;
     sc_init(&s, NULL);
     int cs = sc_conn(&s, 5, 40000, S), ct = sc_conn(&s, 5, 40001, T);
-    sc_do(&s, cs, 1000, 100, ASK_T, "GET", k1, NULL);
-    sc_do(&s, ct, 1200, 50, "+OK", "ASKING", NULL);
-    sc_do(&s, ct, 1300, 100, "$", "GET", k1, NULL);
+    mig_ask_followed(&s, cs, ct, 1000, k1);
     /* pipelined ASKING + command: the same */
     sc_do(&s, cs, 2000, 100, ASK_T, "GET", k2, NULL);
     sc_do(&s, ct, 2200, 50, "+OK", "ASKING", NULL);
@@ -292,10 +261,8 @@ static void test_ask_cached(void **state)
         sc s;
         sc_init(&s, NULL);
         int cs = sc_conn(&s, 8, 40000, S), ct = sc_conn(&s, 8, 40001, T);
-        fetch_map(&s, cs, 0);
-        sc_do(&s, cs, 1000, 100, ASK_T, "GET", k1, NULL);
-        sc_do(&s, ct, 1200, 50, "+OK", "ASKING", NULL);
-        sc_do(&s, ct, 1300, 100, "$", "GET", k1, NULL);
+        mig_fetch_map(&s, cs, 0);
+        mig_ask_followed(&s, cs, ct, 1000, k1);
         for (int i = 0; i < n; i++) {
             int64_t t = 2000 + i * 1000;
             sc_do(&s, ct, t, 100, MOVED_S, "GET", k2, NULL); /* straight to T */
@@ -326,10 +293,8 @@ static void test_ask_cached_negative_after_moved(void **state)
     sc s;
     sc_init(&s, NULL);
     int cs = sc_conn(&s, 8, 40000, S), ct = sc_conn(&s, 8, 40001, T);
-    fetch_map(&s, cs, 0);
-    sc_do(&s, cs, 1000, 100, ASK_T, "GET", k1, NULL);
-    sc_do(&s, ct, 1200, 50, "+OK", "ASKING", NULL);
-    sc_do(&s, ct, 1300, 100, "$", "GET", k1, NULL);
+    mig_fetch_map(&s, cs, 0);
+    mig_ask_followed(&s, cs, ct, 1000, k1);
     sc_do(&s, cs, 2000, 100, MOVED_T, "GET", k2, NULL);
     sc_do(&s, ct, 2200, 100, "$", "GET", k2, NULL);
     for (int i = 0; i < 5; i++)
@@ -448,9 +413,7 @@ static void test_redirect_loop_without_asking(void **state)
     sc s;
     sc_init(&s, NULL);
     int cs = sc_conn(&s, 13, 40000, S), ct = sc_conn(&s, 13, 40001, T);
-    int64_t t = 1000;
-    for (int hop = 0; hop < 8; hop++, t += 200)
-        sc_do(&s, hop % 2 ? ct : cs, t, 100, hop % 2 ? MOVED_S : ASK_T, "GET", k1, NULL);
+    mig_bounce(&s, cs, ct, 1000, 8, k1);
     sc_finish(&s, 20000000);
     assert_int_equal(sc_total_clients(&s), 2);
     const an_finding *loop = sc_find(&s, AN_REDIRECT_LOOP, "127.0.0.13");
@@ -541,13 +504,13 @@ static void test_readonly_missing(void **state)
     sc s;
     sc_init(&s, NULL);
     int cm = sc_conn(&s, 16, 40000, S);
-    fetch_map(&s, cm, 0); /* 30314 is 30310's replica */
+    mig_fetch_map(&s, cm, 0); /* 30314 is 30310's replica */
     int r1 = sc_conn(&s, 16, 40001, 30314);
     sc_do(&s, r1, 1000, 100, "-MOVED 100 127.0.0.1:30310", "GET", k1, NULL);
     sc_do(&s, cm, 1200, 100, "$", "GET", k1, NULL);
     /* with READONLY the replica serves the read; a write still goes away */
     int r2 = sc_conn(&s, 17, 40002, 30314);
-    fetch_map(&s, r2, 1500);
+    mig_fetch_map(&s, r2, 1500);
     sc_do(&s, r2, 2000, 50, "+OK", "READONLY", NULL);
     sc_do(&s, r2, 2100, 100, "$", "GET", k1, NULL);
     sc_do(&s, r2, 2300, 100, "-MOVED 100 127.0.0.1:30310", "SET", k1, "v", NULL);
@@ -589,9 +552,7 @@ static void test_migration_stuck(void **state)
     sc s;
     sc_init(&s, NULL);
     int c = sc_conn(&s, 19, 40000, S), ct = sc_conn(&s, 19, 40001, T);
-    sc_do(&s, c, 1000, 100, ASK_T, "GET", k1, NULL);
-    sc_do(&s, ct, 1200, 50, "+OK", "ASKING", NULL);
-    sc_do(&s, ct, 1300, 100, "$", "GET", k1, NULL);
+    mig_ask_followed(&s, c, ct, 1000, k1);
     sc_finish(&s, 2000000);
     assert_int_equal(sc_total(&s), 1);
     const an_finding *f = sc_find(&s, AN_MIGRATION_STUCK, "");
@@ -605,9 +566,7 @@ static void test_migration_stuck(void **state)
     sc_init(&s, NULL);
     c = sc_conn(&s, 19, 40000, S);
     ct = sc_conn(&s, 19, 40001, T);
-    sc_do(&s, c, 1000, 100, ASK_T, "GET", k1, NULL);
-    sc_do(&s, ct, 1200, 50, "+OK", "ASKING", NULL);
-    sc_do(&s, ct, 1300, 100, "$", "GET", k1, NULL);
+    mig_ask_followed(&s, c, ct, 1000, k1);
     an_flush(s.an, SC_T0 + 1100 + 60000000);
     assert_int_equal(sc_total(&s), 0);
     an_flush(s.an, SC_T0 + 1100 + 60000001);
@@ -620,9 +579,7 @@ static void test_migration_stuck(void **state)
     sc_init(&s, NULL);
     c = sc_conn(&s, 19, 40000, S);
     ct = sc_conn(&s, 19, 40001, T);
-    sc_do(&s, c, 1000, 100, ASK_T, "GET", k1, NULL);
-    sc_do(&s, ct, 1200, 50, "+OK", "ASKING", NULL);
-    sc_do(&s, ct, 1300, 100, "$", "GET", k1, NULL);
+    mig_ask_followed(&s, c, ct, 1000, k1);
     sc_do(&s, c, 5000, 100, MOVED_T, "GET", k1, NULL);
     sc_do(&s, ct, 5200, 100, "$", "GET", k1, NULL);
     sc_finish(&s, 200000000);
@@ -639,15 +596,13 @@ static void test_finding_ids_stable(void **state)
     sc s;
     sc_init(&s, NULL);
     int cs = sc_conn(&s, 5, 40000, S), ct = sc_conn(&s, 5, 40001, T);
-    sc_do(&s, cs, 1000, 100, ASK_T, "GET", k1, NULL);
-    sc_do(&s, ct, 1200, 100, MOVED_S, "GET", k1, NULL);
+    mig_ask_bounced(&s, cs, ct, 1000, k1);
     assert_int_equal(s.out.finding_emits, 1);
     assert_int_equal(s.out.findings[0].id, 1);
     assert_int_equal(s.out.findings[0].count, 1);
     an_flush(s.an, SC_T0 + 1500);
     assert_int_equal(s.out.finding_emits, 1); /* unchanged: not emitted again */
-    sc_do(&s, cs, 2000, 100, ASK_T, "GET", k2, NULL);
-    sc_do(&s, ct, 2200, 100, MOVED_S, "GET", k2, NULL);
+    mig_ask_bounced(&s, cs, ct, 2000, k2);
     an_flush(s.an, SC_T0 + 2500);
     assert_int_equal(s.out.finding_emits, 2);
     assert_int_equal(s.out.nfindings, 1);
@@ -667,8 +622,7 @@ static void test_client_by_conn(void **state)
     sc s;
     sc_init(&s, &cfg);
     int cs = sc_conn(&s, 5, 40000, S), ct = sc_conn(&s, 5, 40001, T);
-    sc_do(&s, cs, 1000, 100, ASK_T, "GET", k1, NULL);
-    sc_do(&s, ct, 1200, 100, MOVED_S, "GET", k1, NULL);
+    mig_ask_bounced(&s, cs, ct, 1000, k1);
     sc_finish(&s, 20000000);
     /* the retry is still joined to its operation (matched by host) */
     assert_int_equal(sc_total_clients(&s), 1);

@@ -3,9 +3,8 @@
  * can be checked by hand, counts and summaries that cover every occurrence,
  * and the cost (extra_latency_us) of the operations each finding covers.
  *
- * The cluster is the one of the map fixtures (tests/fixtures/analysis), as in
- * test_an_detect.c: masters 127.0.0.1:30310 (S, slots 0-5460) and :30311 (T);
- * slot 100 migrates from S to T.
+ * The cluster is the one of the map fixtures (tests/fixtures/analysis), see
+ * migration.h: slot 100 migrates from 127.0.0.1:30310 (S) to :30311 (T).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,41 +17,19 @@
 #include <cmocka.h>
 
 #include "analysis/analysis.h"
+#include "tests/analysis/migration.h"
 #include "tests/analysis/scenario.h"
 
-#define S 30310
-#define T 30311
-#define SLOT 100
-#define S_ID "e5a4e4604f4b95f6ad58634a5879d4d612eeb93f"
-#define T_ID "611044d087902773b471a664cf2b41722e788eb8"
-#define ASK_T "-ASK 100 127.0.0.1:30311"
-#define MOVED_T "-MOVED 100 127.0.0.1:30311"
-#define MOVED_S "-MOVED 100 127.0.0.1:30310"
-#define TRYAGAIN "-TRYAGAIN Multiple keys request during rehashing of slot"
-#define CROSSSLOT "-CROSSSLOT Keys in request don't hash to the same slot"
+static char k3[40], k4[40]; /* more keys of SLOT, besides k1 and k2 */
 
-static char k1[32], k2[40], k3[40], k4[40];
-
+/* k1 .. k4 of SLOT. */
 static int setup(void **state)
 {
-    (void)state;
-    assert_non_null(sc_key_for_slot(SLOT, k1, sizeof k1));
-    snprintf(k2, sizeof k2, "{%s}.2", k1);
+    mig_keys(state);
     snprintf(k3, sizeof k3, "{%s}.3", k1);
     snprintf(k4, sizeof k4, "{%s}.4", k1);
     assert_int_equal(an_key_slot(k4, strlen(k4)), SLOT);
     return 0;
-}
-
-/* The client on connection c fetches the map (CLUSTER SLOTS) at t. */
-static void fetch_map(sc *s, int c, int64_t t)
-{
-    size_t len = 0;
-    uint8_t *raw = sc_read_file(SS_FIXTURES "/analysis/map-slots-resp2.bin", &len);
-    assert_non_null(raw);
-    const char *argv[] = {"CLUSTER", "SLOTS"};
-    sc_cmd_raw(s, c, t, 100, raw, len, 2, argv);
-    free(raw);
 }
 
 /* How many times needle occurs in hay. */
@@ -93,7 +70,7 @@ static void test_migration_stuck_evidence(void **state)
     sc s;
     sc_init(&s, &cfg);
     int admin = sc_conn(&s, 9, 51000, S);
-    fetch_map(&s, admin, 0);
+    mig_fetch_map(&s, admin, 0);
     int at = sc_conn(&s, 9, 51001, T), as = sc_conn(&s, 9, 51002, S);
     sc_do(&s, at, 1000, 50, "+OK", "CLUSTER", "SETSLOT", "100", "IMPORTING", S_ID, NULL);
     sc_do(&s, as, 1100, 50, "+OK", "CLUSTER", "SETSLOT", "100", "MIGRATING", T_ID, NULL);
@@ -163,9 +140,7 @@ static void test_migration_stuck_single_ask(void **state)
     sc s;
     sc_init(&s, NULL);
     int c = sc_conn(&s, 19, 40000, S), ct = sc_conn(&s, 19, 40001, T);
-    sc_do(&s, c, 1000, 100, ASK_T, "GET", k1, NULL);
-    sc_do(&s, ct, 1200, 50, "+OK", "ASKING", NULL);
-    sc_do(&s, ct, 1300, 100, "$", "GET", k1, NULL);
+    mig_ask_followed(&s, c, ct, 1000, k1);
     sc_finish(&s, 2000000);
     const an_finding *f = sc_find(&s, AN_MIGRATION_STUCK, "");
     assert_non_null(f);
@@ -266,9 +241,7 @@ static void test_cost_of_covered_operations(void **state)
     sc s;
     sc_init(&s, NULL);
     int cs = sc_conn(&s, 13, 40000, S), ct = sc_conn(&s, 13, 40001, T);
-    int64_t t = 1000;
-    for (int hop = 0; hop < 8; hop++, t += 200)
-        sc_do(&s, hop % 2 ? ct : cs, t, 100, hop % 2 ? MOVED_S : ASK_T, "GET", k1, NULL);
+    int64_t t = mig_bounce(&s, cs, ct, 1000, 8, k1);
     sc_do(&s, cs, t, 100, "$", "GET", k1, NULL); /* the flip: S serves it again */
     sc_finish(&s, 20000000);
     const an_finding *loop = sc_find(&s, AN_REDIRECT_LOOP, "127.0.0.13");
@@ -301,9 +274,7 @@ static void test_cost_of_abandoned_operation(void **state)
     sc s;
     sc_init(&s, NULL);
     int cs = sc_conn(&s, 13, 40000, S), ct = sc_conn(&s, 13, 40001, T);
-    int64_t t = 1000;
-    for (int hop = 0; hop < 4; hop++, t += 200)
-        sc_do(&s, hop % 2 ? ct : cs, t, 100, hop % 2 ? MOVED_S : ASK_T, "GET", k1, NULL);
+    int64_t t = mig_bounce(&s, cs, ct, 1000, 4, k1);
     sc_finish(&s, 20000000);
     const an_finding *loop = sc_find(&s, AN_REDIRECT_LOOP, "127.0.0.13");
     const an_finding *miss = sc_find(&s, AN_ASKING_MISSING, "127.0.0.13");
@@ -328,7 +299,7 @@ static void test_moved_back_after_ask_is_not_moved_ignored(void **state)
     sc s;
     sc_init(&s, NULL);
     int cs = sc_conn(&s, 12, 40000, S), ct = sc_conn(&s, 12, 40001, T);
-    fetch_map(&s, cs, 0);
+    mig_fetch_map(&s, cs, 0);
     const char *keys[] = {k1, k2, k3, k4};
     int64_t t = 1000;
     for (int op = 0; op < 4; op++) {
