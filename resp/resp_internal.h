@@ -89,17 +89,25 @@ enum {
 enum { IN_SPACE = 0, IN_WORD, IN_DQ, IN_DQ_ESC, IN_DQ_HEX1, IN_DQ_HEX2, IN_SQ,
        IN_SQ_ESC, IN_AFTER_Q, IN_CR };
 
+/* The fields used by every request come first (three cache lines: a
+ * pipelined capture interleaves many connections, so each line of decoder
+ * state touched per request is likely a cache miss); the line buffer, the
+ * resync scanner and prevbuf, used only by split lines, resyncs and long
+ * requests, come last. */
 typedef struct rq_dec {
     uint8_t state;
     uint8_t in_msg;          /* a message has started */
-    rd_line line;
-    rd_resync rs;
-    uint64_t off;            /* stream offset of the chunk being decoded */
-    uint64_t msg_off;        /* stream offset of the message's first byte */
+    /* credentials */
+    uint8_t cred;            /* CRED_* of this command */
+    uint8_t cred_left;       /* arguments still secret after a keyword */
+    uint8_t cred_stop;       /* MIGRATE: past KEYS, no more keywords */
+    /* the argument being read */
+    uint8_t a_name;          /* argument 0 (the command name) */
+    uint8_t a_key;           /* the key hook said it is a key */
+    uint8_t a_secret;        /* a credential: nothing is copied */
+    uint8_t a_gap;           /* bytes of it were lost in a gap: its kept prefix
+                                (and slot, for a key) are unknown */
     /* multibulk */
-    uint32_t argc_expected;  /* from "*<n>" */
-    uint32_t argi;           /* index of the argument being read */
-    uint64_t arg_left;       /* payload bytes still to come */
     uint8_t crlf_left;       /* bytes of the trailing CRLF still to come */
     /* inline */
     uint8_t in_state;        /* IN_* */
@@ -107,27 +115,24 @@ typedef struct rq_dec {
     uint8_t in_quote;        /* '"' or '\'' of the current quoted arg */
     uint8_t in_arg_open;     /* an argument has started */
     uint32_t in_len;         /* bytes of the inline line so far */
-    /* the argument being read */
-    uint8_t a_name;          /* argument 0 (the command name) */
-    uint8_t a_key;           /* the key hook said it is a key */
-    uint8_t a_secret;        /* a credential: nothing is copied */
-    uint8_t a_gap;           /* bytes of it were lost in a gap: its kept prefix
-                                (and slot, for a key) are unknown */
+    uint32_t argc_expected;  /* from "*<n>" */
+    uint32_t argi;           /* index of the argument being read */
+    uint32_t a_full;         /* declared length (inline: counted) */
+    uint64_t off;            /* stream offset of the chunk being decoded */
+    uint64_t msg_off;        /* stream offset of the message's first byte */
+    uint64_t arg_left;       /* payload bytes still to come */
     uint8_t *a_dst;          /* where its prefix goes, NULL if nowhere */
     uint64_t a_seen;         /* bytes of it seen */
-    uint32_t a_full;         /* declared length (inline: counted) */
     resp_slot_hasher hasher; /* for keys */
     /* the previous argument, for the key hook */
-    const uint8_t *prev;     /* its prefix, NULL if secret */
     uint32_t prev_len;
     uint32_t prev_full;
-    uint8_t prevbuf[RESP_ARG_PREFIX]; /* prefix of arguments past RESP_ARG_KEEP */
+    const uint8_t *prev;     /* its prefix, NULL if secret */
     resp_keyctx kc;          /* handed to the key hook; its scratch words
                                 live here between calls (no copies) */
-    /* credentials */
-    uint8_t cred;            /* CRED_* of this command */
-    uint8_t cred_left;       /* arguments still secret after a keyword */
-    uint8_t cred_stop;       /* MIGRATE: past KEYS, no more keywords */
+    rd_line line;            /* its len is read per length line */
+    rd_resync rs;
+    uint8_t prevbuf[RESP_ARG_PREFIX]; /* prefix of arguments past RESP_ARG_KEEP */
 } rq_dec;
 
 /* ---------------------------------------------------------------- replies */
@@ -154,15 +159,12 @@ typedef struct rp_dec {
     uint8_t crlf_left;
     uint8_t top_set;         /* the top-level (non-attribute) value started */
     uint8_t popped_attr;     /* the value just completed was an attribute */
-    rd_line line;
-    rd_resync rs;
     uint64_t off;
     uint64_t msg_off;
     uint64_t bulk_left;
     uint32_t depth;
     uint32_t stack_cap;
     rd_frame *stack;         /* = inline_stack or heap when deeper */
-    rd_frame inline_stack[RD_STACK_INLINE];
     uint64_t top_idx;        /* elements completed in the top aggregate */
     /* capture of small bulk payloads */
     uint8_t *cap_dst;
@@ -179,39 +181,45 @@ typedef struct rp_dec {
     uint8_t status_len;
     uint8_t status_monitor;  /* simple string shaped like a MONITOR line */
     uint32_t errtext_len;
+    /* used by lines split across chunks, resyncs and nesting: last */
+    rd_line line;
+    rd_resync rs;
+    rd_frame inline_stack[RD_STACK_INLINE];
 } rp_dec;
 
 /* ---------------------------------------------------------------- connection */
 
+/* The fields every request and reply touch (pairing, modes) come first,
+ * next to the start of the request decoder's hot fields. */
 typedef struct rc_conn {
     struct rc_conn *prev, *next;  /* live connections */
     cap_conn *cc;
     struct resp_pipeline *rp;
-    rq_dec rq;
-    rp_dec rpd;
     /* FIFO of in-flight requests */
     rq_entry *ring;
     uint32_t ring_cap;
     uint32_t head;
     uint32_t count;
-    rq_entry *cur;            /* where the request decoder writes */
     uint8_t cur_dropped;      /* cur is the overflow scratch */
-    rq_entry *overflow;       /* allocated on the first overflow */
-    uint64_t seq;
-    resp_reply reply;         /* reply being decoded */
-    /* raw reply kept for analysis */
-    uint8_t keeping;
-    uint8_t keep_over;
-    uint8_t *keep;
-    size_t keep_len, keep_cap;
     /* client-side modes (known when a request is decoded) */
     uint8_t in_multi, reply_off, skip_next;
+    rq_entry *cur;            /* where the request decoder writes */
+    uint64_t seq;
     /* server-side modes (known when a reply is paired) */
     uint8_t resp3, monitor, replication;
-    uint32_t sub_channels, sub_patterns, sub_shards;
     /* synchronisation of the pairing */
     uint8_t synced;
     uint8_t reply_since_loss;  /* a reply completed since the pairing was lost */
+    /* raw reply kept for analysis */
+    uint8_t keeping;
+    uint8_t keep_over;
+    uint32_t sub_channels, sub_patterns, sub_shards;
+    rq_dec rq;
+    rp_dec rpd;
+    rq_entry *overflow;       /* allocated on the first overflow */
+    resp_reply reply;         /* reply being decoded */
+    uint8_t *keep;
+    size_t keep_len, keep_cap;
     resp_conn_stats st;
 } rc_conn;
 
