@@ -147,11 +147,17 @@ static void add_incident(an_sink *k)
 {
     add_finding(k, 1, AN_ASK_CACHED, AN_ERROR, "10.0.0.5", "10.0.0.2:7001", 3999, T(1000),
                 T(2000), 4, 5000, "S1");
+    /* ask_cached and moved_ignored cover the same operations of 10.0.0.5: the
+     * sum of their costs (10 ms) is more than those operations cost (8 ms, its
+     * latency row) */
     add_finding(k, 2, AN_MOVED_IGNORED, AN_WARNING, "10.0.0.5", "10.0.0.1:7000", 3999, T(4000),
-                T(5000), 3, 3000, "S2");
+                T(5000), 3, 5000, "S2");
     add_finding(k, 3, AN_ASKING_MISSING, AN_WARNING, "10.0.0.6", "10.0.0.2:7001", 3999,
                 T(1500), T(1600), 2, 9000, "S3");
     add_finding(k, 4, AN_MIGRATION_STUCK, AN_WARNING, "", "", 100, T(500), T(500), 1, 0, "S4");
+    /* an operation that never ended: in no latency row, only in its finding */
+    add_finding(k, 5, AN_REDIRECT_UNFOLLOWED, AN_ERROR, "10.0.0.7", "10.0.0.3:7002", 5, T(6000),
+                T(6500), 1, 8500, "S5");
     add_client(k, "10.0.0.5", 2, 100, 5, 2, 1);
     add_client(k, "10.0.0.6", 1, 50, 2, 1, 1);
     add_client(k, "10.0.0.7", 1, 20, 0, 0, 0);
@@ -290,14 +296,23 @@ static void run_query(const char *name, const char *client, char *out, size_t si
 
 static char out[16384];
 
-/* Clients with findings, the one whose findings cost most first (10.0.0.6:
- * 9 ms, then 10.0.0.5: 5 + 3 ms); the cluster-side finding has no client. */
+/* Clients with findings, ranked by cost_ms: the larger of the client's
+ * redirected operations' extra time (latency table) and its costliest single
+ * finding, so no operation is counted twice:
+ *   10.0.0.6  max(9 ms latency, 9 ms asking_missing)               = 9.0
+ *   10.0.0.7  max(no latency row, 8.5 ms redirect_unfollowed)      = 8.5
+ *   10.0.0.5  max(8 ms latency, 5 ms ask_cached, 5 ms moved_ignored) = 8.0
+ * The findings' sum is shown apart (10.0 for 10.0.0.5: the overlap counted
+ * twice); ranked by it 10.0.0.5 would come first, ranked by the latency row
+ * alone 10.0.0.7 would come last. The cluster-side finding has no client. */
 static void test_offenders(void **state)
 {
     (void)state;
     run_query("offenders", NULL, out, sizeof out);
-    assert_string_equal(out, "10.0.0.6|warning|1|asking_missing|2|9.0|50|2|1\n"
-                             "10.0.0.5|error|2|ask_cached,moved_ignored|7|8.0|100|5|1\n");
+    assert_string_equal(out,
+        "10.0.0.6|warning|1|asking_missing|2|9.0|9.0|9.0|50|2|1\n"
+        "10.0.0.7|error|1|redirect_unfollowed|1|8.5|0.0|8.5|20|0|0\n"
+        "10.0.0.5|error|2|ask_cached,moved_ignored|7|8.0|8.0|10.0|100|5|1\n");
 }
 
 /* Kinds, worst severity then most cost first; then every finding. */
@@ -306,14 +321,16 @@ static void test_findings(void **state)
     (void)state;
     run_query("findings", NULL, out, sizeof out);
     assert_string_equal(out,
+        "redirect_unfollowed|error|1|1|1|8.5|2023-11-14 22:13:26.000|2023-11-14 22:13:26.500\n"
         "ask_cached|error|1|1|4|5.0|2023-11-14 22:13:21.000|2023-11-14 22:13:22.000\n"
         "asking_missing|warning|1|1|2|9.0|2023-11-14 22:13:21.500|2023-11-14 22:13:21.600\n"
-        "moved_ignored|warning|1|1|3|3.0|2023-11-14 22:13:24.000|2023-11-14 22:13:25.000\n"
+        "moved_ignored|warning|1|1|3|5.0|2023-11-14 22:13:24.000|2023-11-14 22:13:25.000\n"
         "migration_stuck|warning|1|0|1|0.0|2023-11-14 22:13:20.500|2023-11-14 22:13:20.500\n"
         "--\n"
+        "5|redirect_unfollowed|error|10.0.0.7|10.0.0.3:7002|5|1|8.5|2023-11-14 22:13:26.000|S5\n"
         "1|ask_cached|error|10.0.0.5|10.0.0.2:7001|3999|4|5.0|2023-11-14 22:13:21.000|S1\n"
         "3|asking_missing|warning|10.0.0.6|10.0.0.2:7001|3999|2|9.0|2023-11-14 22:13:21.500|S3\n"
-        "2|moved_ignored|warning|10.0.0.5|10.0.0.1:7000|3999|3|3.0|2023-11-14 22:13:24.000|S2\n"
+        "2|moved_ignored|warning|10.0.0.5|10.0.0.1:7000|3999|3|5.0|2023-11-14 22:13:24.000|S2\n"
         "4|migration_stuck|warning|||100|1|0.0|2023-11-14 22:13:20.500|S4\n");
 }
 
@@ -361,7 +378,7 @@ static void test_client(void **state)
         "--\n"
         "1|ask_cached|error|10.0.0.2:7001|3999|4|5.0|2023-11-14 22:13:21.000|"
         "2023-11-14 22:13:22.000|S1\n"
-        "2|moved_ignored|warning|10.0.0.1:7000|3999|3|3.0|2023-11-14 22:13:24.000|"
+        "2|moved_ignored|warning|10.0.0.1:7000|3999|3|5.0|2023-11-14 22:13:24.000|"
         "2023-11-14 22:13:25.000|S2\n"
         "--\n"
         "ASK|3999|10.0.0.1:7000|10.0.0.2:7001|2|0.4|2023-11-14 22:13:21.000|"
