@@ -291,3 +291,27 @@ uint8_t *sc_read_file(const char *path, size_t *len)
     *len = (size_t)n;
     return buf;
 }
+
+/* Two summaries with the same figures. */
+static int same_latency(const an_latency *a, const an_latency *b)
+{
+    return a->count == b->count && a->p50_us == b->p50_us && a->p90_us == b->p90_us &&
+           a->p99_us == b->p99_us && a->max_us == b->max_us && a->total_us == b->total_us &&
+           a->extra_us == b->extra_us && a->extra_round_trips == b->extra_round_trips;
+}
+
+const an_latency *sc_latency(const sc *s, an_scope scope, const char *key, int redirected)
+{
+    const an_latency *found = NULL;
+    for (size_t i = 0; i < s->out.nlatencies; i++) {
+        const an_latency *l = &s->out.latencies[i];
+        if (l->scope != scope || !l->redirected != !redirected)
+            continue;
+        if (scope != AN_SCOPE_ALL && strcmp(l->key, key) != 0)
+            continue;
+        if (found && !same_latency(found, l))
+            return NULL;
+        found = l;
+    }
+    return found;
+}

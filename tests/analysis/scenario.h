@@ -75,6 +75,10 @@ size_t sc_total(const sc *s);
 /* Visible findings about clients (all but the cluster-side migration_stuck). */
 size_t sc_total_clients(const sc *s);
 const char *sc_evidence(const sc *s, const an_finding *f);
+/* The latency summary of (scope, key, redirected) the analyzer sent (key is
+ * ignored for AN_SCOPE_ALL). NULL when it sent none, or more than one with
+ * different figures (so a test that asserts it is not NULL also checks that). */
+const an_latency *sc_latency(const sc *s, an_scope scope, const char *key, int redirected);
 
 /* A key that hashes to slot (searched "k0", "k1", ...), written into buf. */
 const char *sc_key_for_slot(int slot, char *buf, size_t n);
