@@ -228,8 +228,7 @@ static inline void arg_whole(rc_conn *c, const uint8_t *p, size_t len)
     uint32_t kept = full < RESP_ARG_PREFIX ? full : RESP_ARG_PREFIX;
     if (i == 0) {
         size_t nl = len < RESP_NAME_MAX - 1 ? len : RESP_NAME_MAX - 1;
-        for (size_t j = 0; j < nl; j++)
-            r->name[j] = (char)rd_upper(p[j]);
+        rd_upper_copy((uint8_t *)r->name, p, nl);
         r->name[nl] = '\0';
         c->cur->name_len = (uint8_t)nl;
         d->cred = rq_cred_class(r->name, nl);

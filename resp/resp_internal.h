@@ -413,12 +413,12 @@ static inline int rd_num_line(rd_line *l, const uint8_t **pp, const uint8_t *end
  * a credential). */
 static inline void rd_copy_small(uint8_t *dst, const uint8_t *src, size_t n)
 {
-    if (n >= 16) {
-        size_t i = 0;
-        for (; i + 16 <= n; i += 16)
-            memcpy(dst + i, src + i, 16);
-        if (i < n)
-            memcpy(dst + n - 16, src + n - 16, 16);
+    if (n >= 32) {
+        memcpy(dst, src, 32);
+        memcpy(dst + n - 32, src + n - 32, 32);
+    } else if (n >= 16) {
+        memcpy(dst, src, 16);
+        memcpy(dst + n - 16, src + n - 16, 16);
     } else if (n >= 8) {
         memcpy(dst, src, 8);
         memcpy(dst + n - 8, src + n - 8, 8);
@@ -435,6 +435,58 @@ static inline void rd_copy_small(uint8_t *dst, const uint8_t *src, size_t n)
 static inline uint8_t rd_upper(uint8_t c)
 {
     return (c >= 'a' && c <= 'z') ? (uint8_t)(c - 32) : c;
+}
+
+/* ASCII upper-case of the bytes of a word, all at once: a byte gets its 0x20
+ * bit cleared when it is in 'a'..'z' (no carry crosses bytes: each sum is of
+ * a 7-bit value and a constant below 0x80). */
+static inline uint64_t rd_upper64(uint64_t x)
+{
+    const uint64_t ones = 0x0101010101010101ULL, high = 0x8080808080808080ULL;
+    uint64_t low7 = x & ~high;
+    uint64_t ge_a = low7 + ones * (0x80 - 'a');     /* high bit: >= 'a' */
+    uint64_t gt_z = low7 + ones * (0x80 - 'z' - 1); /* high bit: > 'z' */
+    return x ^ ((ge_a & ~gt_z & ~x & high) >> 2);
+}
+static inline uint32_t rd_upper32(uint32_t x)
+{
+    const uint32_t ones = 0x01010101u, high = 0x80808080u;
+    uint32_t low7 = x & ~high;
+    uint32_t ge_a = low7 + ones * (0x80 - 'a');
+    uint32_t gt_z = low7 + ones * (0x80 - 'z' - 1);
+    return x ^ ((ge_a & ~gt_z & ~x & high) >> 2);
+}
+
+/* Copy n <= 64 bytes upper-cased (command names), a word at a time. Pieces
+ * may overlap (upper-casing twice is harmless); every load stays inside
+ * [src, src + n). */
+static inline void rd_upper_copy(uint8_t *dst, const uint8_t *src, size_t n)
+{
+    if (n >= 8) {
+        uint64_t w;
+        size_t i = 0;
+        for (; i + 8 <= n; i += 8) {
+            memcpy(&w, src + i, 8);
+            w = rd_upper64(w);
+            memcpy(dst + i, &w, 8);
+        }
+        if (i < n) {
+            memcpy(&w, src + n - 8, 8);
+            w = rd_upper64(w);
+            memcpy(dst + n - 8, &w, 8);
+        }
+    } else if (n >= 4) {
+        uint32_t w;
+        memcpy(&w, src, 4);
+        w = rd_upper32(w);
+        memcpy(dst, &w, 4);
+        memcpy(&w, src + n - 4, 4);
+        w = rd_upper32(w);
+        memcpy(dst + n - 4, &w, 4);
+    } else {
+        for (size_t i = 0; i < n; i++)
+            dst[i] = rd_upper(src[i]);
+    }
 }
 
 /* Case-insensitive compare of a byte prefix with an upper-case C string. */
