@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_ARGS 250
+#define MAX_ARGS 512
 
 /* Read all of fd from its start into a new NUL-terminated string. */
 static char *slurp_fd(int fd, size_t *len_out)

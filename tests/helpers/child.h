@@ -28,7 +28,7 @@ typedef struct th_run {
     char *err;       /* standard error, NUL-terminated (malloc'd) */
 } th_run;
 
-/* Run binary with args (NULL-terminated, argv[0] not included; at most 250),
+/* Run binary with args (NULL-terminated, argv[0] not included; at most 512),
  * stdin from /dev/null, stdout and stderr caught in unlinked temporary files,
  * and wait for it. When signal_when is not NULL it is called every 10 ms with
  * the child's pid while the child runs (at most max_polls times); it returns
