@@ -80,7 +80,9 @@ static tally *tally_of(run *r, const char *name)
     assert_true(r->n < MAX_NAMES);
     tally *t = &r->t[r->n++];
     memset(t, 0, sizeof(*t));
-    snprintf(t->name, sizeof t->name, "%s", name);
+    size_t len = strnlen(name, sizeof t->name - 1); /* longer names are cut */
+    memcpy(t->name, name, len);
+    t->name[len] = '\0';
     return t;
 }
 
