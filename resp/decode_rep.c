@@ -456,6 +456,13 @@ void rp_feed(rc_conn *c, const uint8_t *base, size_t len, int64_t ts)
         case RP_TYPE: {
             uint8_t t = *p;
             if (d->depth == 0 && !d->in_msg) {
+                /* A master sends a bare "\n" now and then while a replica
+                 * waits for the answer to PSYNC/SYNC (a keepalive during the
+                 * RDB save); servers send nothing else between replies. */
+                if (t == '\n') {
+                    p++;
+                    continue;
+                }
                 seg = p;
                 rp_begin(c, rp_pos(d, base, p), ts);
                 if (d->state == RP_SINK)

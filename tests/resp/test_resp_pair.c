@@ -578,6 +578,32 @@ static void test_replication(void **state)
     h_free(&h);
 }
 
+/* A master sends bare "\n" keepalives while the replica waits for PSYNC's
+ * answer (seen on a real Redis 7 cluster): skipped, not a protocol error. */
+static void test_replication_newline_keepalive(void **state)
+{
+    (void)state;
+    char b[256];
+    h_ctx h;
+    h_init(&h, 1, NULL);
+    h_open(&h);
+    h_str(&h, CAP_TO_SERVER, mb(b, sizeof b, "PSYNC", "?", "-1", NULL));
+    h_str(&h, CAP_TO_CLIENT, "\n");
+    h_str(&h, CAP_TO_CLIENT, "\n\n");
+    h_str(&h, CAP_TO_CLIENT, "+FULLRESYNC 8de1787ba490483314a4d30f1c628bc5025eb761 0\r\n"
+                             "$5\r\nREDIS");
+    h_str(&h, CAP_TO_SERVER, mb(b, sizeof b, "REPLCONF", "ACK", "0", NULL));
+    h_close(&h);
+    assert_int_equal(h.ncmds, 2);
+    expect(&h, 0, "PSYNC", RESP_OK);
+    expect(&h, 1, "REPLCONF", RESP_NO_REPLY);
+    assert_int_equal(h.closed.replication, 1);
+    assert_int_equal(h.closed.protocol_errors, 0);
+    assert_int_equal(h.closed.resyncs, 0);
+    assert_int_equal(h.closed.unpaired_replies, 0);
+    h_free(&h);
+}
+
 /* Totals across connections and the close of unanswered requests. */
 static void test_stats_and_close(void **state)
 {
@@ -649,6 +675,7 @@ int main(void)
         cmocka_unit_test(test_credentials),
         cmocka_unit_test(test_key_hook),
         cmocka_unit_test(test_replication),
+        cmocka_unit_test(test_replication_newline_keepalive),
         cmocka_unit_test(test_stats_and_close),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
