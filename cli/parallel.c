@@ -1219,6 +1219,7 @@ static void worker_caps(const struct par *p, cap_config *cc, resp_config *rc)
     cc->max_connections = (cc->max_connections + p->n - 1) / p->n;
     cc->ooo_bytes_total = (cc->ooo_bytes_total + p->n - 1) / p->n;
     rc->max_inflight_total = (rc->max_inflight_total + p->n - 1) / p->n;
+    rc->max_kept_total = (rc->max_kept_total + p->n - 1) / p->n;
 }
 
 /* Create worker i's stages and rings. 0, or -1 out of memory. */

@@ -92,6 +92,7 @@ void resp_config_defaults(resp_config *cfg)
     cfg->max_inflight_total = 1000000;
     cfg->max_line = 64 * 1024;
     cfg->max_kept_reply = 4u << 20;
+    cfg->max_kept_total = 64u << 20;
     cfg->key_fn = NULL;
     cfg->key_ctx = NULL;
     cfg->max_bulk_request = 512ull << 20;
@@ -594,12 +595,16 @@ void pair_keep_bytes(rc_conn *c, const uint8_t *p, size_t n)
             ncap *= 2;
         if (ncap > max)
             ncap = max;
-        uint8_t *nb = realloc(c->keep, ncap);
+        /* every connection may keep one reply; all of them together are
+         * capped too, or N connections could hold N x max_kept_reply */
+        uint64_t total = c->rp->kept_total - c->keep_cap + ncap;
+        uint8_t *nb = total > c->rp->cfg.max_kept_total ? NULL : realloc(c->keep, ncap);
         if (nb == NULL) {
             c->keep_over = 1;
             pair_limit_hit(c);
             return;
         }
+        c->rp->kept_total = total;
         c->keep = nb;
         c->keep_cap = ncap;
     }
@@ -613,6 +618,7 @@ static void keep_done(rc_conn *c)
     c->keep_len = 0;
     c->keeping = 0;
     if (c->keep_cap > 65536) {
+        c->rp->kept_total -= c->keep_cap;
         free(c->keep);
         c->keep = NULL;
         c->keep_cap = 0;
@@ -846,6 +852,7 @@ static void conn_free(resp_pipeline *rp, rc_conn *c)
     rp_free(c);
     free(c->ring);
     free(c->overflow);
+    rp->kept_total -= c->keep_cap;
     free(c->keep);
     if (c->cc != NULL && c->cc->user == c)
         c->cc->user = NULL;

@@ -290,6 +290,9 @@ typedef struct resp_config {
                                     protocol error */
     uint64_t max_bulk_reply;     /* longest reply bulk (1 TiB: replies are only
                                     skipped, so a big one costs nothing) */
+    uint64_t max_kept_total;     /* kept raw reply bytes over all connections
+                                    (64 MiB); a reply that would pass it is not
+                                    kept (counted in limit_hits) */
 } resp_config;
 void resp_config_defaults(resp_config *cfg);
 

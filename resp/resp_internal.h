@@ -230,6 +230,7 @@ struct resp_pipeline {
     resp_stats closed;        /* totals of closed connections + global counters */
     resp_stats view;          /* what resp_get_stats returns */
     uint64_t inflight_total;
+    uint64_t kept_total;      /* keep buffer bytes allocated over all connections */
     rq_entry *spare;          /* where a request is decoded when even the
                                  per-connection overflow slot could not be
                                  allocated (no global state: one pipeline

@@ -522,6 +522,7 @@ static void each_an_counter(const an_stats *a, store_counter_fn fn, void *ctx)
     fn(ctx, "redirected_operations", a->redirected_operations);
     fn(ctx, "findings", a->findings);
     fn(ctx, "evicted_clients", a->evicted_clients);
+    fn(ctx, "dropped_nodes", a->dropped_nodes);
     fn(ctx, "evicted_ops", a->evicted_ops);
     fn(ctx, "node_links", a->node_links);
     fn(ctx, "evicted_conns", a->evicted_conns);

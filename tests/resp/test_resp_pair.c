@@ -453,6 +453,20 @@ static void test_kept_reply(void **state)
     assert_null(h.cmds[0].reply.raw);
     assert_int_equal(h.cmds[0].reply.raw_len, 0);
     h_free(&h);
+
+    /* nor is one that would take the kept bytes of all connections over
+     * max_kept_total (the buffer starts at 4 KiB) */
+    resp_config_defaults(&cfg);
+    cfg.max_kept_total = 1024;
+    h_init(&h, 1, &cfg);
+    h_open(&h);
+    h_str(&h, CAP_TO_SERVER, mb(b, sizeof b, "CLUSTER", "SLOTS", NULL));
+    h_str(&h, CAP_TO_CLIENT, slots);
+    assert_int_equal(resp_get_stats(h.rp)->limit_hits, 1);
+    h_close(&h);
+    assert_int_equal(h.ncmds, 1);
+    assert_null(h.cmds[0].reply.raw);
+    h_free(&h);
 }
 
 /* ---------------------------------------------------------------- credentials */
