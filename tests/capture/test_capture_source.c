@@ -16,6 +16,7 @@
 
 #include "capture/capture.h"
 #include "evlog.h"
+#include "tests/helpers/child.h"
 #include "tests/helpers/pktgen.h"
 
 /* Write a conversation file: handshake, "req" and "reply", close (9
@@ -472,5 +473,14 @@ int main(void)
         cmocka_unit_test(test_time_backwards),
         cmocka_unit_test(test_break),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    /* The tests write their files by relative name: do it in a scratch
+     * folder, removed afterwards, wherever the test is started from. */
+    char dir[256], home[4096];
+    if (th_tmpdir_new("capsrc", dir, sizeof dir) != 0 || !getcwd(home, sizeof home) ||
+        chdir(dir) != 0)
+        return 1;
+    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    if (chdir(home) != 0 || th_tmpdir_remove(dir) != 0)
+        return 1;
+    return failed;
 }
