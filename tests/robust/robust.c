@@ -3,18 +3,11 @@
  * (see robust.h).
  */
 #include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <signal.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/types.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "robust.h"
@@ -65,120 +58,6 @@ char *rb_path(const char *dir, const char *name)
     if (p)
         snprintf(p, n, "%s/%s", dir, name);
     return p;
-}
-
-/* Read all of fd from its start into a new NUL-terminated string. */
-static char *slurp_fd(int fd)
-{
-    size_t cap = 4096, len = 0;
-    char *buf = malloc(cap);
-    if (!buf || lseek(fd, 0, SEEK_SET) < 0) {
-        free(buf);
-        return NULL;
-    }
-    for (;;) {
-        if (len + 1 >= cap) {
-            char *bigger = realloc(buf, cap * 2);
-            if (!bigger)
-                break;
-            buf = bigger;
-            cap *= 2;
-        }
-        ssize_t n = read(fd, buf + len, cap - len - 1);
-        if (n <= 0)
-            break;
-        len += (size_t)n;
-    }
-    buf[len] = '\0';
-    return buf;
-}
-
-/* An unlinked temporary file for a child's output. -1 on error. */
-static int temp_fd(void)
-{
-    char path[] = "/tmp/ss-robust-out-XXXXXX";
-    int fd = mkstemp(path);
-    if (fd >= 0)
-        unlink(path);
-    return fd;
-}
-
-int rb_slotscope(const char *const *args, rb_run *run,
-                 int (*signal_when)(void *ctx, int pid), void *ctx, int max_polls)
-{
-    memset(run, 0, sizeof *run);
-    size_t argc = 0;
-    while (args[argc])
-        argc++;
-    const char **argv = calloc(argc + 2, sizeof *argv);
-    int out = temp_fd(), err = temp_fd();
-    if (!argv || out < 0 || err < 0) {
-        free(argv);
-        if (out >= 0)
-            close(out);
-        if (err >= 0)
-            close(err);
-        return -1;
-    }
-    argv[0] = SS_BINARY;
-    for (size_t i = 0; i < argc; i++)
-        argv[i + 1] = args[i];
-
-    fflush(stdout);
-    fflush(stderr);
-    pid_t pid = fork();
-    if (pid == 0) {
-        int devnull = open("/dev/null", O_RDONLY);
-        if (devnull >= 0)
-            dup2(devnull, 0);
-        dup2(out, 1);
-        dup2(err, 2);
-        execv(SS_BINARY, (char *const *)argv);
-        _exit(127);
-    }
-    free(argv);
-    if (pid < 0) {
-        close(out);
-        close(err);
-        return -1;
-    }
-
-    struct rusage ru;
-    int wstatus = 0;
-    pid_t got = 0;
-    if (signal_when) {
-        /* poll, so that the caller can pick the moment to signal */
-        for (int i = 0; i < max_polls; i++) {
-            got = wait4(pid, &wstatus, WNOHANG, &ru);
-            if (got != 0)
-                break;
-            int sig = signal_when(ctx, (int)pid);
-            if (sig) {
-                kill(pid, sig);
-                break;
-            }
-            struct timespec ten_ms = {0, 10 * 1000 * 1000};
-            nanosleep(&ten_ms, NULL);
-        }
-    }
-    while (got == 0 || (got < 0 && errno == EINTR))
-        got = wait4(pid, &wstatus, 0, &ru);
-
-    run->exited = WIFEXITED(wstatus);
-    run->status = run->exited ? WEXITSTATUS(wstatus) : WTERMSIG(wstatus);
-    run->maxrss_kib = got > 0 ? ru.ru_maxrss : -1;
-    run->out = slurp_fd(out);
-    run->err = slurp_fd(err);
-    close(out);
-    close(err);
-    return 0;
-}
-
-void rb_run_free(rb_run *run)
-{
-    free(run->out);
-    free(run->err);
-    run->out = run->err = NULL;
 }
 
 int rb_count_lines(const char *text)

@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tests/helpers/child.h"
+
 /* A scratch folder under $TMPDIR (or /tmp), removed with everything in it by
  * rb_tmpdir_free. Returns its path (static storage per call site is not used:
  * the caller owns the returned string). NULL on error. */
@@ -21,23 +23,17 @@ void rb_tmpdir_free(char *dir);
 /* dir + "/" + name in a new string. */
 char *rb_path(const char *dir, const char *name);
 
-/* How a child run ended. */
-typedef struct rb_run {
-    int exited;        /* 1: exited normally (code in status) */
-    int status;        /* exit code, or the signal number when !exited */
-    long maxrss_kib;   /* peak resident set size of the child */
-    char *out;         /* standard output, NUL-terminated (malloc'd) */
-    char *err;         /* standard error, NUL-terminated (malloc'd) */
-} rb_run;
+/* How a child run ended: exited, status, maxrss_kib (the child's peak
+ * resident set size), out, err. */
+typedef th_run rb_run;
 
 /* Run the slotscope binary (SS_BINARY) with argv (NULL-terminated, argv[0]
- * not included) and wait for it. When signal_when is not NULL, it is called
- * every 10 ms with the child's pid while the child runs (bounded by
- * max_polls); it returns a signal to send (then polling stops) or 0. Returns
- * 0, or -1 if the child could not be started. */
-int rb_slotscope(const char *const *args, rb_run *run,
-                 int (*signal_when)(void *ctx, int pid), void *ctx, int max_polls);
-void rb_run_free(rb_run *run);
+ * not included) and wait for it: tests/helpers/child.h's th_exec, which see
+ * for signal_when and max_polls. Returns 0, or -1 if the child could not be
+ * started. */
+#define rb_slotscope(args, run, signal_when, ctx, max_polls) \
+    th_exec(SS_BINARY, (args), (run), (signal_when), (ctx), (max_polls))
+#define rb_run_free th_run_free
 /* Lines in text (a final line without '\n' counts). */
 int rb_count_lines(const char *text);
 
