@@ -98,21 +98,10 @@ void rp_lost(rc_conn *c, int at_boundary)
 int rp_skip_gap(rc_conn *c, uint64_t len, int64_t ts)
 {
     rp_dec *d = &c->rpd;
-    uint64_t payload, crlf;
-    if (len == 0 || !d->in_msg)
+    uint64_t lost;
+    if (!d->in_msg || !rd_gap_in_bulk(len, d->state == RP_BULK, d->state == RP_BULK_CRLF,
+                                      d->bulk_left, d->crlf_left, &lost))
         return 0;
-    if (d->state == RP_BULK) {
-        payload = d->bulk_left;
-        crlf = 2;
-    } else if (d->state == RP_BULK_CRLF) {
-        payload = 0;
-        crlf = d->crlf_left;
-    } else {
-        return 0;
-    }
-    if (len > payload + crlf)
-        return 0;
-    uint64_t lost = len < payload ? len : payload;
     if (lost > 0) {
         if (d->cap_dst != NULL && d->cap_len < d->cap_max)
             return 0;

@@ -395,21 +395,10 @@ void rq_lost(rc_conn *c, int at_boundary)
 int rq_skip_gap(rc_conn *c, uint64_t len, int64_t ts)
 {
     rq_dec *d = &c->rq;
-    uint64_t payload, crlf;
-    if (len == 0 || !d->in_msg)
+    uint64_t lost;
+    if (!d->in_msg || !rd_gap_in_bulk(len, d->state == RQ_ARG_BODY, d->state == RQ_ARG_CRLF,
+                                      d->arg_left, d->crlf_left, &lost))
         return 0;
-    if (d->state == RQ_ARG_BODY) {
-        payload = d->arg_left;
-        crlf = 2;
-    } else if (d->state == RQ_ARG_CRLF) {
-        payload = 0;
-        crlf = d->crlf_left;
-    } else {
-        return 0;
-    }
-    if (len > payload + crlf)
-        return 0;
-    uint64_t lost = len < payload ? len : payload;
     if (lost > 0) {
         if (d->a_name)
             return 0;

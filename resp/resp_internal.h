@@ -239,6 +239,22 @@ struct resp_pipeline {
 
 /* ---------------------------------------------------------------- helpers */
 
+/* How a capture gap of len bytes (0: unknown) meets a bulk being read, on
+ * either side: in_body with body_left payload bytes still due (then a CRLF of
+ * 2), or in_crlf with crlf_left CRLF bytes due. Returns 1 when the gap ends
+ * inside the payload or its CRLF (it can be bridged), with *lost the payload
+ * bytes it covers; 0 when it runs past them or is of unknown length. */
+static inline int rd_gap_in_bulk(uint64_t len, int in_body, int in_crlf, uint64_t body_left,
+                                 uint8_t crlf_left, uint64_t *lost)
+{
+    uint64_t payload = in_body ? body_left : 0;
+    uint64_t crlf = in_body ? 2 : crlf_left;
+    if (len == 0 || !(in_body || in_crlf) || len > payload + crlf)
+        return 0;
+    *lost = len < payload ? len : payload;
+    return 1;
+}
+
 /* Parse a strict decimal integer: optional '-', digits, no leading zeros (except
  * "0"), no overflow. Returns 0 on success. */
 static inline int rd_parse_i64(const uint8_t *p, size_t n, int64_t *out)
