@@ -72,9 +72,55 @@ const char cli_analysis_options_help[] =
     "                         64); the results are the same for every N\n"
     "  --help, -h             this help\n";
 
+/* The capture layer's caps that --set reaches (the analysis ones are
+ * an_config_set's): the connection table, idle expiry, and the out-of-order
+ * bytes held for reassembly. */
+typedef struct cap_setting {
+    const char *name;
+    const char *help;
+    uint64_t min, max;
+} cap_setting;
+
+static const cap_setting cap_settings[] = {
+    {"capture_connections", "TCP connections held by the capture layer; the oldest idle is evicted, counted (default 262144)", 1, 1u << 24},
+    {"idle_timeout_s", "seconds without a packet before a connection is closed as idle (default 300)", 1, 86400 * 365},
+    {"ooo_bytes_per_conn", "out-of-order bytes held per connection before a hole is given up, counted (default 1048576)", 0, (uint64_t)1 << 32},
+    {"ooo_bytes_total", "out-of-order bytes held in all connections (default 268435456)", 0, (uint64_t)1 << 36},
+};
+
+/* Apply a capture --set NAME=VALUE. 1 applied, 0 not a capture setting,
+ * -1 a capture setting with a bad value. */
+static int cap_config_set(cap_config *cap, const char *assignment)
+{
+    const char *eq = strchr(assignment, '=');
+    size_t len = eq ? (size_t)(eq - assignment) : 0;
+    for (size_t i = 0; eq && i < sizeof cap_settings / sizeof cap_settings[0]; i++) {
+        const cap_setting *cs = &cap_settings[i];
+        char *end;
+        unsigned long long v;
+        if (strlen(cs->name) != len || strncmp(cs->name, assignment, len) != 0)
+            continue;
+        if (eq[1] < '0' || eq[1] > '9')
+            return -1;
+        v = strtoull(eq + 1, &end, 10);
+        if (*end || v < cs->min || v > cs->max)
+            return -1;
+        switch (i) {
+        case 0: cap->max_connections = (uint32_t)v; break;
+        case 1: cap->idle_timeout_us = (int64_t)v * 1000000; break;
+        case 2: cap->ooo_bytes_per_conn = (size_t)v; break;
+        default: cap->ooo_bytes_total = (size_t)v; break;
+        }
+        return 1;
+    }
+    return 0;
+}
+
 void cli_print_settings_help(FILE *out)
 {
     const char *p = an_config_help();
+    for (size_t i = 0; i < sizeof cap_settings / sizeof cap_settings[0]; i++)
+        fprintf(out, "  %-24s %s\n", cap_settings[i].name, cap_settings[i].help);
     while (p && *p) {
         size_t len = strcspn(p, "\n");
         fprintf(out, "  %.*s\n", (int)len, p);
@@ -179,6 +225,7 @@ static void append_word(char *list, size_t size, const char *word)
 static int apply_opt(cli_opts *o, const opt_def *d, const char *v)
 {
     char *end;
+    int set_rc;
     switch (d->id) {
     case OPT_DB: o->db = v; break;
     case OPT_FORCE: o->force = 1; break;
@@ -204,7 +251,8 @@ static int apply_opt(cli_opts *o, const opt_def *d, const char *v)
     case OPT_JSON: o->json = 1; break;
     case OPT_QUIET: o->quiet = 1; break;
     case OPT_SET:
-        if (an_config_set(&o->an, v) != 0)
+        set_rc = cap_config_set(&o->cap, v);
+        if (set_rc < 0 || (set_rc == 0 && an_config_set(&o->an, v) != 0))
             return cli_usage_error(o->cmd, "unknown setting or bad value in --set '%s'", v);
         append_word(o->settings, sizeof o->settings, v);
         break;

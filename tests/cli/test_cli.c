@@ -361,6 +361,29 @@ static void test_redact_keys(void **state)
                                 " AND key NOT LIKE 'h:%'"), 0);
 }
 
+/* --set reaches the capture layer's caps too: a table of 2 connections
+ * evicts (counted), idle expiry follows idle_timeout_s, and a bad value is a
+ * usage error. The assignments are recorded in the database's meta. */
+static void test_capture_settings(void **state)
+{
+    const char *db_small = tmp("small.db"), *db_default = tmp("default.db");
+    (void)state;
+    assert_int_equal(run("analyze", FINDINGS_PCAP, "--db", db_default), 0);
+    assert_int_equal(th_db_int(db_default, "SELECT value FROM counters"
+                                           " WHERE name = 'evicted_connections'"), 0);
+    assert_int_equal(run("analyze", FINDINGS_PCAP, "--db", db_small, "--set",
+                         "capture_connections=2", "--set", "idle_timeout_s=1"), 0);
+    assert_true(th_db_int(db_small, "SELECT value FROM counters"
+                                    " WHERE name = 'evicted_connections'") > 0);
+    assert_int_equal(th_db_int(db_small, "SELECT count(*) FROM meta WHERE key = 'settings'"
+                                         " AND value LIKE '%capture_connections=2%'"), 1);
+    assert_int_equal(run("analyze", FINDINGS_PCAP, "--set", "capture_connections=0"), 2);
+    assert_contains(err_text, "capture_connections=0");
+    assert_int_equal(run("analyze", FINDINGS_PCAP, "--set", "ooo_bytes_total=lots"), 2);
+    assert_int_equal(run("analyze", "--help"), 0);
+    assert_contains(out_text, "idle_timeout_s");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -375,6 +398,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_queries, setup, teardown),
         cmocka_unit_test_setup_teardown(test_findings_capture, setup, teardown),
         cmocka_unit_test_setup_teardown(test_redact_keys, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_capture_settings, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
