@@ -118,12 +118,24 @@ typedef struct an_nd {
 
 /* ---------------------------------------------------------------- views.c */
 
-/* A client's slot -> node view: sparse (open addressing of slot<<16 | node+1
- * entries) while small, a dense array of 16384 node+1 values when large. */
+/* A client's slot -> node view, in 256 blocks of 64 slots. A block knows
+ * which of its slots were learnt (a bit each); while they all name one node
+ * (the usual case: a cluster map gives a node long slot ranges) that node is
+ * all the block holds, else its 64 values go to a chunk of the view's pool.
+ * So a view stays a few KiB however many slots its client has shown,
+ * instead of growing with them. */
+#define AN_VIEW_BLOCK_SLOTS 64
+#define AN_VIEW_BLOCKS (AN_SLOTS / AN_VIEW_BLOCK_SLOTS)
+typedef struct an_vblock {
+    uint64_t known;              /* bit i: slot 64 * block + i was learnt */
+    uint16_t node;               /* node + 1 of every learnt slot (no chunk) */
+    uint16_t chunk;              /* index + 1 of its chunk in the pool, 0: none */
+} an_vblock;
 typedef struct an_view {
-    uint32_t *sparse;          /* entries, 0 = empty */
-    uint32_t cap, n;
-    uint16_t *dense;           /* node + 1 per slot, 0 = unknown */
+    an_vblock *blocks;           /* AN_VIEW_BLOCKS, allocated at the first slot */
+    uint16_t (*pool)[AN_VIEW_BLOCK_SLOTS]; /* chunks: node + 1 per slot */
+    uint32_t nchunks, chunk_cap;
+    uint32_t n;                  /* slots learnt */
 } an_view;
 
 /* What one client learned about one slot (the last MOVED and ASK it got). */
@@ -403,27 +415,16 @@ void an_nodes_free(an_analyzer *an);
 
 /* views.c */
 void an_view_set(an_analyzer *an, an_cli *c, int32_t slot, int32_t node);
-/* an_view_set, with the dense view's case inline (written only on change). */
+/* an_view_set, with its most common case inline: the slot already learnt
+ * with this node in a single-node block (nothing to write). */
 static inline void an_view_note(an_analyzer *an, an_cli *c, int32_t slot, int32_t node)
 {
-    if (slot >= 0 && slot < AN_SLOTS && node >= 0 && node < 0xfffe) {
-        const an_view *v = &c->view;
-        uint32_t val = (uint32_t)node + 1;
-        if (v->dense) {
-            if (v->dense[slot] != val)
-                v->dense[slot] = (uint16_t)val;
+    const an_vblock *b = c->view.blocks;
+    if (b && slot >= 0 && slot < AN_SLOTS && node >= 0 && node < 0xfffe) {
+        b += (uint32_t)slot / AN_VIEW_BLOCK_SLOTS;
+        if (!b->chunk && b->node == (uint32_t)node + 1 &&
+            ((b->known >> ((uint32_t)slot % AN_VIEW_BLOCK_SLOTS)) & 1u))
             return;
-        }
-        if (v->cap) { /* the slot at its home position, as an_view_set probes */
-            uint32_t j = ((uint32_t)slot * 2654435761u) & (v->cap - 1);
-            uint32_t e = v->sparse[j], want = ((uint32_t)slot << 16) | val;
-            if (e == want)
-                return;
-            if (e && (e >> 16) == (uint32_t)slot) {
-                v->sparse[j] = want;
-                return;
-            }
-        }
     }
     an_view_set(an, c, slot, node);
 }

@@ -3,10 +3,11 @@
  *
  *   view  slot -> node as the client's first attempts reveal it: the node it
  *         sent a command for that slot to, not in a retry and not after ASKING.
- *         Sparse while small (open addressing of (slot << 16 | node + 1)), a
- *         dense 16384-entry array once it holds more than 4096 slots; all views
- *         together stay under cfg.max_view_bytes (slots past it are counted in
- *         view_drops, not added).
+ *         256 blocks of 64 slots (4 KiB), each block one node and a bit per
+ *         learnt slot, or, when its slots name several nodes, a chunk of 64
+ *         node values: its size follows the map's shape, not the number of
+ *         slots learnt. All views together stay under cfg.max_view_bytes
+ *         (slots past it are counted in view_drops, not added).
  *   memo  per (client, slot): the last MOVED and ASK the client received, used
  *         by the detectors to know what the client had been told before a
  *         command. Capped at cfg.max_memos, least recently used evicted.
@@ -16,42 +17,44 @@
 
 #include "analysis/internal.h"
 
-#define VIEW_DENSE_AT 4096
+#define VIEW_TABLE_BYTES (AN_VIEW_BLOCKS * sizeof(an_vblock))
+#define VIEW_CHUNK_BYTES (AN_VIEW_BLOCK_SLOTS * sizeof(uint16_t))
 
-/* Grow the sparse table to cap entries (rehash). 0 ok. */
-static int view_rehash(an_view *v, uint32_t cap)
+/* Count the bytes a view is about to take; 0 when the cap allows them (else
+ * the slot is dropped and counted). */
+static int view_reserve(an_analyzer *an, size_t more)
 {
-    uint32_t *t = calloc(cap, sizeof *t);
-    if (!t)
+    if (an->view_bytes + more > an->cfg.max_view_bytes) {
+        an->st.view_drops++;
         return -1;
-    for (uint32_t i = 0; i < v->cap; i++) {
-        uint32_t e = v->sparse[i];
-        if (!e)
-            continue;
-        uint32_t j = ((e >> 16) * 2654435761u) & (cap - 1);
-        while (t[j])
-            j = (j + 1) & (cap - 1);
-        t[j] = e;
     }
-    free(v->sparse);
-    v->sparse = t;
-    v->cap = cap;
+    an->view_bytes += more;
     return 0;
 }
 
-/* Switch to the dense form. 0 ok. */
-static int view_densify(an_view *v)
+/* A new chunk for block b, holding the node of the slots it knew so far.
+ * The pool doubles when full (at most AN_VIEW_BLOCKS chunks). 0 ok. */
+static int view_split(an_analyzer *an, an_view *v, an_vblock *b)
 {
-    uint16_t *d = calloc(AN_SLOTS, sizeof *d);
-    if (!d)
-        return -1;
-    for (uint32_t i = 0; i < v->cap; i++)
-        if (v->sparse[i])
-            d[v->sparse[i] >> 16] = (uint16_t)(v->sparse[i] & 0xffff);
-    free(v->sparse);
-    v->sparse = NULL;
-    v->cap = 0;
-    v->dense = d;
+    if (v->nchunks == v->chunk_cap) {
+        uint32_t cap = v->chunk_cap ? v->chunk_cap * 2 : 4;
+        if (cap > AN_VIEW_BLOCKS)
+            cap = AN_VIEW_BLOCKS;
+        if (view_reserve(an, (size_t)(cap - v->chunk_cap) * VIEW_CHUNK_BYTES))
+            return -1;
+        void *p = realloc(v->pool, (size_t)cap * VIEW_CHUNK_BYTES);
+        if (!p) {
+            an->view_bytes -= (size_t)(cap - v->chunk_cap) * VIEW_CHUNK_BYTES;
+            an->st.view_drops++;
+            return -1;
+        }
+        v->pool = p;
+        v->chunk_cap = cap;
+    }
+    uint16_t *chunk = v->pool[v->nchunks];
+    for (uint32_t i = 0; i < AN_VIEW_BLOCK_SLOTS; i++)
+        chunk[i] = (b->known >> i) & 1u ? b->node : 0;
+    b->chunk = (uint16_t)++v->nchunks;
     return 0;
 }
 
@@ -60,74 +63,55 @@ void an_view_set(an_analyzer *an, an_cli *c, int32_t slot, int32_t node)
     an_view *v = &c->view;
     if (slot < 0 || slot >= AN_SLOTS || node < 0 || node >= 0xfffe)
         return;
-    uint32_t val = (uint32_t)node + 1;
-    if (v->dense) {
-        v->dense[slot] = (uint16_t)val;
-        return;
-    }
-    if (v->cap) {
-        uint32_t j = ((uint32_t)slot * 2654435761u) & (v->cap - 1);
-        while (v->sparse[j]) {
-            if ((v->sparse[j] >> 16) == (uint32_t)slot) {
-                v->sparse[j] = ((uint32_t)slot << 16) | val;
-                return;
-            }
-            j = (j + 1) & (v->cap - 1);
-        }
-    }
-    /* a new slot: make room first */
-    if (v->n + 1 > VIEW_DENSE_AT) {
-        size_t more = AN_SLOTS * sizeof(uint16_t) - (size_t)v->cap * sizeof(uint32_t);
-        if (an->view_bytes + more > an->cfg.max_view_bytes || view_densify(v)) {
+    uint16_t val = (uint16_t)(node + 1);
+    if (!v->blocks) {
+        if (view_reserve(an, VIEW_TABLE_BYTES))
+            return;
+        v->blocks = calloc(AN_VIEW_BLOCKS, sizeof *v->blocks);
+        if (!v->blocks) {
+            an->view_bytes -= VIEW_TABLE_BYTES;
             an->st.view_drops++;
             return;
         }
-        an->view_bytes += more;
-        v->dense[slot] = (uint16_t)val;
-        v->n++;
-        return;
     }
-    if ((v->n + 1) * 2 > v->cap) {
-        uint32_t cap = v->cap ? v->cap * 2 : 16;
-        size_t more = (size_t)(cap - v->cap) * sizeof(uint32_t);
-        if (an->view_bytes + more > an->cfg.max_view_bytes || view_rehash(v, cap)) {
-            an->st.view_drops++;
+    an_vblock *b = &v->blocks[slot / AN_VIEW_BLOCK_SLOTS];
+    uint32_t i = (uint32_t)slot % AN_VIEW_BLOCK_SLOTS;
+    uint64_t bit = 1ull << i;
+    if (!b->chunk) {
+        if (!b->known)
+            b->node = val; /* its first slot names the block's node */
+        if (b->node == val) {
+            v->n += !(b->known & bit);
+            b->known |= bit;
             return;
         }
-        an->view_bytes += more;
+        if (view_split(an, v, b)) /* a second node in the block */
+            return;
     }
-    uint32_t j = ((uint32_t)slot * 2654435761u) & (v->cap - 1);
-    while (v->sparse[j])
-        j = (j + 1) & (v->cap - 1);
-    v->sparse[j] = ((uint32_t)slot << 16) | val;
-    v->n++;
+    v->n += !(b->known & bit);
+    b->known |= bit;
+    v->pool[b->chunk - 1][i] = val;
 }
 
 int32_t an_view_get(const an_cli *c, int32_t slot)
 {
     const an_view *v = &c->view;
-    if (slot < 0 || slot >= AN_SLOTS)
+    if (slot < 0 || slot >= AN_SLOTS || !v->blocks)
         return AN_NONE;
-    if (v->dense)
-        return (int32_t)v->dense[slot] - 1;
-    if (!v->cap)
+    const an_vblock *b = &v->blocks[slot / AN_VIEW_BLOCK_SLOTS];
+    uint32_t i = (uint32_t)slot % AN_VIEW_BLOCK_SLOTS;
+    if (!((b->known >> i) & 1u))
         return AN_NONE;
-    uint32_t j = ((uint32_t)slot * 2654435761u) & (v->cap - 1);
-    while (v->sparse[j]) {
-        if ((v->sparse[j] >> 16) == (uint32_t)slot)
-            return (int32_t)(v->sparse[j] & 0xffff) - 1;
-        j = (j + 1) & (v->cap - 1);
-    }
-    return AN_NONE;
+    return (int32_t)(b->chunk ? v->pool[b->chunk - 1][i] : b->node) - 1;
 }
 
 void an_view_free(an_analyzer *an, an_cli *c)
 {
     an_view *v = &c->view;
-    size_t bytes = v->dense ? AN_SLOTS * sizeof(uint16_t) : (size_t)v->cap * sizeof(uint32_t);
+    size_t bytes = (v->blocks ? VIEW_TABLE_BYTES : 0) + (size_t)v->chunk_cap * VIEW_CHUNK_BYTES;
     an->view_bytes = an->view_bytes >= bytes ? an->view_bytes - bytes : 0;
-    free(v->sparse);
-    free(v->dense);
+    free(v->blocks);
+    free(v->pool);
     memset(v, 0, sizeof *v);
 }
 

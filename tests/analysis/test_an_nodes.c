@@ -372,6 +372,45 @@ static void test_view_bytes_cap(void **state)
     sc_free(&s);
 }
 
+/* A view that learns every slot of a three-node map stays one block table
+ * (its size follows the map's shape, not the slots learnt), and answers what
+ * it learnt; a block whose slots name two nodes takes one chunk more. */
+static void test_view_compact(void **state)
+{
+    (void)state;
+    an_analyzer *an = an_new(NULL, NULL);
+    assert_non_null(an);
+    an_cli c;
+    memset(&c, 0, sizeof c);
+    assert_int_equal(an_view_get(&c, 5), AN_NONE);
+    /* slots in a scattered order, ranges 0-5460, 5461-10922, 10923-16383 */
+    for (int k = 0; k < AN_SLOTS; k++) {
+        int slot = (int)(((uint32_t)k * 7919u) % AN_SLOTS);
+        an_view_note(an, &c, slot, slot <= 5460 ? 0 : slot <= 10922 ? 1 : 2);
+        if (k == AN_SLOTS / 2)
+            assert_int_equal(an_view_get(&c, slot), slot <= 5460 ? 0 : slot <= 10922 ? 1 : 2);
+    }
+    assert_int_equal(c.view.n, AN_SLOTS);
+    /* blocks 85 (5440-5503) and 170 (10880-10943) straddle two ranges */
+    assert_int_equal(c.view.nchunks, 2);
+    assert_true(an->view_bytes <= AN_VIEW_BLOCKS * sizeof(an_vblock) + 4 * 64 * sizeof(uint16_t));
+    for (int slot = 0; slot < AN_SLOTS; slot++)
+        assert_int_equal(an_view_get(&c, slot), slot <= 5460 ? 0 : slot <= 10922 ? 1 : 2);
+    /* learning again changes nothing; a moved slot is answered with its node */
+    uint64_t bytes = an->view_bytes;
+    an_view_note(an, &c, 100, 0);
+    an_view_note(an, &c, 200, 2);
+    assert_int_equal(an_view_get(&c, 100), 0);
+    assert_int_equal(an_view_get(&c, 200), 2);
+    assert_int_equal(an_view_get(&c, 201), 0);
+    assert_int_equal(c.view.nchunks, 3);
+    assert_int_equal(c.view.n, AN_SLOTS);
+    assert_true(an->view_bytes >= bytes);
+    an_view_free(an, &c);
+    assert_int_equal(an->view_bytes, 0);
+    an_free(an);
+}
+
 static void test_config(void **state)
 {
     (void)state;
@@ -442,6 +481,7 @@ int main(void)
         cmocka_unit_test(test_redaction),
         cmocka_unit_test(test_caps_and_eviction),
         cmocka_unit_test(test_view_bytes_cap),
+        cmocka_unit_test(test_view_compact),
         cmocka_unit_test(test_config),
         cmocka_unit_test(test_histogram),
     };
