@@ -6,7 +6,8 @@
  *   flows.c    the connection table: hash by 4-tuple, LRU lists, free list
  *   reasm.c    per-direction reassembly: in-order delivery, holes, gaps
  *   tracker.c  the glue: lifecycle, server side, events, statistics
- *   source.c   libpcap files (merged by time) and live interfaces
+ *   pcapfile.c classic pcap files read in place (read(2), no libpcap copies)
+ *   source.c   capture files (merged by time) and live interfaces
  */
 #ifndef SLOTSCOPE_CAPTURE_INTERNAL_H
 #define SLOTSCOPE_CAPTURE_INTERNAL_H
@@ -387,5 +388,52 @@ void cap_reasm_fin(cap_tracker *t, cap_flow *f, int side, uint32_t fin_seq, int6
 void cap_reasm_flush(cap_tracker *t, cap_flow *f, int side, int64_t ts_us);
 /* Give every held range of the stream back to the pool. */
 void cap_reasm_clear(cap_tracker *t, cap_flow *f, int side);
+
+/* ---------------------------------------------------------------- pcapfile */
+
+/* Largest captured length libpcap 1.10 accepts in a record of the link types
+ * cap_pcapfile reads (its MAXIMUM_SNAPLEN); a larger one is a bad record. */
+#define CAP_PCAPFILE_MAX_CAPLEN 262144u
+
+/* A classic pcap file (pcap-savefile(5)) read with read(2) into one buffer,
+ * records handed out in place. Only files whose every record libpcap would
+ * hand out unchanged are taken (version 2.4, the plain magics in either byte
+ * order, a link type capture/ decodes); cap_pcapfile_open says "not mine" for
+ * the rest, which go to libpcap. */
+typedef struct cap_pcapfile {
+    int fd;                  /* the open file (owned by the caller) */
+    uint8_t *buf;            /* read buffer */
+    size_t size;             /* bytes allocated at buf */
+    size_t pos;              /* first byte not handed out yet */
+    size_t end;              /* bytes of buf holding file data */
+    uint64_t consumed;       /* file offset of buf[pos] */
+    int swapped;             /* fields in the other byte order */
+    int nsec;                /* times in nanoseconds */
+    int eof;                 /* read(2) reported the end */
+    int read_errno;          /* read(2) failed with this errno (0: no) */
+    int dlt;                 /* DLT_ value of the link type */
+    uint32_t snapshot;       /* snap length as libpcap adjusts it */
+    char errbuf[160];        /* libpcap's text for the last error */
+} cap_pcapfile;
+
+/* One record as cap_pcapfile_next hands it out: the times are libpcap's
+ * (struct pcap_pkthdr at microsecond precision). */
+typedef struct cap_pcapfile_rec {
+    int64_t sec;             /* seconds (see pcapfile.c: signed or not) */
+    int64_t usec;            /* microseconds (nanoseconds / 1000) */
+    const uint8_t *data;     /* caplen bytes, valid until the next call */
+    uint32_t caplen;         /* captured bytes handed out */
+    uint32_t len;            /* bytes on the wire */
+} cap_pcapfile_rec;
+
+/* Start reading the file open at fd with a buffer of bufsize bytes. 1 when it
+ * is a file cap_pcapfile reads (positioned at the first record), 0 when not
+ * (or out of memory): the caller rewinds fd and hands it to libpcap. */
+int cap_pcapfile_open(cap_pcapfile *f, int fd, size_t bufsize);
+/* The next record: 1 and *rec filled, 0 at the end, -1 on an error with
+ * libpcap's text in f->errbuf ("truncated dump file; ..." for a cut file). */
+int cap_pcapfile_next(cap_pcapfile *f, cap_pcapfile_rec *rec);
+/* Free the buffer (the fd stays the caller's). */
+void cap_pcapfile_close(cap_pcapfile *f);
 
 #endif /* SLOTSCOPE_CAPTURE_INTERNAL_H */

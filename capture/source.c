@@ -1,11 +1,12 @@
 /*
  * source.c - where records come from: capture files or a live interface.
  *
- * Files are read with libpcap (pcap and pcapng: pcap-savefile(5),
- * draft-ietf-opsawg-pcapng). Several files are merged by timestamp: each file
- * keeps its current record (libpcap's buffer stays valid until the next read
- * on that handle, so nothing is copied) and a small binary heap picks the
- * earliest. A file that fails mid-way is reported and dropped; the records
+ * Classic pcap files of the usual kinds are read by pcapfile.c, in place from
+ * a large read(2) buffer; every other file (pcapng: draft-ietf-opsawg-pcapng,
+ * other pcap versions and link types) by libpcap. Several files are merged by
+ * timestamp: each file keeps its current record (the reader's buffer stays
+ * valid until the next read of that file, so nothing is copied) and a small
+ * binary heap picks the earliest. A file that fails mid-way is reported and dropped; the records
  * read before stay delivered and the other files go on. Records libpcap can
  * still frame (zero length, odd lengths, time going back) are handed on: the
  * tracker counts them as malformed or time_backwards and reading goes on.
@@ -16,6 +17,7 @@
  * safe in a signal handler.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pcap/pcap.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -23,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "capture/internal.h"
 
@@ -30,16 +33,19 @@
 #define LIVE_SNAPLEN_DEFAULT 262144
 /* How long a live read waits before returning, so a break is seen (ms). */
 #define LIVE_TIMEOUT_MS 200
-/* stdio buffer of one input file: big reads instead of one read(2) per 4 KiB
- * (halves the time libpcap spends reading a file), less when many files are
- * merged so that memory stays bounded. */
+/* Read buffer of one input file (pcapfile.c's, or the stdio buffer libpcap
+ * reads through): big reads instead of one read(2) per 4 KiB (halves the time
+ * spent reading a file), less when many files are merged so that memory stays
+ * bounded. */
 #define READ_BUFFER_MAX (1u << 20)
 #define READ_BUFFER_MIN (64u << 10)
 #define READ_BUFFER_TOTAL (32u << 20)
 
 /* One input file and its current record. */
 typedef struct input {
-    pcap_t *pcap;            /* the open handle (NULL when closed) */
+    pcap_t *pcap;            /* libpcap's handle (NULL when closed or unused) */
+    int own;                 /* read by pf instead of libpcap */
+    cap_pcapfile pf;         /* the classic pcap reader (when own) */
     cap_record cur;          /* the record waiting in the merge */
     /* Counters kept here, next to cur, and copied into the cap_input_info
      * when asked for: one cache line per record instead of three. */
@@ -51,7 +57,7 @@ typedef struct input {
     uint64_t time_backwards; /* records older than the previous one */
     uint64_t bad_lengths;    /* records with impossible lengths (see cap_input_info) */
     uint64_t size;           /* file size in bytes */
-    char *iobuf;             /* stdio buffer of the file */
+    char *iobuf;             /* stdio buffer of the file (libpcap) */
     int error_pending;       /* info.error is set and not yet reported */
 } input;
 
@@ -90,15 +96,20 @@ static void set_err(char *err, size_t size, const char *fmt, ...)
  * a difference of such times overflows (undefined behaviour; found by
  * fuzz/fuzz_pcapfile). tv_sec is clamped to 0 .. 10^11 s (the year 5138):
  * every real capture fits, and times stay far from the int64 limits. */
-static int64_t record_time_us(const struct pcap_pkthdr *hdr)
+static int64_t time_us(int64_t s, int64_t us)
 {
     const int64_t max_s = 100000000000LL;
-    int64_t s = (int64_t)hdr->ts.tv_sec;
     if (s > max_s)
         s = max_s;
     else if (s < 0)
         s = 0;
-    return s * 1000000 + (int64_t)hdr->ts.tv_usec;
+    return s * 1000000 + us;
+}
+
+/* A libpcap record's time in microseconds (see time_us). */
+static int64_t record_time_us(const struct pcap_pkthdr *hdr)
+{
+    return time_us((int64_t)hdr->ts.tv_sec, (int64_t)hdr->ts.tv_usec);
 }
 
 /* Fill the name fields of an input's info. */
@@ -152,33 +163,22 @@ static size_t read_buffer_size(size_t n)
     return each < READ_BUFFER_MIN ? READ_BUFFER_MIN : each;
 }
 
-/* Open one capture file into in/info. 0 on success, -1 with err set. */
-static int open_file(const char *path, size_t bufsize, input *in, cap_input_info *info,
-                     char *err, size_t size)
+/* Hand the open file fd (at its start) to libpcap, which then owns it.
+ * 0 on success, -1 with err set (fd closed). */
+static int open_with_libpcap(const char *path, int fd, size_t bufsize, input *in, char *err,
+                             size_t size)
 {
     char errbuf[PCAP_ERRBUF_SIZE] = "";
-    struct stat sb;
-    FILE *fp = fopen(path, "rb");
+    FILE *fp = fdopen(fd, "rb");
     if (fp == NULL) {
         set_err(err, size, "cannot open '%s': %s", path, strerror(errno));
+        close(fd);
         return -1;
     }
     /* A bigger buffer than stdio's 4 KiB; without memory, the default. */
     in->iobuf = malloc(bufsize);
     if (in->iobuf != NULL)
         setvbuf(fp, in->iobuf, _IOFBF, bufsize);
-    if (fstat(fileno(fp), &sb) != 0) {
-        set_err(err, size, "cannot open '%s': %s", path, strerror(errno));
-        fclose(fp);
-        return -1;
-    }
-    if (S_ISDIR(sb.st_mode) || sb.st_size == 0) {
-        set_err(err, size, "'%s': %s", path,
-                S_ISDIR(sb.st_mode) ? "is a directory" : "empty file, not a capture");
-        fclose(fp);
-        return -1;
-    }
-    in->size = (uint64_t)sb.st_size;
     /* On success libpcap owns fp and closes it in pcap_close. */
     in->pcap = pcap_fopen_offline_with_tstamp_precision(fp, PCAP_TSTAMP_PRECISION_MICRO, errbuf);
     if (in->pcap == NULL) {
@@ -186,6 +186,45 @@ static int open_file(const char *path, size_t bufsize, input *in, cap_input_info
         fclose(fp);
         return -1;
     }
+    return 0;
+}
+
+/* Open one capture file into in/info: pcapfile.c when it reads the file,
+ * else libpcap. 0 on success, -1 with err set. */
+static int open_file(const char *path, size_t bufsize, input *in, cap_input_info *info,
+                     char *err, size_t size)
+{
+    struct stat sb;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        set_err(err, size, "cannot open '%s': %s", path, strerror(errno));
+        return -1;
+    }
+    if (fstat(fd, &sb) != 0) {
+        set_err(err, size, "cannot open '%s': %s", path, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    if (S_ISDIR(sb.st_mode) || sb.st_size == 0) {
+        set_err(err, size, "'%s': %s", path,
+                S_ISDIR(sb.st_mode) ? "is a directory" : "empty file, not a capture");
+        close(fd);
+        return -1;
+    }
+    in->size = (uint64_t)sb.st_size;
+    if (cap_pcapfile_open(&in->pf, fd, bufsize) == 1) {
+        in->own = 1;
+        describe_input(info, path, in->pf.dlt);
+        return 0; /* every link type pcapfile.c reads is supported */
+    }
+    cap_pcapfile_close(&in->pf);
+    if (lseek(fd, 0, SEEK_SET) != 0) {
+        set_err(err, size, "cannot open '%s': %s", path, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    if (open_with_libpcap(path, fd, bufsize, in, err, size) != 0)
+        return -1;
     describe_input(info, path, pcap_datalink(in->pcap));
     if (!cap_linktype_supported(info->linktype)) {
         unsupported_linktype(path, info->linktype, err, size);
@@ -272,6 +311,30 @@ static void input_failed(cap_source *src, uint32_t i, const char *what, const ch
     src->errors_pending++;
 }
 
+/* The input error for a reader's message: truncated or bad record. */
+static void record_failed(cap_source *src, uint32_t i, const char *msg)
+{
+    input_failed(src, i, strstr(msg, "truncated") ? "truncated record" : "bad record", msg);
+}
+
+/* Read the next record of input i into its slot with pcapfile.c. */
+static int own_advance(cap_source *src, uint32_t i)
+{
+    input *in = &src->inputs[i];
+    cap_pcapfile_rec rec;
+    int r = cap_pcapfile_next(&in->pf, &rec);
+    if (r != 1) {
+        if (r < 0)
+            record_failed(src, i, in->pf.errbuf);
+        return 0;
+    }
+    in->cur.ts_us = time_us(rec.sec, rec.usec);
+    in->cur.data = rec.data;
+    in->cur.caplen = rec.caplen;
+    in->cur.wirelen = rec.len;
+    return 1;
+}
+
 /* Read the next record of input i into its slot. 1 when there is one, 0 at
  * its end or on an error (noted for the caller to report). */
 static int input_advance(cap_source *src, uint32_t i)
@@ -279,15 +342,16 @@ static int input_advance(cap_source *src, uint32_t i)
     input *in = &src->inputs[i];
     struct pcap_pkthdr *hdr;
     const u_char *data;
-    int r = pcap_next_ex(in->pcap, &hdr, &data);
+    int r;
+    if (in->own)
+        return own_advance(src, i);
+    r = pcap_next_ex(in->pcap, &hdr, &data);
     if (r == PCAP_ERROR_BREAK || r == 0)
         return 0; /* end of file */
     if (r != 1) {
-        const char *msg = pcap_geterr(in->pcap);
-        input_failed(src, i, strstr(msg, "truncated") ? "truncated record" : "bad record", msg);
+        record_failed(src, i, pcap_geterr(in->pcap));
         return 0;
     }
-    in->cur.linktype = src->info[i].linktype;
     in->cur.ts_us = record_time_us(hdr);
     in->cur.data = data;
     in->cur.caplen = hdr->caplen;
@@ -366,9 +430,11 @@ static int files_next(cap_source *src, const cap_record **rec, char *err, size_t
     src->used_next = 1;
     if (!src->primed) {
         src->primed = 1;
-        for (uint32_t k = 0; k < src->n; k++)
+        for (uint32_t k = 0; k < src->n; k++) {
+            src->inputs[k].cur.linktype = src->info[k].linktype;
             if (input_advance(src, k))
                 heap_push(src, k);
+        }
     } else if (src->handed_out) {
         if (!input_advance(src, src->heap[0]))
             heap_drop_root(src);
@@ -498,13 +564,27 @@ static int single_run(cap_source *src, cap_tracker *t, char *err, size_t err_siz
         n = pcap_dispatch(in->pcap, -1, single_packet, (u_char *)src);
     } while (n > 0 && !src->stop);
     src->run_tracker = NULL;
-    if (n == PCAP_ERROR) {
-        const char *msg = pcap_geterr(in->pcap);
-        input_failed(src, 0, strstr(msg, "truncated") ? "truncated record" : "bad record", msg);
-    }
+    if (n == PCAP_ERROR)
+        record_failed(src, 0, pcap_geterr(in->pcap));
     if (take_pending_error(src, err, err_size))
         return -1;
     return n == PCAP_ERROR_BREAK || src->stop ? 1 : 0;
+}
+
+/* One file read by pcapfile.c: a plain loop, no merge. */
+static int own_single_run(cap_source *src, cap_tracker *t, char *err, size_t err_size)
+{
+    input *in = &src->inputs[0];
+    src->run_tracker = t;
+    in->cur.linktype = src->info[0].linktype;
+    while (!src->stop && own_advance(src, 0)) {
+        input_count(src, 0);
+        deliver(src, &in->cur);
+    }
+    src->run_tracker = NULL;
+    if (take_pending_error(src, err, err_size))
+        return -1;
+    return src->stop ? 1 : 0;
 }
 
 /* Read records into the run's tracker or callback until the end, an error,
@@ -516,7 +596,8 @@ static int run(cap_source *src, cap_tracker *t, char *err, size_t err_size)
     if (src->live != NULL)
         return live_run(src, t, err, err_size);
     if (src->n == 1 && !src->used_next)
-        return single_run(src, t, err, err_size);
+        return src->inputs[0].own ? own_single_run(src, t, err, err_size)
+                                  : single_run(src, t, err, err_size);
     src->run_tracker = t;
     while (!src->stop) {
         int r = failed ? files_next(src, &rec, NULL, 0) : files_next(src, &rec, err, err_size);
@@ -676,6 +757,10 @@ void cap_source_free(cap_source *src)
         if (src->inputs[i].pcap != NULL)
             pcap_close(src->inputs[i].pcap); /* closes the FILE first */
         free(src->inputs[i].iobuf);
+        if (src->inputs[i].own) {
+            close(src->inputs[i].pf.fd);
+            cap_pcapfile_close(&src->inputs[i].pf);
+        }
     }
     if (src->live != NULL)
         pcap_close(src->live);
@@ -717,7 +802,9 @@ void cap_source_progress(const cap_source *src, uint64_t *done, uint64_t *total)
         FILE *fp = src->inputs[i].pcap ? pcap_file(src->inputs[i].pcap) : NULL;
         long pos = fp ? ftell(fp) : -1;
         *total += src->inputs[i].size;
-        if (pos > 0)
+        if (src->inputs[i].own)
+            *done += src->inputs[i].pf.consumed;
+        else if (pos > 0)
             *done += (uint64_t)pos;
     }
 }
