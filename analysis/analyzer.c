@@ -781,13 +781,13 @@ static void on_command(void *ctx, const resp_command *cmd)
 
     if (special == AN_SP_NONE && !cn->asking_pending && !cn->node_link &&
         cmd->outcome == RESP_OK && !is_redirect_class(cmd->reply.err) &&
-        (slot < 0 || (!cmd->in_multi && an->op_slot_n[slot] == 0 &&
-                      an->memo_slot_n[slot] == 0))) {
+        (slot < 0 ||
+         (!cmd->in_multi && !(an->slot_busy[slot] & (AN_SLOT_OPS | AN_SLOT_MEMOS))))) {
         if (an->sink.command)
             emit_command(an, cmd, cn->client, info, slot);
         if (slot >= 0 && req->name[0]) {
             an_view_note(an, cli, slot, cn->node);
-            an_lat_direct(an, cn->client, cn->node, slot, cmd->reply.ts_us - req->ts_us);
+            an_lat_direct(an, cli, cn->node, slot, cmd->reply.ts_us - req->ts_us);
         }
         return;
     }

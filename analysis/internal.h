@@ -27,6 +27,7 @@
 #define AN_NONE (-1)
 #define AN_CONN_CACHE 1024           /* direct-mapped: connection id -> entry */
 #define AN_LRU_EPOCH 64              /* commands per recency epoch (power of 2) */
+enum { AN_SLOT_OPS = 1, AN_SLOT_MEMOS = 2, AN_SLOT_LAT = 4 }; /* slot_busy bits */
 
 /* ---------------------------------------------------------------- util.c */
 
@@ -87,6 +88,17 @@ void an_redact(uint64_t seed, const char *key, size_t len, uint32_t full_len,
 typedef struct an_hist {
     uint32_t b[AN_HIST_BUCKETS];
 } an_hist;
+/* The bucket of a value: one per microsecond below 16, then 8 per power of
+ * two (the last bucket takes everything above its range). */
+static inline unsigned an_hist_bucket(int64_t v)
+{
+    if (v < 16)
+        return v < 0 ? 0 : (unsigned)v;
+    unsigned e = 63u - (unsigned)__builtin_clzll((unsigned long long)v); /* >= 4 */
+    unsigned sub = (unsigned)((unsigned long long)v >> (e - 3)) & 7u;
+    unsigned b = 16 + (e - 4) * AN_HIST_SUB + sub;
+    return b < AN_HIST_BUCKETS ? b : AN_HIST_BUCKETS - 1;
+}
 /* One scope's operations of one kind (direct or redirected). */
 typedef struct an_lat {
     an_hist *h;              /* allocated at the first sample */
@@ -386,6 +398,10 @@ struct an_analyzer {
     uint8_t name_cache_special, name_cache_ok;
     uint32_t op_slot_n[AN_SLOTS];
     uint32_t memo_slot_n[AN_SLOTS];
+    /* the three per slot facts the common command needs, in 16 KiB rather
+     * than in three 64-128 KiB arrays: AN_SLOT_OPS (op_slot_n > 0),
+     * AN_SLOT_MEMOS (memo_slot_n > 0), AN_SLOT_LAT (slot_lat set) */
+    uint8_t slot_busy[AN_SLOTS];
     struct { uint64_t id; int32_t idx; } conn_cache[AN_CONN_CACHE];
 };
 typedef struct an_analyzer an_analyzer;
@@ -557,8 +573,36 @@ void an_lat_record(an_analyzer *an, int32_t client, int32_t node, int32_t slot,
                    uint32_t askings);
 /* The overall summaries (all_lat) as the sum of every node's and nonode_lat. */
 void an_lat_sum_all(struct an_analyzer *an);
-/* A direct operation (one attempt) that took total_us. */
-void an_lat_direct(an_analyzer *an, int32_t client, int32_t node, int32_t slot,
-                   int64_t total_us);
+/* The histogram of l, allocated at its first use (NULL: out of memory, the
+ * sample then counts in the totals only). */
+an_hist *an_lat_hist(an_lat *l);
+/* A direct sample (no extra time or round trip) whose bucket is b. */
+static inline void an_lat_add_direct(an_lat *l, int64_t us, unsigned b)
+{
+    an_hist *h = l->h ? l->h : an_lat_hist(l);
+    if (h && h->b[b] != UINT32_MAX)
+        h->b[b]++;
+    l->count++;
+    l->total_us += us;
+    if (us > l->max_us)
+        l->max_us = us;
+}
+/* A direct operation (one attempt) that took total_us, of client c (in use),
+ * into the same scopes as an_lat_record (a slot has summaries only once it
+ * saw a redirected operation). Inline: the most common record of all. */
+static inline void an_lat_direct(an_analyzer *an, an_cli *c, int32_t node, int32_t slot,
+                                 int64_t total_us)
+{
+    an->st.operations++;
+    if (total_us < 0)
+        total_us = 0;
+    unsigned b = an_hist_bucket(total_us);
+    an_lat_add_direct(&c->lat[0], total_us, b);
+    an_lat_add_direct(node >= 0 && (uint32_t)node < an->nnodes ? &an->nodes[node].lat[0]
+                                                                : &an->nonode_lat[0],
+                      total_us, b);
+    if (slot >= 0 && slot < AN_SLOTS && (an->slot_busy[slot] & AN_SLOT_LAT))
+        an_lat_add_direct(&an->slot_lat[slot][0], total_us, b);
+}
 
 #endif /* SLOTSCOPE_ANALYSIS_INTERNAL_H */

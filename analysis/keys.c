@@ -457,6 +457,33 @@ static uint32_t key_mask(const an_cmd *c, long argc)
     return m;
 }
 
+/* The last command this thread switched to its key mask by name alone (no
+ * subcommand): its name's raw first 16 bytes (holding the NUL, so equal bytes
+ * are the same name), the scratch words it ended with, and the argc from
+ * which that mask holds. The next request of the same command (pipelines
+ * send runs of one) then costs a compare and a few stores in an_key_fn. */
+static _Thread_local struct {
+    uint64_t raw[2];
+    uint32_t s0, mask;
+    long mask_argc;
+    uint8_t valid;
+} last_mask;
+
+/* Remember the mask request k just switched to (see last_mask). */
+static void remember_mask(const resp_keyctx *k, uint32_t i)
+{
+    uint64_t w0, w1;
+    if (!name_words(k->req->name, &w0, &w1)) {
+        last_mask.valid = 0;
+        return;
+    }
+    memcpy(last_mask.raw, k->req->name, sizeof last_mask.raw);
+    last_mask.s0 = k->scratch[0];
+    last_mask.mask = k->scratch[1];
+    last_mask.mask_argc = idx_mask_argc[i];
+    last_mask.valid = 1;
+}
+
 /* Switch a resolved request to its key mask when its command allows: the
  * mask made once for every spec present (argc past the last key), or, for a
  * shorter request, the specs that fit. */
@@ -502,8 +529,13 @@ static const an_cmd *resolve(resp_keyctx *k)
         else
             s0 |= (uint32_t)cmd_bound(s0 - 1) << SCR_BOUND_SHIFT;
         k->scratch[0] = s0;
-        if (!(s0 & SCR_WAIT_SUB))
+        if (!(s0 & SCR_WAIT_SUB)) {
             use_mask(k);
+            uint32_t i = s0 & SCR_INDEX_MASK;
+            long argc = k->req->inline_cmd ? INLINE_ARGC : (long)k->req->argc;
+            if ((k->scratch[0] & SCR_MASK) && argc >= idx_mask_argc[i - 1])
+                remember_mask(k, i - 1);
+        }
     }
     if (s0 & SCR_WAIT_SUB) {
         if (k->argi < 2)
@@ -558,5 +590,17 @@ int an_key_fn(void *ctx, resp_keyctx *k)
         return 0;
     if (s0 & SCR_MASK) /* fixed positions: one bit test */
         return k->argi < 32 && ((k->scratch[1] >> k->argi) & 1u);
+    if (s0 == 0 && last_mask.valid) { /* the command before, again? */
+        uint64_t raw[2];
+        memcpy(raw, k->req->name, sizeof raw);
+        long argc = k->req->inline_cmd ? INLINE_ARGC : (long)k->req->argc;
+        if (raw[0] == last_mask.raw[0] && raw[1] == last_mask.raw[1] &&
+            argc >= last_mask.mask_argc) {
+            k->scratch[0] = last_mask.s0;
+            k->scratch[1] = k->key_mask = last_mask.mask;
+            k->key_mask_final = 1;
+            return k->argi < 32 && ((last_mask.mask >> k->argi) & 1u);
+        }
+    }
     return key_fn_full(k);
 }

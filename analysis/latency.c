@@ -13,15 +13,10 @@
 
 #include "analysis/internal.h"
 
-/* The bucket of a value. */
+/* The bucket of a value (an_hist_bucket, internal.h). */
 static unsigned bucket_of(int64_t v)
 {
-    if (v < 16)
-        return v < 0 ? 0 : (unsigned)v;
-    unsigned e = 63u - (unsigned)__builtin_clzll((unsigned long long)v); /* >= 4 */
-    unsigned sub = (unsigned)((unsigned long long)v >> (e - 3)) & 7u;
-    unsigned b = 16 + (e - 4) * AN_HIST_SUB + sub;
-    return b < AN_HIST_BUCKETS ? b : AN_HIST_BUCKETS - 1;
+    return an_hist_bucket(v);
 }
 
 /* The middle of a bucket's range. */
@@ -114,8 +109,10 @@ static an_lat *slot_lat(an_analyzer *an, int32_t slot, int redirected)
     if (!an->slot_lat[slot] && redirected) {
         if (an->nslot_lat < an->cfg.max_slot_latency) {
             an->slot_lat[slot] = calloc(2, sizeof(an_lat));
-            if (an->slot_lat[slot])
+            if (an->slot_lat[slot]) {
                 an->nslot_lat++;
+                an->slot_busy[slot] |= AN_SLOT_LAT;
+            }
         } else {
             an->st.latency_slots_dropped++;
         }
@@ -157,36 +154,11 @@ void an_lat_record(an_analyzer *an, int32_t client, int32_t node, int32_t slot,
     lat_add_op(an, client, node, slot, r, total, r ? extra : 0, rt);
 }
 
-/* A direct sample: no extra time, no extra round trip. */
-static inline void lat_add_direct(an_lat *l, int64_t us, unsigned b)
+an_hist *an_lat_hist(an_lat *l)
 {
     if (!l->h)
         l->h = calloc(1, sizeof *l->h);
-    if (l->h && l->h->b[b] != UINT32_MAX)
-        l->h->b[b]++;
-    l->count++;
-    l->total_us += us;
-    if (us > l->max_us)
-        l->max_us = us;
-}
-
-/* The most common record of all, kept lean: the same scopes as lat_add_op
- * with r = 0 (a slot has summaries only once it saw a redirected one). */
-void an_lat_direct(an_analyzer *an, int32_t client, int32_t node, int32_t slot,
-                   int64_t total_us)
-{
-    an->st.operations++;
-    if (total_us < 0)
-        total_us = 0;
-    unsigned b = bucket_of(total_us);
-    if (client >= 0 && an->clients[client].used)
-        lat_add_direct(&an->clients[client].lat[0], total_us, b);
-    if (node >= 0 && (uint32_t)node < an->nnodes)
-        lat_add_direct(&an->nodes[node].lat[0], total_us, b);
-    else
-        lat_add_direct(&an->nonode_lat[0], total_us, b);
-    if (slot >= 0 && slot < AN_SLOTS && an->slot_lat[slot])
-        lat_add_direct(&an->slot_lat[slot][0], total_us, b);
+    return l->h;
 }
 
 /* Add the summary src into dst (histograms bucket by bucket). */

@@ -83,8 +83,9 @@ static void op_free(an_analyzer *an, int32_t i)
 {
     an_op *op = &an->ops[i];
     an_map_del(&an->op_map, op->key_hash, i);
-    if (op->slot >= 0 && op->slot < AN_SLOTS && an->op_slot_n[op->slot] > 0)
-        an->op_slot_n[op->slot]--;
+    if (op->slot >= 0 && op->slot < AN_SLOTS && an->op_slot_n[op->slot] > 0 &&
+        --an->op_slot_n[op->slot] == 0)
+        an->slot_busy[op->slot] &= (uint8_t)~AN_SLOT_OPS;
     list_unlink(an, i);
     uint32_t gen = op->gen + 1;
     memset(op, 0, sizeof *op);
@@ -182,8 +183,10 @@ static an_op *op_new(an_analyzer *an, an_cmdctx *x, const an_attempt *cur, uint6
     memcpy(op->key, x->cmd->req.key0, op->key_len);
     snprintf(op->key_text, sizeof op->key_text, "%s", an_cmd_key(x));
     op->slot = x->slot;
-    if (op->slot >= 0 && op->slot < AN_SLOTS)
+    if (op->slot >= 0 && op->slot < AN_SLOTS) {
         an->op_slot_n[op->slot]++;
+        an->slot_busy[op->slot] |= AN_SLOT_OPS;
+    }
     op->attempts = 1;
     op->askings = x->asked;
     op->first = op->last = *cur;

@@ -145,8 +145,9 @@ static void memo_free(an_analyzer *an, int32_t i)
 {
     an_memo *m = &an->memos[i];
     an_map_del(&an->memo_map, memo_hash(m->client, m->slot), i);
-    if (m->slot >= 0 && m->slot < AN_SLOTS && an->memo_slot_n[m->slot] > 0)
-        an->memo_slot_n[m->slot]--;
+    if (m->slot >= 0 && m->slot < AN_SLOTS && an->memo_slot_n[m->slot] > 0 &&
+        --an->memo_slot_n[m->slot] == 0)
+        an->slot_busy[m->slot] &= (uint8_t)~AN_SLOT_MEMOS;
     int32_t p = m->lprev, n = m->lnext;
     if (p != AN_NONE) an->memos[p].lnext = n; else an->memo_lru_head = n;
     if (n != AN_NONE) an->memos[n].lprev = p; else an->memo_lru_tail = p;
@@ -212,6 +213,7 @@ an_memo *an_memo_get(an_analyzer *an, int32_t client, int32_t slot, int create)
     an_map_put(&an->memo_map, h, i);
     an->nmemos++;
     an->memo_slot_n[slot]++;
+    an->slot_busy[slot] |= AN_SLOT_MEMOS;
     return m;
 }
 
