@@ -33,13 +33,18 @@ enum { AN_SLOT_OPS = 1, AN_SLOT_MEMOS = 2, AN_SLOT_LAT = 4 }; /* slot_busy bits 
 
 /* A hash map from 64-bit hashes to int32 values, open addressing with linear
  * probing and backward-shift deletion. Equal hashes may hold several values;
- * callers confirm a match with their own comparison (an_map_find's eq). The
- * capacity is fixed at creation (twice the caller's cap, power of two). */
+ * callers confirm a match with their own comparison (an_map_find's eq). It
+ * starts small and doubles as entries come, up to twice the caller's cap
+ * (power of two): its memory follows the most entries it held at once, not
+ * the cap, nor how many different hashes went through it (a table sized by
+ * the cap from the start would have its pages touched one by one as random
+ * hashes land on them, its resident size creeping up with capture length). */
 typedef struct an_map {
     uint64_t *hash;
     int32_t *val;     /* AN_NONE: empty */
     uint32_t mask;
     uint32_t n;
+    uint32_t max_mask; /* the capacity it may grow to, - 1 */
 } an_map;
 int an_map_init(an_map *m, uint32_t max_entries);
 void an_map_free(an_map *m);

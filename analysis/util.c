@@ -11,12 +11,12 @@
 
 /* ---------------------------------------------------------------- map */
 
-int an_map_init(an_map *m, uint32_t max_entries)
+#define MAP_MIN_CAP 64u
+
+/* New arrays of cap entries (a power of two), all empty. 0 ok. */
+static int map_alloc(an_map *m, uint32_t cap)
 {
-    uint32_t cap = 16;
-    while (cap < (uint64_t)max_entries * 2 && cap < (1u << 30))
-        cap <<= 1;
-    m->hash = calloc(cap, sizeof *m->hash);
+    m->hash = malloc((size_t)cap * sizeof *m->hash);
     m->val = malloc((size_t)cap * sizeof *m->val);
     if (!m->hash || !m->val) {
         free(m->hash);
@@ -28,7 +28,39 @@ int an_map_init(an_map *m, uint32_t max_entries)
     for (uint32_t i = 0; i < cap; i++)
         m->val[i] = AN_NONE;
     m->mask = cap - 1;
+    return 0;
+}
+
+int an_map_init(an_map *m, uint32_t max_entries)
+{
+    uint32_t cap = 16;
+    while (cap < (uint64_t)max_entries * 2 && cap < (1u << 30))
+        cap <<= 1;
+    m->max_mask = cap - 1;
     m->n = 0;
+    return map_alloc(m, cap < MAP_MIN_CAP ? cap : MAP_MIN_CAP);
+}
+
+/* Double the capacity (entries re-placed at their new home positions). 0 ok;
+ * on failure the map is unchanged. */
+static int map_grow(an_map *m)
+{
+    an_map old = *m;
+    if (map_alloc(m, (old.mask + 1) * 2)) {
+        *m = old;
+        return -1;
+    }
+    for (uint32_t i = 0; i <= old.mask; i++) {
+        if (old.val[i] == AN_NONE)
+            continue;
+        uint32_t j = (uint32_t)old.hash[i] & m->mask;
+        while (m->val[j] != AN_NONE)
+            j = (j + 1) & m->mask;
+        m->hash[j] = old.hash[i];
+        m->val[j] = old.val[i];
+    }
+    free(old.hash);
+    free(old.val);
     return 0;
 }
 
@@ -53,8 +85,16 @@ int32_t an_map_find(const an_map *m, uint64_t h, an_map_eq eq, const void *ctx, 
 
 int an_map_put(an_map *m, uint64_t h, int32_t val)
 {
-    if (m->n + 1 > (m->mask + 1) / 2 + (m->mask + 1) / 4)
-        return -1; /* keep the load under 3/4 so probes stay short */
+    /* keep the load under 3/4 so probes stay short: grow first; at the
+     * largest size that load means full (should growing fail, a fuller table
+     * still works while one empty entry is left to end the probes) */
+    uint32_t cap = m->mask + 1;
+    if (m->n + 1 > cap / 2 + cap / 4) {
+        if (m->mask >= m->max_mask)
+            return -1;
+        if (map_grow(m) != 0 && m->n + 1 >= cap)
+            return -1;
+    }
     uint32_t i = (uint32_t)h & m->mask;
     while (m->val[i] != AN_NONE)
         i = (i + 1) & m->mask;

@@ -411,6 +411,39 @@ static void test_view_compact(void **state)
     an_free(an);
 }
 
+/* A map's size follows the entries it holds at once: 100000 different
+ * hashes going through it, at most 8 at a time, leave it at its first size;
+ * filled up, it grows to its cap and keeps every entry findable; past the
+ * cap it refuses. */
+static void test_map_follows_live_entries(void **state)
+{
+    (void)state;
+    an_map m;
+    assert_int_equal(an_map_init(&m, 1000), 0);
+    uint32_t first_mask = m.mask;
+    assert_true(first_mask < m.max_mask);
+    for (uint32_t i = 0; i < 100000; i++) {
+        assert_int_equal(an_map_put(&m, an_mix64(i), (int32_t)i), 0);
+        if (i >= 8)
+            an_map_del(&m, an_mix64(i - 8), (int32_t)(i - 8));
+    }
+    assert_int_equal(m.n, 8);
+    assert_int_equal(m.mask, first_mask);
+    for (uint32_t i = 100000 - 8; i < 100000; i++)
+        assert_int_equal(an_map_find(&m, an_mix64(i), NULL, NULL, NULL), (int32_t)i);
+    an_map_free(&m);
+
+    assert_int_equal(an_map_init(&m, 1000), 0);
+    uint32_t fits = (m.max_mask + 1) / 2 + (m.max_mask + 1) / 4;
+    for (uint32_t i = 0; i < fits; i++)
+        assert_int_equal(an_map_put(&m, an_mix64(i) & 0xffff, (int32_t)i), 0);
+    assert_int_equal(m.mask, m.max_mask);
+    assert_int_equal(an_map_put(&m, 12345, 1), -1);
+    for (uint32_t i = 0; i < fits; i++)
+        assert_int_equal(an_map_find(&m, an_mix64(i) & 0xffff, NULL, NULL, NULL) != AN_NONE, 1);
+    an_map_free(&m);
+}
+
 static void test_config(void **state)
 {
     (void)state;
@@ -482,6 +515,7 @@ int main(void)
         cmocka_unit_test(test_caps_and_eviction),
         cmocka_unit_test(test_view_bytes_cap),
         cmocka_unit_test(test_view_compact),
+        cmocka_unit_test(test_map_follows_live_entries),
         cmocka_unit_test(test_config),
         cmocka_unit_test(test_histogram),
     };
