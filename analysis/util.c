@@ -42,7 +42,10 @@ int an_map_init(an_map *m, uint32_t max_entries)
 }
 
 /* Double the capacity (entries re-placed at their new home positions). 0 ok;
- * on failure the map is unchanged. */
+ * on failure the map is unchanged. Entries of equal hash must keep their
+ * order (an_map_find returns the first that matches, i.e. the oldest), so
+ * the old table is read from an empty entry on: every probe run whole and in
+ * order, none cut where it wraps past the end. */
 static int map_grow(an_map *m)
 {
     an_map old = *m;
@@ -50,7 +53,11 @@ static int map_grow(an_map *m)
         *m = old;
         return -1;
     }
-    for (uint32_t i = 0; i <= old.mask; i++) {
+    uint32_t start = 0;
+    while (old.val[start] != AN_NONE) /* there is one: the load is under 3/4 */
+        start++;
+    for (uint32_t k = 1; k <= old.mask + 1; k++) {
+        uint32_t i = (start + k) & old.mask;
         if (old.val[i] == AN_NONE)
             continue;
         uint32_t j = (uint32_t)old.hash[i] & m->mask;

@@ -442,6 +442,20 @@ static void test_map_follows_live_entries(void **state)
     for (uint32_t i = 0; i < fits; i++)
         assert_int_equal(an_map_find(&m, an_mix64(i) & 0xffff, NULL, NULL, NULL) != AN_NONE, 1);
     an_map_free(&m);
+
+    /* entries of one hash stay in insertion order (the oldest is found
+     * first) through every growth, although their home is the last entry of
+     * the table at every size, so that their run wraps past the end */
+    assert_int_equal(an_map_init(&m, 1000), 0);
+    for (int32_t v = 0; v < 300; v++)
+        assert_int_equal(an_map_put(&m, UINT64_MAX, v), 0);
+    assert_true(m.mask > first_mask);
+    for (int32_t v = 0; v < 300; v++) {
+        assert_int_equal(an_map_find(&m, UINT64_MAX, NULL, NULL, NULL), v);
+        an_map_del(&m, UINT64_MAX, v);
+    }
+    assert_int_equal(m.n, 0);
+    an_map_free(&m);
 }
 
 static void test_config(void **state)
