@@ -116,13 +116,10 @@ static inline rq_entry *ring_at(rc_conn *c, uint32_t i)
     return &c->ring[(c->head + i) & (c->ring_cap - 1)];
 }
 
-/* Make room for one more entry after the queued ones. Returns -1 if memory
- * ran out. Capacities are powers of two. */
-static int ring_reserve(rc_conn *c)
+/* Move the queued entries to a new ring of ncap entries (a power of two, at
+ * least count). Returns -1 if memory ran out (the old ring stays). */
+static int ring_resize(rc_conn *c, uint32_t ncap)
 {
-    if (c->ring != NULL && c->count + 1 <= c->ring_cap)
-        return 0;
-    uint32_t ncap = c->ring_cap ? c->ring_cap * 2 : 2; /* most connections: 1 */
     /* zeroed: the argument prefixes are not cleared per request, so a slot
      * must never hold stale heap bytes (they could be anyone's payload) */
     rq_entry *nr = calloc(ncap, sizeof(*nr));
@@ -137,15 +134,53 @@ static int ring_reserve(rc_conn *c)
     return 0;
 }
 
-/* Give back a large ring once it is empty, so a burst does not pin memory. */
+/* Make room for one more entry after the queued ones. Returns -1 if memory
+ * ran out. Capacities are powers of two. */
+static int ring_reserve(rc_conn *c)
+{
+    if (c->ring != NULL && c->count + 1 <= c->ring_cap)
+        return 0;
+    /* most connections: 1; after a shrink, back to the size it had */
+    uint32_t ncap = c->ring_cap ? c->ring_cap * 2 : 2;
+    return ring_resize(c, ncap);
+}
+
+/* Give memory back after a burst: a ring only ever grows while requests are
+ * queued, so without this it would keep the deepest pipeline a connection
+ * ever had (and the memory would grow with the length of the capture).
+ *
+ * A ring larger than RING_BIG is freed as soon as it is empty. Otherwise,
+ * once a window of RING_WINDOW x ring_cap requests has passed, a ring whose
+ * queue never got deeper than a quarter of its capacity in that window is
+ * cut to twice that depth (at least RING_KEEP entries). The window and the
+ * factor four between growing and shrinking make the copies amortised: a
+ * connection that keeps bouncing between depths is resized at most once per
+ * window, never per command. */
 static void ring_maybe_shrink(rc_conn *c)
 {
-    if (c->count == 0 && c->ring_cap > 1024) {
+    if (c->ring_cap <= RING_KEEP)
+        return;
+    if (c->count == 0 && c->ring_cap > RING_BIG) {
         free(c->ring);
         c->ring = NULL;
         c->ring_cap = 0;
         c->head = 0;
+        c->ring_hw = 0;
+        c->ring_win = 0;
+        return;
     }
+    if (c->ring_win < (uint64_t)RING_WINDOW * c->ring_cap)
+        return;
+    uint32_t need = c->ring_hw > c->count + 1 ? c->ring_hw : c->count + 1;
+    if ((uint64_t)need * 4 <= c->ring_cap) {
+        uint32_t ncap = RING_KEEP;
+        while (ncap < 2 * need)
+            ncap *= 2;
+        if (ncap < c->ring_cap && ring_resize(c, ncap) == 0)
+            c->rp->ring_shrinks++;
+    }
+    c->ring_hw = 0;
+    c->ring_win = 0;
 }
 
 /* Remove the head. */
@@ -541,6 +576,9 @@ void pair_request_done(rc_conn *c)
     }
     c->count++;
     rp->inflight_total++;
+    if (c->count > c->ring_hw) /* the deepest queue in this window */
+        c->ring_hw = c->count;
+    c->ring_win++;
     flush_no_reply(c);
 }
 
@@ -612,12 +650,15 @@ void pair_keep_bytes(rc_conn *c, const uint8_t *p, size_t n)
     c->keep_len += n;
 }
 
-/* Release the keep buffer after use if it grew large. */
+/* The reply is done: give the keep buffer back. Kept replies (CLUSTER
+ * SLOTS, SHARDS, NODES) are rare next to the commands around them, so one
+ * allocation each costs nothing, while a buffer held per connection would
+ * keep the largest reply each connection ever had. */
 static void keep_done(rc_conn *c)
 {
     c->keep_len = 0;
     c->keeping = 0;
-    if (c->keep_cap > 65536) {
+    if (c->keep != NULL) {
         c->rp->kept_total -= c->keep_cap;
         free(c->keep);
         c->keep = NULL;

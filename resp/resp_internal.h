@@ -53,6 +53,13 @@ typedef struct rd_resync {
 
 /* ---------------------------------------------------------------- requests */
 
+/* In-flight rings (pair.c): a drained ring keeps RING_KEEP entries, one
+ * larger than RING_BIG is freed when empty, and a ring is cut back when a
+ * window of RING_WINDOW x its capacity requests never filled a quarter of it. */
+#define RING_KEEP 16
+#define RING_BIG 1024
+#define RING_WINDOW 4
+
 /* One in-flight request: the command event it becomes, plus pairing facts. */
 typedef struct rq_entry {
     /* the pairing facts first: they share a cache line with the start of
@@ -201,6 +208,8 @@ typedef struct rc_conn {
     uint32_t head;
     uint32_t count;
     uint8_t cur_dropped;      /* cur is the overflow scratch */
+    uint32_t ring_hw;         /* deepest queue since ring_win was reset */
+    uint64_t ring_win;        /* requests queued since then */
     /* client-side modes (known when a request is decoded) */
     uint8_t in_multi, reply_off, skip_next;
     rq_entry *cur;            /* where the request decoder writes */
@@ -231,6 +240,7 @@ struct resp_pipeline {
     resp_stats view;          /* what resp_get_stats returns */
     uint64_t inflight_total;
     uint64_t kept_total;      /* keep buffer bytes allocated over all connections */
+    uint64_t ring_shrinks;    /* rings cut back after a burst (tests) */
     rq_entry *spare;          /* where a request is decoded when even the
                                  per-connection overflow slot could not be
                                  allocated (no global state: one pipeline

@@ -1,8 +1,11 @@
 /*
  * test_resp_alloc.c - a declared 4 GB bulk is skipped by counting: nothing is
  * allocated or buffered while its payload goes by, and the byte count is
- * exact. Allocations are counted by wrapping malloc/calloc/realloc at link
- * time (see tests/resp/CMakeLists.txt).
+ * exact. Memory taken for a burst (a deep pipeline's in-flight ring, a kept
+ * CLUSTER reply) is given back, without an allocation per command.
+ * Allocations are counted by wrapping malloc/calloc/realloc at link time
+ * (see tests/resp/CMakeLists.txt); the ring and keep buffer sizes are read
+ * from resp's internal state.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,6 +17,7 @@
 #include <cmocka.h>
 
 #include "harness.h"
+#include "resp/resp_internal.h"
 
 void *__real_malloc(size_t n);
 void *__real_calloc(size_t n, size_t m);
@@ -141,12 +145,140 @@ static void test_no_alloc_per_message(void **state)
     h_free(&h);
 }
 
+
+/* The resp state of the harness's connection. */
+static rc_conn *h_rc(h_ctx *h)
+{
+    return (rc_conn *)h->conn.user;
+}
+
+/* n pipelined GETs in one chunk, then their n replies in one chunk. */
+static void burst(h_ctx *h, int n)
+{
+    static char reqs[64 * 2048], reps[16 * 2048];
+    const char *req = "*2\r\n$3\r\nGET\r\n$3\r\nfoo\r\n";
+    const char *rep = "$1\r\nx\r\n";
+    size_t lq = strlen(req), lp = strlen(rep);
+    assert_true(n <= 2048);
+    for (int i = 0; i < n; i++) {
+        memcpy(reqs + (size_t)i * lq, req, lq);
+        memcpy(reps + (size_t)i * lp, rep, lp);
+    }
+    h_data(h, CAP_TO_SERVER, reqs, (size_t)n * lq);
+    h_data(h, CAP_TO_CLIENT, reps, (size_t)n * lp);
+}
+
+/* A burst of 300 pipelined requests grows the ring to 512 entries. Requests
+ * one at a time after it: once a whole window (RING_WINDOW x 512 requests)
+ * has passed without the burst in it, the ring is cut back to RING_KEEP,
+ * with one allocation, not one per command. */
+static void test_ring_shrinks_after_burst(void **state)
+{
+    (void)state;
+    h_ctx h;
+    h_init(&h, 1, NULL);
+    h.no_log = 1;
+    h_open(&h);
+    burst(&h, 300);
+    assert_int_equal(h_rc(&h)->ring_cap, 512);
+    n_allocs = 0;
+    int singles = 0;
+    while (h_rc(&h)->ring_cap == 512 && singles < 3 * RING_WINDOW * 512) {
+        burst(&h, 1);
+        singles++;
+    }
+    assert_int_equal(h_rc(&h)->ring_cap, RING_KEEP);
+    assert_true(singles > RING_WINDOW * 512 - 300); /* not before a window */
+    assert_true(singles <= 2 * RING_WINDOW * 512 + 1);
+    assert_int_equal(n_allocs, 1); /* the smaller ring */
+    assert_int_equal(h.rp->ring_shrinks, 1);
+    n_allocs = 0;
+    for (int i = 0; i < 1000; i++)
+        burst(&h, 1);
+    assert_int_equal(n_allocs, 0);
+    h_close(&h);
+    assert_int_equal(h.closed.paired, 300 + singles + 1000);
+    assert_int_equal(h.closed.unpaired_requests, 0);
+    h_free(&h);
+}
+
+/* A ring that is in use is not cut: bursts of 40 keep a 64-entry ring (40 is
+ * more than a quarter of it), however long the connection lives, and cost no
+ * allocation after the first. */
+static void test_ring_kept_while_used(void **state)
+{
+    (void)state;
+    h_ctx h;
+    h_init(&h, 1, NULL);
+    h.no_log = 1;
+    h_open(&h);
+    burst(&h, 40);
+    assert_int_equal(h_rc(&h)->ring_cap, 64);
+    n_allocs = 0;
+    for (int round = 0; round < 200; round++) {
+        burst(&h, 40);
+        for (int i = 0; i < 20; i++)
+            burst(&h, 1);
+    }
+    assert_int_equal(n_allocs, 0);
+    assert_int_equal(h_rc(&h)->ring_cap, 64);
+    assert_int_equal(h.rp->ring_shrinks, 0);
+    h_close(&h);
+    assert_int_equal(h.closed.paired, 40 + 200 * 60);
+    h_free(&h);
+}
+
+/* A ring past RING_BIG is freed as soon as it is empty. */
+static void test_big_ring_freed(void **state)
+{
+    (void)state;
+    h_ctx h;
+    h_init(&h, 1, NULL);
+    h.no_log = 1;
+    h_open(&h);
+    burst(&h, 1500);
+    assert_int_equal(h_rc(&h)->ring_cap, 2048);
+    burst(&h, 1); /* starts on the empty ring: freed, then a small one */
+    assert_true(h_rc(&h)->ring_cap <= RING_KEEP);
+    h_close(&h);
+    assert_int_equal(h.closed.paired, 1501);
+    h_free(&h);
+}
+
+/* A kept CLUSTER SLOTS reply is handed to the sink whole, then its buffer is
+ * freed: no connection holds the largest reply it ever kept. */
+static void test_keep_buffer_freed(void **state)
+{
+    (void)state;
+    const char *rep = "*1\r\n*3\r\n:0\r\n:16383\r\n*2\r\n$9\r\n127.0.0.1\r\n:7000\r\n";
+    h_ctx h;
+    h_init(&h, 1, NULL);
+    h_open(&h);
+    for (int i = 0; i < 3; i++) {
+        h_str(&h, CAP_TO_SERVER, "*2\r\n$7\r\nCLUSTER\r\n$5\r\nSLOTS\r\n");
+        h_str(&h, CAP_TO_CLIENT, "*1\r\n*3\r\n:0\r\n:16383\r\n"); /* split */
+        assert_non_null(h_rc(&h)->keep);                           /* being kept */
+        h_str(&h, CAP_TO_CLIENT, rep + 20);
+        assert_null(h_rc(&h)->keep);
+        assert_int_equal(h_rc(&h)->keep_cap, 0);
+        assert_int_equal(h.rp->kept_total, 0);
+        assert_int_equal(h.ncmds, (size_t)i + 1);
+        assert_int_equal(h.cmds[i].reply.raw_len, strlen(rep));
+    }
+    h_close(&h);
+    h_free(&h);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_4gb_reply),
         cmocka_unit_test(test_4gb_request),
         cmocka_unit_test(test_no_alloc_per_message),
+        cmocka_unit_test(test_ring_shrinks_after_burst),
+        cmocka_unit_test(test_ring_kept_while_used),
+        cmocka_unit_test(test_big_ring_freed),
+        cmocka_unit_test(test_keep_buffer_freed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
