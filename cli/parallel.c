@@ -2,19 +2,23 @@
  * parallel.c - `--threads N`: the capture and resp stages on N worker threads,
  * the analysis on the calling thread, with exactly the results of one thread.
  *
- *   reader thread   reads the source (cap_source_run_records), numbers the
+ *   worker 0        reads the source (cap_source_run_records), numbers the
  *                   records 1, 2, ... in merged order, picks each one's worker
  *                   by the symmetric hash of its 4-tuple (both directions of a
  *                   connection go to the same worker; what is not TCP goes to
- *                   worker 0) and copies it into the input ring, which every
- *                   worker reads
- *   worker threads  each has its own cap_tracker and resp pipeline. A record
+ *                   worker 0) and puts it in the input ring, which the other
+ *                   workers read: its bytes only when it is another worker's
+ *                   share, its time always. Then it feeds the record to its
+ *                   own stages straight from the read buffer (no copy, no
+ *                   reader thread: on few cores a thread more is a thread
+ *                   that waits for a core)
+ *   workers         each has its own cap_tracker and resp pipeline. A record
  *                   of its share goes through cap_tracker_packet_at; every
  *                   other record only moves its clock (cap_tracker_time), so
  *                   idle connections close at the very record where one
  *                   tracker would close them, and connection ids (the number
  *                   of the opening record) are those of one tracker. The resp
- *                   events (open, command, close) are copied into the
+ *                   events (open, command, close) are packed into the
  *                   worker's own event ring, each with its place in the order
  *                   one thread would make them
  *   calling thread  merges the event rings in that order and hands each event
@@ -129,8 +133,9 @@ typedef struct ev_hdr {
  * of which a few bytes are used, and copying it whole costs more than the
  * analysis of it. The struct is copied as spans around its four text arrays
  * (so a field added anywhere else is copied too), then the kept bytes of
- * each array. Bytes past a kept length are not copied: as in resp's own
- * commands, they mean nothing.
+ * each array, the arguments and the key padded to 16, 32 or 64 bytes
+ * (copy_text). Bytes past a kept length mean nothing, as in resp's own
+ * commands.
  */
 #define CMD_OFF(f) offsetof(resp_command, f)
 #define ARGS_OFF CMD_OFF(req.args)
@@ -155,6 +160,7 @@ _Static_assert(sizeof(((resp_command *)0)->req.key0) == RESP_ARG_PREFIX &&
                      X(ERRTEXT_END, HOST_OFF) X(HOST_END, sizeof(resp_command))
 #define SPAN_SIZE(from, to) + ((to) - (from))
 #define CMD_FIXED (0 CMD_SPANS(SPAN_SIZE))
+_Static_assert(RESP_ARG_PREFIX == 64, "copy_text copies 16, 32 or 64 bytes");
 
 /* What a packed command starts with. */
 typedef struct cmd_head {
@@ -221,8 +227,6 @@ struct par {
     worker *w;
     unsigned n;
     cap_source *src;
-    pthread_t reader;
-    int reader_started;
     pthread_mutex_t mu;
     pthread_cond_t in_cv;          /* workers: records, the end, or the finish order */
     pthread_cond_t room_cv;        /* reader: workers are done with records */
@@ -341,11 +345,14 @@ static void add_input_drops(cap_stats *cs, const cap_input_info *in, size_t n)
 
 /* ---------------------------------------------------------------- worker: events */
 
-/* The oldest input position a worker still needs. Mutex held. */
+static void publish_input(struct par *p);
+
+/* The oldest input position a worker still needs (worker 0 reads the
+ * source itself and needs none). Mutex held. */
 static uint64_t oldest_in_use(const struct par *p)
 {
     uint64_t oldest = p->rd_pos;
-    for (unsigned i = 0; i < p->n; i++)
+    for (unsigned i = 1; i < p->n; i++)
         if (p->w[i].consumed < oldest)
             oldest = p->w[i].consumed;
     return oldest;
@@ -387,6 +394,8 @@ static void worker_wait_room(worker *w, size_t ev, uint64_t raw_start, size_t ra
     struct par *p = w->par;
     pthread_mutex_lock(&p->mu);
     worker_show(w);
+    if (w->id == 0)
+        publish_input(p); /* the others may need it to let the merger on */
     w->wake_ev = ev ? wake_tail(w->ev_head, ev, OUT_BYTES, w->ev_head) : 0;
     w->wake_raw = raw ? wake_tail(raw_start, raw, w->raw_size, w->raw_head) : 0;
     while (w->ev_head + ev - w->ev_tail_seen > OUT_BYTES ||
@@ -498,17 +507,62 @@ static size_t key0_kept(const resp_request *r)
     return r->key0_len < RESP_ARG_PREFIX ? r->key0_len : RESP_ARG_PREFIX;
 }
 
+/* Bytes a kept text of len bytes takes in a packed command: 0, 16, 32 or
+ * 64 (RESP_ARG_PREFIX), what copy_text copies. */
+static size_t text_padded(size_t len)
+{
+    return len == 0 ? 0 : len <= 16 ? 16 : len <= 32 ? 32 : RESP_ARG_PREFIX;
+}
+
+/* Copy a kept text of len bytes (<= RESP_ARG_PREFIX) as text_padded(len)
+ * bytes: at most three vector moves of constant size, where a copy of a
+ * variable length becomes a loop over bytes or a call. Both sides have room
+ * for the padded length (a text array of RESP_ARG_PREFIX bytes, or its
+ * padded place in the ring); the bytes past len mean nothing, as in resp's
+ * own commands. */
+static void copy_text(void *dst, const void *src, size_t len)
+{
+    uint8_t *d = dst;
+    const uint8_t *s = src;
+    if (len == 0)
+        return;
+    memcpy(d, s, 16);
+    if (len > 16)
+        memcpy(d + 16, s + 16, 16);
+    if (len > 32)
+        memcpy(d + 32, s + 32, 32);
+}
+
+/* The kept lengths of a request's texts: its arguments, then its first key
+ * (at [nargs]). Read once into a local array: the copies write through byte
+ * pointers, which the compiler must assume change the request's fields.
+ * Returns the number of kept arguments; *padded: the bytes all take. */
+static unsigned text_lengths(const resp_request *r, uint8_t kept[RESP_ARG_KEEP + 1],
+                             size_t *padded)
+{
+    unsigned nargs = r->nargs < RESP_ARG_KEEP ? r->nargs : RESP_ARG_KEEP;
+    size_t total = 0;
+    for (unsigned i = 0; i < nargs; i++) {
+        kept[i] = (uint8_t)arg_kept(r, i);
+        total += text_padded(kept[i]);
+    }
+    kept[nargs] = (uint8_t)key0_kept(r);
+    *padded = total + text_padded(kept[nargs]);
+    return nargs;
+}
+
 /* resp_sink: a command, packed (see cmd_head); a kept raw reply goes to the
  * raw ring. */
 static void w_command(void *ctx, const resp_command *cmd)
 {
     worker *w = ctx;
     const resp_request *r = &cmd->req;
-    unsigned nargs = r->nargs < RESP_ARG_KEEP ? r->nargs : RESP_ARG_KEEP;
+    uint8_t kept[RESP_ARG_KEEP + 1];
+    size_t texts;
+    unsigned nargs = text_lengths(r, kept, &texts);
     size_t raw_len = cmd->reply.raw ? cmd->reply.raw_len : 0;
     cmd_head head = {.conn_id = cmd->conn ? cmd->conn->id : 0,
                      .has_raw = cmd->reply.raw != NULL};
-    size_t size = sizeof(ev_hdr) + sizeof head + CMD_FIXED + key0_kept(r);
     const uint8_t *src = (const uint8_t *)cmd;
     uint8_t *out;
     ev_hdr *h;
@@ -516,9 +570,6 @@ static void w_command(void *ctx, const resp_command *cmd)
         head.errtext_len = (uint16_t)strnlen(cmd->reply.errtext, RESP_ERRTEXT_MAX);
     if (cmd->reply.redir.host[0])
         head.host_len = (uint16_t)strnlen(cmd->reply.redir.host, sizeof cmd->reply.redir.host);
-    for (unsigned i = 0; i < nargs; i++)
-        size += arg_kept(r, i);
-    size += head.errtext_len + head.host_len;
     /* resp keeps at most max_kept_reply bytes, half the ring: always fits */
     if (raw_len > w->raw_size / 2)
         head.has_raw = 0;
@@ -526,7 +577,9 @@ static void w_command(void *ctx, const resp_command *cmd)
         head.raw_off = raw_reserve(w, raw_len);
         memcpy(w->raw + (head.raw_off & (w->raw_size - 1)), cmd->reply.raw, raw_len);
     }
-    h = ev_begin(w, cmd->conn, EV_COMMAND, ev_round(size));
+    h = ev_begin(w, cmd->conn, EV_COMMAND,
+                 ev_round(sizeof(ev_hdr) + sizeof head + CMD_FIXED + texts +
+                          head.errtext_len + head.host_len));
     out = (uint8_t *)(h + 1);
     memcpy(out, &head, sizeof head);
     out += sizeof head;
@@ -534,14 +587,16 @@ static void w_command(void *ctx, const resp_command *cmd)
     CMD_SPANS(PACK_SPAN)
 #undef PACK_SPAN
     for (unsigned i = 0; i < nargs; i++) {
-        memcpy(out, r->args[i], arg_kept(r, i));
-        out += arg_kept(r, i);
+        copy_text(out, r->args[i], kept[i]);
+        out += text_padded(kept[i]);
     }
-    memcpy(out, r->key0, key0_kept(r));
-    out += key0_kept(r);
-    memcpy(out, cmd->reply.errtext, head.errtext_len);
+    copy_text(out, r->key0, kept[nargs]);
+    out += text_padded(kept[nargs]);
+    if (head.errtext_len) /* errors and redirections are rare */
+        memcpy(out, cmd->reply.errtext, head.errtext_len);
     out += head.errtext_len;
-    memcpy(out, cmd->reply.redir.host, head.host_len);
+    if (head.host_len)
+        memcpy(out, cmd->reply.redir.host, head.host_len);
     ev_end(w, h);
 }
 
@@ -600,21 +655,29 @@ static int worker_fetch(worker *w, int wait)
     return more;
 }
 
-/* Feed input position pos: the clock, then the record if it is ours. */
+/* Feed record number `record` (time ts_us): the clock, then the record
+ * itself if it is of this worker's share (data: NULL when it is not). */
+static void feed_record(worker *w, uint64_t record, int64_t ts_us, int linktype,
+                        const uint8_t *data, uint32_t caplen, uint32_t wirelen)
+{
+    w->record = record;
+    w->ts_us = ts_us;
+    w->own = 0;
+    cap_tracker_time(w->tracker, record, ts_us);
+    if (data) {
+        w->own = 1;
+        cap_tracker_packet_at(w->tracker, record, linktype, ts_us, data, caplen, wirelen);
+    }
+    maybe_time_event(w);
+}
+
+/* Feed input position pos from the input ring. */
 static void worker_feed(worker *w, uint64_t pos)
 {
     const in_rec *d = &w->recs[pos & (IN_RECORDS - 1)];
-    uint64_t record = pos + 1;
-    w->record = record;
-    w->ts_us = d->ts_us;
-    w->own = 0;
-    cap_tracker_time(w->tracker, record, d->ts_us);
-    if (d->worker == w->id) {
-        w->own = 1;
-        cap_tracker_packet_at(w->tracker, record, d->linktype, d->ts_us,
-                              w->bytes + (d->off & w->bytes_mask), d->caplen, d->wirelen);
-    }
-    maybe_time_event(w);
+    feed_record(w, pos + 1, d->ts_us, d->linktype,
+                d->worker == w->id ? w->bytes + (d->off & w->bytes_mask) : NULL, d->caplen,
+                d->wirelen);
 }
 
 /* Wait for the merger's order to finish: the end time. */
@@ -633,11 +696,9 @@ static int64_t worker_wait_finish(worker *w)
     return end;
 }
 
-/* The worker thread: every record of the input, then the end. */
-static void *worker_main(void *arg)
+/* Workers 1..N-1: every record of the input ring. */
+static void worker_read_ring(worker *w)
 {
-    worker *w = arg;
-    struct par *p = w->par;
     for (;;) {
         if (w->pos == w->avail && !worker_fetch(w, 1))
             break;
@@ -647,6 +708,20 @@ static void *worker_main(void *arg)
             worker_fetch(w, 0); /* the reader may reuse what was read, the
                                    merger may pass what was done */
     }
+}
+
+static void read_source(struct par *p);
+
+/* A worker thread: every record of the input (worker 0 reads the source
+ * itself, the others the input ring it fills), then the end. */
+static void *worker_main(void *arg)
+{
+    worker *w = arg;
+    struct par *p = w->par;
+    if (w->id == 0)
+        read_source(p);
+    else
+        worker_read_ring(w);
     w->record = KEY_END;
     w->own = 0;
     cap_tracker_finish(w->tracker, worker_wait_finish(w));
@@ -682,15 +757,24 @@ static void reader_serve_request(struct par *p)
     }
 }
 
-/* Publish the records written, wake the workers, see what they are done
- * with. */
-static void reader_show(struct par *p)
+/* Publish the records written and wake the workers waiting for them. Mutex
+ * held. */
+static void publish_input(struct par *p)
 {
-    pthread_mutex_lock(&p->mu);
     p->published = p->rd_pos;
     p->rd_shown = p->rd_pos;
     if (p->in_waiters > 0)
         pthread_cond_broadcast(&p->in_cv);
+}
+
+/* Publish the records written and worker 0's events, see what the other
+ * workers are done with. */
+static void reader_show(struct par *p)
+{
+    worker_serve_request(&p->w[0]);
+    pthread_mutex_lock(&p->mu);
+    publish_input(p);
+    worker_show(&p->w[0]);
     p->rd_oldest = oldest_in_use(p);
     reader_serve_request(p);
     pthread_mutex_unlock(&p->mu);
@@ -753,34 +837,44 @@ static in_rec *reader_reserve(struct par *p, size_t len, uint64_t *start)
     }
 }
 
-/* cap_record_fn: copy one record into the ring (NULL: a live read returned,
- * hand on what there is). */
+/* cap_record_fn, on worker 0: put one record in the input ring (its bytes
+ * only when another worker's share: every worker needs its time), then
+ * feed it to worker 0 itself. NULL: a live read returned, hand on what
+ * there is. */
 static void reader_record(void *ctx, const cap_record *rec)
 {
     struct par *p = ctx;
-    uint32_t hash;
+    worker *w0 = &p->w[0];
+    uint32_t hash, owner, len;
     uint64_t start;
     in_rec *d;
     if (!rec) {
-        if (p->rd_pos != p->rd_shown)
+        if (p->rd_pos != p->rd_shown || w0->ev_head != w0->ev_head_shown)
             reader_show(p);
         return;
     }
-    d = reader_reserve(p, rec->caplen, &start);
+    owner = cap_record_flow_hash(rec, &hash) ? (uint32_t)(((uint64_t)hash * p->n) >> 32) : 0;
+    len = owner == 0 ? 0 : rec->caplen;
+    d = reader_reserve(p, len, &start);
     if (!d) {
-        p->rd_oom = 1; /* read by the merger after joining */
+        p->rd_oom = 1; /* read by the merger once the reading ended */
         cap_source_break(p->src);
         return;
     }
-    memcpy(p->bytes + (start & (p->bytes_size - 1)), rec->data, rec->caplen);
+    if (len)
+        memcpy(p->bytes + (start & (p->bytes_size - 1)), rec->data, len);
     d->ts_us = rec->ts_us;
     d->off = start;
     d->caplen = rec->caplen;
     d->wirelen = rec->wirelen;
     d->linktype = rec->linktype;
-    d->worker = cap_record_flow_hash(rec, &hash) ? (uint32_t)(((uint64_t)hash * p->n) >> 32) : 0;
-    p->rd_off = start + rec->caplen;
+    d->worker = owner;
+    p->rd_off = start + len;
     p->rd_pos++;
+    /* worker 0's position follows the reader's: record rd_pos is being fed */
+    feed_record(w0, p->rd_pos, rec->ts_us, rec->linktype, owner == 0 ? rec->data : NULL,
+                rec->caplen, rec->wirelen);
+    w0->pos = p->rd_pos;
     if (p->rd_pos - p->rd_shown >= IN_BATCH)
         reader_show(p);
 }
@@ -794,25 +888,26 @@ static void stop_signals(sigset_t *set)
     sigaddset(set, SIGALRM);
 }
 
-/* The reader thread: the whole source, then the end of input. It alone
- * takes the stop signals (the other threads block them): the source's stop
- * flag is then written and read by one thread, and a signal interrupts the
- * read it waits in. */
-static void *reader_main(void *arg)
+/* Worker 0's reading: the whole source, then the end of input. While it
+ * reads, this thread alone takes the stop signals (the others block them):
+ * the source's stop flag is then written and read by one thread, and a
+ * signal interrupts the read it waits in. */
+static void read_source(struct par *p)
 {
-    struct par *p = arg;
     sigset_t stop;
+    int rc;
     stop_signals(&stop);
     pthread_sigmask(SIG_UNBLOCK, &stop, NULL);
-    p->rd_rc = cap_source_run_records(p->src, reader_record, p, p->rd_err, sizeof p->rd_err);
+    rc = cap_source_run_records(p->src, reader_record, p, p->rd_err, sizeof p->rd_err);
+    pthread_sigmask(SIG_BLOCK, &stop, NULL);
     reader_show(p);
     pthread_mutex_lock(&p->mu);
+    p->rd_rc = rc;
     p->eof = 1;
     pthread_cond_broadcast(&p->in_cv);
     if (p->merger_waiting)
         pthread_cond_signal(&p->out_cv);
     pthread_mutex_unlock(&p->mu);
-    return NULL;
 }
 
 /* ---------------------------------------------------------------- merger: connections */
@@ -992,25 +1087,29 @@ static resp_command *unpack_command(struct par *p, worker *w, const uint8_t *in)
     resp_command *cmd = &p->cmd;
     uint8_t *dst = (uint8_t *)cmd;
     resp_request *r = &cmd->req;
-    cmd_head head;
+    uint8_t kept[RESP_ARG_KEEP + 1];
+    size_t texts;
     unsigned nargs;
+    cmd_head head;
     memcpy(&head, in, sizeof head);
     in += sizeof head;
 #define UNPACK_SPAN(from, to) memcpy(dst + (from), in, (to) - (from)); in += (to) - (from);
     CMD_SPANS(UNPACK_SPAN)
 #undef UNPACK_SPAN
-    nargs = r->nargs < RESP_ARG_KEEP ? r->nargs : RESP_ARG_KEEP;
+    nargs = text_lengths(r, kept, &texts); /* the lengths came with the spans */
     for (unsigned i = 0; i < nargs; i++) {
-        memcpy(r->args[i], in, arg_kept(r, i));
-        in += arg_kept(r, i);
+        copy_text(r->args[i], in, kept[i]);
+        in += text_padded(kept[i]);
     }
-    memcpy(r->key0, in, key0_kept(r));
-    in += key0_kept(r);
-    memcpy(cmd->reply.errtext, in, head.errtext_len);
+    copy_text(r->key0, in, kept[nargs]);
+    in += text_padded(kept[nargs]);
+    if (head.errtext_len) /* errors and redirections are rare */
+        memcpy(cmd->reply.errtext, in, head.errtext_len);
     if (head.errtext_len < RESP_ERRTEXT_MAX)
         cmd->reply.errtext[head.errtext_len] = 0;
     in += head.errtext_len;
-    memcpy(cmd->reply.redir.host, in, head.host_len);
+    if (head.host_len)
+        memcpy(cmd->reply.redir.host, in, head.host_len);
     if (head.host_len < sizeof cmd->reply.redir.host)
         cmd->reply.redir.host[head.host_len] = 0;
     if (head.conn_id != p->last_id) { /* pipelined commands: often the same */
@@ -1280,17 +1379,15 @@ par *par_new(const par_opts *o)
     return p;
 }
 
-/* Start the workers, then the reader. 0, or -1 (see stop_threads). */
+/* Start the workers, worker 0 (the reader) last. 0, or -1 (see
+ * stop_threads). */
 static int start_threads(struct par *p)
 {
-    for (unsigned i = 0; i < p->n; i++) {
+    for (unsigned i = p->n; i-- > 0;) {
         if (pthread_create(&p->w[i].thread, NULL, worker_main, &p->w[i]) != 0)
             return -1;
         p->w[i].started = 1;
     }
-    if (pthread_create(&p->reader, NULL, reader_main, p) != 0)
-        return -1;
-    p->reader_started = 1;
     return 0;
 }
 
@@ -1335,9 +1432,7 @@ int par_run(par *p, cap_source *src, char *err, size_t err_size)
         snprintf(err, err_size, "cannot start threads");
         return -1;
     }
-    merge(p, 0);
-    pthread_join(p->reader, NULL);
-    p->reader_started = 0;
+    merge(p, 0); /* returns once worker 0 has read everything */
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (p->rd_oom || p->m_oom) {
         snprintf(err, err_size, "out of memory");
@@ -1418,8 +1513,6 @@ void par_free(par *p)
     if (p->w && p->w[0].started && !p->joined) {
         /* never finished (an error path): end the threads, drop their events */
         p->discard = 1;
-        if (p->reader_started)
-            pthread_join(p->reader, NULL);
         par_finish(p, 0);
     }
     for (unsigned i = 0; p->w && i < p->n; i++) {
