@@ -7,9 +7,10 @@
  * after one warm-up read that puts the files in the page cache):
  *   bare     pcap_next_ex over every record of every file, touching nothing
  *            but the record length (files opened by pcap_open_offline)
- *   bare1m   the same with the 1 MiB stdio buffer cap_source gives a file:
- *            the fair baseline for the cost of decoding and reassembly
- *   source   cap_source_next alone (the merge layer over libpcap)
+ *   bare1m   the same with a 1 MiB stdio buffer (what cap_source gave
+ *            libpcap before it read classic pcap files itself)
+ *   source   cap_source_next alone (the merge layer over capture/pcapfile.c,
+ *            which reads classic pcap files in place; libpcap for pcapng)
  *   capture  cap_source + cap_tracker (decode, flows, reassembly) with a
  *            callback that only adds up event lengths
  * (-o bare|source|capture runs only that phase, for a profiler)

@@ -1,14 +1,16 @@
 /*
  * fuzz_pcapfile.c - fuzz target: capture files through cap_open_files.
  *
- * Input: a pcap or pcapng file, as libpcap reads it (pcap-savefile(5);
- * pcapng: draft-ietf-opsawg-pcapng). Where fuzz_pcap parses records itself to
- * be fast, this target goes the way `slotscope analyze` goes: the bytes are put
- * in an in-memory file (memfd, no disk), opened by path with cap_open_files and
- * read with cap_source_run into the tracker, resp/ and analysis/. So it covers
- * libpcap's reading of hostile files as slotscope drives it, pcapng blocks,
- * the error paths (truncated record, bad header) and the merge of several
- * files by time.
+ * Input: a pcap or pcapng file (pcap-savefile(5); pcapng:
+ * draft-ietf-opsawg-pcapng). Where fuzz_pcap parses records itself to be fast,
+ * this target goes the way `slotscope analyze` goes: the bytes are put in an
+ * in-memory file (memfd, no disk), opened by path with cap_open_files and read
+ * with cap_source_run into the tracker, resp/ and analysis/. So it covers
+ * capture/pcapfile.c, which reads classic pcap files of either byte order and
+ * timestamp precision in place (a 64 KiB buffer when two files are merged, so
+ * large records grow it), libpcap for everything else (pcapng blocks, other
+ * versions and link types), the error paths (truncated record, bad header,
+ * absurd lengths) and the merge of several files by time.
  *
  * Merge: an input that starts with "SSM2" and a little-endian 32-bit offset is
  * two files, the bytes before the offset and the bytes after it (offset counted
@@ -17,13 +19,19 @@
  * Checked besides memory: cap_open_files gives NULL only with a message;
  * cap_source_run returns -1 only with a message; every input's texts are
  * NUL-terminated; no more records are counted than the bytes allow; nothing is
- * live after cap_tracker_finish.
+ * live after cap_tracker_finish. And each file pcapfile.c reads is read once
+ * more straight through it with a tiny buffer (24 to 534 bytes, from the
+ * input's size), so that records straddle the buffer's end and outgrow it:
+ * the same number of records and the same end as through cap_source, every
+ * record inside the buffer and within the snap length.
  */
 #define _GNU_SOURCE /* memfd_create */
+#include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "capture/internal.h"
 #include "fuzz/fuzz.h"
 
 /* One in-memory file, created once per process and rewritten per input. */
@@ -47,6 +55,32 @@ static void memfile_put(memfile *f, const char *name, const uint8_t *data, size_
         SS_FUZZ_CHECK(n > 0);
         done += (size_t)n;
     }
+}
+
+/* Read the file at path again with cap_pcapfile and a buffer of bufsize
+ * bytes (if it is a file cap_pcapfile reads): it must give as many records
+ * as cap_source counted (packets) and fail exactly when cap_source reported
+ * an error for it (failed). */
+static void small_buffer_pass(const char *path, size_t bufsize, uint64_t packets, int failed)
+{
+    cap_pcapfile pf;
+    cap_pcapfile_rec rec;
+    uint64_t n = 0;
+    int r;
+    int fd = open(path, O_RDONLY);
+    SS_FUZZ_CHECK(fd >= 0);
+    if (cap_pcapfile_open(&pf, fd, bufsize) == 1) {
+        while ((r = cap_pcapfile_next(&pf, &rec)) == 1) {
+            SS_FUZZ_CHECK(rec.caplen <= CAP_PCAPFILE_MAX_CAPLEN && rec.caplen <= pf.snapshot);
+            SS_FUZZ_CHECK(rec.data >= pf.buf && rec.data + rec.caplen <= pf.buf + pf.end);
+            n++;
+        }
+        SS_FUZZ_CHECK(n == packets);
+        SS_FUZZ_CHECK((r < 0) == failed);
+        SS_FUZZ_CHECK(r == 0 || ss_fuzz_has_nul(pf.errbuf, sizeof pf.errbuf));
+    }
+    cap_pcapfile_close(&pf);
+    close(fd);
 }
 
 /* The tracker's callback: pass events on to resp/. */
@@ -120,6 +154,9 @@ int ss_fuzz_pcapfile(const uint8_t *data, size_t size)
     }
     uint64_t done = 0, total = 0;
     cap_source_progress(src, &done, &total);
+    SS_FUZZ_CHECK(done <= total);
+    for (size_t i = 0; i < n_inputs; i++)
+        small_buffer_pass(paths[i], 24 + size % 511, in[i].packets, in[i].error[0] != '\0');
 
     cap_tracker_finish(t, end_us);
     SS_FUZZ_CHECK(cap_tracker_live(t) == 0);
