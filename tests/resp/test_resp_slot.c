@@ -75,6 +75,35 @@ static void test_incremental_every_split(void **state)
     }
 }
 
+/* resp_key_slot finds '{' and '}' eight bytes at a time: with the braces at
+ * every position of keys of 1..40 bytes, over filler bytes that sit next to
+ * them in value (0x7a, 0x7c, 0x7e, 0xfb, 0xfd, 0x00, 0xff), it agrees with
+ * the incremental hasher (which searches byte by byte with memchr). */
+static void test_whole_key_brace_positions(void **state)
+{
+    (void)state;
+    const uint8_t fillers[] = {'a', 0x7a, 0x7c, 0x7e, 0xfb, 0xfd, 0x00, 0xff};
+    uint8_t k[40];
+    for (size_t f = 0; f < sizeof fillers; f++) {
+        for (size_t n = 1; n <= sizeof k; n++) {
+            for (size_t o = 0; o <= n; o++) {
+                for (size_t c = 0; c <= n; c++) {
+                    for (size_t i = 0; i < n; i++)
+                        k[i] = (uint8_t)(fillers[f] + (i % 3 == 2)); /* not all alike */
+                    if (o < n)
+                        k[o] = '{';
+                    if (c < n && c != o)
+                        k[c] = '}';
+                    resp_slot_hasher h;
+                    resp_slot_init(&h);
+                    resp_slot_update(&h, k, n);
+                    assert_int_equal(resp_key_slot(k, n), resp_slot_final(&h));
+                }
+            }
+        }
+    }
+}
+
 /* A long key fed one byte at a time. */
 static void test_long_key(void **state)
 {
@@ -101,6 +130,7 @@ int main(void)
         cmocka_unit_test(test_check_value),
         cmocka_unit_test(test_hashtags),
         cmocka_unit_test(test_incremental_every_split),
+        cmocka_unit_test(test_whole_key_brace_positions),
         cmocka_unit_test(test_long_key),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
