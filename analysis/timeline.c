@@ -337,7 +337,8 @@ static void stuck_event(an_analyzer *an, an_fnd *f, const an_mig *m, int which)
         if (e->target != AN_NONE && (uint32_t)e->target < an->nnodes)
             other = an->nodes[e->target].pub.node_id[0] ? an->nodes[e->target].pub.node_id
                                                        : an_node_name(an, e->target);
-        snprintf(what, sizeof what, "SETSLOT %s", e->arg);
+        /* what has room for 31 bytes of the argument after "SETSLOT " */
+        snprintf(what, sizeof what, "SETSLOT %.31s", e->arg);
         snprintf(cmd, sizeof cmd, "CLUSTER SETSLOT %d %s %s", (int)m->pub.slot, e->arg, other);
         snprintf(reply, sizeof reply, "+OK");
     }
