@@ -428,6 +428,67 @@ static inline void rp_top_type(rc_conn *c, uint8_t t)
     }
 }
 
+/* The most common replies, whole in the chunk at p (the type byte, the
+ * message just begun with rp_begin): a short status ("+OK", "+PONG",
+ * "+QUEUED"), an integer, a bulk string or a null bulk. Decoded as the
+ * general states would (same reply fields, same decoder state after), in one
+ * step. Returns the end of the message, or NULL to leave it to the general
+ * path (anything else, split, malformed), having changed nothing. */
+static const uint8_t *rp_fast_top(rc_conn *c, const uint8_t *p, const uint8_t *end)
+{
+    rp_dec *d = &c->rpd;
+    uint8_t t = *p;
+    const uint8_t *s = p + 1;
+    int64_t v;
+    size_t k;
+    if (t == '+') {
+        /* the first LF, within a few bytes, with its CR before it */
+        size_t room = (size_t)(end - s) < 32 ? (size_t)(end - s) : 32;
+        size_t i = rd_find_byte(s, room, '\n');
+        if (i == room || i == 0 || s[i - 1] != '\r')
+            return NULL;
+        const uint8_t *nl = s + i;
+        size_t n = (size_t)(nl - 1 - s);
+        rp_top_type(c, t);
+        d->ltype = t;
+        d->line.len = 0;
+        d->status_len = (uint8_t)(n < RD_STATUS_MAX ? n : RD_STATUS_MAX);
+        rd_copy_small(d->status, s, d->status_len);
+        d->status_monitor = (uint8_t)(n > 0 && (unsigned)(s[0] - '0') <= 9 &&
+                                      is_monitor_line(s, n)); /* "OK" is not */
+        d->state = RP_TYPE;
+        return nl + 1;
+    }
+    if (t != ':' && t != '$')
+        return NULL;
+    k = rd_num_fast(s, end, &v);
+    if (k == 0)
+        return NULL;
+    s += k;
+    if (t == ':') {
+        rp_top_type(c, t);
+        c->reply.integer = v;
+    } else if (v == -1) { /* RESP2 null bulk */
+        rp_top_type(c, t);
+        c->reply.type = RESP_T_NIL;
+        c->reply.elements = -1;
+    } else {
+        if (v < 0 || (uint64_t)v > c->rp->cfg.max_bulk_reply ||
+            (uint64_t)(end - s) < (uint64_t)v + 2 || s[v] != '\r' || s[v + 1] != '\n')
+            return NULL;
+        rp_top_type(c, t);
+        s += v + 2;
+        d->bulk_left = 0; /* a top-level bulk is never captured */
+        d->cap_dst = NULL;
+        d->cap_len = 0;
+        d->cap_what = CAP_NONE;
+    }
+    d->ltype = t;
+    d->line.len = 0;
+    d->state = RP_TYPE;
+    return s;
+}
+
 void rp_feed(rc_conn *c, const uint8_t *base, size_t len, int64_t ts)
 {
     rp_dec *d = &c->rpd;
@@ -456,6 +517,15 @@ void rp_feed(rc_conn *c, const uint8_t *base, size_t len, int64_t ts)
                 rp_begin(c, rp_pos(d, base, p), ts);
                 if (d->state == RP_SINK)
                     continue;
+                const uint8_t *q = rp_fast_top(c, p, end);
+                if (q != NULL) {
+                    p = q;
+                    if (c->keeping)
+                        pair_keep_bytes(c, seg, (size_t)(p - seg));
+                    seg = p;
+                    rp_message_done(c, rp_pos(d, base, p), ts);
+                    continue;
+                }
             }
             switch (t) {
             case '+': case '-': case ':': case '$': case '*': case '_': case ',':

@@ -216,7 +216,42 @@ static inline void arg_end(rc_conn *c)
         r->argc = d->argi;
 }
 
-/* A whole argument of len bytes at p, all in one chunk: the same as
+/* Copy the first n bytes of a whole argument (n <= its length, n <= 64):
+ * rd_copy_small, except that pieces of 2 or 3 bytes (names like GET and
+ * SET, small values) are moved as one 4-byte word. That may read up to 2
+ * bytes past the piece: they are the argument's own bytes or its CRLF, which
+ * arg_whole's caller has checked is there. The byte written past n means
+ * nothing (destinations are 32 or 64 bytes). */
+static inline void arg_copy(uint8_t *dst, const uint8_t *p, size_t n)
+{
+    if (n >= 4) {
+        rd_copy_small(dst, p, n);
+    } else if (n >= 2) {
+        uint32_t w;
+        memcpy(&w, p, 4);
+        memcpy(dst, &w, 4);
+    } else if (n == 1) {
+        dst[0] = p[0];
+    }
+}
+
+/* The same for a command name, upper-cased. */
+static inline void name_copy(uint8_t *dst, const uint8_t *p, size_t n)
+{
+    if (n >= 4) {
+        rd_upper_copy(dst, p, n);
+    } else if (n >= 2) {
+        uint32_t w;
+        memcpy(&w, p, 4);
+        w = rd_upper32(w);
+        memcpy(dst, &w, 4);
+    } else if (n == 1) {
+        dst[0] = rd_upper(p[0]);
+    }
+}
+
+/* A whole argument of len bytes at p, all in one chunk, followed by its
+ * CRLF (the caller checked it): the same as
  * arg_begin + arg_data + arg_end, without the state that lets those resume
  * across chunks. This is the hot path for requests. */
 static inline void arg_whole(rc_conn *c, const uint8_t *p, size_t len)
@@ -228,7 +263,7 @@ static inline void arg_whole(rc_conn *c, const uint8_t *p, size_t len)
     uint32_t kept = full < RESP_ARG_PREFIX ? full : RESP_ARG_PREFIX;
     if (i == 0) {
         size_t nl = len < RESP_NAME_MAX - 1 ? len : RESP_NAME_MAX - 1;
-        rd_upper_copy((uint8_t *)r->name, p, nl);
+        name_copy((uint8_t *)r->name, p, nl);
         r->name[nl] = '\0';
         c->cur->name_len = (uint8_t)nl;
         d->cred = rq_cred_class(r->name, nl);
@@ -266,7 +301,7 @@ static inline void arg_whole(rc_conn *c, const uint8_t *p, size_t len)
             dst = d->prevbuf;
         }
         if (dst != NULL)
-            rd_copy_small(dst, p, kept);
+            arg_copy(dst, p, kept);
         if (key) {
             uint16_t slot = resp_key_slot(p, len);
             r->nkeys++;
@@ -274,7 +309,7 @@ static inline void arg_whole(rc_conn *c, const uint8_t *p, size_t len)
                 r->slot = slot;
                 r->key0_len = (uint8_t)kept;
                 r->key0_full_len = full;
-                rd_copy_small((uint8_t *)r->key0, p, kept);
+                arg_copy((uint8_t *)r->key0, p, kept);
             } else if ((int32_t)slot != r->slot) {
                 r->multi_slot = 1;
             }
@@ -683,7 +718,19 @@ void rq_feed(rc_conn *c, const uint8_t *base, size_t n, int64_t ts)
                 p = body + len + 2;
                 if (d->argi >= d->argc_expected) {
                     rq_complete(c, rq_pos(d, base, p), ts);
-                    break;
+                    /* pipelined: the next request usually follows in the
+                     * same chunk; start it here, as RQ_START and RQ_MB_LINE
+                     * would, without two more trips through the switch */
+                    if (p == end || *p != '*' || d->line.len != 0)
+                        break;
+                    k = rd_num_fast(p + 1, end, &v);
+                    if (k == 0 || v <= 0 || v > RD_MAX_ELEMENTS)
+                        break; /* "*0", long or split: the general path */
+                    rq_begin(c, rq_pos(d, base, p), ts);
+                    p += 1 + k;
+                    d->argc_expected = (uint32_t)v;
+                    c->cur->cmd.req.argc = (uint32_t)v;
+                    d->state = RQ_ARG_TYPE;
                 }
                 if (p == end)
                     break;

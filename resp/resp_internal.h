@@ -344,6 +344,34 @@ static inline size_t rd_num_fast(const uint8_t *p, const uint8_t *end, int64_t *
     return (size_t)(q + 2 - p);
 }
 
+/* Index of the first byte equal to c in p[0..n), or n. Keys are short and
+ * hash tags sit near their start: a call to memchr costs more (its set-up,
+ * alignment and page checks) than finding a '{' a few bytes in. Eight bytes
+ * per step: a byte equal to c turns to zero in w ^ pattern, and the classic
+ * zero-byte test ((x - 0x01..) & ~x & 0x80..) marks it; only bits above the
+ * first zero byte can be false marks, so the lowest mark is exact. Loads stay
+ * inside [p, p + n). */
+static inline size_t rd_find_byte(const uint8_t *p, size_t n, uint8_t c)
+{
+    size_t i = 0;
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
+    const uint64_t pattern = ones * c;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, p + i, 8);
+        w ^= pattern;
+        uint64_t mark = (w - ones) & ~w & highs;
+        if (mark != 0)
+            return i + (size_t)(__builtin_ctzll(mark) >> 3);
+    }
+#endif
+    for (; i < n; i++)
+        if (p[i] == c)
+            return i;
+    return n;
+}
+
 /* Is the NUL-terminated name n, of length len, equal to the literal lit? */
 #define RD_NAME_IS(n, len, lit) ((len) == sizeof(lit) - 1 && memcmp((n), (lit), (len)) == 0)
 

@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "resp/crc16_tables_internal.h"
-#include "resp/resp.h"
+#include "resp/resp_internal.h"
 
 /* Continue a CRC16-XMODEM over n bytes: eight bytes per step with the
  * sliced tables (independent lookups instead of a chain of eight), then byte
@@ -74,42 +74,14 @@ uint16_t resp_slot_final(const resp_slot_hasher *h)
     return h->crc_all & 16383;
 }
 
-/* Index of the first byte equal to c in p[0..n), or n. Keys are short and
- * hash tags sit near their start: a call to memchr costs more (its set-up,
- * alignment and page checks) than finding a '{' a few bytes in. Eight bytes
- * per step: a byte equal to c turns to zero in w ^ pattern, and the classic
- * zero-byte test ((x - 0x01..) & ~x & 0x80..) marks it; only bits above the
- * first zero byte can be false marks, so the lowest mark is exact. Loads stay
- * inside [p, p + n). */
-static inline size_t find_byte(const uint8_t *p, size_t n, uint8_t c)
-{
-    size_t i = 0;
-#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
-    const uint64_t pattern = ones * c;
-    for (; i + 8 <= n; i += 8) {
-        uint64_t w;
-        memcpy(&w, p + i, 8);
-        w ^= pattern;
-        uint64_t mark = (w - ones) & ~w & highs;
-        if (mark != 0)
-            return i + (size_t)(__builtin_ctzll(mark) >> 3);
-    }
-#endif
-    for (; i < n; i++)
-        if (p[i] == c)
-            return i;
-    return n;
-}
-
 /* The whole key is at hand: find the tag first, then run one CRC over only
  * the bytes that count (the incremental hasher has to run two). */
 uint16_t resp_key_slot(const uint8_t *key, size_t len)
 {
-    size_t open = len > 2 ? find_byte(key, len, '{') : len;
+    size_t open = len > 2 ? rd_find_byte(key, len, '{') : len;
     if (open < len) {
         size_t from = open + 1;
-        size_t close = from + find_byte(key + from, len - from, '}');
+        size_t close = from + rd_find_byte(key + from, len - from, '}');
         if (close < len && close > from)
             return crc16_update(0, key + from, close - from) & 16383;
     }

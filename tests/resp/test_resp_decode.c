@@ -191,6 +191,41 @@ static const h_step sample_d[] = { /* garbage on both sides, then recovery */
     {CAP_TO_CLIENT, "+PONG\r\n", 0},
 };
 
+/* What the one-step paths take when a whole message is in the chunk
+ * (pipelined requests started right after the previous one; a status, an
+ * integer, a bulk or a null bulk as a whole reply), next to what they leave
+ * to the general path: "*0", an empty status and bulk, a status too long for
+ * the quick look, monitor lines. Fed whole they go the short way, split they
+ * cannot: the logs must agree. */
+static const h_step sample_e[] = {
+    {CAP_TO_SERVER, "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$2\r\nvv\r\n*0\r\n"
+                    "*2\r\n$3\r\nget\r\n$1\r\nk\r\n*2\r\n$4\r\nINCR\r\n$1\r\nn\r\n"
+                    "*2\r\n$3\r\nGET\r\n$2\r\nno\r\n" PING "*2\r\n$4\r\nECHO\r\n$0\r\n\r\n"
+                    PING "*2\r\n$2\r\nGE\r\n$1\r\nx\r\n*1\r\n$1\r\nX\r\n", 0},
+    {CAP_TO_CLIENT, "+OK\r\n$2\r\nvv\r\n:-5\r\n$-1\r\n+\r\n$0\r\n\r\n"
+                    "+this status is longer than thirty-two bytes\r\n:0\r\n-ERR x\r\n", 0},
+    {CAP_TO_SERVER, "*1\r\n$7\r\nMONITOR\r\n", 0},
+    {CAP_TO_CLIENT, "+OK\r\n+1.5 [0 x] \"GET\"\r\n+2.25 [0 y] \"SET\"\r\n", 0},
+};
+
+/* Malformed replies where the one-step path must give up and let the
+ * general path find the error: a LF before any CR, a bulk without its CRLF,
+ * a bad integer. Each is followed by a good request and reply. */
+static const h_step sample_f[] = {
+    {CAP_TO_SERVER, PING, 0},
+    {CAP_TO_CLIENT, "+\nX\r\n", 0},
+    {CAP_TO_SERVER, PING, 0},
+    {CAP_TO_CLIENT, "+PONG\r\n", 0},
+    {CAP_TO_SERVER, "*2\r\n$3\r\nGET\r\n$1\r\nk\r\n", 0},
+    {CAP_TO_CLIENT, "$3\r\nabcX\r\n", 0},
+    {CAP_TO_SERVER, PING, 0},
+    {CAP_TO_CLIENT, "+PONG\r\n", 0},
+    {CAP_TO_SERVER, "*2\r\n$4\r\nINCR\r\n$1\r\nn\r\n", 0},
+    {CAP_TO_CLIENT, ":+5\r\n", 0},
+    {CAP_TO_SERVER, PING, 0},
+    {CAP_TO_CLIENT, "+PONG\r\n", 0},
+};
+
 /* Feed a sample whole, byte by byte, in small chunks and split in two at every
  * offset of every step: the logs must be identical. */
 static void check_split_invariance(const h_step *s, size_t n)
@@ -254,6 +289,26 @@ static void test_split_d(void **state)
 {
     (void)state;
     check_split_invariance(sample_d, sizeof sample_d / sizeof sample_d[0]);
+}
+
+static void test_split_e(void **state)
+{
+    (void)state;
+    check_split_invariance(sample_e, sizeof sample_e / sizeof sample_e[0]);
+    char *log = h_run(sample_e, sizeof sample_e / sizeof sample_e[0], 0, 1, NULL);
+    /* 10 commands paired, "*0" is none; the two monitor lines are pushes */
+    assert_non_null(strstr(log, "paired=10 ureq=0 urep=0"));
+    assert_non_null(strstr(log, "push=2"));
+    free(log);
+}
+
+static void test_split_f(void **state)
+{
+    (void)state;
+    check_split_invariance(sample_f, sizeof sample_f / sizeof sample_f[0]);
+    char *log = h_run(sample_f, sizeof sample_f / sizeof sample_f[0], 0, 1, NULL);
+    assert_non_null(strstr(log, "perr=3"));
+    free(log);
 }
 
 /* Inputs a fuzzer found to decode differently depending on the chunking. */
@@ -941,6 +996,8 @@ int main(void)
         cmocka_unit_test(test_split_b),
         cmocka_unit_test(test_split_c),
         cmocka_unit_test(test_split_d),
+        cmocka_unit_test(test_split_e),
+        cmocka_unit_test(test_split_f),
         cmocka_unit_test(test_random_split_invariance),
         cmocka_unit_test(test_split_regressions),
         cmocka_unit_test(test_inline),
