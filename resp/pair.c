@@ -264,7 +264,10 @@ static void flush_no_reply_slow(rc_conn *c)
  * and reply, so the common case (the head waits for a reply) is one test. */
 static inline void flush_no_reply(rc_conn *c)
 {
-    if (c->count == 0 || ring_at(c, 0)->nreply != 0 || ring_at(c, 0)->dynamic)
+    if (c->count == 0)
+        return;
+    const rq_entry *h = ring_at(c, 0);
+    if (h->nreply != 0 || h->dynamic)
         return;
     flush_no_reply_slow(c);
 }
@@ -729,6 +732,15 @@ static int unsub_all_done(const rc_conn *c, int w)
 /* Server-side effects of a paired reply. */
 static void reply_effects(rc_conn *c, rq_entry *h)
 {
+    switch (h->kind) { /* most requests have none: one test */
+    case RQK_MONITOR:
+    case RQK_HELLO:
+    case RQK_RESET:
+    case RQK_PSYNC:
+        break;
+    default:
+        return;
+    }
     const resp_reply *r = &c->reply;
     const rp_dec *d = &c->rpd;
     int ok = (r->err == RESP_ERR_NONE && r->type != RESP_T_ERROR && r->type != RESP_T_BLOBERR);

@@ -75,15 +75,26 @@ uint16_t resp_slot_final(const resp_slot_hasher *h)
 }
 
 /* The whole key is at hand: find the tag first, then run one CRC over only
- * the bytes that count (the incremental hasher has to run two). */
+ * the bytes that count (the incremental hasher has to run two). Tags are
+ * mostly a few bytes ("key:{06S}:000000849830"): the CRC runs along while
+ * the '}' is looked for, for up to SHORT_TAG bytes; a longer tag is found
+ * first and hashed eight bytes at a time. */
+#define SHORT_TAG 16
 uint16_t resp_key_slot(const uint8_t *key, size_t len)
 {
     size_t open = len > 2 ? rd_find_byte(key, len, '{') : len;
     if (open < len) {
         size_t from = open + 1;
-        size_t close = from + rd_find_byte(key + from, len - from, '}');
-        if (close < len && close > from)
-            return crc16_update(0, key + from, close - from) & 16383;
+        size_t stop = len - from < SHORT_TAG ? len : from + SHORT_TAG;
+        uint16_t crc = 0;
+        size_t i = from;
+        for (; i < stop && key[i] != '}'; i++)
+            crc = (uint16_t)((crc << 8) ^ crc16_table[0][((crc >> 8) ^ key[i]) & 0xff]);
+        if (i < stop) /* the '}' */
+            return i > from ? crc & 16383 : crc16_update(0, key, len) & 16383;
+        size_t close = i + rd_find_byte(key + i, len - i, '}');
+        if (close < len)
+            return crc16_update(crc, key + i, close - i) & 16383;
     }
     return crc16_update(0, key, len) & 16383;
 }
