@@ -458,6 +458,37 @@ static void test_map_follows_live_entries(void **state)
     an_map_free(&m);
 }
 
+/* Freed entries are taken again before new ones (last freed, first taken),
+ * so the pages of the tables sized by their caps that become resident follow
+ * the entries in use at once, not the connections or operations seen. */
+static void test_entries_reused(void **state)
+{
+    (void)state;
+    sc s;
+    sc_init(&s, NULL);
+    char key[32];
+    sc_key_for_slot(3999, key, sizeof key);
+    int64_t t = 1000;
+    for (int i = 0; i < 30; i++, t += 1000) { /* 60 of the 64 scenario connections */
+        /* a connection that opens, asks, is redirected, and closes ... */
+        int c = sc_conn(&s, 2, 40000 + i, 30310);
+        sc_do(&s, c, t, 5, "-ASK 3999 127.0.0.1:30311", "GET", key, NULL);
+        /* ... and the retry that ends the operation, on a second one */
+        int c2 = sc_conn(&s, 2, 41000 + i, 30311);
+        sc_do(&s, c2, t + 10, 5, "+OK", "ASKING", NULL);
+        sc_do(&s, c2, t + 20, 5, "$", "GET", key, NULL);
+        sc_close(&s, c, t + 30);
+        sc_close(&s, c2, t + 40);
+    }
+    assert_int_equal(s.an->nconns, 0);
+    assert_int_equal(s.an->conn_hwm, 2);
+    assert_int_equal(s.an->nops, 0);
+    assert_int_equal(s.an->op_hwm, 1);
+    assert_int_equal(an_get_stats(s.an)->redirected_operations, 30);
+    sc_finish(&s, t + 100000000);
+    sc_free(&s);
+}
+
 static void test_config(void **state)
 {
     (void)state;
@@ -530,6 +561,7 @@ int main(void)
         cmocka_unit_test(test_view_bytes_cap),
         cmocka_unit_test(test_view_compact),
         cmocka_unit_test(test_map_follows_live_entries),
+        cmocka_unit_test(test_entries_reused),
         cmocka_unit_test(test_config),
         cmocka_unit_test(test_histogram),
     };
