@@ -505,6 +505,63 @@ static void test_progress(void **state)
     free(f.data);
 }
 
+/* What on_record saw. */
+typedef struct seen {
+    cap_source *src;
+    uint64_t records;
+    uint64_t stop_after;     /* call cap_source_break after this many */
+    int64_t last_ts;
+    uint32_t caplen_sum;
+} seen;
+
+/* cap_record_fn: count, and break the run when told to. */
+static void on_record(void *ctx, const cap_record *rec)
+{
+    seen *s = ctx;
+    assert_non_null(rec);
+    assert_int_equal(rec->linktype, DLT_LINUX_SLL2);
+    s->records++;
+    s->last_ts = rec->ts_us;
+    s->caplen_sum += rec->caplen;
+    if (s->records == s->stop_after)
+        cap_source_break(s->src);
+}
+
+/* A single file run through a record callback: every record (the right link
+ * type, time and length), and a break from the callback stops the run right
+ * after that record, with 1. */
+static void test_run_records_and_break(void **state)
+{
+    pfile f;
+    const char *paths[] = {"pf_run.pcap"};
+    char err[256] = "";
+    uint32_t sum = 0;
+    seen s;
+    (void)state;
+    pf_start(&f, 0xa1b23c4du, 1, 2, 4, 65535, 276);
+    for (uint32_t i = 0; i < 50; i++) {
+        pf_record(&f, 10 + i, 500000000, 20 + i, 20 + i);
+        sum += 20 + i;
+    }
+    pf_save(&f, "pf_run.pcap", f.len);
+    free(f.data);
+    memset(&s, 0, sizeof s);
+    s.src = cap_open_files(paths, 1, err, sizeof err);
+    assert_non_null(s.src);
+    assert_int_equal(cap_source_run_records(s.src, on_record, &s, err, sizeof err), 0);
+    assert_int_equal(s.records, 50);
+    assert_int_equal(s.caplen_sum, sum);
+    assert_int_equal(s.last_ts, 59 * 1000000LL + 500000);
+    cap_source_free(s.src);
+    memset(&s, 0, sizeof s);
+    s.stop_after = 7;
+    s.src = cap_open_files(paths, 1, err, sizeof err);
+    assert_non_null(s.src);
+    assert_int_equal(cap_source_run_records(s.src, on_record, &s, err, sizeof err), 1);
+    assert_int_equal(s.records, 7);
+    cap_source_free(s.src);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -517,6 +574,7 @@ int main(void)
         cmocka_unit_test(test_linktype_mapping),
         cmocka_unit_test(test_left_to_libpcap),
         cmocka_unit_test(test_progress),
+        cmocka_unit_test(test_run_records_and_break),
     };
     /* The files are written by relative name, in a scratch folder removed
      * afterwards. */
