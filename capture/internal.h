@@ -401,7 +401,6 @@ void cap_reasm_clear(cap_tracker *t, cap_flow *f, int side);
  * order, a link type capture/ decodes); cap_pcapfile_open says "not mine" for
  * the rest, which go to libpcap. */
 typedef struct cap_pcapfile {
-    int fd;                  /* the open file (owned by the caller) */
     uint8_t *buf;            /* read buffer */
     size_t size;             /* bytes allocated at buf */
     size_t pos;              /* first byte not handed out yet */
@@ -411,8 +410,9 @@ typedef struct cap_pcapfile {
     int nsec;                /* times in nanoseconds */
     int eof;                 /* read(2) reported the end */
     int read_errno;          /* read(2) failed with this errno (0: no) */
-    int dlt;                 /* DLT_ value of the link type */
     uint32_t snapshot;       /* snap length as libpcap adjusts it */
+    int dlt;                 /* DLT_ value of the link type */
+    int fd;                  /* the open file (owned by the caller) */
     char errbuf[160];        /* libpcap's text for the last error */
 } cap_pcapfile;
 

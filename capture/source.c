@@ -3,13 +3,15 @@
  *
  * Classic pcap files of the usual kinds are read by pcapfile.c, in place from
  * a large read(2) buffer; every other file (pcapng: draft-ietf-opsawg-pcapng,
- * other pcap versions and link types) by libpcap. Several files are merged by
- * timestamp: each file keeps its current record (the reader's buffer stays
- * valid until the next read of that file, so nothing is copied) and a small
- * binary heap picks the earliest. A file that fails mid-way is reported and dropped; the records
- * read before stay delivered and the other files go on. Records libpcap can
- * still frame (zero length, odd lengths, time going back) are handed on: the
- * tracker counts them as malformed or time_backwards and reading goes on.
+ * other pcap versions and link types) by libpcap. Either gives the same
+ * records and the same errors. Several files are merged by timestamp: each
+ * file keeps its current record (the reader's buffer stays valid until the
+ * next read of that file, so nothing is copied) and a small binary heap picks
+ * the earliest. A file that fails mid-way is reported and dropped; the
+ * records read before stay delivered and the other files go on. Records that
+ * can still be framed (zero length, odd lengths, time going back) are handed
+ * on: the tracker counts them as malformed or time_backwards and reading goes
+ * on.
  *
  * Live capture follows pcap(3PCAP): pcap_create, the options, pcap_activate
  * (a positive result is a warning, a negative one an error), then a BPF
@@ -43,9 +45,6 @@
 
 /* One input file and its current record. */
 typedef struct input {
-    pcap_t *pcap;            /* libpcap's handle (NULL when closed or unused) */
-    int own;                 /* read by pf instead of libpcap */
-    cap_pcapfile pf;         /* the classic pcap reader (when own) */
     cap_record cur;          /* the record waiting in the merge */
     /* Counters kept here, next to cur, and copied into the cap_input_info
      * when asked for: one cache line per record instead of three. */
@@ -57,8 +56,12 @@ typedef struct input {
     uint64_t time_backwards; /* records older than the previous one */
     uint64_t bad_lengths;    /* records with impossible lengths (see cap_input_info) */
     uint64_t size;           /* file size in bytes */
-    char *iobuf;             /* stdio buffer of the file (libpcap) */
     int error_pending;       /* info.error is set and not yet reported */
+    int own;                 /* read by pf instead of libpcap */
+    cap_pcapfile pf;         /* the classic pcap reader (when own); its hot
+                                fields first, right after the counters */
+    pcap_t *pcap;            /* libpcap's handle (NULL when closed or unused) */
+    char *iobuf;             /* stdio buffer of the file (libpcap) */
 } input;
 
 struct cap_source {
