@@ -104,6 +104,50 @@ static void test_whole_key_brace_positions(void **state)
     }
 }
 
+/* CRC16-XMODEM one bit at a time, straight from its definition (poly
+ * 0x1021, MSB first, init 0): the reference for the table-driven code. */
+static uint16_t crc16_bitwise(const uint8_t *p, size_t n)
+{
+    uint16_t crc = 0;
+    for (size_t i = 0; i < n; i++) {
+        crc ^= (uint16_t)(p[i] << 8);
+        for (int b = 0; b < 8; b++)
+            crc = (uint16_t)((crc & 0x8000) ? (crc << 1) ^ 0x1021 : crc << 1);
+    }
+    return crc;
+}
+
+/* Keys of every length up to 80 (pseudo-random bytes without braces) hash
+ * as the bitwise CRC says, and so do tags of every length up to 40 inside
+ * them: every way the sliced steps and the short tail can split a run. */
+static void test_crc_every_length(void **state)
+{
+    (void)state;
+    uint8_t k[96] = {0};
+    uint32_t x = 12345;
+    for (size_t n = 0; n <= 80; n++) {
+        for (size_t i = 0; i < n; i++) {
+            x = x * 1103515245u + 12345u;
+            k[i] = (uint8_t)(x >> 16);
+            if (k[i] == '{' || k[i] == '}')
+                k[i] = 'k';
+        }
+        assert_int_equal(resp_key_slot(k, n), crc16_bitwise(k, n) & 16383);
+        if (n >= 1 && n <= 40) { /* the same bytes as a tag: "ab{<n>}cd" */
+            uint8_t t[96];
+            memcpy(t, "ab{", 3);
+            memcpy(t + 3, k, n);
+            memcpy(t + 3 + n, "}cd", 3);
+            assert_int_equal(resp_key_slot(t, n + 6), crc16_bitwise(k, n) & 16383);
+            resp_slot_hasher h;
+            resp_slot_init(&h);
+            for (size_t i = 0; i < n + 6; i++)
+                resp_slot_update(&h, t + i, 1);
+            assert_int_equal(resp_slot_final(&h), crc16_bitwise(k, n) & 16383);
+        }
+    }
+}
+
 /* A long key fed one byte at a time. */
 static void test_long_key(void **state)
 {
@@ -131,6 +175,7 @@ int main(void)
         cmocka_unit_test(test_hashtags),
         cmocka_unit_test(test_incremental_every_split),
         cmocka_unit_test(test_whole_key_brace_positions),
+        cmocka_unit_test(test_crc_every_length),
         cmocka_unit_test(test_long_key),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
