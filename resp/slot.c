@@ -19,8 +19,12 @@
 #include "resp/resp_internal.h"
 
 /* Continue a CRC16-XMODEM over n bytes: eight bytes per step with the
- * sliced tables (independent lookups instead of a chain of eight), then byte
- * by byte. For a 16-bit CRC, the state folds into the first two bytes. */
+ * sliced tables (independent lookups instead of a chain of eight), then the
+ * last n < 8 bytes the same way in one step: byte i of the m left is
+ * followed by m-1-i bytes, so it is looked up in table m-1-i. For a 16-bit
+ * CRC the state folds into the first two bytes (one byte alone: the state's
+ * low byte moves up). Short keys and hash tags ("{06S}") are all tail: a
+ * chain of one dependent lookup per byte was most of their cost. */
 static inline uint16_t crc16_update(uint16_t crc, const uint8_t *p, size_t n)
 {
     while (n >= 8) {
@@ -30,9 +34,33 @@ static inline uint16_t crc16_update(uint16_t crc, const uint8_t *p, size_t n)
         p += 8;
         n -= 8;
     }
-    for (size_t i = 0; i < n; i++)
-        crc = (uint16_t)((crc << 8) ^ crc16_table[0][((crc >> 8) ^ p[i]) & 0xff]);
-    return crc;
+    if (n == 0)
+        return crc;
+    if (n == 1)
+        return (uint16_t)((crc << 8) ^ crc16_table[0][(crc >> 8) ^ p[0]]);
+    uint16_t r = (uint16_t)(crc16_table[n - 1][(crc >> 8) ^ p[0]] ^
+                            crc16_table[n - 2][(crc & 0xff) ^ p[1]]);
+    const uint8_t *q = p + n; /* the last byte is q[-1], in table 0 */
+    switch (n) {
+    case 7:
+        r ^= crc16_table[4][q[-5]];
+        /* fall through */
+    case 6:
+        r ^= crc16_table[3][q[-4]];
+        /* fall through */
+    case 5:
+        r ^= crc16_table[2][q[-3]];
+        /* fall through */
+    case 4:
+        r ^= crc16_table[1][q[-2]];
+        /* fall through */
+    case 3:
+        r ^= crc16_table[0][q[-1]];
+        break;
+    default: /* 2: both bytes folded above */
+        break;
+    }
+    return r;
 }
 
 void resp_slot_init(resp_slot_hasher *h)
@@ -76,9 +104,8 @@ uint16_t resp_slot_final(const resp_slot_hasher *h)
 
 /* The whole key is at hand: find the tag first, then run one CRC over only
  * the bytes that count (the incremental hasher has to run two). Tags are
- * mostly a few bytes ("key:{06S}:000000849830"): the CRC runs along while
- * the '}' is looked for, for up to SHORT_TAG bytes; a longer tag is found
- * first and hashed eight bytes at a time. */
+ * mostly a few bytes ("key:{06S}:000000849830"): the '}' is looked for byte
+ * by byte over the first SHORT_TAG bytes, eight at a time after that. */
 #define SHORT_TAG 16
 uint16_t resp_key_slot(const uint8_t *key, size_t len)
 {
@@ -86,15 +113,13 @@ uint16_t resp_key_slot(const uint8_t *key, size_t len)
     if (open < len) {
         size_t from = open + 1;
         size_t stop = len - from < SHORT_TAG ? len : from + SHORT_TAG;
-        uint16_t crc = 0;
-        size_t i = from;
-        for (; i < stop && key[i] != '}'; i++)
-            crc = (uint16_t)((crc << 8) ^ crc16_table[0][((crc >> 8) ^ key[i]) & 0xff]);
-        if (i < stop) /* the '}' */
-            return i > from ? crc & 16383 : crc16_update(0, key, len) & 16383;
-        size_t close = i + rd_find_byte(key + i, len - i, '}');
-        if (close < len)
-            return crc16_update(crc, key + i, close - i) & 16383;
+        size_t close = from;
+        while (close < stop && key[close] != '}')
+            close++;
+        if (close == stop && stop < len)
+            close += rd_find_byte(key + close, len - close, '}');
+        if (close < len && close > from)
+            return crc16_update(0, key + from, close - from) & 16383;
     }
     return crc16_update(0, key, len) & 16383;
 }
