@@ -2,23 +2,19 @@
  * parallel.c - `--threads N`: the capture and resp stages on N worker threads,
  * the analysis on the calling thread, with exactly the results of one thread.
  *
- *   worker 0        reads the source (cap_source_run_records), numbers the
+ *   reader thread   reads the source (cap_source_run_records), numbers the
  *                   records 1, 2, ... in merged order, picks each one's worker
  *                   by the symmetric hash of its 4-tuple (both directions of a
  *                   connection go to the same worker; what is not TCP goes to
- *                   worker 0) and puts it in the input ring, which the other
- *                   workers read: its bytes only when it is another worker's
- *                   share, its time always. Then it feeds the record to its
- *                   own stages straight from the read buffer (no copy, no
- *                   reader thread: on few cores a thread more is a thread
- *                   that waits for a core)
- *   workers         each has its own cap_tracker and resp pipeline. A record
+ *                   worker 0) and copies it into the input ring, which every
+ *                   worker reads
+ *   worker threads  each has its own cap_tracker and resp pipeline. A record
  *                   of its share goes through cap_tracker_packet_at; every
  *                   other record only moves its clock (cap_tracker_time), so
  *                   idle connections close at the very record where one
  *                   tracker would close them, and connection ids (the number
  *                   of the opening record) are those of one tracker. The resp
- *                   events (open, command, close) are packed into the
+ *                   events (open, command, close) are copied into the
  *                   worker's own event ring, each with its place in the order
  *                   one thread would make them
  *   calling thread  merges the event rings in that order and hands each event
@@ -227,6 +223,8 @@ struct par {
     worker *w;
     unsigned n;
     cap_source *src;
+    pthread_t reader;
+    int reader_started;
     pthread_mutex_t mu;
     pthread_cond_t in_cv;          /* workers: records, the end, or the finish order */
     pthread_cond_t room_cv;        /* reader: workers are done with records */
@@ -345,14 +343,11 @@ static void add_input_drops(cap_stats *cs, const cap_input_info *in, size_t n)
 
 /* ---------------------------------------------------------------- worker: events */
 
-static void publish_input(struct par *p);
-
-/* The oldest input position a worker still needs (worker 0 reads the
- * source itself and needs none). Mutex held. */
+/* The oldest input position a worker still needs. Mutex held. */
 static uint64_t oldest_in_use(const struct par *p)
 {
     uint64_t oldest = p->rd_pos;
-    for (unsigned i = 1; i < p->n; i++)
+    for (unsigned i = 0; i < p->n; i++)
         if (p->w[i].consumed < oldest)
             oldest = p->w[i].consumed;
     return oldest;
@@ -394,8 +389,6 @@ static void worker_wait_room(worker *w, size_t ev, uint64_t raw_start, size_t ra
     struct par *p = w->par;
     pthread_mutex_lock(&p->mu);
     worker_show(w);
-    if (w->id == 0)
-        publish_input(p); /* the others may need it to let the merger on */
     w->wake_ev = ev ? wake_tail(w->ev_head, ev, OUT_BYTES, w->ev_head) : 0;
     w->wake_raw = raw ? wake_tail(raw_start, raw, w->raw_size, w->raw_head) : 0;
     while (w->ev_head + ev - w->ev_tail_seen > OUT_BYTES ||
@@ -655,29 +648,21 @@ static int worker_fetch(worker *w, int wait)
     return more;
 }
 
-/* Feed record number `record` (time ts_us): the clock, then the record
- * itself if it is of this worker's share (data: NULL when it is not). */
-static void feed_record(worker *w, uint64_t record, int64_t ts_us, int linktype,
-                        const uint8_t *data, uint32_t caplen, uint32_t wirelen)
-{
-    w->record = record;
-    w->ts_us = ts_us;
-    w->own = 0;
-    cap_tracker_time(w->tracker, record, ts_us);
-    if (data) {
-        w->own = 1;
-        cap_tracker_packet_at(w->tracker, record, linktype, ts_us, data, caplen, wirelen);
-    }
-    maybe_time_event(w);
-}
-
-/* Feed input position pos from the input ring. */
+/* Feed input position pos: the clock, then the record if it is ours. */
 static void worker_feed(worker *w, uint64_t pos)
 {
     const in_rec *d = &w->recs[pos & (IN_RECORDS - 1)];
-    feed_record(w, pos + 1, d->ts_us, d->linktype,
-                d->worker == w->id ? w->bytes + (d->off & w->bytes_mask) : NULL, d->caplen,
-                d->wirelen);
+    uint64_t record = pos + 1;
+    w->record = record;
+    w->ts_us = d->ts_us;
+    w->own = 0;
+    cap_tracker_time(w->tracker, record, d->ts_us);
+    if (d->worker == w->id) {
+        w->own = 1;
+        cap_tracker_packet_at(w->tracker, record, d->linktype, d->ts_us,
+                              w->bytes + (d->off & w->bytes_mask), d->caplen, d->wirelen);
+    }
+    maybe_time_event(w);
 }
 
 /* Wait for the merger's order to finish: the end time. */
@@ -696,9 +681,11 @@ static int64_t worker_wait_finish(worker *w)
     return end;
 }
 
-/* Workers 1..N-1: every record of the input ring. */
-static void worker_read_ring(worker *w)
+/* The worker thread: every record of the input, then the end. */
+static void *worker_main(void *arg)
 {
+    worker *w = arg;
+    struct par *p = w->par;
     for (;;) {
         if (w->pos == w->avail && !worker_fetch(w, 1))
             break;
@@ -708,20 +695,6 @@ static void worker_read_ring(worker *w)
             worker_fetch(w, 0); /* the reader may reuse what was read, the
                                    merger may pass what was done */
     }
-}
-
-static void read_source(struct par *p);
-
-/* A worker thread: every record of the input (worker 0 reads the source
- * itself, the others the input ring it fills), then the end. */
-static void *worker_main(void *arg)
-{
-    worker *w = arg;
-    struct par *p = w->par;
-    if (w->id == 0)
-        read_source(p);
-    else
-        worker_read_ring(w);
     w->record = KEY_END;
     w->own = 0;
     cap_tracker_finish(w->tracker, worker_wait_finish(w));
@@ -757,24 +730,15 @@ static void reader_serve_request(struct par *p)
     }
 }
 
-/* Publish the records written and wake the workers waiting for them. Mutex
- * held. */
-static void publish_input(struct par *p)
+/* Publish the records written, wake the workers, see what they are done
+ * with. */
+static void reader_show(struct par *p)
 {
+    pthread_mutex_lock(&p->mu);
     p->published = p->rd_pos;
     p->rd_shown = p->rd_pos;
     if (p->in_waiters > 0)
         pthread_cond_broadcast(&p->in_cv);
-}
-
-/* Publish the records written and worker 0's events, see what the other
- * workers are done with. */
-static void reader_show(struct par *p)
-{
-    worker_serve_request(&p->w[0]);
-    pthread_mutex_lock(&p->mu);
-    publish_input(p);
-    worker_show(&p->w[0]);
     p->rd_oldest = oldest_in_use(p);
     reader_serve_request(p);
     pthread_mutex_unlock(&p->mu);
@@ -837,44 +801,34 @@ static in_rec *reader_reserve(struct par *p, size_t len, uint64_t *start)
     }
 }
 
-/* cap_record_fn, on worker 0: put one record in the input ring (its bytes
- * only when another worker's share: every worker needs its time), then
- * feed it to worker 0 itself. NULL: a live read returned, hand on what
- * there is. */
+/* cap_record_fn: copy one record into the ring (NULL: a live read returned,
+ * hand on what there is). */
 static void reader_record(void *ctx, const cap_record *rec)
 {
     struct par *p = ctx;
-    worker *w0 = &p->w[0];
-    uint32_t hash, owner, len;
+    uint32_t hash;
     uint64_t start;
     in_rec *d;
     if (!rec) {
-        if (p->rd_pos != p->rd_shown || w0->ev_head != w0->ev_head_shown)
+        if (p->rd_pos != p->rd_shown)
             reader_show(p);
         return;
     }
-    owner = cap_record_flow_hash(rec, &hash) ? (uint32_t)(((uint64_t)hash * p->n) >> 32) : 0;
-    len = owner == 0 ? 0 : rec->caplen;
-    d = reader_reserve(p, len, &start);
+    d = reader_reserve(p, rec->caplen, &start);
     if (!d) {
-        p->rd_oom = 1; /* read by the merger once the reading ended */
+        p->rd_oom = 1; /* read by the merger after joining */
         cap_source_break(p->src);
         return;
     }
-    if (len)
-        memcpy(p->bytes + (start & (p->bytes_size - 1)), rec->data, len);
+    memcpy(p->bytes + (start & (p->bytes_size - 1)), rec->data, rec->caplen);
     d->ts_us = rec->ts_us;
     d->off = start;
     d->caplen = rec->caplen;
     d->wirelen = rec->wirelen;
     d->linktype = rec->linktype;
-    d->worker = owner;
-    p->rd_off = start + len;
+    d->worker = cap_record_flow_hash(rec, &hash) ? (uint32_t)(((uint64_t)hash * p->n) >> 32) : 0;
+    p->rd_off = start + rec->caplen;
     p->rd_pos++;
-    /* worker 0's position follows the reader's: record rd_pos is being fed */
-    feed_record(w0, p->rd_pos, rec->ts_us, rec->linktype, owner == 0 ? rec->data : NULL,
-                rec->caplen, rec->wirelen);
-    w0->pos = p->rd_pos;
     if (p->rd_pos - p->rd_shown >= IN_BATCH)
         reader_show(p);
 }
@@ -888,26 +842,25 @@ static void stop_signals(sigset_t *set)
     sigaddset(set, SIGALRM);
 }
 
-/* Worker 0's reading: the whole source, then the end of input. While it
- * reads, this thread alone takes the stop signals (the others block them):
- * the source's stop flag is then written and read by one thread, and a
- * signal interrupts the read it waits in. */
-static void read_source(struct par *p)
+/* The reader thread: the whole source, then the end of input. It alone
+ * takes the stop signals (the other threads block them): the source's stop
+ * flag is then written and read by one thread, and a signal interrupts the
+ * read it waits in. */
+static void *reader_main(void *arg)
 {
+    struct par *p = arg;
     sigset_t stop;
-    int rc;
     stop_signals(&stop);
     pthread_sigmask(SIG_UNBLOCK, &stop, NULL);
-    rc = cap_source_run_records(p->src, reader_record, p, p->rd_err, sizeof p->rd_err);
-    pthread_sigmask(SIG_BLOCK, &stop, NULL);
+    p->rd_rc = cap_source_run_records(p->src, reader_record, p, p->rd_err, sizeof p->rd_err);
     reader_show(p);
     pthread_mutex_lock(&p->mu);
-    p->rd_rc = rc;
     p->eof = 1;
     pthread_cond_broadcast(&p->in_cv);
     if (p->merger_waiting)
         pthread_cond_signal(&p->out_cv);
     pthread_mutex_unlock(&p->mu);
+    return NULL;
 }
 
 /* ---------------------------------------------------------------- merger: connections */
@@ -1379,15 +1332,17 @@ par *par_new(const par_opts *o)
     return p;
 }
 
-/* Start the workers, worker 0 (the reader) last. 0, or -1 (see
- * stop_threads). */
+/* Start the workers, then the reader. 0, or -1 (see stop_threads). */
 static int start_threads(struct par *p)
 {
-    for (unsigned i = p->n; i-- > 0;) {
+    for (unsigned i = 0; i < p->n; i++) {
         if (pthread_create(&p->w[i].thread, NULL, worker_main, &p->w[i]) != 0)
             return -1;
         p->w[i].started = 1;
     }
+    if (pthread_create(&p->reader, NULL, reader_main, p) != 0)
+        return -1;
+    p->reader_started = 1;
     return 0;
 }
 
@@ -1432,7 +1387,9 @@ int par_run(par *p, cap_source *src, char *err, size_t err_size)
         snprintf(err, err_size, "cannot start threads");
         return -1;
     }
-    merge(p, 0); /* returns once worker 0 has read everything */
+    merge(p, 0);
+    pthread_join(p->reader, NULL);
+    p->reader_started = 0;
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (p->rd_oom || p->m_oom) {
         snprintf(err, err_size, "out of memory");
@@ -1513,6 +1470,8 @@ void par_free(par *p)
     if (p->w && p->w[0].started && !p->joined) {
         /* never finished (an error path): end the threads, drop their events */
         p->discard = 1;
+        if (p->reader_started)
+            pthread_join(p->reader, NULL);
         par_finish(p, 0);
     }
     for (unsigned i = 0; p->w && i < p->n; i++) {
