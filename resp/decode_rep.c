@@ -504,6 +504,7 @@ void rp_feed(rc_conn *c, const uint8_t *base, size_t len, int64_t ts)
     while (p < end) {
         switch (d->state) {
         case RP_TYPE: {
+        type_byte:;
             uint8_t t = *p;
             if (d->depth == 0 && !d->in_msg) {
                 /* A master sends a bare "\n" now and then while a replica
@@ -524,6 +525,10 @@ void rp_feed(rc_conn *c, const uint8_t *base, size_t len, int64_t ts)
                         pair_keep_bytes(c, seg, (size_t)(p - seg));
                     seg = p;
                     rp_message_done(c, rp_pos(d, base, p), ts);
+                    /* pipelined replies: the next type byte follows, read
+                     * it without another trip through the state switch */
+                    if (p < end && d->state == RP_TYPE)
+                        goto type_byte;
                     continue;
                 }
             }
