@@ -2,6 +2,27 @@
  * parallel.c - `--threads N`: the capture and resp stages on N worker threads,
  * the analysis on the calling thread, with exactly the results of one thread.
  *
+ * Two layouts. --threads 2 reads ahead: the reader thread below fills the
+ * input ring and the calling thread runs one tracker, resp and the analysis
+ * on it, in order (read_ahead): results the same by construction, and
+ * nothing but the records crosses threads. --threads 3 and more shard the
+ * connections between N workers as described below
+ * (SLOTSCOPE_THREADS_SHARD set in the environment makes --threads 2 shard
+ * too, for tests). Why: where the CPU goes with real.pcap (615 MB, 5.3
+ * million commands), on 2 cores, perf samples per thread:
+ *   one thread         0.53 s CPU, 0.55 s wall (reading 0.1 s of it)
+ *   sharded, 2 workers 0.92 s CPU: reader 0.15, workers 0.26 each, merger
+ *                      0.25 (analysis 0.1, unpacking and merging the rest):
+ *                      handing a command to the merger (pack, ring, unpack,
+ *                      ~450 instructions and ~320 bytes through the caches)
+ *                      costs a third of decoding it, and 4 busy threads on 2
+ *                      cores wait for each other; best wall 0.47 s
+ *   read-ahead         0.62 s CPU: reader 0.14 (the kernel's copy of the
+ *                      file is most of it), calling thread 0.48
+ * Sharding wins once there are cores for every worker, the reader and the
+ * merger; with 2 cores reading ahead gives about the same wall time for a
+ * third less CPU (the machine is shared, and so are its caches).
+ *
  *   reader thread   reads the source (cap_source_run_records), numbers the
  *                   records 1, 2, ... in merged order, picks each one's worker
  *                   by the symmetric hash of its 4-tuple (both directions of a
@@ -222,6 +243,8 @@ struct par {
     par_opts o;
     worker *w;
     unsigned n;
+    int read_ahead;                /* --threads 2: worker 0's stages on the calling
+                                      thread, fed by the reader (see par_new) */
     cap_source *src;
     pthread_t reader;
     int reader_started;
@@ -826,7 +849,8 @@ static void reader_record(void *ctx, const cap_record *rec)
     d->caplen = rec->caplen;
     d->wirelen = rec->wirelen;
     d->linktype = rec->linktype;
-    d->worker = cap_record_flow_hash(rec, &hash) ? (uint32_t)(((uint64_t)hash * p->n) >> 32) : 0;
+    d->worker = p->n > 1 && cap_record_flow_hash(rec, &hash)
+                    ? (uint32_t)(((uint64_t)hash * p->n) >> 32) : 0;
     p->rd_off = start + rec->caplen;
     p->rd_pos++;
     if (p->rd_pos - p->rd_shown >= IN_BATCH)
@@ -1260,6 +1284,38 @@ static void merge(struct par *p, int final)
     }
 }
 
+/* ---------------------------------------------------------------- read-ahead */
+
+/* Read-ahead's tracker callback, on the calling thread: resp (whose sink is
+ * the analyzer's), then the periodic work, as the single pipeline does. */
+static void read_ahead_event(void *ctx, const cap_event *ev)
+{
+    worker *w = ctx;
+    struct par *p = w->par;
+    resp_on_capture_event(w->rp, ev);
+    if (p->o.tick)
+        p->o.tick(p->o.tick_ctx, ev->ts_us);
+}
+
+/* Read-ahead: the calling thread is worker 0 and runs every record the
+ * reader puts in the input ring through its tracker, in order; the events
+ * go straight to the analyzer. Until the end of input. */
+static void read_ahead(struct par *p)
+{
+    worker *w = &p->w[0];
+    for (;;) {
+        const in_rec *d;
+        if (w->pos == w->avail && !worker_fetch(w, 1))
+            break;
+        d = &w->recs[w->pos & (IN_RECORDS - 1)];
+        cap_tracker_packet_at(w->tracker, w->pos + 1, d->linktype, d->ts_us,
+                              w->bytes + (d->off & w->bytes_mask), d->caplen, d->wirelen);
+        w->pos++;
+        if ((w->pos & (SHOW_EVERY - 1)) == 0)
+            worker_fetch(w, 0); /* the reader may reuse what was read */
+    }
+}
+
 /* ---------------------------------------------------------------- lifecycle */
 
 /* Share out the caps that bound the whole capture and resp state (not the
@@ -1274,7 +1330,8 @@ static void worker_caps(const struct par *p, cap_config *cc, resp_config *rc)
     rc->max_kept_total = (rc->max_kept_total + p->n - 1) / p->n;
 }
 
-/* Create worker i's stages and rings. 0, or -1 out of memory. */
+/* Create worker i's stages and rings (read-ahead: no thread of its own,
+ * its events not packed). 0, or -1 out of memory. */
 static int worker_init(struct par *p, unsigned i)
 {
     worker *w = &p->w[i];
@@ -1290,14 +1347,22 @@ static int worker_init(struct par *p, unsigned i)
 #endif
     if (w->raw_size < RAW_MIN)
         w->raw_size = RAW_MIN;
-    w->ev = malloc(OUT_BYTES);
-    w->raw = malloc(w->raw_size);
+    if (!p->read_ahead) {
+        w->ev = malloc(OUT_BYTES);
+        w->raw = malloc(w->raw_size);
+    }
     cap_config cc;
     resp_config rc;
     worker_caps(p, &cc, &rc);
-    w->rp = resp_new(&rc, &sink);
-    w->tracker = w->rp ? cap_tracker_new(&cc, resp_on_capture_event, w->rp) : NULL;
-    return w->ev && w->raw && w->rp && w->tracker ? 0 : -1;
+    if (p->read_ahead) {
+        /* straight to the analyzer, on the calling thread: nothing packed */
+        w->rp = resp_new(&rc, &p->o.sink);
+        w->tracker = w->rp ? cap_tracker_new(&cc, read_ahead_event, w) : NULL;
+    } else {
+        w->rp = resp_new(&rc, &sink);
+        w->tracker = w->rp ? cap_tracker_new(&cc, resp_on_capture_event, w->rp) : NULL;
+    }
+    return (p->read_ahead || (w->ev && w->raw)) && w->rp && w->tracker ? 0 : -1;
 }
 
 par *par_new(const par_opts *o)
@@ -1309,6 +1374,10 @@ par *par_new(const par_opts *o)
     memset(p, 0, sizeof *p);
     p->o = *o;
     p->n = o->workers < 1 ? 1 : o->workers > MAX_WORKERS ? MAX_WORKERS : o->workers;
+    if (p->n == 2 && !getenv("SLOTSCOPE_THREADS_SHARD")) {
+        p->read_ahead = 1;
+        p->n = 1;
+    }
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->in_cv, NULL);
     pthread_cond_init(&p->room_cv, NULL);
@@ -1335,7 +1404,7 @@ par *par_new(const par_opts *o)
 /* Start the workers, then the reader. 0, or -1 (see stop_threads). */
 static int start_threads(struct par *p)
 {
-    for (unsigned i = 0; i < p->n; i++) {
+    for (unsigned i = 0; i < p->n && !p->read_ahead; i++) {
         if (pthread_create(&p->w[i].thread, NULL, worker_main, &p->w[i]) != 0)
             return -1;
         p->w[i].started = 1;
@@ -1387,7 +1456,10 @@ int par_run(par *p, cap_source *src, char *err, size_t err_size)
         snprintf(err, err_size, "cannot start threads");
         return -1;
     }
-    merge(p, 0);
+    if (p->read_ahead)
+        read_ahead(p);
+    else
+        merge(p, 0);
     pthread_join(p->reader, NULL);
     p->reader_started = 0;
     pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -1402,6 +1474,11 @@ int par_run(par *p, cap_source *src, char *err, size_t err_size)
 
 void par_finish(par *p, int64_t end_us)
 {
+    if (p->read_ahead && !p->joined) {
+        cap_tracker_finish(p->w[0].tracker, end_us); /* on this thread */
+        p->joined = 1;
+        return;
+    }
     if (p->joined || !p->w[0].started)
         return; /* finished already, or never run */
     pthread_mutex_lock(&p->mu);
@@ -1427,12 +1504,17 @@ void par_counters(par *p, cap_stats *cs, resp_stats *rs)
 {
     memset(cs, 0, sizeof *cs);
     memset(rs, 0, sizeof *rs);
-    pthread_mutex_lock(&p->mu);
-    for (unsigned i = 0; i < p->n; i++) {
-        cap_stats_add(cs, &p->w[i].cs);
-        resp_stats_add(rs, &p->w[i].rs);
+    if (p->read_ahead) { /* the stages are this thread's */
+        cap_stats_add(cs, cap_tracker_stats(p->w[0].tracker));
+        resp_stats_add(rs, resp_get_stats(p->w[0].rp));
+    } else {
+        pthread_mutex_lock(&p->mu);
+        for (unsigned i = 0; i < p->n; i++) {
+            cap_stats_add(cs, &p->w[i].cs);
+            resp_stats_add(rs, &p->w[i].rs);
+        }
+        pthread_mutex_unlock(&p->mu);
     }
-    pthread_mutex_unlock(&p->mu);
     if (p->joined) {
         size_t n = 0;
         const cap_input_info *in = cap_source_inputs(p->src, &n);

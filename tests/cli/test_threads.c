@@ -11,11 +11,12 @@
  *                   put in (record, rank) order as cli/parallel.c merges
  *                   them, are the single tracker's, event for event, and the
  *                   counters add up to the single tracker's
- *   end to end      slotscope analyze with 1, 2, 3 and 5 threads on that capture,
- *                   on every fixture capture of tests/fixtures (cluster, gen,
- *                   capture, cli) and on two files merged: every table of the
- *                   databases (meta's times and command line aside, every row
- *                   sorted) and the report are identical
+ *   end to end      slotscope analyze with 1, 2 (read-ahead and sharded), 3
+ *                   and 5 threads on that capture, on every fixture capture
+ *                   of tests/fixtures (cluster, gen, capture, cli) and on two
+ *                   files merged: every table of the databases (meta's
+ *                   times and command line aside, every row sorted) and the
+ *                   report are identical
  *   ids             a connection's id is the number of the record (packet)
  *                   that opened it
  *   options         --threads values
@@ -548,19 +549,26 @@ static void fail_diff(const char *what, const char *a, const char *b)
     fail_msg("%s differ at line %zu:\n  1 thread: %.200s\n  threads:  %.200s", what, line, la, lb);
 }
 
-/* analyze the files with 1, 2, 3 and 5 threads: the same exit code,
- * messages, database and report. (Worker 0 reads the input and feeds its
- * own share; with 5, four workers read the input ring it fills, several of
- * them with no connection of their own in the small captures.) */
+/* The runs compared: --threads and whether SLOTSCOPE_THREADS_SHARD is set
+ * (--threads 2 reads ahead on a thread of its own and decodes and analyses
+ * on the main one; with the variable it shards the connections between 2
+ * workers as larger N do). */
+static const struct {
+    const char *threads;
+    int shard;
+} runs[] = {{"1", 0}, {"2", 0}, {"2", 1}, {"3", 0}, {"5", 0}};
+
+/* analyze the files with each of runs[]: the same exit code, messages,
+ * database and report. (With 5 workers, several have no connection of their
+ * own in the small captures.) */
 static void check_same_results(const char *const *files, size_t n_files)
 {
     char *base_db = NULL, *base_report = NULL, *base_err = NULL;
     int base_rc = 0;
-    static const char *const threads[] = {"1", "2", "3", "5"};
-    for (size_t k = 0; k < sizeof threads / sizeof threads[0]; k++) {
+    for (size_t k = 0; k < sizeof runs / sizeof runs[0]; k++) {
         const char *args[40];
         size_t n = 0;
-        const char *db = tmp(threads[k]);
+        const char *db = tmp(runs[k].shard ? "2s" : runs[k].threads);
         char *dump, *report, *err;
         th_run r;
         int rc;
@@ -572,14 +580,18 @@ static void check_same_results(const char *const *files, size_t n_files)
         args[n++] = db;
         args[n++] = "--store-commands";
         args[n++] = "--threads";
-        args[n++] = threads[k];
+        args[n++] = runs[k].threads;
         args[n++] = "-q";
         args[n] = NULL;
+        if (runs[k].shard)
+            setenv("SLOTSCOPE_THREADS_SHARD", "1", 1);
         rc = run_args(args, &r);
+        unsetenv("SLOTSCOPE_THREADS_SHARD");
         err = r.err;
         /* 0, or 1 when an input is damaged (the database is still written) */
         if (rc != 0 && rc != 1)
-            fail_msg("analyze %s --threads %s exited %d", files[0], threads[k], rc);
+            fail_msg("analyze %s --threads %s%s exited %d", files[0], runs[k].threads,
+                     runs[k].shard ? " (sharded)" : "", rc);
         dump = dump_db(db);
         report = r.out;
         if (!base_db) {
