@@ -363,7 +363,7 @@ static int input_advance(cap_source *src, uint32_t i)
 }
 
 /* Account a record of input i that is being handed out. */
-static void input_count(cap_source *src, uint32_t i)
+static inline void input_count(cap_source *src, uint32_t i)
 {
     input *in = &src->inputs[i];
     if (in->packets == 0) {
@@ -582,7 +582,11 @@ static int own_single_run(cap_source *src, cap_tracker *t, char *err, size_t err
     in->cur.linktype = src->info[0].linktype;
     while (!src->stop && own_advance(src, 0)) {
         input_count(src, 0);
-        deliver(src, &in->cur);
+        if (t != NULL) /* cap_tracker_packet, without the extra call */
+            cap_tracker_packet_at(t, t->index + 1, in->cur.linktype, in->cur.ts_us,
+                                  in->cur.data, in->cur.caplen, in->cur.wirelen);
+        else
+            src->run_fn(src->run_ctx, &in->cur);
     }
     src->run_tracker = NULL;
     if (take_pending_error(src, err, err_size))
