@@ -531,10 +531,12 @@ static const an_cmd *resolve(resp_keyctx *k)
         k->scratch[0] = s0;
         if (!(s0 & SCR_WAIT_SUB)) {
             use_mask(k);
-            uint32_t i = s0 & SCR_INDEX_MASK;
+            /* the mask made for every argc from idx_mask_argc on (use_mask
+             * sets SCR_MASK only for a table index below IDX_MAX_COMMANDS) */
+            uint32_t i = (s0 & SCR_INDEX_MASK) - 1;
             long argc = k->req->inline_cmd ? INLINE_ARGC : (long)k->req->argc;
-            if ((k->scratch[0] & SCR_MASK) && argc >= idx_mask_argc[i - 1])
-                remember_mask(k, i - 1);
+            if ((k->scratch[0] & SCR_MASK) && argc >= idx_mask_argc[i])
+                remember_mask(k, i);
         }
     }
     if (s0 & SCR_WAIT_SUB) {

@@ -13,12 +13,6 @@
 
 #include "analysis/internal.h"
 
-/* The bucket of a value (an_hist_bucket, internal.h). */
-static unsigned bucket_of(int64_t v)
-{
-    return an_hist_bucket(v);
-}
-
 /* The middle of a bucket's range. */
 static int64_t bucket_mid(unsigned b)
 {
@@ -49,7 +43,7 @@ void an_lat_add(an_lat *l, int64_t us, int64_t extra_us, uint64_t extra_rt)
 {
     if (us < 0)
         us = 0;
-    lat_add_b(l, us, bucket_of(us), extra_us, extra_rt);
+    lat_add_b(l, us, an_hist_bucket(us), extra_us, extra_rt);
 }
 
 void an_lat_free(an_lat *l)
@@ -131,7 +125,7 @@ static void lat_add_op(an_analyzer *an, int32_t client, int32_t node, int32_t sl
         an->st.redirected_operations++;
     if (total < 0)
         total = 0;
-    unsigned b = bucket_of(total); /* the same bucket in every scope */
+    unsigned b = an_hist_bucket(total); /* the same bucket in every scope */
     if (client >= 0 && an->clients[client].used)
         lat_add_b(&an->clients[client].lat[r], total, b, extra, rt);
     if (node >= 0 && (uint32_t)node < an->nnodes)
@@ -154,6 +148,7 @@ void an_lat_record(an_analyzer *an, int32_t client, int32_t node, int32_t slot,
     lat_add_op(an, client, node, slot, r, total, r ? extra : 0, rt);
 }
 
+/* The histogram of l, allocated at its first sample. */
 an_hist *an_lat_hist(an_lat *l)
 {
     if (!l->h)
