@@ -232,19 +232,23 @@ typedef struct an_attempt {
 
 /* A logical operation waiting for a retry after a redirect. */
 typedef struct an_op {
+    /* first: what op_eq tests before the key (64 bytes): a client repeating
+     * one key leaves long runs of equal hash, most entries rejected here */
     uint8_t used;
+    uint8_t key_len;
     uint32_t gen;                /* bumped when the slot is reused */
+    uint32_t key_full_len;
+    an_attempt last;
+    /* then the rest */
     uint64_t key_hash;           /* (host, name, key) */
     cap_addr host;
     int32_t client;
     char name[RESP_NAME_MAX];
-    uint8_t key_len;
-    uint32_t key_full_len;
     char key[RESP_ARG_PREFIX];
     char key_text[RESP_ARG_PREFIX + 1]; /* as records show it */
     int32_t slot;
     uint32_t attempts, redirects, seg_redirects, tryagains, fast_tryagains, askings;
-    an_attempt first, last;
+    an_attempt first;
     an_attempt trail[AN_OP_TRAIL]; /* redirected attempts since the last TRYAGAIN */
     uint8_t ntrail;
     uint8_t loop_reported, storm_reported;
