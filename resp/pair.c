@@ -116,13 +116,31 @@ static inline rq_entry *ring_at(rc_conn *c, uint32_t i)
     return &c->ring[(c->head + i) & (c->ring_cap - 1)];
 }
 
+/* n fresh in-flight entries, on cache-line boundaries (an entry is a whole
+ * number of lines: the fields a command touches fall on as few lines as the
+ * layout allows, whatever the entry's place in its ring). Zeroed: the
+ * argument prefixes are not cleared per request, so an entry must never hold
+ * stale heap bytes (they could be anyone's payload). The reply's error text
+ * and redirection start out cleared, as emit keeps them. NULL on out of
+ * memory. Free with free(). */
+static rq_entry *entries_new(size_t n)
+{
+    if (n > SIZE_MAX / sizeof(rq_entry))
+        return NULL;
+    rq_entry *e = aligned_alloc(_Alignof(rq_entry), n * sizeof(rq_entry));
+    if (e == NULL)
+        return NULL;
+    memset(e, 0, n * sizeof(rq_entry));
+    for (size_t i = 0; i < n; i++)
+        e[i].cmd.reply.redir.slot = -1;
+    return e;
+}
+
 /* Move the queued entries to a new ring of ncap entries (a power of two, at
  * least count). Returns -1 if memory ran out (the old ring stays). */
 static int ring_resize(rc_conn *c, uint32_t ncap)
 {
-    /* zeroed: the argument prefixes are not cleared per request, so a slot
-     * must never hold stale heap bytes (they could be anyone's payload) */
-    rq_entry *nr = calloc(ncap, sizeof(*nr));
+    rq_entry *nr = entries_new(ncap);
     if (nr == NULL)
         return -1;
     for (uint32_t i = 0; i < c->count; i++)
@@ -200,7 +218,28 @@ static void reply_clear(resp_reply *r)
     r->redir.slot = -1;
 }
 
+/* Reset a reply to "none" but for its error text and redirection, which are
+ * already cleared (an in-flight entry's, see emit). */
+static void reply_clear_fields(resp_reply *r)
+{
+    r->start_us = 0;
+    r->ts_us = 0;
+    r->type = RESP_T_NONE;
+    r->err = RESP_ERR_NONE;
+    r->integer = 0;
+    r->elements = 0;
+    r->bytes = 0;
+    r->raw = NULL;
+    r->raw_len = 0;
+    r->gap = 0;
+}
+
 /* Hand one command to the sink. outcome RESP_OK copies the reply just decoded.
+ *
+ * An entry's reply.errtext and reply.redir are kept cleared ("", slot -1,
+ * port 0, host "") except while an error reply is in the sink's hands: they
+ * lie on lines of their own (past the other reply fields), which most
+ * commands then never touch.
  *
  * The reply's fields were written a moment ago one by one (pair_reply_start,
  * the decoder); copying two neighbours with one wide load (gcc's SLP
@@ -230,11 +269,6 @@ static void emit(rc_conn *c, rq_entry *e, resp_outcome outcome)
         if (src->err != RESP_ERR_NONE) {
             memcpy(dst->errtext, src->errtext, sizeof(dst->errtext));
             dst->redir = src->redir;
-        } else {
-            dst->errtext[0] = '\0';
-            dst->redir.slot = -1;
-            dst->redir.port = 0;
-            dst->redir.host[0] = '\0';
         }
         dst->integer = src->integer;
         dst->elements = src->elements;
@@ -248,13 +282,19 @@ static void emit(rc_conn *c, rq_entry *e, resp_outcome outcome)
         }
         c->st.paired++;
     } else {
-        reply_clear(&cmd->reply);
+        reply_clear_fields(&cmd->reply);
         if (outcome == RESP_UNANSWERED)
             c->st.unpaired_requests++;
     }
     rp->closed.commands++;
     if (rp->sink.command != NULL)
         rp->sink.command(rp->sink.ctx, cmd);
+    if (cmd->reply.err != RESP_ERR_NONE) { /* back to cleared (see above) */
+        cmd->reply.errtext[0] = '\0';
+        cmd->reply.redir.slot = -1;
+        cmd->reply.redir.port = 0;
+        cmd->reply.redir.host[0] = '\0';
+    }
 }
 
 /* Emit requests at the head that expect no reply (slow part). */
@@ -362,7 +402,7 @@ rq_entry *pair_request_slot(rc_conn *c, int64_t ts)
         c->cur_dropped = 0;
     } else {
         if (c->overflow == NULL)
-            c->overflow = calloc(1, sizeof(*c->overflow));
+            c->overflow = entries_new(1);
         if (c->overflow == NULL) { /* no memory at all: the pipeline's spare */
             e = rp->spare;
         } else {
@@ -945,7 +985,7 @@ resp_pipeline *resp_new(const resp_config *cfg, const resp_sink *sink)
     resp_pipeline *rp = calloc(1, sizeof(*rp));
     if (rp == NULL)
         return NULL;
-    rp->spare = calloc(1, sizeof(*rp->spare));
+    rp->spare = entries_new(1);
     if (rp->spare == NULL) {
         free(rp);
         return NULL;

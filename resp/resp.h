@@ -163,7 +163,10 @@ uint16_t resp_slot_final(const resp_slot_hasher *h);
 #define RESP_ARG_PREFIX 64    /* bytes kept of each kept argument and key */
 #define RESP_ERRTEXT_MAX 160  /* bytes kept of an error reply */
 
-/* A request as decoded. */
+/* A request as decoded. The fields every command reads or writes come
+ * first, next to the name (the decoder, pairing and analysis touch them for
+ * each command: in an in-flight ring that does not stay in cache, each line
+ * touched is a likely miss); the argument and key prefixes come last. */
 struct resp_request {
     int64_t start_us;                   /* capture time of its first byte */
     int64_t ts_us;                      /* capture time when it was complete */
@@ -171,7 +174,10 @@ struct resp_request {
     uint32_t argc;                      /* arguments including the name (for
                                            a multibulk, the declared count is
                                            already set when the key hook runs) */
+    uint32_t nkeys;                     /* arguments the key hook marked as keys */
     uint64_t bytes;                     /* request size on the wire */
+    int32_t slot;                       /* slot of the first key, -1 if no key */
+    uint32_t key0_full_len;             /* whole length of the first key */
     uint8_t inline_cmd;                 /* sent as an inline command */
     uint8_t nargs;                      /* arguments kept in args[] */
     uint8_t gap;                        /* bytes of an argument's payload were
@@ -182,37 +188,36 @@ struct resp_request {
     uint8_t slot_unknown;               /* a key lost bytes in a gap: the key
                                            facts are withdrawn (nkeys 0, slot
                                            -1, no key0) */
+    uint8_t multi_slot;                 /* keys hash to more than one slot */
+    uint8_t key0_len;                   /* bytes kept of the first key */
     uint8_t arg_len[RESP_ARG_KEEP];     /* bytes kept of args[i] */
     uint32_t arg_full_len[RESP_ARG_KEEP]; /* whole length of args[i] */
     char args[RESP_ARG_KEEP][RESP_ARG_PREFIX]; /* arguments 1..RESP_ARG_KEEP,
                                            prefix only; empty for credentials */
-    uint32_t nkeys;                     /* arguments the key hook marked as keys */
-    int32_t slot;                       /* slot of the first key, -1 if no key */
-    uint8_t multi_slot;                 /* keys hash to more than one slot */
-    uint8_t key0_len;                   /* bytes kept of the first key */
-    uint32_t key0_full_len;             /* its whole length */
     char key0[RESP_ARG_PREFIX];         /* first key, prefix only */
 };
 
-/* A reply as decoded. */
+/* A reply as decoded. The fields every reply sets come first, the error
+ * text and the redirection target (read only for errors; their first bytes
+ * are cleared for the others) last. */
 typedef struct resp_reply {
     int64_t start_us;                 /* capture time of its first byte */
     int64_t ts_us;                    /* capture time when it was complete */
     resp_type type;                   /* of the top-level value */
     resp_err_class err;               /* RESP_ERR_NONE unless an error */
-    char errtext[RESP_ERRTEXT_MAX];   /* error text without '-' (prefix) */
-    resp_redirect redir;              /* MOVED/ASK target */
     int64_t integer;                  /* for ':' replies */
     int64_t elements;                 /* aggregate count; -1 for a null */
-    uint8_t gap;                      /* bytes of a bulk payload in it were lost
-                                         in a capture gap and skipped by their
-                                         declared length (raw is not kept) */
     uint64_t bytes;                   /* reply size on the wire */
     const uint8_t *raw;               /* whole reply bytes, only for requests whose
                                          reply analysis parses (CLUSTER SLOTS,
                                          SHARDS, NODES; see resp_keep_reply); valid
                                          during the callback */
     size_t raw_len;
+    uint8_t gap;                      /* bytes of a bulk payload in it were lost
+                                         in a capture gap and skipped by their
+                                         declared length (raw is not kept) */
+    char errtext[RESP_ERRTEXT_MAX];   /* error text without '-' (prefix) */
+    resp_redirect redir;              /* MOVED/ASK target */
 } resp_reply;
 
 /* How a command ended up. */

@@ -60,11 +60,12 @@ typedef struct rd_resync {
 #define RING_BIG 1024
 #define RING_WINDOW 4
 
-/* One in-flight request: the command event it becomes, plus pairing facts. */
+/* One in-flight request: the command event it becomes, plus pairing facts.
+ * Aligned to a cache line (allocated by entries_new in pair.c). */
 typedef struct rq_entry {
     /* the pairing facts first: they share a cache line with the start of
      * the request (a pipelined connection's ring does not stay in cache) */
-    uint32_t nreply;         /* replies still expected (0: none by design) */
+    _Alignas(64) uint32_t nreply; /* replies still expected (0: none by design) */
     uint8_t kind;            /* RQK_* in pair.c */
     uint8_t name_len;        /* strlen(cmd.req.name), set with the name */
     uint8_t sub_word;        /* subscribe family: which confirmation word */

@@ -3,9 +3,9 @@
  * allocated or buffered while its payload goes by, and the byte count is
  * exact. Memory taken for a burst (a deep pipeline's in-flight ring, a kept
  * CLUSTER reply) is given back, without an allocation per command.
- * Allocations are counted by wrapping malloc/calloc/realloc at link time
- * (see tests/resp/CMakeLists.txt); the ring and keep buffer sizes are read
- * from resp's internal state.
+ * Allocations are counted by wrapping malloc/calloc/realloc/aligned_alloc
+ * at link time (see tests/resp/CMakeLists.txt); the ring and keep buffer
+ * sizes are read from resp's internal state.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -22,6 +22,7 @@
 void *__real_malloc(size_t n);
 void *__real_calloc(size_t n, size_t m);
 void *__real_realloc(void *p, size_t n);
+void *__real_aligned_alloc(size_t align, size_t n);
 
 static size_t n_allocs; /* allocation calls since the last reset */
 
@@ -39,6 +40,11 @@ void *__wrap_realloc(void *p, size_t n)
 {
     n_allocs++;
     return __real_realloc(p, n);
+}
+void *__wrap_aligned_alloc(size_t align, size_t n)
+{
+    n_allocs++;
+    return __real_aligned_alloc(align, n);
 }
 
 #define GB4 (4ull << 30)
