@@ -226,6 +226,9 @@ static int32_t conn_new(an_analyzer *an, const cap_conn *cc, int64_t ts)
     an_cn *cn = &an->conns[i];
     memset(cn, 0, sizeof *cn);
     cn->used = 1;
+    if (++an->conn_gen == 0) /* 0 marks an unused entry */
+        an->conn_gen = 1;
+    cn->gen = an->conn_gen;
     cn->id = cc->id;
     cn->cc = cc;
     cn->first_us = cn->last_us = ts;
@@ -272,10 +275,31 @@ static __attribute__((noinline)) void conn_reclient(an_analyzer *an, an_cn *cn,
     an->clients[cn->client].client_conns++;
 }
 
-/* The state of a connection, created at its first sight, and marked as the
- * most recently active (with its client). A small direct-mapped cache by id
- * spares the map lookup for the connections in use. */
-static inline an_cn *conn_get(an_analyzer *an, const cap_conn *cc, int64_t ts)
+/* The word resp carries in each command of a connection (resp_sink.conn_word):
+ * the index of its entry + 1 in the low half, the entry's gen in the high
+ * half. */
+static uint64_t conn_word_of(const an_analyzer *an, int32_t i)
+{
+    return (uint64_t)an->conns[i].gen << 32 | (uint32_t)(i + 1);
+}
+
+/* The entry a conn_word names, or AN_NONE when there is none or the entry
+ * went to another connection meanwhile (evicted at max_conns and reused: its
+ * gen changed). Costs no load beyond the entry itself, which the command
+ * reads anyway: the capture's cap_conn and the cache by id are not needed. */
+static inline int32_t conn_by_word(const an_analyzer *an, uint64_t w)
+{
+    uint32_t i = (uint32_t)w - 1; /* w == 0: UINT32_MAX */
+    if (i >= an->conn_hwm)
+        return AN_NONE;
+    const an_cn *cn = &an->conns[i];
+    return cn->gen == (uint32_t)(w >> 32) && cn->used ? (int32_t)i : AN_NONE;
+}
+
+/* The entry of a connection, created at its first sight. A small
+ * direct-mapped cache by id spares the map lookup for the connections in
+ * use. */
+static inline int32_t conn_find(an_analyzer *an, const cap_conn *cc, int64_t ts)
 {
     uint64_t id = cc->id;
     int32_t i = an->conn_cache[id & (AN_CONN_CACHE - 1)].id == id
@@ -283,6 +307,13 @@ static inline an_cn *conn_get(an_analyzer *an, const cap_conn *cc, int64_t ts)
                     : AN_NONE;
     if (i == AN_NONE)
         i = conn_miss(an, cc, ts);
+    return i;
+}
+
+/* Mark entry i, of connection cc, as the most recently active (with its
+ * client). */
+static inline an_cn *conn_touch(an_analyzer *an, int32_t i, const cap_conn *cc, int64_t ts)
+{
     an_cn *cn = &an->conns[i];
     /* Recency is kept per epoch of AN_LRU_EPOCH commands: an entry moves to
      * the LRU tail at most once per epoch, so interleaved connections do not
@@ -305,6 +336,13 @@ static inline an_cn *conn_get(an_analyzer *an, const cap_conn *cc, int64_t ts)
         LRU_PUSH(an->clients, cn->client, an->cli_lru_head, an->cli_lru_tail);
     }
     return cn;
+}
+
+/* The state of a connection, created at its first sight, and marked as the
+ * most recently active (with its client). */
+static inline an_cn *conn_get(an_analyzer *an, const cap_conn *cc, int64_t ts)
+{
+    return conn_touch(an, conn_find(an, cc, ts), cc, ts);
 }
 
 /* This connection carries node-to-node traffic. */
@@ -756,7 +794,10 @@ static void on_command(void *ctx, const resp_command *cmd)
     if ((an->st.commands & (AN_LRU_EPOCH - 1)) == 0)
         an->lru_epoch++;
 
-    an_cn *cn = conn_get(an, cmd->conn, req->start_us);
+    int32_t ci = conn_by_word(an, cmd->conn_word);
+    if (ci == AN_NONE)
+        ci = conn_find(an, cmd->conn, req->start_us);
+    an_cn *cn = conn_touch(an, ci, cmd->conn, req->start_us);
     cn->commands++;
     if (ts > cn->last_us)
         cn->last_us = ts;
@@ -802,6 +843,14 @@ static void on_conn_open(void *ctx, const cap_conn *conn)
     conn_get(an, conn, conn->first_us);
 }
 
+/* resp_sink.conn_word: where the connection's entry is (see conn_word_of);
+ * on_conn_open has just made it. */
+static uint64_t on_conn_word(void *ctx, const cap_conn *conn)
+{
+    an_analyzer *an = ctx;
+    return conn_word_of(an, conn_find(an, conn, conn->first_us));
+}
+
 static void on_conn_close(void *ctx, const cap_conn *conn, const resp_conn_stats *st)
 {
     an_analyzer *an = ctx;
@@ -822,6 +871,7 @@ resp_sink an_resp_sink(an_analyzer *an)
     s.conn_open = on_conn_open;
     s.command = on_command;
     s.conn_close = on_conn_close;
+    s.conn_word = on_conn_word;
     return s;
 }
 

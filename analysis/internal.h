@@ -202,6 +202,8 @@ typedef struct an_cn {
     uint8_t asking_pending;      /* ASKING sent, not yet used */
     uint8_t readonly;            /* READONLY in force */
     uint8_t mid_stream;          /* started without a handshake: state unknown */
+    uint32_t gen;                /* which connection holds the entry (never 0
+                                    in use): checks resp's conn_word */
     /* then the rest */
     uint64_t id;
     const cap_conn *cc;          /* valid until its CLOSE */
@@ -390,6 +392,7 @@ struct an_analyzer {
      * one (so memory sized by the caps is not touched until needed) */
     uint32_t conn_hwm, cli_hwm, memo_hwm, op_hwm;
     uint32_t cli_gen;
+    uint32_t conn_gen;           /* the last an_cn.gen handed out */
     an_fnd **findings; an_map finding_map; uint32_t nfindings;
     an_mig *migs[AN_SLOTS];
     an_lat *slot_lat[AN_SLOTS];  /* [2] each, lazily */

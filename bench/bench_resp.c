@@ -97,7 +97,7 @@ static double run_streams(const buf *req, const buf *rep, size_t chunk, counts *
 {
     resp_config cfg;
     resp_config_defaults(&cfg);
-    resp_sink sink = {k, NULL, on_cmd, on_close};
+    resp_sink sink = {.ctx = k, .command = on_cmd, .conn_close = on_close};
     resp_pipeline *rp = resp_new(&cfg, &sink);
     cap_conn conn;
     memset(&conn, 0, sizeof conn);
@@ -385,7 +385,7 @@ static double capture_run(char **files, int n, int with_resp, resp_stats *out, c
         resp_config_defaults(&rcfg);
         if (with_resp == 2)
             rcfg.key_fn = an_key_fn;
-        resp_sink sink = {k, NULL, on_cmd, NULL};
+        resp_sink sink = {.ctx = k, .command = on_cmd};
         rp = resp_new(&rcfg, &sink);
         t = cap_tracker_new(&ccfg, resp_on_capture_event, rp);
     } else if (with_resp < 0) {

@@ -609,6 +609,7 @@ void pair_request_done(rc_conn *c)
     rq_entry *e = c->cur;
     c->st.requests++;
     e->cmd.conn = c->cc;
+    e->cmd.conn_word = c->conn_word;
     e->cmd.seq = c->seq++;
     e->sub_word = 0;
     e->hello_proto = 0;
@@ -909,6 +910,8 @@ static rc_conn *conn_new(resp_pipeline *rp, cap_conn *cc)
     rp->closed.connections++;
     if (rp->sink.conn_open != NULL)
         rp->sink.conn_open(rp->sink.ctx, cc);
+    if (rp->sink.conn_word != NULL)
+        c->conn_word = rp->sink.conn_word(rp->sink.ctx, cc);
     return c;
 }
 

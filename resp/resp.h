@@ -231,6 +231,8 @@ typedef enum resp_outcome {
 /* One request and the reply that answered it: the event analysis/ consumes. */
 typedef struct resp_command {
     const cap_conn *conn;   /* connection (client/server endpoints, id) */
+    uint64_t conn_word;     /* the sink's word for this connection (see
+                               resp_sink.conn_word), 0 if it has none */
     uint64_t seq;           /* index of this request on its connection */
     resp_outcome outcome;
     uint8_t in_multi;       /* sent between MULTI and EXEC/DISCARD */
@@ -276,6 +278,11 @@ typedef struct resp_sink {
     void (*conn_open)(void *ctx, const cap_conn *conn);
     void (*command)(void *ctx, const resp_command *cmd);
     void (*conn_close)(void *ctx, const cap_conn *conn, const resp_conn_stats *st);
+    /* Asked once per connection, right after conn_open: a word of the sink's
+     * own (e.g. where it keeps the connection's state, to find it without a
+     * lookup), carried as is in resp_command.conn_word of each of the
+     * connection's commands. NULL: the word is 0. */
+    uint64_t (*conn_word)(void *ctx, const cap_conn *conn);
 } resp_sink;
 
 /* Limits; fill with resp_config_defaults. */

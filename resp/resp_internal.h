@@ -202,6 +202,7 @@ typedef struct rp_dec {
 typedef struct rc_conn {
     struct rc_conn *prev, *next;  /* live connections */
     cap_conn *cc;
+    uint64_t conn_word;       /* the sink's (resp_sink.conn_word) */
     struct resp_pipeline *rp;
     /* FIFO of in-flight requests */
     rq_entry *ring;

@@ -49,8 +49,12 @@ static void on_client(void *ctx, const an_client *c)
 
 static void on_connection(void *ctx, const an_connection *c)
 {
-    (void)c;
-    ((sc_sink *)ctx)->connections++;
+    sc_sink *o = ctx;
+    if (o->connections < SC_MAX) {
+        o->conn_records[o->connections].id = c->id;
+        o->conn_records[o->connections].commands = c->commands;
+    }
+    o->connections++;
 }
 
 static void on_migration(void *ctx, const an_migration *m)
@@ -111,6 +115,7 @@ int sc_conn(sc *s, int host, int cport, int sport)
     c->saw_syn = 1;
     c->first_us = SC_T0;
     s->rs.conn_open(s->rs.ctx, c);
+    s->word[i] = s->rs.conn_word ? s->rs.conn_word(s->rs.ctx, c) : 0;
     return i;
 }
 
@@ -174,6 +179,7 @@ static void emit(sc *s, int c, int64_t t, int64_t rtt, const char *reply, const 
     resp_command cmd;
     memset(&cmd, 0, sizeof cmd);
     cmd.conn = &s->conns[c];
+    cmd.conn_word = s->word[c];
     cmd.seq = s->seq[c]++;
     cmd.outcome = RESP_OK;
     build_request(&cmd.req, argc, argv);

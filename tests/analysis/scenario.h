@@ -30,6 +30,7 @@ typedef struct sc_sink {
     an_latency latencies[SC_MAX];
     size_t nlatencies;
     uint64_t connections;
+    struct { uint64_t id, commands; } conn_records[SC_MAX]; /* the first SC_MAX */
     uint64_t commands;
     char last_command_key[128];
     char last_command_arg0[128];
@@ -42,6 +43,7 @@ typedef struct sc {
     cap_conn conns[64];
     size_t nconns;
     uint64_t seq[64];
+    uint64_t word[64];     /* the analyzer's conn_word of each, as resp keeps it */
 } sc;
 
 /* New scenario with this configuration (NULL: defaults). */

@@ -231,7 +231,7 @@ static void test_keys_through_resp(void **state)
     cfg.key_fn = an_key_fn;
     got g;
     memset(&g, 0, sizeof g);
-    resp_sink sink = {&g, NULL, got_cmd, NULL};
+    resp_sink sink = {.ctx = &g, .command = got_cmd};
     resp_pipeline *rp = resp_new(&cfg, &sink);
     assert_non_null(rp);
     cap_conn c;

@@ -287,6 +287,44 @@ static void test_redaction(void **state)
     assert_string_equal(t, "a\\x0d\\x0a\\x00z\\x5c");
 }
 
+/* Commands of connection id, over all its records (an evicted connection
+ * that comes back has two). */
+static uint64_t commands_of(const sc *s, uint64_t id)
+{
+    uint64_t n = 0;
+    for (uint64_t i = 0; i < s->out.connections && i < SC_MAX; i++)
+        if (s->out.conn_records[i].id == id)
+            n += s->out.conn_records[i].commands;
+    return n;
+}
+
+/* A connection whose entry was evicted (at max_conns) and handed to another
+ * connection: the word resp carries for it names an entry that is no longer
+ * its own. Its commands must not be counted on the other connection. */
+static void test_evicted_conn_word(void **state)
+{
+    (void)state;
+    an_config cfg;
+    an_config_defaults(&cfg);
+    assert_int_equal(an_config_set(&cfg, "max_conns=16"), 0);
+    sc s;
+    sc_init(&s, &cfg);
+    for (int i = 0; i < 16; i++) {
+        int c = sc_conn(&s, 20, 40000 + i, 30310);
+        sc_do(&s, c, 1000 + i * 10, 5, "+OK", "SET", "k", "v", NULL);
+    }
+    int late = sc_conn(&s, 20, 41000, 30310); /* evicts connection 0 */
+    assert_int_equal(an_get_stats(s.an)->evicted_conns, 1);
+    sc_do(&s, late, 2000, 5, "+OK", "SET", "k", "v", NULL);
+    sc_do(&s, 0, 2100, 5, "+OK", "SET", "k", "v", NULL); /* comes back */
+    sc_do(&s, 0, 2200, 5, "+OK", "SET", "k", "v", NULL);
+    sc_finish(&s, 100000000);
+    assert_int_equal(commands_of(&s, s.conns[late].id), 1);
+    assert_int_equal(commands_of(&s, s.conns[0].id), 3);
+    assert_int_equal(commands_of(&s, s.conns[1].id), 1);
+    sc_free(&s);
+}
+
 /* Caps: clients, connections, operations, memories, findings; evictions counted. */
 static void test_caps_and_eviction(void **state)
 {
@@ -558,6 +596,7 @@ int main(void)
         cmocka_unit_test(test_node_map_override),
         cmocka_unit_test(test_redaction),
         cmocka_unit_test(test_caps_and_eviction),
+        cmocka_unit_test(test_evicted_conn_word),
         cmocka_unit_test(test_view_bytes_cap),
         cmocka_unit_test(test_view_compact),
         cmocka_unit_test(test_map_follows_live_entries),

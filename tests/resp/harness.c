@@ -57,6 +57,14 @@ static void on_open(void *ctx, const cap_conn *conn)
     logf_(h, "open %llu\n", (unsigned long long)conn->id);
 }
 
+static uint64_t on_conn_word(void *ctx, const cap_conn *conn)
+{
+    h_ctx *h = ctx;
+    (void)conn;
+    h->conn_words++;
+    return h->conn_word;
+}
+
 static void on_command(void *ctx, const resp_command *c)
 {
     h_ctx *h = ctx;
@@ -116,7 +124,8 @@ void h_init(h_ctx *h, int saw_syn, const resp_config *cfg)
         c = *cfg;
     else
         resp_config_defaults(&c);
-    resp_sink sink = {h, on_open, on_command, on_close};
+    resp_sink sink = {.ctx = h, .conn_open = on_open, .command = on_command,
+                      .conn_close = on_close, .conn_word = on_conn_word};
     h->rp = resp_new(&c, &sink);
     h->cmds = calloc(H_MAX_CMDS, sizeof(*h->cmds));
     if (h->rp == NULL || h->cmds == NULL)

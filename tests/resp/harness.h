@@ -29,6 +29,8 @@ typedef struct h_ctx {
     int64_t ts;             /* capture time of the next event */
     int verbose_raw;        /* log kept raw replies */
     int no_log;             /* keep no text log (allocation counting) */
+    uint64_t conn_word;     /* what the sink answers to resp_sink.conn_word */
+    int conn_words;         /* times it was asked */
 } h_ctx;
 
 /* Start a harness. saw_syn: the connection's handshake was seen. cfg may be

@@ -119,7 +119,7 @@ static void run_file(const char *path, uint16_t port, run *r, resp_stats *st)
     ccfg.shape = resp_shape;
     resp_config rcfg;
     resp_config_defaults(&rcfg);
-    resp_sink sink = {r, NULL, on_command, NULL};
+    resp_sink sink = {.ctx = r, .command = on_command};
     resp_pipeline *rp = resp_new(&rcfg, &sink);
     cap_tracker *t = cap_tracker_new(&ccfg, resp_on_capture_event, rp);
     assert_non_null(rp);

@@ -79,6 +79,60 @@ static void test_deep_pipeline(void **state)
     h_free(&h);
 }
 
+/* The sink's per-connection word is asked once and carried by every
+ * command. An entry that carried an error reply (text, MOVED target) is
+ * reused with no trace of it: the next command in that ring slot has an empty
+ * error text and no redirection. */
+static void test_conn_word_and_reused_entry(void **state)
+{
+    (void)state;
+    h_ctx h;
+    h_init(&h, 1, NULL);
+    h.conn_word = 0x1234567890abcdefULL;
+    h_open(&h);
+    char req[64];
+    const char *replies[] = {"-MOVED 3999 10.0.0.7:6381\r\n", "+OK\r\n", ":5\r\n",
+                             "-ERR unknown\r\n", "$1\r\nx\r\n", "+OK\r\n"};
+    const size_t n = sizeof replies / sizeof replies[0];
+    for (int round = 0; round < 2; round++) { /* once one by one, once pipelined */
+        size_t first = h.ncmds;
+        for (size_t i = 0; i < n; i++) {
+            mb(req, sizeof req, "GET", "k", NULL);
+            h_str(&h, CAP_TO_SERVER, req);
+            if (round == 0)
+                h_str(&h, CAP_TO_CLIENT, replies[i]);
+        }
+        for (size_t i = 0; round == 1 && i < n; i++)
+            h_str(&h, CAP_TO_CLIENT, replies[i]);
+        assert_int_equal(h.ncmds, first + n);
+        for (size_t i = first; i < first + n; i++) {
+            const resp_reply *r = &h.cmds[i].reply;
+            assert_int_equal(h.cmds[i].outcome, RESP_OK);
+            assert_true(h.cmds[i].conn_word == 0x1234567890abcdefULL);
+            if (i == first) {
+                assert_int_equal(r->err, RESP_ERR_MOVED);
+                assert_string_equal(r->errtext, "MOVED 3999 10.0.0.7:6381");
+                assert_int_equal(r->redir.slot, 3999);
+                assert_int_equal(r->redir.port, 6381);
+                assert_string_equal(r->redir.host, "10.0.0.7");
+            } else if (i == first + 3) {
+                assert_int_equal(r->err, RESP_ERR_OTHER);
+                assert_string_equal(r->errtext, "ERR unknown");
+                assert_int_equal(r->redir.slot, -1);
+            } else {
+                assert_int_equal(r->err, RESP_ERR_NONE);
+                assert_string_equal(r->errtext, "");
+                assert_int_equal(r->redir.slot, -1);
+                assert_int_equal(r->redir.port, 0);
+                assert_string_equal(r->redir.host, "");
+            }
+        }
+    }
+    h_close(&h);
+    assert_int_equal(h.conn_words, 1);
+    h_free(&h);
+}
+
 /* More in flight than max_inflight: the drop is counted and the connection
  * goes out of sync instead of pairing wrongly. */
 static void test_inflight_cap(void **state)
@@ -691,6 +745,7 @@ int main(void)
         cmocka_unit_test(test_replication),
         cmocka_unit_test(test_replication_newline_keepalive),
         cmocka_unit_test(test_stats_and_close),
+        cmocka_unit_test(test_conn_word_and_reused_entry),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
