@@ -251,9 +251,8 @@ typedef struct par par;
  * (ts_us 0): the moment for periodic work. */
 typedef void (*par_tick_fn)(void *ctx, int64_t ts_us);
 typedef struct par_opts {
-    unsigned workers;            /* worker threads (1-64); with 2, worker 1
-                                    runs on the calling thread (duo, see
-                                    cli/parallel.c) */
+    unsigned workers;            /* worker threads (1-64); 2 reads ahead
+                                    instead: see cli/parallel.c */
     cap_config cap;              /* each worker's tracker */
     resp_config resp;            /* each worker's resp pipeline */
     resp_sink sink;              /* the analyzer's */

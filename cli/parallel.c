@@ -2,28 +2,28 @@
  * parallel.c - `--threads N`: the capture and resp stages on N worker threads,
  * the analysis on the calling thread, with exactly the results of one thread.
  *
- * Layouts. --threads 3 and more shard the connections between N workers
- * as described below. --threads 2 runs "duo" (see duo_run): worker 0 is a
- * thread, worker 1 runs on the calling thread, which merges worker 0's
- * packed events with its own as they are made and analyses: half the
- * commands cross threads, none waits in a ring on the calling side.
- * SLOTSCOPE_THREADS_LAYOUT (shard, ahead, duo) picks another layout for
- * --threads 2, for tests and measurements; "ahead" reads ahead on the reader
- * thread and runs every stage on the calling thread (read_ahead). Where the
- * CPU goes with real.pcap (615 MB, 5.3 million commands), on 2 cores, perf
- * samples per thread, and the best wall time of many runs:
- *   one thread         0.50 s CPU, 0.52 s wall (reading 0.1 s of it)
+ * Two layouts. --threads 2 reads ahead: the reader thread below fills the
+ * input ring and the calling thread runs one tracker, resp and the analysis
+ * on it, in order (read_ahead): the same results by construction, and only
+ * the records cross threads. --threads 3 and more shard the connections
+ * between N workers as described below (SLOTSCOPE_THREADS_SHARD in the
+ * environment makes --threads 2 shard too, for tests). Why: where the CPU
+ * goes with real.pcap (615 MB, 5.3 million commands) on 2 cores (perf
+ * samples per thread; wall: best and median of 10 runs, the machine shared):
+ *   one thread         0.50 s CPU (reading 0.1 s of it); wall 0.50, 0.52
  *   sharded, 2 workers 0.74 s CPU: reader 0.13, workers 0.2 each, merger
  *                      0.2 (analysis 0.1, unpacking and merging the rest):
- *                      handing a command to the merger (pack, ring, unpack,
- *                      ~450 instructions and ~320 bytes through the caches)
- *                      costs a third of decoding it; 0.44 s wall
+ *                      handing a command to the merger (pack, ring, unpack:
+ *                      ~450 instructions, ~320 bytes through the caches)
+ *                      costs a third of decoding it; wall 0.44, 0.65-0.75
  *   read-ahead         0.56 s CPU: reader 0.12 (the kernel's copy of the
- *                      file is most of it), calling thread 0.45; 0.45 s wall
- *   duo                0.66 s CPU: reader 0.12, worker 0 0.19, calling
- *                      thread 0.35; 0.39 s wall, but the calling thread
- *                      waits for worker 0 whenever that is descheduled, so
- *                      on a busy machine the median is worse than sharding
+ *                      file is most of it), calling thread 0.45; wall
+ *                      0.45, 0.46-0.51
+ * Tried and dropped (in the history): worker 0 reading the source itself
+ * (it became the critical thread: wall 0.55); "duo", worker 1 on the
+ * calling thread with its events merged unpacked (wall 0.39 at best, but
+ * the calling thread waits whenever worker 0 is descheduled: median 0.54-
+ * 0.67, sometimes slower than one thread).
  * Sharding wins once there are cores for every worker, the reader and the
  * merger.
  *
@@ -249,8 +249,6 @@ struct par {
     unsigned n;
     int read_ahead;                /* --threads 2: worker 0's stages on the calling
                                       thread, fed by the reader (see par_new) */
-    int duo;                       /* worker 1's stages on the calling thread, its
-                                      events merged as they come (see par_new) */
     cap_source *src;
     pthread_t reader;
     int reader_started;
@@ -1322,150 +1320,6 @@ static void read_ahead(struct par *p)
     }
 }
 
-/* ---------------------------------------------------------------- duo */
-
-/*
- * Duo (--threads 2): worker 0 is a thread as with sharding; worker 1 runs on
- * the calling thread, which also merges and analyses. Worker 1's events go
- * to the analyzer as they are made, not packed; before each one, worker 0's
- * events that come first in the one-thread order are handed on (waiting for
- * worker 0 when it is not yet past that record). Half the commands cross
- * threads instead of all, and the merger's spare time decodes.
- */
-
-/* Hand on worker 0's events with a key below (record, rank); wait for
- * worker 0 until it is past `record` or has such an event. */
-static void duo_before(struct par *p, uint64_t record, uint64_t rank)
-{
-    worker *a = &p->w[0];
-    for (;;) {
-        const ev_hdr *h = head_event(a);
-        if (h) {
-            if (!key_less(h->record, h->rank, record, rank))
-                return;
-            deliver(p, a, h);
-            if (p->since_refresh >= MERGE_BATCH)
-                merger_refresh(p, 0);
-            continue;
-        }
-        if (a->m_watermark >= record)
-            return; /* nothing of worker 0 can come before */
-        merger_refresh(p, 1);
-    }
-}
-
-/* Worker 1's event for conn (NULL: none) is next: first worker 0's that
- * come before it. 0 when events are being discarded. */
-static int duo_turn(worker *w, const cap_conn *conn)
-{
-    struct par *p = w->par;
-    duo_before(p, w->record, w->own || conn == NULL ? KEY_OWN : conn->last_record);
-    return !p->discard;
-}
-
-/* After one of worker 1's events: the periodic work. */
-static void duo_tick(worker *w)
-{
-    struct par *p = w->par;
-    p->since_refresh++;
-    if (p->o.tick)
-        p->o.tick(p->o.tick_ctx, w->ts_us);
-}
-
-/* Worker 1's resp_sink: to the analyzer, in turn. */
-static void duo_conn_open(void *ctx, const cap_conn *conn)
-{
-    worker *w = ctx;
-    const resp_sink *s = &w->par->o.sink;
-    if (duo_turn(w, conn) && s->conn_open) {
-        s->conn_open(s->ctx, conn);
-        duo_tick(w);
-    }
-}
-
-static void duo_command(void *ctx, const resp_command *cmd)
-{
-    worker *w = ctx;
-    const resp_sink *s = &w->par->o.sink;
-    if (duo_turn(w, cmd->conn) && s->command) {
-        s->command(s->ctx, cmd);
-        duo_tick(w);
-    }
-}
-
-static void duo_conn_close(void *ctx, const cap_conn *conn, const resp_conn_stats *st)
-{
-    worker *w = ctx;
-    const resp_sink *s = &w->par->o.sink;
-    if (duo_turn(w, conn) && s->conn_close) {
-        s->conn_close(s->ctx, conn, st);
-        duo_tick(w);
-    }
-}
-
-/* Worker 1 has fed every record published (up to position pos): hand on
- * all of worker 0's events of those records, waiting for worker 0 to get
- * there. Before waiting for more input: worker 0 may be waiting for room
- * in its event ring. */
-static void duo_catch_up(struct par *p, uint64_t pos)
-{
-    worker *a = &p->w[0];
-    for (;;) {
-        const ev_hdr *h = head_event(a);
-        if (h && h->record <= pos) {
-            deliver(p, a, h);
-            if (p->since_refresh >= MERGE_BATCH)
-                merger_refresh(p, 0);
-            continue;
-        }
-        if (a->m_watermark >= pos)
-            break;
-        merger_refresh(p, 1);
-    }
-    merger_refresh(p, 0); /* the room made, before this thread waits */
-}
-
-/* Duo: worker 1 on the calling thread, every record of the input ring (the
- * clock, and its own share), then worker 0's events up to the end of
- * input. */
-static void duo_run(struct par *p)
-{
-    worker *w = &p->w[1];
-    for (;;) {
-        if (w->pos == w->avail && !worker_fetch(w, 0)) {
-            duo_catch_up(p, w->pos);
-            if (!worker_fetch(w, 1))
-                break;
-        }
-        worker_feed(w, w->pos);
-        w->pos++;
-        if ((w->pos & (SHOW_EVERY - 1)) == 0) {
-            worker_fetch(w, 0);  /* the reader may reuse what was read */
-            merger_refresh(p, 0); /* worker 0 may reuse what was merged */
-        }
-    }
-    duo_catch_up(p, w->pos);
-}
-
-/* Duo's end: worker 0 finishes on its thread, worker 1 here, their events
- * merged. */
-static void duo_finish(struct par *p, int64_t end_us)
-{
-    worker *w = &p->w[1];
-    pthread_mutex_lock(&p->mu);
-    p->finish = 1;
-    p->finish_us = end_us;
-    pthread_cond_broadcast(&p->in_cv);
-    pthread_mutex_unlock(&p->mu);
-    w->record = KEY_END;
-    w->own = 0;
-    cap_tracker_finish(w->tracker, end_us);
-    duo_before(p, KEY_END, KEY_END);
-    if (p->w[0].started)
-        pthread_join(p->w[0].thread, NULL);
-    p->joined = 1;
-}
-
 /* ---------------------------------------------------------------- lifecycle */
 
 /* Share out the caps that bound the whole capture and resp state (not the
@@ -1497,7 +1351,7 @@ static int worker_init(struct par *p, unsigned i)
 #endif
     if (w->raw_size < RAW_MIN)
         w->raw_size = RAW_MIN;
-    if (!p->read_ahead && !(p->duo && i == 1)) {
+    if (!p->read_ahead) {
         w->ev = malloc(OUT_BYTES);
         w->raw = malloc(w->raw_size);
     }
@@ -1508,17 +1362,11 @@ static int worker_init(struct par *p, unsigned i)
         /* straight to the analyzer, on the calling thread: nothing packed */
         w->rp = resp_new(&rc, &p->o.sink);
         w->tracker = w->rp ? cap_tracker_new(&cc, read_ahead_event, w) : NULL;
-    } else if (p->duo && i == 1) {
-        resp_sink duo_sink = {.ctx = w, .conn_open = duo_conn_open, .command = duo_command,
-                              .conn_close = duo_conn_close};
-        w->rp = resp_new(&rc, &duo_sink);
-        w->tracker = w->rp ? cap_tracker_new(&cc, resp_on_capture_event, w->rp) : NULL;
     } else {
         w->rp = resp_new(&rc, &sink);
         w->tracker = w->rp ? cap_tracker_new(&cc, resp_on_capture_event, w->rp) : NULL;
     }
-    return (p->read_ahead || (p->duo && i == 1) || (w->ev && w->raw)) && w->rp && w->tracker
-               ? 0 : -1;
+    return (p->read_ahead || (w->ev && w->raw)) && w->rp && w->tracker ? 0 : -1;
 }
 
 par *par_new(const par_opts *o)
@@ -1530,12 +1378,9 @@ par *par_new(const par_opts *o)
     memset(p, 0, sizeof *p);
     p->o = *o;
     p->n = o->workers < 1 ? 1 : o->workers > MAX_WORKERS ? MAX_WORKERS : o->workers;
-    if (p->n == 2) {
-        const char *layout = getenv("SLOTSCOPE_THREADS_LAYOUT");
-        if (!layout || strcmp(layout, "duo") == 0)
-            p->duo = 1;
-        else if (strcmp(layout, "ahead") == 0)
-            p->read_ahead = 1, p->n = 1;
+    if (p->n == 2 && !getenv("SLOTSCOPE_THREADS_SHARD")) {
+        p->read_ahead = 1; /* see the top of the file */
+        p->n = 1;
     }
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->in_cv, NULL);
@@ -1563,8 +1408,7 @@ par *par_new(const par_opts *o)
 /* Start the workers, then the reader. 0, or -1 (see stop_threads). */
 static int start_threads(struct par *p)
 {
-    /* read-ahead: no worker thread; duo: worker 0's only */
-    for (unsigned i = 0; i < (p->duo ? 1 : p->n) && !p->read_ahead; i++) {
+    for (unsigned i = 0; i < p->n && !p->read_ahead; i++) { /* read-ahead: none */
         if (pthread_create(&p->w[i].thread, NULL, worker_main, &p->w[i]) != 0)
             return -1;
         p->w[i].started = 1;
@@ -1618,8 +1462,6 @@ int par_run(par *p, cap_source *src, char *err, size_t err_size)
     }
     if (p->read_ahead)
         read_ahead(p);
-    else if (p->duo)
-        duo_run(p);
     else
         merge(p, 0);
     pthread_join(p->reader, NULL);
@@ -1643,10 +1485,6 @@ void par_finish(par *p, int64_t end_us)
     }
     if (p->joined || !p->w[0].started)
         return; /* finished already, or never run */
-    if (p->duo) {
-        duo_finish(p, end_us);
-        return;
-    }
     pthread_mutex_lock(&p->mu);
     p->finish = 1;
     p->finish_us = end_us;
@@ -1676,16 +1514,10 @@ void par_counters(par *p, cap_stats *cs, resp_stats *rs)
     } else {
         pthread_mutex_lock(&p->mu);
         for (unsigned i = 0; i < p->n; i++) {
-            if (p->duo && i == 1)
-                continue; /* below */
             cap_stats_add(cs, &p->w[i].cs);
             resp_stats_add(rs, &p->w[i].rs);
         }
         pthread_mutex_unlock(&p->mu);
-        if (p->duo) { /* worker 1's stages are this thread's */
-            cap_stats_add(cs, cap_tracker_stats(p->w[1].tracker));
-            resp_stats_add(rs, resp_get_stats(p->w[1].rp));
-        }
     }
     if (p->joined) {
         size_t n = 0;

@@ -11,8 +11,8 @@
  *                   put in (record, rank) order as cli/parallel.c merges
  *                   them, are the single tracker's, event for event, and the
  *                   counters add up to the single tracker's
- *   end to end      slotscope analyze with 1, 2 (each layout), 3 and 5
- *                   threads on that capture, on every fixture capture
+ *   end to end      slotscope analyze with 1, 2 (read-ahead and sharded), 3
+ *                   and 5 threads on that capture, on every fixture capture
  *                   of tests/fixtures (cluster, gen, capture, cli) and on two
  *                   files merged: every table of the databases (meta's
  *                   times and command line aside, every row sorted) and the
@@ -549,13 +549,14 @@ static void fail_diff(const char *what, const char *a, const char *b)
     fail_msg("%s differ at line %zu:\n  1 thread: %.200s\n  threads:  %.200s", what, line, la, lb);
 }
 
-/* The runs compared: --threads, and SLOTSCOPE_THREADS_LAYOUT for the
- * three ways cli/parallel.c can run --threads 2 (NULL: the default). */
+/* The runs compared: --threads, and whether SLOTSCOPE_THREADS_SHARD is set
+ * (--threads 2 reads ahead on a thread of its own and runs every stage on
+ * the main one; with the variable it shards the connections between 2
+ * workers as larger N do). */
 static const struct {
     const char *threads;
-    const char *layout;
-} runs[] = {{"1", NULL}, {"2", NULL}, {"2", "shard"}, {"2", "ahead"},
-            {"2", "duo"}, {"3", NULL}, {"5", NULL}};
+    int shard;
+} runs[] = {{"1", 0}, {"2", 0}, {"2", 1}, {"3", 0}, {"5", 0}};
 
 /* analyze the files with each of runs[]: the same exit code, messages,
  * database and report. (With 5 workers, several have no connection of their
@@ -572,8 +573,7 @@ static void check_same_results(const char *const *files, size_t n_files)
         char *dump, *report, *err;
         th_run r;
         int rc;
-        snprintf(name, sizeof name, "%s%s", runs[k].threads,
-                 runs[k].layout ? runs[k].layout : "");
+        snprintf(name, sizeof name, "%s%s", runs[k].threads, runs[k].shard ? "s" : "");
         db = tmp(name);
         unlink(db);
         args[n++] = "analyze";
@@ -586,15 +586,15 @@ static void check_same_results(const char *const *files, size_t n_files)
         args[n++] = runs[k].threads;
         args[n++] = "-q";
         args[n] = NULL;
-        if (runs[k].layout)
-            setenv("SLOTSCOPE_THREADS_LAYOUT", runs[k].layout, 1);
+        if (runs[k].shard)
+            setenv("SLOTSCOPE_THREADS_SHARD", "1", 1);
         rc = run_args(args, &r);
-        unsetenv("SLOTSCOPE_THREADS_LAYOUT");
+        unsetenv("SLOTSCOPE_THREADS_SHARD");
         err = r.err;
         /* 0, or 1 when an input is damaged (the database is still written) */
         if (rc != 0 && rc != 1)
-            fail_msg("analyze %s --threads %s %s exited %d", files[0], runs[k].threads,
-                     runs[k].layout ? runs[k].layout : "", rc);
+            fail_msg("analyze %s --threads %s%s exited %d", files[0], runs[k].threads,
+                     runs[k].shard ? " (sharded)" : "", rc);
         dump = dump_db(db);
         report = r.out;
         if (!base_db) {
