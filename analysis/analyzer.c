@@ -383,7 +383,11 @@ an_analyzer *an_new(const an_config *cfg, const an_sink *sink)
 #undef FIX
     if (c->max_nodes > 30000)
         c->max_nodes = 30000; /* node indexes live in int16 / uint16 arrays */
-    an->conns = calloc(c->max_conns, sizeof *an->conns);
+    /* zeroed pages are only touched when used: calloc, then aligned by hand */
+    an->conns_block = calloc((size_t)c->max_conns + 1, sizeof *an->conns);
+    if (an->conns_block)
+        an->conns = (an_cn *)(((uintptr_t)an->conns_block + _Alignof(an_cn) - 1) &
+                              ~(uintptr_t)(_Alignof(an_cn) - 1));
     an->clients = calloc(c->max_clients, sizeof *an->clients);
     an->nodes = calloc(c->max_nodes, sizeof *an->nodes);
     an->memos = calloc(c->max_memos, sizeof *an->memos);
@@ -443,7 +447,7 @@ void an_free(an_analyzer *an)
     an_map_free(&an->memo_map);
     an_map_free(&an->op_map);
     an_map_free(&an->finding_map);
-    free(an->conns);
+    free(an->conns_block);
     free(an->clients);
     free(an->nodes);
     free(an->memos);

@@ -190,21 +190,23 @@ typedef struct an_cli {
 /* ---------------------------------------------------------------- connections */
 
 typedef struct an_cn {
-    /* first: what every command reads or writes (one cache line) */
-    int32_t client, node;
+    /* first: what every command reads or writes (one cache line: entries
+     * are aligned to one, see an_new) */
+    _Alignas(64) int32_t client;
+    int32_t node;
     uint32_t client_gen;         /* the client entry's gen when looked up */
     uint32_t lru_epoch;          /* when it last moved to the LRU tail */
-    int32_t lprev, lnext;        /* LRU list */
-    uint64_t commands;
-    int64_t last_us;
+    uint32_t gen;                /* which connection holds the entry (never 0
+                                    in use): checks resp's conn_word */
     uint8_t used;
     uint8_t node_link;           /* replication or MIGRATE traffic */
     uint8_t asking_pending;      /* ASKING sent, not yet used */
     uint8_t readonly;            /* READONLY in force */
-    uint8_t mid_stream;          /* started without a handshake: state unknown */
-    uint32_t gen;                /* which connection holds the entry (never 0
-                                    in use): checks resp's conn_word */
+    uint64_t commands;
+    int64_t last_us;
     /* then the rest */
+    int32_t lprev, lnext;        /* LRU list (relinked once per epoch) */
+    uint8_t mid_stream;          /* started without a handshake: state unknown */
     uint64_t id;
     const cap_conn *cc;          /* valid until its CLOSE */
     int64_t first_us;
@@ -375,6 +377,7 @@ struct an_analyzer {
     uint64_t finding_seq;
 
     an_cn *conns;  an_map conn_map;  int32_t conn_lru_head, conn_lru_tail, conn_free;
+    void *conns_block;           /* the allocation conns is aligned in */
     uint32_t nconns;
     an_cli *clients; an_map client_map; int32_t cli_lru_head, cli_lru_tail, cli_free;
     uint32_t nclients;
