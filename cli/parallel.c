@@ -22,10 +22,9 @@
  * Tried and dropped (in the history): worker 0 reading the source itself
  * (it became the critical thread: wall 0.55); "duo", worker 1 on the
  * calling thread with its events merged unpacked (wall 0.39 at best, but
- * the calling thread waits whenever worker 0 is descheduled: median 0.54-
- * 0.67, sometimes slower than one thread).
- * Sharding wins once there are cores for every worker, the reader and the
- * merger.
+ * the calling thread waits whenever worker 0 is descheduled: median 0.54
+ * to 0.67, sometimes slower than one thread). Sharding wins once there are
+ * cores for every worker, the reader and the merger.
  *
  *   reader thread   reads the source (cap_source_run_records), numbers the
  *                   records 1, 2, ... in merged order, picks each one's worker
@@ -61,7 +60,8 @@
  * every other worker either has an event waiting (its key is larger) or has
  * finished record r (its watermark): nothing smaller can still come.
  *
- * Where N threads may differ from one (none of it happens in the tests):
+ * Where N sharded threads may differ from one (none of it happens in the
+ * tests; read-ahead runs the one-thread pipeline and differs in nothing):
  *  - the caps on the whole capture and resp state (live connections,
  *    out-of-order bytes, requests in flight) are shared out: each worker
  *    gets 1/N of each (worker_caps), so memory stays within the one-thread
