@@ -572,8 +572,10 @@ static void test_run_records_and_break(void **state)
     cap_source_free(s.src);
 }
 
-int main(void)
+/* Every test, in a scratch folder: the files are written by relative name. */
+static int run_all(void *ctx)
 {
+    (void)ctx;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_magics_and_byte_orders),
         cmocka_unit_test(test_nanosecond_rounding),
@@ -586,14 +588,10 @@ int main(void)
         cmocka_unit_test(test_progress),
         cmocka_unit_test(test_run_records_and_break),
     };
-    /* The files are written by relative name, in a scratch folder removed
-     * afterwards. */
-    char dir[256], home[4096];
-    if (th_tmpdir_new("pcapfile", dir, sizeof dir) != 0 || !getcwd(home, sizeof home) ||
-        chdir(dir) != 0)
-        return 1;
-    int failed = cmocka_run_group_tests(tests, NULL, NULL);
-    if (chdir(home) != 0 || th_tmpdir_remove(dir) != 0)
-        return 1;
-    return failed;
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
+
+int main(void)
+{
+    return th_in_scratch_dir("pcapfile", run_all, NULL);
 }

@@ -459,8 +459,10 @@ static void test_break(void **state)
     cap_source_free(src);
 }
 
-int main(void)
+/* Every test, in a scratch folder: the files are written by relative name. */
+static int run_all(void *ctx)
 {
+    (void)ctx;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_merge_order),
         cmocka_unit_test(test_merge_two_hosts),
@@ -473,14 +475,10 @@ int main(void)
         cmocka_unit_test(test_time_backwards),
         cmocka_unit_test(test_break),
     };
-    /* The tests write their files by relative name: do it in a scratch
-     * folder, removed afterwards, wherever the test is started from. */
-    char dir[256], home[4096];
-    if (th_tmpdir_new("capsrc", dir, sizeof dir) != 0 || !getcwd(home, sizeof home) ||
-        chdir(dir) != 0)
-        return 1;
-    int failed = cmocka_run_group_tests(tests, NULL, NULL);
-    if (chdir(home) != 0 || th_tmpdir_remove(dir) != 0)
-        return 1;
-    return failed;
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
+
+int main(void)
+{
+    return th_in_scratch_dir("capsrc", run_all, NULL);
 }

@@ -172,6 +172,22 @@ int th_tmpdir_remove(const char *dir)
     return system(cmd) == 0 ? 0 : -1;
 }
 
+int th_in_scratch_dir(const char *tag, int (*fn)(void *ctx), void *ctx)
+{
+    char dir[256], home[4096];
+    int result;
+    if (th_tmpdir_new(tag, dir, sizeof dir) != 0)
+        return 1;
+    if (!getcwd(home, sizeof home) || chdir(dir) != 0) {
+        th_tmpdir_remove(dir);
+        return 1;
+    }
+    result = fn(ctx);
+    if (chdir(home) != 0 || th_tmpdir_remove(dir) != 0)
+        return 1;
+    return result;
+}
+
 const char *th_path(const char *dir, const char *name)
 {
     static char paths[8][1024];

@@ -56,6 +56,12 @@ int th_exit_code(const th_run *run);
 int th_tmpdir_new(const char *tag, char *dir, size_t size);
 int th_tmpdir_remove(const char *dir);
 
+/* Run fn(ctx) in a new scratch folder "/tmp/<tag>_XXXXXX" as the working
+ * directory (for tests that write files by relative name, wherever they are
+ * started from), then go back and remove it. fn's result, or 1 when the folder
+ * could not be made, entered, left or removed. */
+int th_in_scratch_dir(const char *tag, int (*fn)(void *ctx), void *ctx);
+
 /* dir + "/" + name in one of 8 rotating static buffers (the 9th call reuses
  * the first): enough for the paths of one check. */
 const char *th_path(const char *dir, const char *name);
