@@ -141,6 +141,7 @@ static void rp_begin(rc_conn *c, uint64_t pos, int64_t ts)
     d->elem2_set = 0;
     d->status_len = 0;
     d->status_monitor = 0;
+    d->trim = 0;
     pair_reply_start(c, ts);
 }
 
@@ -368,6 +369,8 @@ static int rp_num(rc_conn *c, uint8_t t, int64_t v)
         if (top && t != '|')
             rep->elements = v;
         uint64_t elems = (t == '%' || t == '|') ? 2 * (uint64_t)v : (uint64_t)v;
+        if (top && t == '*' && d->trim && (uint64_t)v == d->trim_decl)
+            elems = d->trim_to; /* EXEC after CLIENT REPLY OFF/SKIP (pair.c) */
         if (elems == 0)
             return rp_value_done(c, t == '|') ? LN_MSG : LN_VALUE;
         if (rp_push(c, t, elems) != 0)

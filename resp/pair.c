@@ -12,8 +12,10 @@
  *     commands are emitted as RESP_NO_REPLY, in their place in the order.
  *   - MULTI: queued commands get +QUEUED (or an error such as -MOVED at queue
  *     time), EXEC gets one array (or -EXECABORT, or a null when WATCH failed):
- *     still one reply per request. Client-side effects (CLIENT REPLY...) of
- *     queued commands are not applied: they happen at EXEC.
+ *     still one reply per request. Queued CLIENT REPLY and HELLO act only
+ *     when EXEC runs them, as the server does: EXEC's array may then carry
+ *     fewer elements than it declares, or none come loose (see the
+ *     transactions section below).
  *   - pub/sub: SUBSCRIBE/PSUBSCRIBE/SSUBSCRIBE and their UNSUBSCRIBE get one
  *     confirmation per channel argument (["subscribe", ch, count]); without
  *     arguments, UNSUBSCRIBE gets one per channel subscribed (one with a null
@@ -74,6 +76,17 @@ enum {
     RQK_REPLCONF_ACK,
     RQK_PSYNC,
     RQK_SYNC
+};
+
+/* rq_entry.tx bits of an EXEC whose transaction holds CLIENT REPLY or HELLO. */
+enum {
+    TXF_TRIM = 1,     /* its array declares tx_elems.queued elements but the
+                         server sends only tx_elems.sent */
+    TXF_LOOSE = 2,    /* the array header is not sent (replies were off): what
+                         the transaction's CLIENT REPLY ON lets through comes
+                         as nreply loose replies */
+    TXF_MODES = 4,    /* the client's reply modes were changed at EXEC */
+    TXF_PREV_OFF = 8  /* CLIENT REPLY OFF was in force before EXEC */
 };
 
 /* Confirmation words of the subscribe family, indexed by rq_entry.sub_word. */
@@ -542,8 +555,129 @@ static uint8_t classify_request(rq_entry *e)
     return RQK_NORMAL;
 }
 
+/* ---------------------------------------------------------------- transactions
+ *
+ * Inside MULTI the server queues commands (+QUEUED) and runs them at EXEC,
+ * which sends an array header with the count of queued commands, then each
+ * command's reply as it runs (observed with redis-server 7.0; tests/fixtures/
+ * resp/txmodes.pcap). A queued CLIENT REPLY or HELLO therefore acts at EXEC,
+ * and only if EXEC runs the transaction (not after DISCARD, -EXECABORT or a
+ * failed WATCH's null):
+ *
+ *   - CLIENT REPLY OFF silences the replies of the commands after it in the
+ *     transaction, and everything after EXEC: EXEC's array then carries fewer
+ *     elements than it declares ("*2" and nothing for OFF + SET).
+ *   - CLIENT REPLY ON (itself answered +OK) lets them through again. When
+ *     replies were off before MULTI, EXEC's header is not sent, and what ON
+ *     lets through arrives as loose top-level replies.
+ *   - CLIENT REPLY SKIP skips the first command after EXEC, not one inside.
+ *   - HELLO switches the protocol from its own reply on: EXEC's header is in
+ *     the old protocol, HELLO's element and the rest in the new one.
+ *
+ * The effects are simulated as commands are queued (tx_queue) and applied
+ * when EXEC is decoded (tx_exec): requests pipelined after EXEC need the
+ * client's modes before EXEC's reply can tell whether the transaction ran.
+ * If it did not, the modes are put back (tx_undo); requests already decoded
+ * after EXEC were counted under the wrong modes, so they lose the pairing. */
+
+/* MULTI: an empty transaction, starting from the client's reply mode (which
+ * nothing can change until EXEC: the commands that would are queued). */
+static void tx_reset(rc_conn *c)
+{
+    c->tx_queued = 0;
+    c->tx_sent = 0;
+    c->tx_off = c->reply_off;
+    c->tx_skip_after = 0;
+    c->tx_hello = 0;
+    c->tx_modes = 0;
+}
+
+/* A command is queued (e->kind is still its own kind): what it will do when
+ * EXEC runs it. Mirrors clientCommand's REPLY branch and the reply gate
+ * (prepareClientToWrite) of Redis. */
+static void tx_queue(rc_conn *c, const rq_entry *e)
+{
+    if (c->tx_queued < UINT32_MAX)
+        c->tx_queued++;
+    switch (e->kind) {
+    case RQK_REPLY_OFF:
+        c->tx_off = 1;
+        c->tx_modes = 1;
+        return; /* never answered */
+    case RQK_REPLY_ON:
+        c->tx_off = 0;
+        c->tx_modes = 1;
+        break; /* answered +OK, even when replies were off */
+    case RQK_REPLY_SKIP:
+        if (!c->tx_off)
+            c->tx_skip_after = 1;
+        c->tx_modes = 1;
+        return; /* never answered */
+    case RQK_HELLO:
+        if (e->hello_proto)
+            c->tx_hello = e->hello_proto;
+        if (c->tx_off)
+            return;
+        break;
+    default:
+        if (c->tx_off)
+            return;
+        break;
+    }
+    if (c->tx_sent < c->tx_queued)
+        c->tx_sent++;
+}
+
+/* EXEC closes a transaction: how it is answered, and the client's modes
+ * after it (taken to run; tx_undo when its reply says otherwise).
+ * skip_this: EXEC itself is skipped by a CLIENT REPLY SKIP. */
+static void tx_exec(rc_conn *c, rq_entry *e, uint8_t skip_this)
+{
+    e->hello_proto = c->tx_hello;
+    if (!c->reply_off && !skip_this) { /* one array, maybe short */
+        e->nreply = 1;
+        if (c->tx_sent < c->tx_queued) {
+            e->tx |= TXF_TRIM;
+            e->tx_elems.queued = c->tx_queued;
+            e->tx_elems.sent = c->tx_sent;
+        }
+    } else { /* no header: only what CLIENT REPLY ON let through */
+        e->nreply = c->tx_sent;
+        e->tx |= TXF_LOOSE;
+        if (e->nreply == 0 && e->hello_proto) /* nothing will come to tell */
+            c->resp3 = (e->hello_proto == 3);
+    }
+    if (c->tx_modes) {
+        e->tx |= TXF_MODES;
+        if (c->reply_off)
+            e->tx |= TXF_PREV_OFF;
+        c->reply_off = c->tx_off;
+        c->skip_next = c->tx_skip_after;
+    }
+}
+
+/* EXEC's reply says the transaction did not run (-EXECABORT, or a null when
+ * a WATCHed key changed): none of its modes took effect. */
+static void tx_undo(rc_conn *c, rq_entry *h)
+{
+    if (!(h->tx & TXF_MODES))
+        return;
+    c->reply_off = (uint8_t)((h->tx & TXF_PREV_OFF) != 0);
+    c->skip_next = 0;
+    if (c->count <= 1)
+        return; /* nothing decoded after EXEC: exact */
+    /* Requests after EXEC were given the modes it would have set: how many
+     * replies they get is not known any more. */
+    c->st.out_of_sync = 1;
+    c->synced = 0;
+    c->reply_since_loss = 0;
+    for (uint32_t i = 1; i < c->count; i++)
+        ring_at(c, i)->uncertain = 1;
+}
+
 /* How many replies a request gets, applying the client-side modes it changes
- * (MULTI, CLIENT REPLY). Mirrors processCommand / clientCommand in Redis. */
+ * (MULTI, CLIENT REPLY, and at EXEC those of the queued commands). Mirrors
+ * processCommand / clientCommand in Redis. */
 static void request_modes(rc_conn *c, rq_entry *e)
 {
     uint8_t skip_this = c->skip_next;
@@ -554,15 +688,24 @@ static void request_modes(rc_conn *c, rq_entry *e)
     if (c->in_multi && e->kind != RQK_EXEC && e->kind != RQK_DISCARD &&
         e->kind != RQK_MULTI && e->kind != RQK_WATCH && e->kind != RQK_QUIT &&
         e->kind != RQK_RESET) {
+        tx_queue(c, e);
         e->kind = RQK_QUEUED; /* +QUEUED or an error; effects only at EXEC */
         e->cmd.in_multi = 1;
     }
     switch (e->kind) {
     case RQK_MULTI:
         e->cmd.in_multi = c->in_multi;
+        if (!c->in_multi) /* MULTI inside MULTI is an error, not a new one */
+            tx_reset(c);
         c->in_multi = 1;
         break;
     case RQK_EXEC:
+        if (c->in_multi) {
+            c->in_multi = 0;
+            tx_exec(c, e, skip_this);
+            return;
+        }
+        break; /* EXEC without MULTI: an error */
     case RQK_DISCARD:
         c->in_multi = 0;
         break;
@@ -613,6 +756,7 @@ void pair_request_done(rc_conn *c)
     e->cmd.seq = c->seq++;
     e->sub_word = 0;
     e->hello_proto = 0;
+    e->tx = 0;
     e->got_reply = 0;
     e->first_reply_us = 0;
     e->kind = classify_request(e);
@@ -668,6 +812,11 @@ void pair_reply_start(rc_conn *c, int64_t ts)
         return;
     }
     c->keeping = (uint8_t)(h->keep && !h->uncertain);
+    if (h->tx & TXF_TRIM) { /* EXEC's array will be short (see tx_exec) */
+        c->rpd.trim = 1;
+        c->rpd.trim_decl = h->tx_elems.queued;
+        c->rpd.trim_to = h->tx_elems.sent;
+    }
 }
 
 void pair_keep_bytes(rc_conn *c, const uint8_t *p, size_t n)
@@ -779,6 +928,21 @@ static int unsub_all_done(const rc_conn *c, int w)
     }
 }
 
+/* EXEC of a transaction with modes was answered (its last reply when the
+ * replies come loose): did the transaction run? */
+static void exec_effects(rc_conn *c, rq_entry *h)
+{
+    const resp_reply *r = &c->reply;
+    /* an array is the transaction's replies; -EXECABORT, or a null after a
+     * failed WATCH, means nothing ran. Loose replies only come from a run. */
+    if (!(h->tx & TXF_LOOSE) && r->type != RESP_T_ARRAY) {
+        tx_undo(c, h);
+        return;
+    }
+    if (h->hello_proto) /* taken to succeed: its element is not looked at */
+        c->resp3 = (h->hello_proto == 3);
+}
+
 /* Server-side effects of a paired reply. */
 static void reply_effects(rc_conn *c, rq_entry *h)
 {
@@ -788,6 +952,10 @@ static void reply_effects(rc_conn *c, rq_entry *h)
     case RQK_RESET:
     case RQK_PSYNC:
         break;
+    case RQK_EXEC:
+        if (h->tx != 0 || h->hello_proto != 0)
+            exec_effects(c, h);
+        return;
     default:
         return;
     }
@@ -877,6 +1045,18 @@ void pair_reply_done(rc_conn *c)
     c->st.replies++;
     if (h == NULL) {
         c->st.unpaired_replies++;
+        keep_done(c);
+        return;
+    }
+    if (h->nreply > 1 && h->kind == RQK_EXEC) {
+        /* a transaction answered by loose replies (tx_exec): not the last */
+        if (!h->got_reply) {
+            h->got_reply = 1;
+            h->first_reply_us = c->reply.start_us;
+        }
+        h->nreply--;
+        if (h->uncertain)
+            c->st.unpaired_replies++;
         keep_done(c);
         return;
     }

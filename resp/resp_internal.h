@@ -74,7 +74,16 @@ typedef struct rq_entry {
     uint8_t hello_proto;     /* HELLO: requested protocol (0 none) */
     uint8_t got_reply;       /* subscribe family: a confirmation arrived */
     uint8_t dynamic;         /* unsubscribe from all: count unknown in advance */
-    int64_t first_reply_us;  /* subscribe family: first confirmation's start */
+    uint8_t tx;              /* EXEC of a transaction that holds CLIENT REPLY
+                                or HELLO: TXF_* in pair.c (0 otherwise) */
+    union {
+        int64_t first_reply_us; /* subscribe family, and an EXEC answered by
+                                   loose replies: the first one's start */
+        struct {
+            uint32_t queued;    /* EXEC with TXF_TRIM: the count its array */
+            uint32_t sent;      /* declares, and the elements it carries */
+        } tx_elems;
+    };
     resp_command cmd;        /* request filled in; reply copied at pairing */
 } rq_entry;
 
@@ -188,11 +197,17 @@ typedef struct rp_dec {
     uint8_t status[RD_STATUS_MAX];
     uint8_t status_len;
     uint8_t status_monitor;  /* simple string shaped like a MONITOR line */
+    uint8_t trim;            /* set by pairing for this message: a top-level
+                                array declaring trim_decl elements carries
+                                only trim_to (EXEC of a transaction that ran
+                                CLIENT REPLY OFF/SKIP: see pair.c) */
     uint32_t errtext_len;
     /* used by lines split across chunks, resyncs and nesting: last */
     rd_line line;
     rd_resync rs;
     rd_frame inline_stack[RD_STACK_INLINE];
+    uint32_t trim_decl;      /* see trim */
+    uint32_t trim_to;
 } rp_dec;
 
 /* ---------------------------------------------------------------- connection */
@@ -232,6 +247,15 @@ typedef struct rc_conn {
     uint8_t *keep;
     size_t keep_len, keep_cap;
     resp_conn_stats st;
+    /* The transaction being queued (MULTI .. EXEC), as the server will run it
+     * at EXEC: queued commands have no effect until then (pair.c, tx_*). */
+    uint32_t tx_queued;       /* commands queued: the count EXEC's array declares */
+    uint32_t tx_sent;         /* how many of their replies the server will send */
+    uint8_t tx_off;           /* CLIENT REPLY OFF in force after them */
+    uint8_t tx_skip_after;    /* a CLIENT REPLY SKIP ran: it skips the command
+                                 after EXEC */
+    uint8_t tx_hello;         /* the last queued HELLO's protocol (0 none) */
+    uint8_t tx_modes;         /* a queued CLIENT REPLY changes the client's modes */
 } rc_conn;
 
 struct resp_pipeline {

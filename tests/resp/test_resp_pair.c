@@ -217,6 +217,223 @@ static void test_multi_exec(void **state)
     h_free(&h);
 }
 
+/* ---------------------------------------------------------------- CLIENT REPLY and HELLO in MULTI
+ *
+ * The replies below are the bytes redis-server 7.0 sent (tests/fixtures/resp/
+ * txmodes.pcap): queued CLIENT REPLY and HELLO act when EXEC runs them. */
+
+/* Send the words of each request (one string per request, space separated)
+ * as multibulks, one chunk per request, or all in one chunk. */
+static void send_reqs(h_ctx *h, int pipelined, const char *const *reqs, size_t n)
+{
+    char all[2048] = "";
+    for (size_t i = 0; i < n; i++) {
+        char words[128], b[256];
+        const char *w[6] = { NULL };
+        size_t k = 0;
+        snprintf(words, sizeof words, "%s", reqs[i]);
+        for (char *t = strtok(words, " "); t != NULL && k < 5; t = strtok(NULL, " "))
+            w[k++] = t;
+        mb(b, sizeof b, w[0], w[1], w[2], w[3], w[4], w[5]);
+        if (pipelined)
+            strncat(all, b, sizeof all - strlen(all) - 1);
+        else
+            h_str(h, CAP_TO_SERVER, b);
+    }
+    if (pipelined)
+        h_str(h, CAP_TO_SERVER, all);
+}
+
+/* MULTI, CLIENT REPLY OFF, SET, EXEC: the server sends "*2" and no element;
+ * the GET after EXEC gets nothing, CLIENT REPLY ON and the next GET do. */
+static void test_tx_client_reply_off(void **state)
+{
+    (void)state;
+    static const char *const reqs[] = { "MULTI", "CLIENT REPLY OFF", "SET k v", "EXEC",
+                                        "GET k", "CLIENT REPLY ON", "GET k" };
+    for (int pipelined = 0; pipelined <= 1; pipelined++) {
+        h_ctx h;
+        h_init(&h, 1, NULL);
+        h_open(&h);
+        send_reqs(&h, pipelined, reqs, 7);
+        h_str(&h, CAP_TO_CLIENT, "+OK\r\n+QUEUED\r\n+QUEUED\r\n*2\r\n+OK\r\n$1\r\nv\r\n");
+        h_close(&h);
+        assert_int_equal(h.ncmds, 7);
+        expect(&h, 1, "CLIENT", RESP_OK); /* +QUEUED */
+        expect(&h, 2, "SET", RESP_OK);
+        expect(&h, 3, "EXEC", RESP_OK);
+        assert_int_equal(h.cmds[3].reply.type, RESP_T_ARRAY);
+        assert_int_equal(h.cmds[3].reply.elements, 2);
+        assert_int_equal(h.cmds[3].reply.bytes, 4);
+        expect(&h, 4, "GET", RESP_NO_REPLY);
+        expect(&h, 5, "CLIENT", RESP_OK);
+        assert_int_equal(h.cmds[5].reply.type, RESP_T_SIMPLE);
+        expect(&h, 6, "GET", RESP_OK);
+        assert_int_equal(h.cmds[6].reply.type, RESP_T_BULK);
+        assert_int_equal(h.closed.unpaired_replies + h.closed.unpaired_requests, 0);
+        assert_int_equal(h.closed.out_of_sync, 0);
+        h_free(&h);
+    }
+}
+
+/* CLIENT REPLY SKIP inside MULTI skips the first command after EXEC; SKIP then
+ * OFF then ON inside: ON's +OK and the GET are the two elements sent of 4. */
+static void test_tx_client_reply_skip(void **state)
+{
+    (void)state;
+    static const char *const reqs[] = { "MULTI", "CLIENT REPLY SKIP", "CLIENT REPLY OFF",
+                                        "CLIENT REPLY ON", "GET k", "EXEC", "GET k", "GET k" };
+    h_ctx h;
+    h_init(&h, 1, NULL);
+    h_open(&h);
+    send_reqs(&h, 1, reqs, 8);
+    h_str(&h, CAP_TO_CLIENT, "+OK\r\n+QUEUED\r\n+QUEUED\r\n+QUEUED\r\n+QUEUED\r\n"
+                             "*4\r\n+OK\r\n$1\r\nv\r\n$1\r\nv\r\n");
+    h_close(&h);
+    assert_int_equal(h.ncmds, 8);
+    expect(&h, 5, "EXEC", RESP_OK);
+    assert_int_equal(h.cmds[5].reply.elements, 4);
+    assert_int_equal(h.cmds[5].reply.bytes, 4 + 5 + 7);
+    expect(&h, 6, "GET", RESP_NO_REPLY);
+    expect(&h, 7, "GET", RESP_OK);
+    assert_int_equal(h.closed.unpaired_replies + h.closed.unpaired_requests, 0);
+    h_free(&h);
+
+    /* SKIP as the last queued command: EXEC's "*2" carries one element */
+    static const char *const last[] = { "MULTI", "GET k", "CLIENT REPLY SKIP", "EXEC",
+                                        "PING", "PING" };
+    h_init(&h, 1, NULL);
+    h_open(&h);
+    send_reqs(&h, 1, last, 6);
+    h_str(&h, CAP_TO_CLIENT, "+OK\r\n+QUEUED\r\n+QUEUED\r\n*2\r\n$1\r\nv\r\n+PONG\r\n");
+    h_close(&h);
+    expect(&h, 3, "EXEC", RESP_OK);
+    expect(&h, 4, "PING", RESP_NO_REPLY);
+    expect(&h, 5, "PING", RESP_OK);
+    assert_int_equal(h.closed.unpaired_replies + h.closed.unpaired_requests, 0);
+    h_free(&h);
+}
+
+/* Replies off before MULTI: nothing for MULTI and the queued commands, no
+ * header at EXEC, and what the queued CLIENT REPLY ON lets through (its +OK,
+ * the GET's bulk) comes as loose replies, both EXEC's. */
+static void test_tx_client_reply_on_loose(void **state)
+{
+    (void)state;
+    static const char *const reqs[] = { "CLIENT REPLY OFF", "MULTI", "CLIENT REPLY ON",
+                                        "GET k", "EXEC", "GET k" };
+    h_ctx h;
+    h_init(&h, 1, NULL);
+    h_open(&h);
+    send_reqs(&h, 0, reqs, 6);
+    h_str(&h, CAP_TO_CLIENT, "+OK\r\n$1\r\nv\r\n$1\r\nv\r\n");
+    h_close(&h);
+    assert_int_equal(h.ncmds, 6);
+    expect(&h, 0, "CLIENT", RESP_NO_REPLY);
+    expect(&h, 1, "MULTI", RESP_NO_REPLY);
+    expect(&h, 2, "CLIENT", RESP_NO_REPLY); /* queued silently */
+    expect(&h, 3, "GET", RESP_NO_REPLY);
+    expect(&h, 4, "EXEC", RESP_OK);
+    assert_int_equal(h.cmds[4].reply.type, RESP_T_BULK); /* the last loose one */
+    expect(&h, 5, "GET", RESP_OK);
+    assert_int_equal(h.closed.unpaired_replies + h.closed.unpaired_requests, 0);
+    h_free(&h);
+}
+
+/* HELLO 3 inside MULTI: EXEC's header is RESP2, HELLO's element a RESP3 map,
+ * and the connection is RESP3 after EXEC (HGETALL of nothing: "%0"). */
+static void test_tx_hello(void **state)
+{
+    (void)state;
+    static const char *const reqs[] = { "MULTI", "HELLO 3", "SET k v", "EXEC", "HGETALL h",
+                                        "PING" };
+    h_ctx h;
+    h_init(&h, 1, NULL);
+    h_open(&h);
+    send_reqs(&h, 1, reqs, 6);
+    h_str(&h, CAP_TO_CLIENT, "+OK\r\n+QUEUED\r\n+QUEUED\r\n*2\r\n%1\r\n$5\r\nproto\r\n:3\r\n"
+                             "+OK\r\n%0\r\n+PONG\r\n");
+    h_close(&h);
+    assert_int_equal(h.ncmds, 6);
+    expect(&h, 1, "HELLO", RESP_OK);
+    assert_int_equal(h.cmds[1].resp3, 0); /* queued, not run */
+    expect(&h, 3, "EXEC", RESP_OK);
+    expect(&h, 4, "HGETALL", RESP_OK);
+    assert_int_equal(h.cmds[4].resp3, 1);
+    assert_int_equal(h.cmds[4].reply.type, RESP_T_MAP);
+    expect(&h, 5, "PING", RESP_OK);
+    assert_int_equal(h.cmds[5].resp3, 1);
+    h_free(&h);
+
+    /* a failed WATCH: the HELLO never ran, the connection stays RESP2 */
+    static const char *const watched[] = { "WATCH w", "MULTI", "HELLO 3", "EXEC", "HGETALL h" };
+    h_init(&h, 1, NULL);
+    h_open(&h);
+    send_reqs(&h, 0, watched, 5);
+    h_str(&h, CAP_TO_CLIENT, "+OK\r\n+OK\r\n+QUEUED\r\n*-1\r\n*0\r\n");
+    h_close(&h);
+    expect(&h, 3, "EXEC", RESP_OK);
+    assert_int_equal(h.cmds[3].reply.type, RESP_T_NIL);
+    expect(&h, 4, "HGETALL", RESP_OK);
+    assert_int_equal(h.cmds[4].resp3, 0);
+    h_free(&h);
+}
+
+/* A transaction that does not run (failed WATCH, EXECABORT, DISCARD) leaves
+ * the replies on. When requests were pipelined after its EXEC, they were
+ * counted with replies off: the pairing is declared lost, not guessed. */
+static void test_tx_not_run(void **state)
+{
+    (void)state;
+    static const char *const watched[] = { "WATCH w", "MULTI", "CLIENT REPLY OFF", "GET k",
+                                           "EXEC" };
+    static const char *const aborted[] = { "MULTI", "CLIENT REPLY OFF", "NOSUCHCMD", "EXEC" };
+    static const char *const discarded[] = { "MULTI", "CLIENT REPLY OFF", "DISCARD" };
+    h_ctx h;
+    h_init(&h, 1, NULL);
+    h_open(&h);
+    send_reqs(&h, 0, watched, 5);
+    h_str(&h, CAP_TO_CLIENT, "+OK\r\n+OK\r\n+QUEUED\r\n+QUEUED\r\n*-1\r\n");
+    send_reqs(&h, 0, (const char *const[]){ "GET k" }, 1);
+    h_str(&h, CAP_TO_CLIENT, "$1\r\nv\r\n");
+    send_reqs(&h, 0, aborted, 4);
+    h_str(&h, CAP_TO_CLIENT, "+OK\r\n+QUEUED\r\n-ERR unknown command 'NOSUCHCMD'\r\n"
+                             "-EXECABORT Transaction discarded because of previous errors.\r\n");
+    send_reqs(&h, 0, (const char *const[]){ "GET k" }, 1);
+    h_str(&h, CAP_TO_CLIENT, "$1\r\nv\r\n");
+    send_reqs(&h, 0, discarded, 3);
+    h_str(&h, CAP_TO_CLIENT, "+OK\r\n+QUEUED\r\n+OK\r\n");
+    send_reqs(&h, 0, (const char *const[]){ "GET k" }, 1);
+    h_str(&h, CAP_TO_CLIENT, "$1\r\nv\r\n");
+    h_close(&h);
+    assert_int_equal(h.ncmds, 15);
+    for (size_t i = 0; i < h.ncmds; i++)
+        assert_int_equal(h.cmds[i].outcome, RESP_OK);
+    expect(&h, 5, "GET", RESP_OK);
+    expect(&h, 10, "GET", RESP_OK);
+    expect(&h, 14, "GET", RESP_OK);
+    assert_int_equal(h.closed.out_of_sync, 0);
+    h_free(&h);
+
+    /* pipelined past the EXEC that turns out not to run */
+    static const char *const piped[] = { "WATCH w", "MULTI", "CLIENT REPLY OFF", "EXEC",
+                                         "GET k", "GET k" };
+    h_init(&h, 1, NULL);
+    h_open(&h);
+    send_reqs(&h, 1, piped, 6);
+    h_str(&h, CAP_TO_CLIENT, "+OK\r\n+OK\r\n+QUEUED\r\n*-1\r\n$1\r\nv\r\n$1\r\nv\r\n");
+    send_reqs(&h, 0, (const char *const[]){ "PING" }, 1);
+    h_str(&h, CAP_TO_CLIENT, "+PONG\r\n");
+    h_close(&h);
+    expect(&h, 3, "EXEC", RESP_OK);
+    assert_int_equal(h.cmds[3].reply.type, RESP_T_NIL);
+    assert_int_equal(h.closed.out_of_sync, 1);
+    assert_int_not_equal(h.cmds[4].outcome, RESP_OK); /* not guessed */
+    assert_int_not_equal(h.cmds[5].outcome, RESP_OK);
+    expect(&h, 6, "PING", RESP_OK); /* solid ground again */
+    h_free(&h);
+}
+
 /* ---------------------------------------------------------------- pub/sub */
 
 static void test_pubsub_resp2(void **state)
@@ -732,6 +949,11 @@ int main(void)
         cmocka_unit_test(test_deep_pipeline),
         cmocka_unit_test(test_inflight_cap),
         cmocka_unit_test(test_multi_exec),
+        cmocka_unit_test(test_tx_client_reply_off),
+        cmocka_unit_test(test_tx_client_reply_skip),
+        cmocka_unit_test(test_tx_client_reply_on_loose),
+        cmocka_unit_test(test_tx_hello),
+        cmocka_unit_test(test_tx_not_run),
         cmocka_unit_test(test_pubsub_resp2),
         cmocka_unit_test(test_pubsub_sharded),
         cmocka_unit_test(test_subscribe_error),
