@@ -127,7 +127,7 @@ static int32_t client_get(an_analyzer *an, const char *name, const cap_addr *hos
     c->gen = ++an->cli_gen;
     c->memo_head = AN_NONE;
     c->lprev = c->lnext = AN_NONE;
-    snprintf(c->pub.name, sizeof c->pub.name, "%s", name);
+    an_copy_str(c->pub.name, sizeof c->pub.name, name);
     c->host = *host;
     c->pub.first_us = c->pub.last_us = ts;
     an_map_put(&an->client_map, h, i);
@@ -157,9 +157,9 @@ static void conn_emit(an_analyzer *an, an_cn *cn, const resp_conn_stats *st)
     an_connection r;
     memset(&r, 0, sizeof r);
     r.id = cn->id;
-    snprintf(r.client, sizeof r.client, "%s", an_client_name(an, cn->client));
-    snprintf(r.src, sizeof r.src, "%s", cn->src);
-    snprintf(r.dst, sizeof r.dst, "%s", cn->dst);
+    an_copy_str(r.client, sizeof r.client, an_client_name(an, cn->client));
+    an_copy_str(r.src, sizeof r.src, cn->src);
+    an_copy_str(r.dst, sizeof r.dst, cn->dst);
     r.first_us = cn->first_us;
     r.last_us = cn->last_us;
     r.commands = cn->commands;
@@ -572,15 +572,15 @@ static void on_redirect_reply(an_analyzer *an, an_cmdctx *x)
     an_redirect r;
     memset(&r, 0, sizeof r);
     r.ts_us = cmd->reply.ts_us;
-    snprintf(r.client, sizeof r.client, "%s", an_client_name(an, x->cn->client));
+    an_copy_str(r.client, sizeof r.client, an_client_name(an, x->cn->client));
     r.conn_id = x->cn->id;
-    snprintf(r.node, sizeof r.node, "%s", x->cn->dst);
+    an_copy_str(r.node, sizeof r.node, x->cn->dst);
     r.kind = e;
     r.slot = x->slot;
     if ((e == RESP_ERR_MOVED || e == RESP_ERR_ASK) && x->target != AN_NONE)
-        snprintf(r.target, sizeof r.target, "%s", an_node_name(an, x->target));
-    snprintf(r.command, sizeof r.command, "%s", cmd->req.name);
-    snprintf(r.key, sizeof r.key, "%s", an_cmd_key(x));
+        an_copy_str(r.target, sizeof r.target, an_node_name(an, x->target));
+    an_copy_str(r.command, sizeof r.command, cmd->req.name);
+    an_copy_str(r.key, sizeof r.key, an_cmd_key(x));
     r.latency_us = cmd->reply.ts_us - cmd->req.ts_us;
     an->sink.redirect(an->sink.ctx, &r);
 }

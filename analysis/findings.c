@@ -183,8 +183,8 @@ int32_t an_finding_get(an_analyzer *an, an_finding_kind kind, const char *client
     an_map_put(&an->finding_map, h, i);
     f->f.kind = kind;
     f->f.severity = an_finding_severity(kind);
-    snprintf(f->f.client, sizeof f->f.client, "%s", k.client);
-    snprintf(f->f.node, sizeof f->f.node, "%s", an_node_name(an, node));
+    an_copy_str(f->f.client, sizeof f->f.client, k.client);
+    an_copy_str(f->f.node, sizeof f->f.node, an_node_name(an, node));
     f->node_idx = node;
     f->f.slot = slot;
     f->min_count = min_count ? min_count : 1;
@@ -212,7 +212,7 @@ void an_finding_occur(an_analyzer *an, int32_t idx, int64_t ts_us, an_severity s
     if (sev && sev > f->f.severity)
         f->f.severity = sev;
     if (summary)
-        snprintf(f->f.summary, sizeof f->f.summary, "%s", summary);
+        an_copy_str(f->f.summary, sizeof f->f.summary, summary);
     for (size_t e = 0; ev && e < nev; e++)
         an_finding_append_event(f, &ev[e]);
     if (!f->visible && f->f.count >= f->min_count) {

@@ -72,6 +72,10 @@ typedef struct an_buf {
     int cut;
 } an_buf;
 void an_buf_put(an_buf *b, const char *s);
+/* snprintf(dst, size, "%s", src) without the format machinery: src cut to
+ * size - 1 bytes, always NUL-terminated (records are copied this way per
+ * connection, redirect and operation). */
+void an_copy_str(char *dst, size_t size, const char *src);
 void an_buf_printf(an_buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* A JSON string of arbitrary bytes (quotes included; control and non-ASCII

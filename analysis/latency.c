@@ -81,7 +81,7 @@ void an_lat_emit(an_analyzer *an, an_scope scope, const char *key, an_lat lat[2]
         an_latency out;
         memset(&out, 0, sizeof out);
         out.scope = scope;
-        snprintf(out.key, sizeof out.key, "%s", key);
+        an_copy_str(out.key, sizeof out.key, key);
         out.redirected = (uint8_t)r;
         out.count = l->count;
         out.p50_us = an_hist_quantile(l->h, l->count, 0.50, l->max_us);

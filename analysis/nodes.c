@@ -60,7 +60,7 @@ static void node_add_name(an_analyzer *an, int32_t i, const char *name)
  * empty fields: always a change of the registry). */
 static void set_name_field(an_analyzer *an, char *field, size_t size, const char *text)
 {
-    snprintf(field, size, "%s", text);
+    an_copy_str(field, size, text);
     an->reg_version++;
 }
 
@@ -206,7 +206,7 @@ static void node_set_role(an_analyzer *an, int32_t i, const char *role, int32_t 
         return;
     if (strcmp(an->nodes[i].pub.role, role) == 0 && an->nodes[i].master == master)
         return;
-    snprintf(an->nodes[i].pub.role, sizeof an->nodes[i].pub.role, "%s", role);
+    an_copy_str(an->nodes[i].pub.role, sizeof an->nodes[i].pub.role, role);
     an->nodes[i].master = master;
     an->reg_version++;
 }

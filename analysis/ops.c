@@ -179,11 +179,11 @@ static an_op *op_new(an_analyzer *an, an_cmdctx *x, const an_attempt *cur, uint6
     op->key_hash = h;
     op->host = x->cli->host;
     op->client = x->cn->client;
-    snprintf(op->name, sizeof op->name, "%s", x->cmd->req.name);
+    an_copy_str(op->name, sizeof op->name, x->cmd->req.name);
     op->key_len = x->cmd->req.key0_len;
     op->key_full_len = x->cmd->req.key0_full_len;
     memcpy(op->key, x->cmd->req.key0, op->key_len);
-    snprintf(op->key_text, sizeof op->key_text, "%s", an_cmd_key(x));
+    an_copy_str(op->key_text, sizeof op->key_text, an_cmd_key(x));
     op->slot = x->slot;
     if (op->slot >= 0 && op->slot < AN_SLOTS) {
         an->op_slot_n[op->slot]++;

@@ -73,8 +73,8 @@ static void mig_emit(an_analyzer *an, an_mig *m)
 {
     if (!an->sink.migration)
         return;
-    snprintf(m->pub.source, sizeof m->pub.source, "%s", an_node_name(an, m->source));
-    snprintf(m->pub.target, sizeof m->pub.target, "%s", an_node_name(an, m->target));
+    an_copy_str(m->pub.source, sizeof m->pub.source, an_node_name(an, m->source));
+    an_copy_str(m->pub.target, sizeof m->pub.target, an_node_name(an, m->target));
     an->sink.migration(an->sink.ctx, &m->pub);
 }
 
@@ -327,7 +327,7 @@ static void stuck_event(an_analyzer *an, an_fnd *f, const an_mig *m, int which)
     ev.reply = reply;
     if (which == AN_MIG_FIRST_ASK || which == AN_MIG_LAST_ASK) {
         snprintf(what, sizeof what, "%s ASK", which == AN_MIG_FIRST_ASK ? "first" : "last");
-        snprintf(cmd, sizeof cmd, "%s", e->cmd);
+        an_copy_str(cmd, sizeof cmd, e->cmd);
         ev.key = e->arg;
         ev.key_len = strlen(e->arg);
         snprintf(reply, sizeof reply, "-ASK %d %s", (int)m->pub.slot,

@@ -202,6 +202,15 @@ uint64_t an_hash_str(const char *s, uint64_t seed)
 
 /* ---------------------------------------------------------------- text */
 
+void an_copy_str(char *dst, size_t size, const char *src)
+{
+    if (size == 0)
+        return;
+    size_t n = strnlen(src, size - 1);
+    memcpy(dst, src, n);
+    dst[n] = 0;
+}
+
 void an_buf_put(an_buf *b, const char *s)
 {
     size_t n = strlen(s);

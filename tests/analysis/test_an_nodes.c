@@ -584,9 +584,31 @@ static void test_histogram(void **state)
     an_lat_free(&l);
 }
 
+/* an_copy_str copies like snprintf(dst, size, "%s", src): whole when it
+ * fits, else cut to size - 1 bytes; always NUL-terminated; size 0 writes
+ * nothing. */
+static void test_copy_str(void **state)
+{
+    (void)state;
+    char buf[8];
+    memset(buf, 'x', sizeof buf);
+    an_copy_str(buf, sizeof buf, "abc");
+    assert_string_equal(buf, "abc");
+    an_copy_str(buf, sizeof buf, "0123456789");
+    assert_string_equal(buf, "0123456");
+    an_copy_str(buf, sizeof buf, "");
+    assert_string_equal(buf, "");
+    buf[0] = 'q';
+    an_copy_str(buf, 0, "abc");
+    assert_int_equal(buf[0], 'q');
+    an_copy_str(buf, 1, "abc");
+    assert_int_equal(buf[0], 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_copy_str),
         cmocka_unit_test(test_map_slots),
         cmocka_unit_test(test_map_shards),
         cmocka_unit_test(test_map_nodes),
