@@ -333,7 +333,10 @@ store *store_open(const char *path, const store_opts *opts, char *err, size_t er
     if (s->opts.batch_rows == 0)
         s->opts.batch_rows = STORE_DEFAULT_BATCH;
 
-    rc = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE, NULL);
+    /* NOMUTEX: one thread at a time uses a store (the pipeline's), so the
+     * connection's own mutex, taken by every bind, step and reset, is not
+     * needed (https://sqlite.org/threadsafe.html, "multi-thread" mode). */
+    rc = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
     if (rc != SQLITE_OK) {
         seterr(err, err_size, "cannot open '%s': %s", path,
                s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
