@@ -558,6 +558,35 @@ static const an_cmd *resolve(resp_keyctx *k)
     return &an_commands[(k->scratch[0] & SCR_INDEX_MASK) - 1];
 }
 
+/* A command whose key specs are all index ranges (MSET, MGET, DEL, EXISTS:
+ * keys to the end of the request, so no mask holds for every argc) gets the
+ * mask of this request's declared argc when it is at most 32: what in_range
+ * answers for each argument, as bits. Returns 0 (nothing set) otherwise. An
+ * inline command's argc is unknown until its line ends. */
+static int use_argc_mask(resp_keyctx *k, const an_cmd *c)
+{
+    long argc = (long)k->req->argc;
+    if (k->req->inline_cmd || argc > 32 || c->proc != AN_PROC_NONE)
+        return 0;
+    for (unsigned i = 0; i < c->nspecs && i < 3; i++) {
+        const an_keyspec *s = &an_keyspecs[c->spec0 + i];
+        if (s->bs_type != AN_BS_INDEX || s->fk_type != AN_FK_RANGE)
+            return 0;
+    }
+    uint32_t m = 0;
+    for (unsigned i = 0; i < c->nspecs && i < 3; i++) {
+        const an_keyspec *s = &an_keyspecs[c->spec0 + i];
+        for (long p = 1; p < argc; p++)
+            if (in_range(s, s->bs_arg, argc, p))
+                m |= 1u << p;
+    }
+    k->scratch[1] = m;
+    k->scratch[0] |= SCR_MASK;
+    k->key_mask = m;
+    k->key_mask_final = 1;
+    return 1;
+}
+
 /* Everything but the two quick answers of an_key_fn: resolving the command
  * (first argument), and the key spec interpreter. Kept out of line so that
  * the quick answers need no stack frame. */
@@ -566,7 +595,7 @@ static __attribute__((noinline)) int key_fn_full(resp_keyctx *k)
     const an_cmd *c = resolve(k);
     if (!c)
         return 0;
-    if (k->scratch[0] & SCR_MASK)
+    if ((k->scratch[0] & SCR_MASK) || (k->argi == 1 && use_argc_mask(k, c)))
         return k->argi < 32 && ((k->scratch[1] >> k->argi) & 1u);
     uint32_t bound = (k->scratch[0] >> SCR_BOUND_SHIFT) & SCR_BOUND_MASK;
     if (bound && k->argi >= bound) {

@@ -341,6 +341,80 @@ static void test_keys_fixed_positions_every_command(void **state)
     assert_true(checked > 100 * 12); /* most commands have fixed key positions */
 }
 
+/* The key positions of command c for argc arguments when its key specs are
+ * all "index N, range" and at least one runs to the end of the request
+ * (lastkey < 0: MSET, MGET, DEL): the server's rule, last = argc + lastkey, or
+ * with a limit, first + (argc - first) / limit + lastkey. Returns 0 for
+ * another shape. */
+static int reference_keys_to_end(const an_cmd *c, int argc, char *out, size_t n)
+{
+    int is_key[64] = {0}, to_end = 0;
+    if (c->proc != AN_PROC_NONE || (c->flags & AN_CMD_CONTAINER) || c->nspecs > 3)
+        return 0;
+    for (unsigned i = 0; i < c->nspecs; i++) {
+        const an_keyspec *s = &an_keyspecs[c->spec0 + i];
+        if (s->bs_type != AN_BS_INDEX || s->fk_type != AN_FK_RANGE)
+            return 0;
+        to_end |= s->a < 0;
+    }
+    if (!to_end)
+        return 0;
+    for (unsigned i = 0; i < c->nspecs; i++) {
+        const an_keyspec *s = &an_keyspecs[c->spec0 + i];
+        int first = s->bs_arg, step = s->step > 0 ? s->step : 1, last;
+        if (s->a >= 0)
+            last = first + s->a;
+        else if (s->b == 0)
+            last = argc + s->a;
+        else
+            last = first + (argc - first) / s->b + s->a;
+        if (last >= argc || last < first || first >= argc)
+            continue; /* rejected by the server: no keys from this spec */
+        for (int p = first; p <= last && p < 64; p += step)
+            is_key[p] = 1;
+    }
+    size_t len = 0;
+    out[0] = 0;
+    for (int p = 1; p < argc && p < 64; p++)
+        if (is_key[p])
+            len += (size_t)snprintf(out + len, n - len, "%s%d", len ? "," : "", p);
+    return 1;
+}
+
+/* For every command whose keys run to the end of the request, and every
+ * argument count up to 40 (the hook answers from a mask of the declared argc
+ * up to 32, argument by argument above), the hook marks exactly the
+ * arguments the key specs name. */
+static void test_keys_to_end_every_command(void **state)
+{
+    (void)state;
+    static char names[40][8];
+    const char *argv[40];
+    for (int i = 0; i < 40; i++) {
+        snprintf(names[i], sizeof names[i], "a%d", i);
+        argv[i] = names[i];
+    }
+    int checked = 0;
+    for (size_t i = 0; i < an_n_commands; i++) {
+        const an_cmd *c = &an_commands[i];
+        if (strchr(c->name, '|'))
+            continue;
+        for (int argc = 1; argc <= 40; argc++) {
+            char want[256], have[256];
+            if (!reference_keys_to_end(c, argc, want, sizeof want))
+                break;
+            argv[0] = c->name;
+            keys_of(argc, argv, have, sizeof have);
+            if (strcmp(want, have) != 0)
+                fail_msg("%s argc %d: keys %s, expected %s", c->name, argc, have, want);
+            checked++;
+        }
+    }
+    assert_true(checked > 10 * 40); /* MSET, MGET, DEL, EXISTS, UNLINK, ... */
+    KEYS("1,3,5", "MSET", "a", "1", "b", "2", "c", "3");
+    KEYS("1,2,3,4", "MGET", "a", "b", "c", "d");
+}
+
 /* Name lookups: the word path (upper case, up to 15 bytes), the general one
  * (lower case, longer names), bytes after the NUL ignored, and the
  * remembered last name never answering for another name. */
@@ -386,6 +460,7 @@ int main(void)
         cmocka_unit_test(test_keys_sort_and_subcommands),
         cmocka_unit_test(test_keys_through_resp),
         cmocka_unit_test(test_keys_fixed_positions_every_command),
+        cmocka_unit_test(test_keys_to_end_every_command),
         cmocka_unit_test(test_command_lookup_paths),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
