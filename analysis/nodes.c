@@ -146,10 +146,31 @@ int32_t an_node_by_id(an_analyzer *an, const char *id, size_t len)
 /* "host:port", bracketing IPv6 hosts. */
 static void endpoint_text(char *out, size_t n, const char *host, size_t hlen, long port)
 {
-    if (memchr(host, ':', hlen))
-        snprintf(out, n, "[%.*s]:%ld", (int)hlen, host, port);
-    else
-        snprintf(out, n, "%.*s:%ld", (int)hlen, host, port);
+    /* what snprintf "[%.*s]:%ld" / "%.*s:%ld" writes, without the format
+     * machinery (once per MOVED/ASK reply): built whole, then cut to n
+     * (every caller's n is AN_NAME_MAX: host bytes past it never show) */
+    char t[AN_NAME_MAX + 32], digits[24];
+    size_t len = 0, nd = 0;
+    hlen = strnlen(host, hlen);
+    int v6 = memchr(host, ':', hlen) != NULL;
+    size_t copy = hlen < AN_NAME_MAX ? hlen : AN_NAME_MAX; /* more never fits in n */
+    if (v6)
+        t[len++] = '[';
+    memcpy(t + len, host, copy);
+    len += copy;
+    if (v6)
+        t[len++] = ']';
+    t[len++] = ':';
+    unsigned long u = port < 0 ? 0UL - (unsigned long)port : (unsigned long)port;
+    do
+        digits[nd++] = (char)('0' + u % 10);
+    while ((u /= 10) != 0);
+    if (port < 0)
+        t[len++] = '-';
+    while (nd > 0)
+        t[len++] = digits[--nd];
+    t[len] = 0;
+    an_copy_str(out, n, t);
 }
 
 /* The host part of a node's observed (else announced) endpoint. */

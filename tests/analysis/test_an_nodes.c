@@ -605,9 +605,36 @@ static void test_copy_str(void **state)
     assert_int_equal(buf[0], 0);
 }
 
+/* A MOVED/ASK target names its node "host:port", an IPv6 host in brackets;
+ * a host of 63 bytes (the most a redirect holds) is cut to the name's size. */
+static void test_redirect_target_names(void **state)
+{
+    (void)state;
+    an_analyzer *an = an_new(NULL, NULL);
+    assert_non_null(an);
+    resp_redirect r;
+    memset(&r, 0, sizeof r);
+    r.slot = 5;
+    r.port = 7001;
+    snprintf(r.host, sizeof r.host, "%s", "10.0.0.1");
+    assert_string_equal(an_node_name(an, an_node_by_redirect(an, &r, AN_NONE)), "10.0.0.1:7001");
+    snprintf(r.host, sizeof r.host, "%s", "::1");
+    r.port = 65535;
+    assert_string_equal(an_node_name(an, an_node_by_redirect(an, &r, AN_NONE)), "[::1]:65535");
+    memset(r.host, 'h', sizeof r.host - 1);
+    r.host[sizeof r.host - 1] = 0;
+    r.port = 1;
+    char want[AN_NAME_MAX];
+    memset(want, 'h', sizeof want - 1); /* "hhh...:1" cut to AN_NAME_MAX - 1 */
+    want[sizeof want - 1] = 0;
+    assert_string_equal(an_node_name(an, an_node_by_redirect(an, &r, AN_NONE)), want);
+    an_free(an);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_redirect_target_names),
         cmocka_unit_test(test_copy_str),
         cmocka_unit_test(test_map_slots),
         cmocka_unit_test(test_map_shards),
