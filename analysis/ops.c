@@ -61,6 +61,19 @@ static int op_eq(const void *ctx, int32_t val, const void *key)
            memcmp(op->key, k->key, k->klen) == 0 && strcmp(op->name, k->name) == 0;
 }
 
+/* an_map_find on the op map with op_eq inline: the same probe and the same
+ * answer (the first entry in probe order that op_eq accepts), without an
+ * indirect call per entry. A client repeating one key (benchmarks) leaves
+ * runs of hundreds of waiting operations of equal hash, each probed. */
+static int32_t op_find(const an_analyzer *an, uint64_t h, const opkey *k)
+{
+    const an_map *m = &an->op_map;
+    for (uint32_t i = (uint32_t)h & m->mask; m->val[i] != AN_NONE; i = (i + 1) & m->mask)
+        if (m->hash[i] == h && op_eq(an, m->val[i], k))
+            return m->val[i];
+    return AN_NONE;
+}
+
 static void list_unlink(an_analyzer *an, int32_t i)
 {
     an_op *op = &an->ops[i];
@@ -261,7 +274,7 @@ void an_ops_on_command(an_analyzer *an, an_cmdctx *x)
     uint64_t h = op_hash(&x->cli->host, req->name, req->key0, klen, req->key0_full_len);
     opkey k = {&x->cli->host, req->name, req->key0, klen, req->key0_full_len, req->start_us,
                an->cfg.op_window_us};
-    int32_t oi = an->op_slot_n[x->slot] ? an_map_find(&an->op_map, h, op_eq, an, &k) : AN_NONE;
+    int32_t oi = an->op_slot_n[x->slot] ? op_find(an, h, &k) : AN_NONE;
     int redir = cur.reply == RESP_ERR_MOVED || cur.reply == RESP_ERR_ASK ||
                 cur.reply == RESP_ERR_TRYAGAIN;
     an_op *op = oi != AN_NONE ? &an->ops[oi] : NULL;
