@@ -587,6 +587,42 @@ static int use_argc_mask(resp_keyctx *k, const an_cmd *c)
     return 1;
 }
 
+/* After argument argi: when every key spec's answers for the arguments left
+ * are fixed (index ranges; keyword ranges whose keyword was found: MIGRATE's
+ * KEYS, XREAD's STREAMS) and the declared argc is at most 32, give resp the
+ * rest as a mask (what spec_step would answer for each, bound included), so
+ * the hook is not called for every key after the keyword. */
+static void finish_when_fixed(resp_keyctx *k, const an_cmd *c)
+{
+    long argc = (long)k->req->argc;
+    if (k->req->inline_cmd || argc > 32 || (long)k->argi + 1 >= argc ||
+        c->proc != AN_PROC_NONE)
+        return;
+    long first[3];
+    unsigned n = c->nspecs < 3 ? c->nspecs : 3;
+    for (unsigned i = 0; i < n; i++) {
+        const an_keyspec *s = &an_keyspecs[c->spec0 + i];
+        if (s->fk_type != AN_FK_RANGE)
+            return;
+        if (s->bs_type == AN_BS_INDEX)
+            first[i] = s->bs_arg;
+        else if (k->scratch[1 + i] != 0)
+            first[i] = (long)k->scratch[1 + i]; /* the keyword was found */
+        else
+            return;
+    }
+    uint32_t bound = (k->scratch[0] >> SCR_BOUND_SHIFT) & SCR_BOUND_MASK;
+    uint32_t m = 0;
+    for (long p = (long)k->argi + 1; p < argc && (!bound || p < (long)bound); p++)
+        for (unsigned i = 0; i < n; i++)
+            if (in_range(&an_keyspecs[c->spec0 + i], first[i], argc, p))
+                m |= 1u << p;
+    k->scratch[1] = m;
+    k->scratch[0] |= SCR_MASK;
+    k->key_mask = m;
+    k->key_mask_final = 1;
+}
+
 /* Everything but the two quick answers of an_key_fn: resolving the command
  * (first argument), and the key spec interpreter. Kept out of line so that
  * the quick answers need no stack frame. */
@@ -608,6 +644,8 @@ static __attribute__((noinline)) int key_fn_full(resp_keyctx *k)
         is_key |= spec_step(&an_keyspecs[c->spec0 + i], &k->scratch[1 + i], k);
     if (c->proc == AN_PROC_SORT_STORE && i < 3)
         is_key |= proc_sort_store(&k->scratch[1 + i], k);
+    else
+        finish_when_fixed(k, c);
     return is_key;
 }
 

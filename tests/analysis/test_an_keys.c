@@ -190,6 +190,21 @@ static void test_keys_keyword(void **state)
     KEYS("3", "MIGRATE", "h", "1", "key", "0", "1000");
     KEYS("3,7,8", "MIGRATE", "h", "1", "", "0", "1000", "KEYS", "a", "b");
     KEYS("3,9,10", "MIGRATE", "h", "1", "", "0", "1000", "COPY", "REPLACE", "KEYS", "a", "b");
+    /* keys after the keyword (the hook may answer them from a mask once it
+     * is found): a key named KEYS, AUTH before, many keys, more than 32 */
+    KEYS("3,7,8", "MIGRATE", "h", "1", "", "0", "1000", "KEYS", "KEYS", "x");
+    KEYS("3,9", "MIGRATE", "h", "1", "", "0", "1000", "AUTH", "pw", "KEYS", "a");
+    KEYS("3,7,8,9,10,11,12,13,14,15,16", "MIGRATE", "h", "1", "", "0", "1000", "KEYS", "a", "b",
+         "c", "d", "e", "f", "g", "h", "i", "j");
+    KEYS("3,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,32,33,34",
+         "MIGRATE", "h", "1", "", "0", "1000", "KEYS", "a", "b", "c", "d", "e", "f", "g", "h",
+         "i", "j", "k", "l", "m", "n", "o", "p", "q", "r", "s", "t", "u", "v", "w", "x", "y",
+         "z", "A", "B");
+    KEYS("3", "MIGRATE", "h", "1", "", "KEYS", "KEYS", "a", "b"); /* KEYS before 6: not it */
+    KEYS("4,5,6", "XREAD", "COUNT", "2", "STREAMS", "a", "b", "c", "$", "$", "$");
+    KEYS("2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17", "XREAD", "STREAMS", "a", "b", "c", "d", "e",
+         "f", "g", "h", "i", "j", "k", "l", "m", "n", "o", "p", "0", "0", "0", "0", "0", "0",
+         "0", "0", "0", "0", "0", "0", "0", "0", "0", "0");
 }
 
 static void test_keys_sort_and_subcommands(void **state)
