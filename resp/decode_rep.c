@@ -141,7 +141,6 @@ static void rp_begin(rc_conn *c, uint64_t pos, int64_t ts)
     d->elem2_set = 0;
     d->status_len = 0;
     d->status_monitor = 0;
-    d->trim = 0;
     pair_reply_start(c, ts);
 }
 
@@ -369,7 +368,7 @@ static int rp_num(rc_conn *c, uint8_t t, int64_t v)
         if (top && t != '|')
             rep->elements = v;
         uint64_t elems = (t == '%' || t == '|') ? 2 * (uint64_t)v : (uint64_t)v;
-        if (top && t == '*' && d->trim && (uint64_t)v == d->trim_decl)
+        if (top && t == '*' && d->trim_at == d->msg_off + 1 && (uint64_t)v == d->trim_decl)
             elems = d->trim_to; /* EXEC after CLIENT REPLY OFF/SKIP (pair.c) */
         if (elems == 0)
             return rp_value_done(c, t == '|') ? LN_MSG : LN_VALUE;

@@ -14,6 +14,12 @@
  * skipped by moving a cursor. Keys are hashed as their bytes go by
  * (resp_slot_update), so a key split across packets gets its exact slot.
  *
+ * After garbage or a gap the decoder looks for a boundary (resync.c): a
+ * multibulk header, or a line that is plainly an inline command, unless the
+ * client was seen speaking multibulk and never inline (a multibulk's words
+ * sit on lines of their own, "$3\r\nGET\r\n", and its payloads may hold any
+ * text: an inline candidate there could only be a false one).
+ *
  * Credentials (AUTH, HELLO ... AUTH user pass, MIGRATE ... AUTH/AUTH2, CONFIG
  * SET values, ACL SETUSER rules) are never copied anywhere, not even into the
  * scratch prefix handed to the key hook.
@@ -386,6 +392,17 @@ static void rq_nothing(rc_conn *c)
     pair_request_abandon(c);
 }
 
+/* Start looking for a boundary. Inline commands may be found too unless the
+ * client is known to speak multibulk only (a false inline resync in a
+ * multibulk stream is the risk: see resync.c). */
+static void rq_resync_start(rc_conn *c, int at_boundary)
+{
+    rq_dec *d = &c->rq;
+    rd_resync_start(&d->rs, 1, at_boundary);
+    d->rs.inline_ok = d->inline_seen ? 2 : (c->st.requests == 0 ? 1 : 0);
+    d->rs.max_line = c->rp->cfg.max_line;
+}
+
 /* Throw away the message in progress and look for the next boundary. */
 static void rq_drop(rc_conn *c, uint64_t pos, int at_boundary)
 {
@@ -397,7 +414,7 @@ static void rq_drop(rc_conn *c, uint64_t pos, int at_boundary)
     }
     d->line.len = 0;
     d->state = RQ_RESYNC;
-    rd_resync_start(&d->rs, 1, at_boundary);
+    rq_resync_start(c, at_boundary);
 }
 
 /* Malformed input at pos: count it, drop the message, resynchronise. The
@@ -468,7 +485,7 @@ void rq_init(rc_conn *c)
         c->rq.state = RQ_START;
     } else {
         c->rq.state = RQ_RESYNC;
-        rd_resync_start(&c->rq.rs, 1, 1);
+        rq_resync_start(c, 1);
     }
 }
 
@@ -640,12 +657,42 @@ static int in_finish(rc_conn *c)
 
 /* ---------------------------------------------------------------- feed */
 
-/* A resynchronisation found "*<n>\r\n" with '$' next: carry on from there. */
-static void rq_resynced(rc_conn *c, uint64_t pos)
+/* A resynchronisation found a whole inline command, held in the line buffer
+ * (printable, no quotes, at most RD_LBUF bytes: see resync.c) and ending
+ * at pos: decode it as RQ_INLINE would have. */
+static void rq_resynced_inline(rc_conn *c, uint64_t pos, int64_t ts)
+{
+    rq_dec *d = &c->rq;
+    const uint8_t *bad = NULL;
+    size_t n = (size_t)d->rs.full;
+    rq_begin(c, pos - d->rs.cand, d->rs.cand_start_us);
+    c->cur->cmd.req.inline_cmd = 1;
+    d->in_state = IN_SPACE;
+    d->in_len = (uint32_t)n;
+    d->in_arg_open = 0;
+    d->line.len = 0;
+    int bad_line = in_tokens(c, d->line.buf, d->line.buf + n, &bad) != 0 ||
+                   in_finish(c) != 0 || d->argi == 0;
+    memset(d->line.buf, 0, n); /* it may have held a credential (AUTH) */
+    if (bad_line) { /* cannot happen: the scanner checked the line */
+        rq_error(c, pos, 0, 1);
+        return;
+    }
+    d->inline_seen = 1;
+    rq_complete(c, pos, ts);
+}
+
+/* A resynchronisation found "*<n>\r\n" with '$' next, or a whole inline
+ * command: carry on from there. */
+static void rq_resynced(rc_conn *c, uint64_t pos, int64_t ts)
 {
     rq_dec *d = &c->rq;
     c->st.resyncs++;
     pair_clean_start(c);
+    if (d->rs.type == 'i') {
+        rq_resynced_inline(c, pos, ts);
+        return;
+    }
     rq_begin(c, pos - d->rs.cand, d->rs.cand_start_us);
     d->argc_expected = (uint32_t)d->rs.num;
     c->cur->cmd.req.argc = d->argc_expected;
@@ -674,6 +721,8 @@ void rq_feed(rc_conn *c, const uint8_t *base, size_t n, int64_t ts)
                  * client talking RESP, so it is counted as garbage instead of
                  * producing commands with binary names. */
                 rq_error(c, rq_pos(d, base, p), 0, 0);
+                d->rs.first = *p; /* the line it starts is not a "$" header */
+                d->rs.at_start = 0;
             } else {
                 c->cur->cmd.req.inline_cmd = 1;
                 d->in_state = IN_SPACE;
@@ -835,10 +884,12 @@ void rq_feed(rc_conn *c, const uint8_t *base, size_t n, int64_t ts)
                 rq_error(c, rq_pos(d, base, p), 0, 1); /* the line has ended */
                 break;
             }
-            if (d->argi == 0)
+            if (d->argi == 0) {
                 rq_nothing(c);
-            else
+            } else {
+                d->inline_seen = 1;
                 rq_complete(c, rq_pos(d, base, p), ts);
+            }
             break;
         }
 
@@ -848,7 +899,7 @@ void rq_feed(rc_conn *c, const uint8_t *base, size_t n, int64_t ts)
                                        cfg->max_bulk_request);
             c->st.skipped_bytes += (uint64_t)skipped;
             if (found)
-                rq_resynced(c, rq_pos(d, base, p));
+                rq_resynced(c, rq_pos(d, base, p), ts);
             break;
         }
 

@@ -51,30 +51,46 @@
  * unless its request stream starts cleanly at a message boundary (see
  * pair_clean_start). Known limit: a client that pipelines across the loss and
  * sends a new request between two owed replies can still be paired one off;
- * nothing in the bytes tells those cases apart.
+ * nothing in the bytes tells those cases apart. Known limits of the
+ * transaction modes (see below): a HELLO queued in MULTI is taken to succeed
+ * when EXEC runs (its element is not checked); a transaction holding CLIENT
+ * REPLY that turns out not to run (EXECABORT, WATCH) while requests were
+ * pipelined after its EXEC loses the pairing (counted out of sync); with
+ * replies off before MULTI nothing tells whether EXEC ran, it is taken to.
  */
 #include <stdlib.h>
 
 #include "resp/resp_internal.h"
 
-/* Request kinds that pairing treats specially. */
+/* For the rare paths of per-reply functions: kept out of line, so that the
+ * common path stays short (and tests a field in memory with one compare). */
+#if defined(__GNUC__)
+#define PAIR_RARE __attribute__((noinline, cold))
+#else
+#define PAIR_RARE
+#endif
+
+/* Request kinds that pairing treats specially. The order matters: the
+ * kinds whose reply has effects come last, from RQK_MONITOR on, and of
+ * those the ones pair_reply_start looks at, from RQK_EXEC on, so that a
+ * reply for any other request costs one comparison each time. */
 enum {
     RQK_NORMAL = 0,
     RQK_QUEUED,        /* inside MULTI: +QUEUED or an error, no effects */
     RQK_MULTI,
-    RQK_EXEC,
     RQK_DISCARD,
     RQK_WATCH,
     RQK_SUB,           /* subscribe family (sub_word says which) */
-    RQK_MONITOR,
-    RQK_HELLO,
-    RQK_RESET,
     RQK_QUIT,
     RQK_REPLY_ON,
     RQK_REPLY_OFF,
     RQK_REPLY_SKIP,
     RQK_REPLCONF_ACK,
+    RQK_MONITOR,       /* from here on: reply_effects */
+    RQK_HELLO,
+    RQK_RESET,
     RQK_PSYNC,
+    RQK_EXEC,          /* from here on: pair_reply_start too */
     RQK_SYNC
 };
 
@@ -685,6 +701,11 @@ static void request_modes(rc_conn *c, rq_entry *e)
     e->nreply = 1;
     e->dynamic = 0;
     e->cmd.in_multi = 0;
+    if (e->kind == RQK_NORMAL && !c->in_multi) { /* most requests: no modes */
+        if (c->reply_off || skip_this)
+            e->nreply = 0;
+        return;
+    }
     if (c->in_multi && e->kind != RQK_EXEC && e->kind != RQK_DISCARD &&
         e->kind != RQK_MULTI && e->kind != RQK_WATCH && e->kind != RQK_QUIT &&
         e->kind != RQK_RESET) {
@@ -700,6 +721,7 @@ static void request_modes(rc_conn *c, rq_entry *e)
         c->in_multi = 1;
         break;
     case RQK_EXEC:
+        e->tx = 0; /* read for EXEC only: other kinds leave it stale */
         if (c->in_multi) {
             c->in_multi = 0;
             tx_exec(c, e, skip_this);
@@ -756,7 +778,6 @@ void pair_request_done(rc_conn *c)
     e->cmd.seq = c->seq++;
     e->sub_word = 0;
     e->hello_proto = 0;
-    e->tx = 0;
     e->got_reply = 0;
     e->first_reply_us = 0;
     e->kind = classify_request(e);
@@ -781,6 +802,29 @@ void pair_request_done(rc_conn *c)
 
 /* ---------------------------------------------------------------- replies */
 
+/* pair_reply_start for a head of kind RQK_EXEC or RQK_SYNC. Returns 1 when
+ * the head is gone (SYNC). */
+static PAIR_RARE int reply_start_rare(rc_conn *c, rq_entry *h)
+{
+    if (h->kind == RQK_SYNC) {
+        /* SYNC is answered by an RDB payload without a final CRLF, then the
+         * replication stream: neither is a reply. */
+        c->replication = 1;
+        c->st.replication = 1;
+        rp_sink(c);
+        emit(c, h, RESP_NO_REPLY);
+        ring_pop(c);
+        flush_no_reply(c);
+        return 1;
+    }
+    if (h->tx & TXF_TRIM) { /* EXEC's array will be short (see tx_exec) */
+        c->rpd.trim_at = c->rpd.msg_off + 1;
+        c->rpd.trim_decl = h->tx_elems.queued;
+        c->rpd.trim_to = h->tx_elems.sent;
+    }
+    return 0;
+}
+
 void pair_reply_start(rc_conn *c, int64_t ts)
 {
     resp_reply *r = &c->reply;
@@ -800,23 +844,9 @@ void pair_reply_start(rc_conn *c, int64_t ts)
     if (c->count == 0)
         return;
     rq_entry *h = ring_at(c, 0);
-    if (h->kind == RQK_SYNC) {
-        /* SYNC is answered by an RDB payload without a final CRLF, then the
-         * replication stream: neither is a reply. */
-        c->replication = 1;
-        c->st.replication = 1;
-        rp_sink(c);
-        emit(c, h, RESP_NO_REPLY);
-        ring_pop(c);
-        flush_no_reply(c);
+    if (h->kind >= RQK_EXEC && reply_start_rare(c, h))
         return;
-    }
     c->keeping = (uint8_t)(h->keep && !h->uncertain);
-    if (h->tx & TXF_TRIM) { /* EXEC's array will be short (see tx_exec) */
-        c->rpd.trim = 1;
-        c->rpd.trim_decl = h->tx_elems.queued;
-        c->rpd.trim_to = h->tx_elems.sent;
-    }
 }
 
 void pair_keep_bytes(rc_conn *c, const uint8_t *p, size_t n)
@@ -943,20 +973,13 @@ static void exec_effects(rc_conn *c, rq_entry *h)
         c->resp3 = (h->hello_proto == 3);
 }
 
-/* Server-side effects of a paired reply. */
+/* Server-side effects of a paired reply; h->kind >= RQK_MONITOR (the
+ * others have none). */
 static void reply_effects(rc_conn *c, rq_entry *h)
 {
-    switch (h->kind) { /* most requests have none: one test */
-    case RQK_MONITOR:
-    case RQK_HELLO:
-    case RQK_RESET:
-    case RQK_PSYNC:
-        break;
-    case RQK_EXEC:
+    if (h->kind == RQK_EXEC) {
         if (h->tx != 0 || h->hello_proto != 0)
             exec_effects(c, h);
-        return;
-    default:
         return;
     }
     const resp_reply *r = &c->reply;
@@ -1048,19 +1071,22 @@ void pair_reply_done(rc_conn *c)
         keep_done(c);
         return;
     }
-    if (h->nreply > 1 && h->kind == RQK_EXEC) {
-        /* a transaction answered by loose replies (tx_exec): not the last */
-        if (!h->got_reply) {
-            h->got_reply = 1;
-            h->first_reply_us = c->reply.start_us;
+    if (h->kind >= RQK_MONITOR) { /* a reply with effects: rare */
+        if (h->kind == RQK_EXEC && h->nreply > 1) {
+            /* a transaction answered by loose replies (tx_exec): not the
+             * last one */
+            if (!h->got_reply) {
+                h->got_reply = 1;
+                h->first_reply_us = c->reply.start_us;
+            }
+            h->nreply--;
+            if (h->uncertain)
+                c->st.unpaired_replies++;
+            keep_done(c);
+            return;
         }
-        h->nreply--;
-        if (h->uncertain)
-            c->st.unpaired_replies++;
-        keep_done(c);
-        return;
+        reply_effects(c, h);
     }
-    reply_effects(c, h);
     emit(c, h, RESP_OK);
     ring_pop(c);
     keep_done(c);

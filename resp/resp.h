@@ -10,9 +10,14 @@
  *           recursion, depth limit). Keeps only what analysis needs: command
  *           name, a few small arguments, key slots, reply type and error text.
  *           Bulk payloads are skipped by moving a cursor, never copied.
- *           Resynchronises after a gap or garbage.
+ *           Resynchronises after a gap or garbage: requests at a multibulk
+ *           header, or at a line that is plainly an inline command (a known
+ *           command name; never for a client seen speaking multibulk only),
+ *           replies at a plausible value (resync.c).
  *   pair    FIFO pairing per connection: pipelining, MULTI/EXEC, pub/sub and
- *           RESP3 push, MONITOR, CLIENT REPLY OFF/ON/SKIP, HELLO, RESET, QUIT.
+ *           RESP3 push, MONITOR, CLIENT REPLY OFF/ON/SKIP, HELLO, RESET, QUIT
+ *           (CLIENT REPLY and HELLO queued in MULTI act when EXEC runs them,
+ *           as the server does; EXEC's array may then be short).
  *           When it cannot know which reply answers which request (mid-stream
  *           start, gap) it says so and finds solid ground rather than guess.
  *

@@ -39,11 +39,22 @@ typedef struct rd_line {
     uint8_t buf[RD_LBUF];
 } rd_line;
 
-/* Resynchronisation scanner: looks for CRLF, a type byte and a plausible line. */
+/* Resynchronisation scanner: looks for CRLF, a type byte and a plausible line
+ * (requests: or a plausible inline command, see resync.c). */
 typedef struct rd_resync {
     uint8_t state;       /* RS_* in resync.c */
     uint8_t type;        /* candidate type byte */
-    uint8_t is_req;      /* requests: only "*<n>\r\n$" counts */
+    uint8_t is_req;      /* requests: "*<n>\r\n$" (or an inline command) */
+    uint8_t inline_ok;   /* requests: inline commands may be found too (1),
+                            also as lone words and at the starting boundary
+                            (2: the client is known to speak inline); set by
+                            the decoder after rd_resync_start */
+    uint8_t at_start;    /* the line before the next boundary is not known
+                            (set by rd_resync_start; a decoder that knows
+                            its first byte sets first and clears this) */
+    uint8_t first;       /* first byte of the line being scanned */
+    uint8_t last;        /* last byte of the previous chunk scanned */
+    uint32_t max_line;   /* inline candidates: longest line (with inline_ok) */
     uint32_t cand;       /* candidate bytes held (type + line + CRLF) */
     int64_t num;         /* candidate's number when numeric */
     uint64_t full;       /* candidate line length (without CRLF) */
@@ -149,6 +160,8 @@ typedef struct rq_dec {
                                 live here between calls (no copies) */
     rd_line line;            /* its len is read per length line */
     rd_resync rs;
+    uint8_t inline_seen;     /* an inline command was decoded: the client
+                                speaks inline (resync may look for one) */
     uint8_t prevbuf[RESP_ARG_PREFIX]; /* prefix of arguments past RESP_ARG_KEEP */
 } rq_dec;
 
@@ -197,16 +210,18 @@ typedef struct rp_dec {
     uint8_t status[RD_STATUS_MAX];
     uint8_t status_len;
     uint8_t status_monitor;  /* simple string shaped like a MONITOR line */
-    uint8_t trim;            /* set by pairing for this message: a top-level
-                                array declaring trim_decl elements carries
-                                only trim_to (EXEC of a transaction that ran
-                                CLIENT REPLY OFF/SKIP: see pair.c) */
     uint32_t errtext_len;
     /* used by lines split across chunks, resyncs and nesting: last */
     rd_line line;
     rd_resync rs;
     rd_frame inline_stack[RD_STACK_INLINE];
-    uint32_t trim_decl;      /* see trim */
+    uint64_t trim_at;        /* set by pairing: msg_off + 1 of a message
+                                whose top-level array declaring trim_decl
+                                elements carries only trim_to (EXEC of a
+                                transaction that ran CLIENT REPLY OFF/SKIP:
+                                see pair.c); no other message starts there,
+                                so it needs no clearing */
+    uint32_t trim_decl;
     uint32_t trim_to;
 } rp_dec;
 
@@ -588,7 +603,8 @@ static inline int rd_eq_ci(const uint8_t *p, size_t n, const char *word)
 void rd_resync_start(rd_resync *rs, int is_req, int at_boundary);
 /* Scan for a boundary. Returns 1 when found: *pp is just past the candidate
  * line's LF (requests: the '$' after it is not consumed), rs->type is the
- * candidate's type byte, rs->full its line length and line->buf its prefix.
+ * candidate's type byte ('i' for a whole inline command), rs->full its line
+ * length and line->buf its prefix (an inline command's whole line).
  * Returns 0 when the chunk was used up. *skipped is adjusted by the bytes
  * thrown away (the candidate's own bytes are given back on success). */
 int rd_resync_scan(rd_resync *rs, rd_line *line, const uint8_t **pp,

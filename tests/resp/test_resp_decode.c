@@ -933,6 +933,157 @@ static void test_prefix_every_length(void **state)
     }
 }
 
+/* ---------------------------------------------------------------- inline resync */
+
+/* Garbage at the start of a connection, then a client typing inline commands:
+ * the decoder finds its way back at the first inline line that follows. */
+static void test_inline_resync_after_garbage(void **state)
+{
+    (void)state;
+    static const char garbage[] = "\x16\x03\x01\x02\x05hello\r\n";
+    h_ctx h;
+    h_init(&h, 1, NULL);
+    h_open(&h);
+    h_str(&h, CAP_TO_SERVER, garbage);
+    h_str(&h, CAP_TO_SERVER, "set k v\r\nGET k\r\n");
+    h_str(&h, CAP_TO_CLIENT, "-ERR unknown command\r\n+OK\r\n$1\r\nv\r\n");
+    h_str(&h, CAP_TO_SERVER, "PING\r\n");
+    h_str(&h, CAP_TO_CLIENT, "+PONG\r\n");
+    h_close(&h);
+    assert_int_equal(h.ncmds, 3);
+    assert_string_equal(h.cmds[0].req.name, "SET");
+    assert_int_equal(h.cmds[0].req.inline_cmd, 1);
+    assert_int_equal(h.cmds[0].req.argc, 3);
+    assert_int_equal(h.cmds[0].req.bytes, strlen("set k v\r\n"));
+    assert_memory_equal(h.cmds[0].req.key0, "k", 1);
+    assert_string_equal(h.cmds[1].req.name, "GET");
+    assert_string_equal(h.cmds[2].req.name, "PING");
+    assert_int_equal(h.cmds[2].outcome, RESP_OK); /* solid ground again */
+    assert_int_equal(h.closed.protocol_errors, 1);
+    assert_int_equal(h.closed.resyncs, 1);
+    assert_int_equal(h.closed.skipped_bytes, strlen(garbage));
+    h_free(&h);
+
+    /* the same bytes a byte at a time */
+    h_init(&h, 1, NULL);
+    h_open(&h);
+    const char *all = "\x16\x03\x01\x02\x05hello\r\nset k v\r\nGET k\r\n";
+    for (size_t i = 0; all[i] != '\0'; i++)
+        h_data(&h, CAP_TO_SERVER, all + i, 1);
+    h_close(&h);
+    assert_int_equal(h.ncmds, 2);
+    assert_string_equal(h.cmds[0].req.name, "SET");
+    assert_string_equal(h.cmds[1].req.name, "GET");
+    assert_int_equal(h.closed.resyncs, 1);
+    assert_int_equal(h.closed.skipped_bytes, strlen(garbage));
+    h_free(&h);
+
+    /* a credential found by the resync is not kept */
+    h_init(&h, 1, NULL);
+    h_open(&h);
+    h_str(&h, CAP_TO_SERVER, "\x01\x02\r\nAUTH hunter2\r\n");
+    h_close(&h);
+    assert_int_equal(h.ncmds, 1);
+    assert_string_equal(h.cmds[0].req.name, "AUTH");
+    assert_int_equal(h.cmds[0].req.arg_len[0], 0);
+    assert_int_equal(h.cmds[0].req.arg_full_len[0], 7);
+    const uint8_t *raw = (const uint8_t *)&h.cmds[0];
+    for (size_t i = 0; i + 7 <= sizeof h.cmds[0]; i++)
+        assert_true(memcmp(raw + i, "hunter2", 7) != 0);
+    h_free(&h);
+}
+
+/* A gap inside an inline stream: the client is known to speak inline, so the
+ * line right after the gap may be a command (even a lone word), and a broken
+ * line is passed over. */
+static void test_inline_resync_after_gap(void **state)
+{
+    (void)state;
+    h_ctx h;
+    h_init(&h, 1, NULL);
+    h_open(&h);
+    h_str(&h, CAP_TO_SERVER, "SET a 1\r\nGET a\r\nGET lo");
+    h_gap(&h, CAP_TO_SERVER, 100);
+    h_str(&h, CAP_TO_SERVER, "ng\r\nSET x y\r\nPING\r\n");
+    h_close(&h);
+    assert_int_equal(h.ncmds, 4);
+    assert_string_equal(h.cmds[0].req.name, "SET");
+    assert_string_equal(h.cmds[1].req.name, "GET");
+    assert_string_equal(h.cmds[2].req.name, "SET");
+    assert_memory_equal(h.cmds[2].req.args[0], "x", 1);
+    assert_int_equal(h.cmds[2].req.inline_cmd, 1);
+    assert_string_equal(h.cmds[3].req.name, "PING");
+    assert_int_equal(h.closed.resyncs, 1);
+    assert_int_equal(h.closed.skipped_bytes, strlen("GET lo") + strlen("ng\r\n"));
+    h_free(&h);
+
+    /* the gap ends exactly at a line: a lone word right after it is taken */
+    h_init(&h, 1, NULL);
+    h_open(&h);
+    h_str(&h, CAP_TO_SERVER, "PING\r\n");
+    h_gap(&h, CAP_TO_SERVER, 50);
+    h_str(&h, CAP_TO_SERVER, "multi\r\nINCR n\r\nEXEC\r\n");
+    h_close(&h);
+    assert_int_equal(h.ncmds, 4);
+    assert_string_equal(h.cmds[1].req.name, "MULTI");
+    assert_string_equal(h.cmds[3].req.name, "EXEC");
+    assert_int_equal(h.closed.resyncs, 1);
+    assert_int_equal(h.closed.skipped_bytes, 0);
+    h_free(&h);
+}
+
+/* Lines that look almost like inline commands are no resync point. */
+static void test_inline_resync_strict(void **state)
+{
+    (void)state;
+    char longline[300];
+    snprintf(longline, sizeof longline, "SET k %0200d\r\n", 7); /* > RD_LBUF */
+    h_ctx h;
+    h_init(&h, 1, NULL);
+    h_open(&h);
+    h_str(&h, CAP_TO_SERVER, "\x01\x02junk\r\n"
+                             "SETX k v\r\n"        /* not a command */
+                             "GET\r\n"             /* a lone word: "$3\r\nGET\r\n" */
+                             "get \"k\"\r\n"       /* quotes */
+                             "GET k\x01\r\n"       /* not printable */
+                             "GET k\n"             /* no CR */
+                             "$5\r\nGET k\r\n"     /* a bulk payload */
+                             " SET k v\r\n"        /* does not start with the name */
+                             "SET\tk v\r\n");      /* name not followed by a space */
+    h_str(&h, CAP_TO_SERVER, longline);
+    h_close(&h);
+    assert_int_equal(h.ncmds, 0);
+    assert_int_equal(h.closed.resyncs, 0);
+    assert_int_equal(h.closed.protocol_errors, 1);
+    h_free(&h);
+
+    /* a client that spoke multibulk never resyncs at an inline line... */
+    h_init(&h, 1, NULL);
+    h_open(&h);
+    h_str(&h, CAP_TO_SERVER, "*1\r\n$4\r\nPING\r\n\x01\x02\r\nSET k v\r\n");
+    assert_int_equal(resp_get_stats(h.rp)->total.resyncs, 0);
+    /* ... but at a multibulk, as before */
+    h_str(&h, CAP_TO_SERVER, "*1\r\n$4\r\nPING\r\n");
+    h_close(&h);
+    assert_int_equal(h.ncmds, 2);
+    assert_string_equal(h.cmds[1].req.name, "PING");
+    assert_int_equal(h.closed.resyncs, 1);
+    assert_int_equal(h.closed.skipped_bytes, strlen("\x01\x02\r\nSET k v\r\n"));
+    h_free(&h);
+
+    /* picked up mid-stream in a multibulk: names and payloads after a CRLF
+     * are not inline commands */
+    h_init(&h, 0, NULL);
+    h_open(&h);
+    h_str(&h, CAP_TO_SERVER, "GET\r\n$5\r\nkey:1\r\n*2\r\n$3\r\nGET\r\n$7\r\nset k v\r\n");
+    h_close(&h);
+    assert_int_equal(h.ncmds, 1);
+    assert_string_equal(h.cmds[0].req.name, "GET");
+    assert_int_equal(h.cmds[0].req.inline_cmd, 0);
+    assert_int_equal(h.closed.resyncs, 1);
+    h_free(&h);
+}
+
 /* A connection picked up mid-stream: the first bytes are the middle of a
  * message on both sides. */
 static void test_mid_stream(void **state)
@@ -1004,6 +1155,9 @@ int main(void)
         cmocka_unit_test(test_limits),
         cmocka_unit_test(test_request_limits),
         cmocka_unit_test(test_garbage_request),
+        cmocka_unit_test(test_inline_resync_after_garbage),
+        cmocka_unit_test(test_inline_resync_after_gap),
+        cmocka_unit_test(test_inline_resync_strict),
         cmocka_unit_test(test_garbage_reply),
         cmocka_unit_test(test_gap_request_side),
         cmocka_unit_test(test_gap_reply_side),
