@@ -283,6 +283,17 @@ uint8_t an_cmd_special(const an_cmd *c)
     return i < IDX_MAX_COMMANDS ? idx_special[i] : AN_SP_NONE;
 }
 
+/* The last subcommand this thread looked up: its container, its bytes as
+ * given, and the answer (NULL included). A connection that alternates
+ * between commands (a migration's CLUSTER GETKEYSINSLOT and MIGRATE) asks for
+ * the same subcommand again and again; equal bytes give the same answer. */
+static _Thread_local struct {
+    const an_cmd *container;
+    size_t len;
+    char sub[32];
+    const an_cmd *found;
+} last_sub;
+
 /* "CONTAINER|sub": built in a small buffer, then looked up. */
 const an_cmd *an_cmd_lookup_sub(const an_cmd *container, const char *sub, size_t len)
 {
@@ -290,10 +301,20 @@ const an_cmd *an_cmd_lookup_sub(const an_cmd *container, const char *sub, size_t
     size_t n = strlen(container->name);
     if (len == 0 || n + 1 + len >= sizeof buf)
         return NULL;
+    if (last_sub.container == container && last_sub.len == len &&
+        memcmp(last_sub.sub, sub, len) == 0)
+        return last_sub.found;
     memcpy(buf, container->name, n);
     buf[n] = '|';
     memcpy(buf + n + 1, sub, len);
-    return an_cmd_lookup(buf, n + 1 + len);
+    const an_cmd *found = an_cmd_lookup(buf, n + 1 + len);
+    if (len <= sizeof last_sub.sub) {
+        last_sub.container = container;
+        last_sub.len = len;
+        memcpy(last_sub.sub, sub, len);
+        last_sub.found = found;
+    }
+    return found;
 }
 
 const an_cmd *an_cmd_for_request(const resp_request *req, int *sub_known)

@@ -461,6 +461,23 @@ static void test_command_lookup_paths(void **state)
     assert_null(an_cmd_lookup_name(name));
     assert_null(an_cmd_lookup("GETX", 4));
     assert_null(an_cmd_lookup("", 0));
+    /* subcommands, asked for again (the remembered last one), in another
+     * case, of another container, unknown, and a prefix of a known one */
+    const an_cmd *cluster = an_cmd_lookup("CLUSTER", 7), *object = an_cmd_lookup("OBJECT", 6);
+    assert_non_null(cluster);
+    assert_non_null(object);
+    for (int round = 0; round < 2; round++) {
+        const an_cmd *g = an_cmd_lookup_sub(cluster, "GETKEYSINSLOT", 13);
+        assert_non_null(g);
+        assert_string_equal(g->name, "CLUSTER|GETKEYSINSLOT");
+        assert_ptr_equal(an_cmd_lookup_sub(cluster, "getkeysinslot", 13), g);
+        assert_ptr_equal(an_cmd_lookup_sub(cluster, "getkeysinslot", 13), g);
+        assert_null(an_cmd_lookup_sub(object, "GETKEYSINSLOT", 13));
+        assert_null(an_cmd_lookup_sub(cluster, "GETKEYSINSLO", 12));
+        assert_null(an_cmd_lookup_sub(cluster, "GETKEYSINSLO", 12));
+        assert_string_equal(an_cmd_lookup_sub(object, "ENCODING", 8)->name, "OBJECT|ENCODING");
+        assert_string_equal(an_cmd_lookup_sub(cluster, "SETSLOT", 7)->name, "CLUSTER|SETSLOT");
+    }
 }
 
 int main(void)
