@@ -237,7 +237,7 @@ static int32_t conn_new(an_analyzer *an, const cap_conn *cc, int64_t ts)
     cn->asking_ring = AN_NONE;
     cap_endpoint_format(&cc->client, cn->src, sizeof cn->src);
     cap_endpoint_format(&cc->server, cn->dst, sizeof cn->dst);
-    cn->node = an_node_by_endpoint(an, &cc->server);
+    cn->node = an_node_by_endpoint_text(an, cn->dst);
     client_name_of(an, cc, name, sizeof name);
     cn->client = client_get(an, name, &cc->client.addr, ts);
     cn->client_gen = an->clients[cn->client].gen;

@@ -436,6 +436,9 @@ const char *an_conn_src(const an_analyzer *an, uint64_t id, int32_t client);
 
 /* nodes.c */
 int32_t an_node_by_endpoint(an_analyzer *an, const cap_endpoint *ep);
+/* The same for an endpoint already formatted by cap_endpoint_format into
+ * AN_NAME_MAX bytes (a new connection's dst: not formatted twice). */
+int32_t an_node_by_endpoint_text(an_analyzer *an, const char *text);
 /* The node an announced "host:port" (or hostname:port, or node id) stands for,
  * after user overrides; created (observed "") when unknown and create != 0. */
 int32_t an_node_by_announced(an_analyzer *an, const char *text, int create);

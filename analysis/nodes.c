@@ -88,10 +88,18 @@ static const char *override_of(const an_analyzer *an, const char *announced)
     return NULL;
 }
 
+/* The node observed at endpoint ep (a connection's server side), registered
+ * when new. */
 int32_t an_node_by_endpoint(an_analyzer *an, const cap_endpoint *ep)
 {
     char text[AN_NAME_MAX];
     cap_endpoint_format(ep, text, sizeof text);
+    return an_node_by_endpoint_text(an, text);
+}
+
+/* an_node_by_endpoint with the endpoint's text already made. */
+int32_t an_node_by_endpoint_text(an_analyzer *an, const char *text)
+{
     int32_t i = node_find(an, text);
     if (i == AN_NONE) {
         i = node_new(an);
