@@ -363,16 +363,8 @@ fail:
     return NULL;
 }
 
-/* Indexes built at close rather than maintained per row (see schema.sql), in
- * the order the schema had them. */
+/* Indexes built at close rather than maintained per row (see schema.sql). */
 static const char close_indexes_sql[] =
-    "CREATE INDEX IF NOT EXISTS redirects_client ON redirects (client, ts_us);"
-    "CREATE INDEX IF NOT EXISTS redirects_slot ON redirects (slot, ts_us);"
-    "CREATE INDEX IF NOT EXISTS redirects_ts ON redirects (ts_us);"
-    "CREATE INDEX IF NOT EXISTS findings_client ON findings (client);"
-    "CREATE INDEX IF NOT EXISTS findings_kind ON findings (kind);"
-    "CREATE INDEX IF NOT EXISTS connections_client ON connections (client);"
-    "CREATE INDEX IF NOT EXISTS slot_migrations_slot ON slot_migrations (slot);"
     "CREATE INDEX IF NOT EXISTS commands_client ON commands (client, ts_us);"
     "CREATE INDEX IF NOT EXISTS commands_conn ON commands (conn, seq);";
 
