@@ -145,23 +145,35 @@ static inline rq_entry *ring_at(rc_conn *c, uint32_t i)
     return &c->ring[(c->head + i) & (c->ring_cap - 1)];
 }
 
-/* n fresh in-flight entries, on cache-line boundaries (an entry is a whole
- * number of lines: the fields a command touches fall on as few lines as the
- * layout allows, whatever the entry's place in its ring). Zeroed: the
- * argument prefixes are not cleared per request, so an entry must never hold
- * stale heap bytes (they could be anyone's payload). The reply's error text
- * and redirection start out cleared, as emit keeps them. NULL on out of
- * memory. Free with free(). */
-static rq_entry *entries_new(size_t n)
+/* Make an entry fit for use. Zeroed: the argument prefixes are not cleared
+ * per request, so an entry must never hold stale heap bytes (they could be
+ * anyone's payload). The reply's error text and redirection start out
+ * cleared, as emit keeps them. */
+static void entry_init(rq_entry *e)
+{
+    memset(e, 0, sizeof(*e));
+    e->cmd.reply.redir.slot = -1;
+}
+
+/* n in-flight entries, on cache-line boundaries (an entry is a whole number
+ * of lines: the fields a command touches fall on as few lines as the layout
+ * allows, whatever the entry's place in its ring), NOT initialised: a ring
+ * initialises each entry when it first hands it out (ring_fresh), so a ring
+ * grown for a burst makes resident only the entries the burst used, not the
+ * whole doubled capacity. NULL on out of memory. Free with free(). */
+static rq_entry *entries_alloc(size_t n)
 {
     if (n > SIZE_MAX / sizeof(rq_entry))
         return NULL;
-    rq_entry *e = aligned_alloc(_Alignof(rq_entry), n * sizeof(rq_entry));
-    if (e == NULL)
-        return NULL;
-    memset(e, 0, n * sizeof(rq_entry));
-    for (size_t i = 0; i < n; i++)
-        e[i].cmd.reply.redir.slot = -1;
+    return aligned_alloc(_Alignof(rq_entry), n * sizeof(rq_entry));
+}
+
+/* One initialised entry (the overflow scratch, the pipeline's spare). */
+static rq_entry *entry_new(void)
+{
+    rq_entry *e = entries_alloc(1);
+    if (e != NULL)
+        entry_init(e);
     return e;
 }
 
@@ -169,7 +181,7 @@ static rq_entry *entries_new(size_t n)
  * least count). Returns -1 if memory ran out (the old ring stays). */
 static int ring_resize(rc_conn *c, uint32_t ncap)
 {
-    rq_entry *nr = entries_new(ncap);
+    rq_entry *nr = entries_alloc(ncap);
     if (nr == NULL)
         return -1;
     for (uint32_t i = 0; i < c->count; i++)
@@ -178,7 +190,22 @@ static int ring_resize(rc_conn *c, uint32_t ncap)
     c->ring = nr;
     c->ring_cap = ncap;
     c->head = 0;
+    c->ring_fresh = c->count; /* the copies are initialised, the rest not */
     return 0;
+}
+
+/* The free entry after the queued ones (ring_reserve made room). Since a
+ * resize the ring hands out its entries in index order, so an entry not yet
+ * initialised is always the one at ring_fresh. */
+static rq_entry *ring_next_free(rc_conn *c)
+{
+    uint32_t i = (c->head + c->count) & (c->ring_cap - 1);
+    rq_entry *e = &c->ring[i];
+    if (i >= c->ring_fresh) {
+        entry_init(e);
+        c->ring_fresh = i + 1;
+    }
+    return e;
 }
 
 /* Make room for one more entry after the queued ones. Returns -1 if memory
@@ -427,11 +454,11 @@ rq_entry *pair_request_slot(rc_conn *c, int64_t ts)
     ring_maybe_shrink(c);
     if (c->count < rp->cfg.max_inflight && rp->inflight_total < rp->cfg.max_inflight_total &&
         ring_reserve(c) == 0) {
-        e = ring_at(c, c->count);
+        e = ring_next_free(c);
         c->cur_dropped = 0;
     } else {
         if (c->overflow == NULL)
-            c->overflow = entries_new(1);
+            c->overflow = entry_new();
         if (c->overflow == NULL) { /* no memory at all: the pipeline's spare */
             e = rp->spare;
         } else {
@@ -1194,7 +1221,7 @@ resp_pipeline *resp_new(const resp_config *cfg, const resp_sink *sink)
     resp_pipeline *rp = calloc(1, sizeof(*rp));
     if (rp == NULL)
         return NULL;
-    rp->spare = entries_new(1);
+    rp->spare = entry_new();
     if (rp->spare == NULL) {
         free(rp);
         return NULL;

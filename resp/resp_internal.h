@@ -240,6 +240,9 @@ typedef struct rc_conn {
     uint32_t head;
     uint32_t count;
     uint8_t cur_dropped;      /* cur is the overflow scratch */
+    uint32_t ring_fresh;      /* ring entries from this index on were never
+                                 handed out since the ring was made: not yet
+                                 initialised, their pages maybe not touched */
     uint32_t ring_hw;         /* deepest queue since ring_win was reset */
     uint64_t ring_win;        /* requests queued since then */
     /* client-side modes (known when a request is decoded) */

@@ -25,6 +25,7 @@ void *__real_realloc(void *p, size_t n);
 void *__real_aligned_alloc(size_t align, size_t n);
 
 static size_t n_allocs; /* allocation calls since the last reset */
+static int poison;      /* fill aligned_alloc's blocks with junk (stale heap) */
 
 void *__wrap_malloc(size_t n)
 {
@@ -44,7 +45,10 @@ void *__wrap_realloc(void *p, size_t n)
 void *__wrap_aligned_alloc(size_t align, size_t n)
 {
     n_allocs++;
-    return __real_aligned_alloc(align, n);
+    void *p = __real_aligned_alloc(align, n);
+    if (p != NULL && poison)
+        memset(p, 0xA5, n);
+    return p;
 }
 
 #define GB4 (4ull << 30)
@@ -234,6 +238,49 @@ static void test_ring_kept_while_used(void **state)
     h_free(&h);
 }
 
+/* A ring's entries are initialised when first handed out, not when the ring
+ * is made: a burst of 300 into a 512-entry ring initialises 300 (so a ring
+ * doubled for a burst makes resident only what the burst used), later
+ * requests take the rest in order, and after the wrap all are. Rings are
+ * allocated over junk (stale heap): every command still comes out clean. */
+static void test_ring_entries_initialised_on_use(void **state)
+{
+    (void)state;
+    h_ctx h;
+    poison = 1;
+    h_init(&h, 1, NULL);
+    h_open(&h);
+    burst(&h, 300);
+    assert_int_equal(h_rc(&h)->ring_cap, 512);
+    assert_int_equal(h_rc(&h)->ring_fresh, 300);
+    for (int i = 0; i < 100; i++)
+        burst(&h, 1);
+    assert_int_equal(h_rc(&h)->ring_fresh, 400);
+    for (int i = 0; i < 200; i++)
+        burst(&h, 1);
+    assert_int_equal(h_rc(&h)->ring_fresh, 512); /* wrapped: every entry used */
+    assert_int_equal(h_rc(&h)->ring_cap, 512);
+    h_close(&h);
+    poison = 0;
+    assert_int_equal(h.ncmds, 600);
+    for (size_t i = 0; i < h.ncmds; i++) {
+        const resp_command *c = &h.cmds[i];
+        assert_int_equal(c->outcome, RESP_OK);
+        assert_string_equal(c->req.name, "GET");
+        assert_int_equal(c->req.argc, 2);
+        assert_int_equal(c->req.nkeys, 1);
+        assert_int_equal(c->req.key0_len, 3);
+        assert_memory_equal(c->req.key0, "foo", 3);
+        assert_int_equal(c->req.gap, 0);
+        assert_int_equal(c->req.slot_unknown, 0);
+        assert_int_equal(c->reply.err, RESP_ERR_NONE);
+        assert_int_equal(c->reply.redir.slot, -1);
+        assert_int_equal(c->reply.errtext[0], 0);
+        assert_int_equal(c->reply.type, RESP_T_BULK);
+    }
+    h_free(&h);
+}
+
 /* A ring past RING_BIG is freed as soon as it is empty. */
 static void test_big_ring_freed(void **state)
 {
@@ -283,6 +330,7 @@ int main(void)
         cmocka_unit_test(test_no_alloc_per_message),
         cmocka_unit_test(test_ring_shrinks_after_burst),
         cmocka_unit_test(test_ring_kept_while_used),
+        cmocka_unit_test(test_ring_entries_initialised_on_use),
         cmocka_unit_test(test_big_ring_freed),
         cmocka_unit_test(test_keep_buffer_freed),
     };
