@@ -274,12 +274,13 @@ static void reply_clear(resp_reply *r)
     r->redir.slot = -1;
 }
 
-/* Reset a reply to "none" but for its error text and redirection, which are
- * already cleared (an in-flight entry's, see emit). */
-static void reply_clear_fields(resp_reply *r)
+/* Reset a reply to "none", started at ts, but for its error text and
+ * redirection: an in-flight entry's are already cleared (see emit), and the
+ * reply being decoded has them read only once an error reply sets them. */
+static inline void reply_reset_fields(resp_reply *r, int64_t ts)
 {
-    r->start_us = 0;
-    r->ts_us = 0;
+    r->start_us = ts;
+    r->ts_us = ts;
     r->type = RESP_T_NONE;
     r->err = RESP_ERR_NONE;
     r->integer = 0;
@@ -338,7 +339,7 @@ static void emit(rc_conn *c, rq_entry *e, resp_outcome outcome)
         }
         c->st.paired++;
     } else {
-        reply_clear_fields(&cmd->reply);
+        reply_reset_fields(&cmd->reply, 0);
         if (outcome == RESP_UNANSWERED)
             c->st.unpaired_requests++;
     }
@@ -855,16 +856,7 @@ static PAIR_RARE int reply_start_rare(rc_conn *c, rq_entry *h)
 void pair_reply_start(rc_conn *c, int64_t ts)
 {
     resp_reply *r = &c->reply;
-    r->start_us = ts;
-    r->ts_us = ts;
-    r->type = RESP_T_NONE;
-    r->err = RESP_ERR_NONE; /* errtext and redir are read only when set */
-    r->integer = 0;
-    r->elements = 0;
-    r->bytes = 0;
-    r->gap = 0;
-    r->raw = NULL;
-    r->raw_len = 0;
+    reply_reset_fields(r, ts);
     c->keep_len = 0;
     c->keep_over = 0;
     c->keeping = 0;
