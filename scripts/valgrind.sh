@@ -19,7 +19,7 @@ run() { # NAME DIR CMD...
   fi
 }
 for t in capture/test_capture_reasm capture/test_capture_source capture/test_capture_corpus \
-         resp/test_resp_decode resp/test_resp_pair resp/test_resp_misc resp/test_resp_fixtures \
+         capture/test_capture_pcapfile resp/test_resp_alloc resp/test_resp_decode resp/test_resp_pair resp/test_resp_misc resp/test_resp_fixtures \
          resp/test_resp_slot analysis/test_an_detect analysis/test_an_evidence \
          analysis/test_an_nodes analysis/test_an_keys store/test_store store/test_queries \
          robust/test_fuzz_regressions; do
@@ -28,6 +28,7 @@ done
 db=$(mktemp -u /tmp/valgrind-XXXXXX.db)
 run analyze . "$build/cli/slotscope" analyze samples/reshard.pcap --db "$db" -q
 run analyze-threads . "$build/cli/slotscope" analyze samples/reshard.pcap --threads 2 -q
+run analyze-sharded . "$build/cli/slotscope" analyze samples/reshard.pcap --threads 3 -q
 run report . "$build/cli/slotscope" report "$db"
 rm -f "$db" "$db"-wal "$db"-shm
 exit $fail
