@@ -67,9 +67,11 @@ const char cli_analysis_options_help[] =
     "  --json                 JSON lines (one object per record, \"type\" field) for jq\n"
     "  --quiet, -q            no progress display\n"
     "  --fail-on-findings     exit 3 when there are findings (CI for client libraries)\n"
-    "  --threads N            decode TCP and RESP on N threads, analyse on one more\n"
-    "                         (default 1: everything on one; 0: one per core, at most\n"
-    "                         64); the results are the same for every N\n"
+    "  --threads N            1 (default): everything on one thread; 2: a second\n"
+    "                         thread reads the capture ahead; 3 or more: TCP and RESP\n"
+    "                         decoded on N threads (connections shared out by address),\n"
+    "                         analysed on one more; 0: one per core, at most 64. The\n"
+    "                         results are the same for every N\n"
     "  --help, -h             this help\n";
 
 /* The capture layer's caps that --set reaches (the analysis ones are
