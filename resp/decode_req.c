@@ -99,6 +99,26 @@ static inline void cred_keywords(rq_dec *d, const uint8_t *w, size_t n)
     }
 }
 
+/* Is argument i (not a credential) of the request being read a key? The
+ * hook's answers once it has fixed them (key_mask_final, as bits), else the
+ * hook itself, else the default: the first argument. */
+static inline int arg_is_key(rc_conn *c, const resp_request *r, uint32_t i)
+{
+    rq_dec *d = &c->rq;
+    const resp_config *cfg = &c->rp->cfg;
+    if (d->kc.key_mask_final)
+        return i < 32 && ((d->kc.key_mask >> i) & 1u);
+    if (cfg->key_fn == NULL)
+        return i == 1;
+    resp_keyctx *k = &d->kc;
+    k->req = r;
+    k->argi = i;
+    k->prev = d->prev;
+    k->prev_len = d->prev_len;
+    k->prev_full_len = d->prev_full;
+    return cfg->key_fn(cfg->key_ctx, k) != 0;
+}
+
 /* An argument starts: decide where its bytes go. full is its declared length
  * (0 for inline arguments, whose length is known only at their end). */
 static inline void arg_begin(rc_conn *c, uint64_t full)
@@ -118,22 +138,8 @@ static inline void arg_begin(rc_conn *c, uint64_t full)
     }
     d->a_name = 0;
     d->a_secret = (uint8_t)rq_is_secret(d, r, i);
-    if (!d->a_secret) {
-        const resp_config *cfg = &c->rp->cfg;
-        if (d->kc.key_mask_final) {
-            d->a_key = (uint8_t)(i < 32 && ((d->kc.key_mask >> i) & 1u));
-        } else if (cfg->key_fn != NULL) {
-            resp_keyctx *k = &d->kc;
-            k->req = r;
-            k->argi = i;
-            k->prev = d->prev;
-            k->prev_len = d->prev_len;
-            k->prev_full_len = d->prev_full;
-            d->a_key = (uint8_t)(cfg->key_fn(cfg->key_ctx, k) != 0);
-        } else {
-            d->a_key = (i == 1);
-        }
-    }
+    if (!d->a_secret)
+        d->a_key = (uint8_t)arg_is_key(c, r, i);
     if (d->a_key)
         resp_slot_init(&d->hasher);
     if (i <= RESP_ARG_KEEP) {
@@ -284,23 +290,7 @@ static inline void arg_whole(rc_conn *c, const uint8_t *p, size_t len)
          * tells; testing both fields with one two-byte load (as gcc does)
          * waits for two separate byte stores to reach the cache. */
         int secret = d->cred != CRED_NONE ? rq_is_secret(d, r, i) : 0;
-        int key = 0;
-        if (!secret) {
-            const resp_config *cfg = &c->rp->cfg;
-            if (d->kc.key_mask_final) { /* the hook's answers, as bits */
-                key = i < 32 && ((d->kc.key_mask >> i) & 1u);
-            } else if (cfg->key_fn != NULL) {
-                resp_keyctx *k = &d->kc;
-                k->req = r;
-                k->argi = i;
-                k->prev = d->prev;
-                k->prev_len = d->prev_len;
-                k->prev_full_len = d->prev_full;
-                key = cfg->key_fn(cfg->key_ctx, k) != 0;
-            } else {
-                key = (i == 1);
-            }
-        }
+        int key = secret ? 0 : arg_is_key(c, r, i);
         uint8_t *dst = NULL;
         if (i <= RESP_ARG_KEEP) {
             r->nargs = (uint8_t)i;
