@@ -111,26 +111,28 @@ static void op_free(an_analyzer *an, int32_t i)
     an->nops--;
 }
 
+/* Add finding f to a small set of at most AN_OP_FINDINGS (n of them held),
+ * once; AN_NONE and what does not fit are left out. */
+static void finding_set_add(int32_t *set, uint8_t *n, int32_t f)
+{
+    if (f == AN_NONE)
+        return;
+    for (uint8_t i = 0; i < *n; i++)
+        if (set[i] == f)
+            return;
+    if (*n < AN_OP_FINDINGS)
+        set[(*n)++] = f;
+}
+
 void an_op_charge(an_op *op, int32_t f)
 {
-    if (!op || f == AN_NONE)
-        return;
-    for (uint8_t i = 0; i < op->nfnd; i++)
-        if (op->fnd[i] == f)
-            return;
-    if (op->nfnd < AN_OP_FINDINGS)
-        op->fnd[op->nfnd++] = f;
+    if (op)
+        finding_set_add(op->fnd, &op->nfnd, f);
 }
 
 void an_attempt_found(an_attempt_ctx *a, int32_t f)
 {
-    if (f == AN_NONE)
-        return;
-    for (uint8_t i = 0; i < a->nfound; i++)
-        if (a->found[i] == f)
-            return;
-    if (a->nfound < AN_OP_FINDINGS)
-        a->found[a->nfound++] = f;
+    finding_set_add(a->found, &a->nfound, f);
 }
 
 /* The operation's extra time, to each finding it occurred in. */

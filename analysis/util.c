@@ -151,13 +151,7 @@ uint64_t an_hash(const void *p, size_t n, uint64_t seed)
         h ^= b[i];
         h *= 0x100000001b3ull;
     }
-    h ^= (uint64_t)n;
-    h ^= h >> 30;
-    h *= 0xbf58476d1ce4e5b9ull;
-    h ^= h >> 27;
-    h *= 0x94d049bb133111ebull;
-    h ^= h >> 31;
-    return h;
+    return an_mix64(h ^ (uint64_t)n);
 }
 
 uint64_t an_mix64(uint64_t x)
