@@ -223,10 +223,22 @@ static void append_word(char *list, size_t size, const char *word)
     snprintf(list + used, size - used, "%s%s", used ? " " : "", word);
 }
 
+/* A whole decimal integer in min..max: 0 and *out set, or -1. */
+static int parse_int_in(const char *v, long min, long max, long *out)
+{
+    char *end;
+    long n = strtol(v, &end, 10);
+    if (!*v || *end || n < min || n > max)
+        return -1;
+    *out = n;
+    return 0;
+}
+
 /* Apply one option with its value (NULL for flags). 0, or EXIT_USAGE printed. */
 static int apply_opt(cli_opts *o, const opt_def *d, const char *v)
 {
     char *end;
+    long n;
     int set_rc;
     switch (d->id) {
     case OPT_DB: o->db = v; break;
@@ -268,27 +280,21 @@ static int apply_opt(cli_opts *o, const opt_def *d, const char *v)
             return cli_usage_error(o->cmd, "bad --duration '%s' (seconds, > 0)", v);
         break;
     case OPT_USER: o->user = v; break;
-    case OPT_BUFFER: {
-        long mb = strtol(v, &end, 10);
-        if (!*v || *end || mb < 1 || mb > 2047)
+    case OPT_BUFFER:
+        if (parse_int_in(v, 1, 2047, &n))
             return cli_usage_error(o->cmd, "bad --buffer '%s' (MiB, 1-2047)", v);
-        o->buffer_mb = (int)mb;
+        o->buffer_mb = (int)n;
         break;
-    }
-    case OPT_SNAPLEN: {
-        long n = strtol(v, &end, 10);
-        if (!*v || *end || n < 0 || n > 262144)
+    case OPT_SNAPLEN:
+        if (parse_int_in(v, 0, 262144, &n))
             return cli_usage_error(o->cmd, "bad --snaplen '%s' (bytes, 0-262144; 0: 262144)", v);
         o->snaplen = (int)n;
         break;
-    }
-    case OPT_THREADS: {
-        long n = strtol(v, &end, 10);
-        if (!*v || *end || n < 0 || n > 64)
+    case OPT_THREADS:
+        if (parse_int_in(v, 0, 64, &n))
             return cli_usage_error(o->cmd, "bad --threads '%s' (0-64, 0: one per core)", v);
         o->threads = n == 0 ? par_default_threads() : (unsigned)n;
         break;
-    }
     }
     return 0;
 }
