@@ -604,6 +604,8 @@ static inline int rd_eq_ci(const uint8_t *p, size_t n, const char *word)
 
 /* resync.c */
 void rd_resync_start(rd_resync *rs, int is_req, int at_boundary);
+/* Is s/n (any case) one of Redis 7's command names (resync.c's table)? */
+int rd_known_command(const uint8_t *s, size_t n);
 /* Scan for a boundary. Returns 1 when found: *pp is just past the candidate
  * line's LF (requests: the '$' after it is not consumed), rs->type is the
  * candidate's type byte ('i' for a whole inline command), rs->full its line

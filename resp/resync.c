@@ -47,9 +47,11 @@ enum {
     RS_IN_CR       /* inline candidate saw '\r', want '\n' */
 };
 
-/* Command names an inline resync may start at (Redis 7), sorted for bsearch
- * (strcmp order). Only top-level names: the first word of a line. */
-static const char *const inline_names[] = {
+/* Redis 7's command names, sorted for bsearch (strcmp order). Only
+ * top-level names: the first word of an inline line, the first bulk of a
+ * multibulk. An inline resync may start only at one of them, and resp_shape
+ * takes a stream that starts with one for a client's. */
+static const char *const command_names[] = {
     "ACL", "APPEND", "ASKING", "AUTH", "BGREWRITEAOF", "BGSAVE", "BITCOUNT", "BITFIELD",
     "BITFIELD_RO", "BITOP", "BITPOS", "BLMOVE", "BLMPOP", "BLPOP", "BRPOP",
     "BRPOPLPUSH", "BZMPOP", "BZPOPMAX", "BZPOPMIN", "CLIENT", "CLUSTER", "COMMAND",
@@ -84,7 +86,7 @@ static const char *const inline_names[] = {
     "ZREMRANGEBYRANK", "ZREMRANGEBYSCORE", "ZREVRANGE", "ZREVRANGEBYLEX",
     "ZREVRANGEBYSCORE", "ZREVRANK", "ZSCAN", "ZSCORE", "ZUNION", "ZUNIONSTORE",
 };
-#define INLINE_NAMES (sizeof(inline_names) / sizeof(inline_names[0]))
+#define N_COMMAND_NAMES (sizeof(command_names) / sizeof(command_names[0]))
 
 #define RS_TEXT_MAX 4096 /* longest '+'/'-' line accepted as a candidate */
 
@@ -104,10 +106,15 @@ static int name_cmp(const void *key, const void *elem)
     return strcmp((const char *)key, *(const char *const *)elem);
 }
 
-/* Is the upper-case word w (NUL-terminated) a command name? */
-static int rs_known_command(const char *w)
+int rd_known_command(const uint8_t *s, size_t n)
 {
-    return bsearch(w, inline_names, INLINE_NAMES, sizeof(inline_names[0]), name_cmp) != NULL;
+    char w[RESP_NAME_MAX];
+    if (n == 0 || n >= RESP_NAME_MAX)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        w[i] = (char)rd_upper(s[i]);
+    w[n] = '\0';
+    return bsearch(w, command_names, N_COMMAND_NAMES, sizeof(command_names[0]), name_cmp) != NULL;
 }
 
 /* May byte c be part of a command name? */
@@ -133,15 +140,9 @@ static int rs_inline_start(const rd_resync *rs, uint8_t c, int prev_known, uint8
  * byte c (' ' or '\r'): is it a command that may start a resync? */
 static int rs_inline_word_ok(const rd_resync *rs, const uint8_t *buf, uint8_t c)
 {
-    char w[RESP_NAME_MAX];
-    if (rs->full == 0 || rs->full >= RESP_NAME_MAX)
-        return 0;
     if (c != ' ' && rs->inline_ok != 2) /* a lone word: "$3\r\nGET\r\n"'s GET */
         return 0;
-    for (uint64_t i = 0; i < rs->full; i++)
-        w[i] = (char)rd_upper(buf[i]);
-    w[rs->full] = '\0';
-    return rs_known_command(w);
+    return rs->full < RESP_NAME_MAX && rd_known_command(buf, (size_t)rs->full);
 }
 
 /* Is t a byte that may start a value in this direction? */

@@ -6,41 +6,10 @@
  * '*' most of the time; requests are a multibulk whose first bulk is a command
  * name, or an inline command. An array reply can look like a multibulk, so a
  * '*' counts as a request only when its first element is a known command name
- * (and as a reply when it is a pub/sub message word).
+ * (resync.c's table of Redis 7 commands; as a reply when it is a pub/sub
+ * message word).
  */
 #include "resp/resp_internal.h"
-
-/* Common command names (upper case), enough to recognise real clients. */
-static const char *const known_cmds[] = {
-    "GET", "SET", "DEL", "MGET", "MSET", "INCR", "INCRBY", "DECR", "DECRBY", "EXISTS",
-    "EXPIRE", "PEXPIRE", "TTL", "PTTL", "TYPE", "KEYS", "SCAN", "PING", "ECHO", "AUTH",
-    "HELLO", "SELECT", "INFO", "CLIENT", "CLUSTER", "CONFIG", "COMMAND", "ASKING",
-    "READONLY", "READWRITE", "MULTI", "EXEC", "DISCARD", "WATCH", "UNWATCH", "SUBSCRIBE",
-    "PSUBSCRIBE", "SSUBSCRIBE", "UNSUBSCRIBE", "PUNSUBSCRIBE", "SUNSUBSCRIBE", "PUBLISH",
-    "SPUBLISH", "HGET", "HSET", "HMGET", "HMSET", "HGETALL", "HDEL", "HINCRBY", "HKEYS",
-    "HVALS", "HLEN", "HEXISTS", "LPUSH", "RPUSH", "LPOP", "RPOP", "LRANGE", "LLEN", "LINDEX",
-    "LSET", "LREM", "LTRIM", "BLPOP", "BRPOP", "BLMOVE", "LMOVE", "SADD", "SREM", "SMEMBERS",
-    "SISMEMBER", "SCARD", "SPOP", "SUNION", "SINTER", "SDIFF", "ZADD", "ZREM", "ZRANGE",
-    "ZRANGEBYSCORE", "ZREVRANGE", "ZSCORE", "ZINCRBY", "ZCARD", "ZRANK", "ZPOPMIN",
-    "BZPOPMIN", "XADD", "XREAD", "XREADGROUP", "XRANGE", "XLEN", "XACK", "XGROUP", "EVAL",
-    "EVALSHA", "FCALL", "SCRIPT", "FUNCTION", "GETSET", "GETDEL", "GETEX", "SETEX",
-    "PSETEX", "SETNX", "APPEND", "STRLEN", "GETRANGE", "SETRANGE", "BITCOUNT", "SETBIT",
-    "GETBIT", "PFADD", "PFCOUNT", "UNLINK", "RENAME", "PERSIST", "DUMP", "RESTORE",
-    "MIGRATE", "OBJECT", "MEMORY", "DBSIZE", "FLUSHDB", "FLUSHALL", "SAVE", "BGSAVE",
-    "MONITOR", "QUIT", "RESET", "REPLCONF", "PSYNC", "SYNC", "WAIT", "TIME", "LASTSAVE",
-    "SLOWLOG", "LATENCY", "ACL", "GEOADD", "GEOSEARCH", "GEORADIUS", "SORT", "COPY", "TOUCH",
-};
-
-/* Is s/n a known command name (case-insensitive)? */
-static int known_command(const uint8_t *s, size_t n)
-{
-    if (n == 0 || n > 16)
-        return 0;
-    for (size_t i = 0; i < sizeof(known_cmds) / sizeof(known_cmds[0]); i++)
-        if (rd_eq_ci(s, n, known_cmds[i]))
-            return 1;
-    return 0;
-}
 
 /* Parse "<digits>\r\n" at *i; returns the value or -1. */
 static long shape_num(const uint8_t *d, size_t len, size_t *i)
@@ -71,7 +40,7 @@ int resp_shape(const uint8_t *data, size_t len)
         long n = shape_num(data, len, &i);
         if (n <= 0 || (size_t)n > len - i)
             return 0;
-        if (known_command(data + i, (size_t)n))
+        if (rd_known_command(data + i, (size_t)n))
             return 1;
         if (rd_eq_ci(data + i, (size_t)n, "MESSAGE") || rd_eq_ci(data + i, (size_t)n, "PMESSAGE") ||
             rd_eq_ci(data + i, (size_t)n, "SMESSAGE") || rd_eq_ci(data + i, (size_t)n, "PONG"))
@@ -80,9 +49,10 @@ int resp_shape(const uint8_t *data, size_t len)
     }
     default: {
         size_t n = 0;
-        while (n < len && n <= 16 && data[n] != ' ' && data[n] != '\r' && data[n] != '\n')
+        while (n < len && n < RESP_NAME_MAX && data[n] != ' ' && data[n] != '\r' &&
+               data[n] != '\n')
             n++;
-        return known_command(data, n) ? 1 : 0;
+        return rd_known_command(data, n) ? 1 : 0;
     }
     }
 }
