@@ -116,3 +116,15 @@ long long rb_file_size(const char *path)
     struct stat st;
     return stat(path, &st) == 0 ? (long long)st.st_size : -1;
 }
+
+void rb_conv_start(pg_conv *c, pg_file *f, const char *client, uint16_t sport, int64_t ts_us)
+{
+    pg_packet tmpl;
+    pg_packet_init(&tmpl);
+    tmpl.src = client;
+    tmpl.dst = "10.2.0.1";
+    tmpl.sport = sport;
+    tmpl.dport = 6379;
+    pg_conv_init(c, &tmpl, 1000, 5000, ts_us);
+    c->file = f;
+}

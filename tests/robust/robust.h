@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "tests/helpers/child.h"
+#include "tests/helpers/pktgen.h"
 
 /* A scratch folder under $TMPDIR (or /tmp), removed with everything in it by
  * rb_tmpdir_free. Returns its path (static storage per call site is not used:
@@ -48,5 +49,10 @@ char *rb_db_integrity(const char *db);
 
 /* Bytes of a file, -1 if it does not exist. */
 long long rb_file_size(const char *path);
+
+/* Start conversation c in file f: client:sport -> 10.2.0.1:6379 over the
+ * file's link type, first packet at ts_us (pg_conv_init's default sequence
+ * numbers 1000 / 5000). */
+void rb_conv_start(pg_conv *c, pg_file *f, const char *client, uint16_t sport, int64_t ts_us);
 
 #endif /* SLOTSCOPE_TESTS_ROBUST_H */

@@ -39,17 +39,10 @@ static void write_good(pg_file *f, long *offsets, int64_t t0, int net)
     for (int i = 0; i < CONNS; i++) {
         if (offsets)
             offsets[i] = pg_file_offset(f);
-        pg_packet tmpl;
-        pg_packet_init(&tmpl);
         char client[32];
         snprintf(client, sizeof client, "10.%d.0.%d", net, i + 1);
-        tmpl.src = client;
-        tmpl.dst = "10.2.0.1";
-        tmpl.sport = (uint16_t)(40000 + i);
-        tmpl.dport = 6379;
         pg_conv c;
-        pg_conv_init(&c, &tmpl, 1000, 5000, t0 + (int64_t)i * 1000000);
-        c.file = f;
+        rb_conv_start(&c, f, client, (uint16_t)(40000 + i), t0 + (int64_t)i * 1000000);
         assert_int_equal(pg_conv_handshake(&c), 0);
         for (int j = 0; j < CMDS; j++) {
             assert_int_equal(pg_conv_send(&c, 0, req, strlen(req)), 0);

@@ -73,20 +73,6 @@ static size_t resp_cmd(char *buf, size_t size, int argc, const char *const *argv
     return n;
 }
 
-/* A conversation template: Ethernet, client 10.1.0.1:port -> 10.2.0.1:6379. */
-static void conv_start(pg_conv *c, pg_file *f, const char *client, uint16_t sport,
-                       int64_t ts_us)
-{
-    pg_packet tmpl;
-    pg_packet_init(&tmpl);
-    tmpl.src = client;
-    tmpl.dst = "10.2.0.1";
-    tmpl.sport = sport;
-    tmpl.dport = 6379;
-    pg_conv_init(c, &tmpl, 1000, 5000, ts_us);
-    c->file = f;
-}
-
 /* Run `slotscope analyze FILE --db DB -q` (plus extra arguments), print the
  * peak memory with the scenario's name, and return the run. */
 static void analyze(const char *name, const char *file, const char *db, const char *extra,
@@ -213,7 +199,7 @@ static void test_never_closed(void **state)
         pg_conv c;
         snprintf(client, sizeof client, "10.%u.%u.%u", 100 + (i >> 16), (i >> 8) & 255, i & 255);
         int64_t ts = T0 + (i < n_old ? 0 : 400 * 1000000LL) + (int64_t)i * 10;
-        conv_start(&c, f, client, (uint16_t)(20000 + i % 40000), ts);
+        rb_conv_start(&c, f, client, (uint16_t)(20000 + i % 40000), ts);
         assert_int_equal(pg_conv_handshake(&c), 0);
         assert_int_equal(pg_conv_send(&c, 0, req, rlen), 0);
     }
@@ -250,7 +236,7 @@ static void test_pipeline_no_replies(void **state)
     pg_file *f = pg_file_open(s->pcap, PG_PCAP, DLT_EN10MB, 65535);
     assert_non_null(f);
     pg_conv c;
-    conv_start(&c, f, "10.1.0.1", 40000, T0);
+    rb_conv_start(&c, f, "10.1.0.1", 40000, T0);
     assert_int_equal(pg_conv_handshake(&c), 0);
     char one[64], seg[64 * 40];
     const char *get[] = {"GET", "{k}12345"};
@@ -297,7 +283,7 @@ static void test_inflight_total(void **state)
     char client[12][32]; /* pg_conv keeps the pointer: one string each */
     for (uint32_t k = 0; k < conns; k++) {
         snprintf(client[k], sizeof client[k], "10.1.0.%u", k + 1);
-        conv_start(&c[k], f, client[k], (uint16_t)(40000 + k), T0 + k);
+        rb_conv_start(&c[k], f, client[k], (uint16_t)(40000 + k), T0 + k);
         assert_int_equal(pg_conv_handshake(&c[k]), 0);
     }
     char one[64], seg[64 * 50];
@@ -358,7 +344,7 @@ static void test_kept_reply_incomplete(void **state)
     memset(junk, 'n', sizeof junk);
     for (int k = 0; k < CONNS; k++) {
         snprintf(client[k], sizeof client[k], "10.1.0.%d", k + 1);
-        conv_start(&c[k], f, client[k], (uint16_t)(40000 + k), T0 + k);
+        rb_conv_start(&c[k], f, client[k], (uint16_t)(40000 + k), T0 + k);
         assert_int_equal(pg_conv_handshake(&c[k]), 0);
         assert_int_equal(pg_conv_send(&c[k], 0, req, rlen), 0);
         assert_int_equal(pg_conv_send(&c[k], 1, head, strlen(head)), 0);
@@ -401,7 +387,7 @@ static void test_hole_never_filled(void **state)
     memset(junk, 'h', sizeof junk);
     for (int k = 0; k < CONNS; k++) {
         snprintf(client[k], sizeof client[k], "10.1.0.%d", k + 1);
-        conv_start(&c[k], f, client[k], (uint16_t)(40000 + k), T0 + k);
+        rb_conv_start(&c[k], f, client[k], (uint16_t)(40000 + k), T0 + k);
         assert_int_equal(pg_conv_handshake(&c[k]), 0);
         assert_int_equal(pg_conv_send(&c[k], 0, "*1\r\n$4\r\nPING\r\n", 14), 0);
         c[k].next[0] += (uint32_t)hole; /* these bytes are never captured */
@@ -447,14 +433,14 @@ static void test_declared_4gb_bulk(void **state)
     const char big_reply[] = "$4294967296\r\n";
 
     pg_conv c;
-    conv_start(&c, f, "10.1.0.1", 40000, T0);
+    rb_conv_start(&c, f, "10.1.0.1", 40000, T0);
     assert_int_equal(pg_conv_handshake(&c), 0);
     assert_int_equal(pg_conv_send(&c, 0, set_hdr, strlen(set_hdr)), 0);
     for (int i = 0; i < (8 << 20) / (int)sizeof junk; i++)
         assert_int_equal(pg_conv_send(&c, 0, junk, sizeof junk), 0);
     assert_int_equal(pg_conv_close(&c), 0);
 
-    conv_start(&c, f, "10.1.0.2", 40001, T0 + 100000000);
+    rb_conv_start(&c, f, "10.1.0.2", 40001, T0 + 100000000);
     assert_int_equal(pg_conv_handshake(&c), 0);
     assert_int_equal(pg_conv_send(&c, 0, get, strlen(get)), 0);
     assert_int_equal(pg_conv_send(&c, 1, big_reply, strlen(big_reply)), 0);
@@ -492,13 +478,13 @@ static void test_endless_lines(void **state)
     static uint8_t letters[1400];
     memset(letters, 'A', sizeof letters);
     pg_conv c;
-    conv_start(&c, f, "10.1.0.1", 40000, T0);
+    rb_conv_start(&c, f, "10.1.0.1", 40000, T0);
     assert_int_equal(pg_conv_handshake(&c), 0);
     for (int i = 0; i < (8 << 20) / (int)sizeof letters; i++)
         assert_int_equal(pg_conv_send(&c, 0, letters, sizeof letters), 0);
     assert_int_equal(pg_conv_close(&c), 0);
 
-    conv_start(&c, f, "10.1.0.2", 40001, T0 + 100000000);
+    rb_conv_start(&c, f, "10.1.0.2", 40001, T0 + 100000000);
     assert_int_equal(pg_conv_handshake(&c), 0);
     assert_int_equal(pg_conv_send(&c, 0, "*1\r\n$4\r\nPING\r\n", 14), 0);
     assert_int_equal(pg_conv_send(&c, 1, "+", 1), 0);
@@ -542,7 +528,7 @@ static void test_nesting_10000(void **state)
     size_t rlen = resp_cmd(req, sizeof req, 2, slots);
 
     pg_conv c;
-    conv_start(&c, f, "10.1.0.1", 40000, T0);
+    rb_conv_start(&c, f, "10.1.0.1", 40000, T0);
     assert_int_equal(pg_conv_handshake(&c), 0);
     assert_int_equal(pg_conv_send(&c, 0, req, rlen), 0);
     for (size_t off = 0; off < deep_len; off += 1400)
@@ -550,7 +536,7 @@ static void test_nesting_10000(void **state)
                                       deep_len - off < 1400 ? deep_len - off : 1400), 0);
     assert_int_equal(pg_conv_close(&c), 0);
 
-    conv_start(&c, f, "10.1.0.2", 40001, T0 + 1000000);
+    rb_conv_start(&c, f, "10.1.0.2", 40001, T0 + 1000000);
     assert_int_equal(pg_conv_handshake(&c), 0);
     for (size_t off = 0; off < deep_len; off += 1400)
         assert_int_equal(pg_conv_send(&c, 0, deep + off,
@@ -594,7 +580,7 @@ static void test_odd_record_lengths(void **state)
     const char *get[] = {"GET", "a"};
     size_t rlen = resp_cmd(req, sizeof req, 2, get);
     pg_conv c;
-    conv_start(&c, f, "10.1.0.1", 40000, T0);
+    rb_conv_start(&c, f, "10.1.0.1", 40000, T0);
     assert_int_equal(pg_conv_handshake(&c), 0);
     int odd = 0;
     for (int i = 0; i < n_cmds; i++) {
@@ -653,7 +639,7 @@ static void test_time_backwards(void **state)
     const char *get[] = {"GET", "b"};
     size_t rlen = resp_cmd(req, sizeof req, 2, get);
     pg_conv c;
-    conv_start(&c, f, "10.1.0.1", 40000, T0 + 60 * 1000000LL);
+    rb_conv_start(&c, f, "10.1.0.1", 40000, T0 + 60 * 1000000LL);
     assert_int_equal(pg_conv_handshake(&c), 0);
     for (int i = 0; i < n_cmds; i++) {
         int64_t now = c.ts_us;
@@ -695,7 +681,7 @@ static void test_duplicates_out_of_window(void **state)
     const char *get[] = {"GET", "c"};
     size_t rlen = resp_cmd(req, sizeof req, 2, get);
     pg_conv c;
-    conv_start(&c, f, "10.1.0.1", 40000, T0);
+    rb_conv_start(&c, f, "10.1.0.1", 40000, T0);
     assert_int_equal(pg_conv_handshake(&c), 0);
     for (int i = 0; i < n_cmds; i++) {
         uint32_t seq = c.next[0];
@@ -736,7 +722,7 @@ static void test_random_bytes(void **state)
     uint64_t x = 0x2545F4914F6CDD1DULL;
     uint8_t seg[1400];
     pg_conv c;
-    conv_start(&c, f, "10.1.0.1", 40000, T0);
+    rb_conv_start(&c, f, "10.1.0.1", 40000, T0);
     assert_int_equal(pg_conv_handshake(&c), 0);
     for (int i = 0; i < (16 << 20) / (int)sizeof seg; i++) {
         for (size_t j = 0; j < sizeof seg; j++) {
@@ -775,7 +761,7 @@ static void test_http_on_redis_port(void **state)
     const char rep[] = "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 44\r\n\r\n"
                        "<html><body>-MOVED 1 10.9.9.9:1</body></html>";
     pg_conv c;
-    conv_start(&c, f, "10.1.0.1", 40000, T0);
+    rb_conv_start(&c, f, "10.1.0.1", 40000, T0);
     assert_int_equal(pg_conv_handshake(&c), 0);
     for (int i = 0; i < 100; i++) {
         assert_int_equal(pg_conv_send(&c, 0, req, strlen(req)), 0);

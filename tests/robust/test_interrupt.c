@@ -52,17 +52,10 @@ static void make_capture(const char *path)
         plen += sizeof rep1 - 1;
     }
     for (int k = 0; k < CONNS; k++) {
-        pg_packet tmpl;
-        pg_packet_init(&tmpl);
         char client[32];
         snprintf(client, sizeof client, "10.1.0.%d", k + 1);
-        tmpl.src = client;
-        tmpl.dst = "10.2.0.1";
-        tmpl.sport = (uint16_t)(40000 + k);
-        tmpl.dport = 6379;
         pg_conv c;
-        pg_conv_init(&c, &tmpl, 1000, 5000, T0 + (int64_t)k * 10000000);
-        c.file = f;
+        rb_conv_start(&c, f, client, (uint16_t)(40000 + k), T0 + (int64_t)k * 10000000);
         assert_int_equal(pg_conv_handshake(&c), 0);
         for (int b = 0; b < BATCHES; b++) {
             assert_int_equal(pg_conv_send(&c, 0, req, rlen), 0);
