@@ -75,15 +75,17 @@ static void test_incremental_every_split(void **state)
     }
 }
 
-/* resp_key_slot finds '{' and '}' eight bytes at a time: with the braces at
- * every position of keys of 1..40 bytes, over filler bytes that sit next to
+/* resp_key_slot finds '{' and '}' eight or sixteen bytes at a time (keys of
+ * 8..64 bytes with vector compares, overlapping loads at the end; others
+ * eight at a time): with the braces at every position of keys of 1..72
+ * bytes, over filler bytes that sit next to
  * them in value (0x7a, 0x7c, 0x7e, 0xfb, 0xfd, 0x00, 0xff), it agrees with
  * the incremental hasher (which searches byte by byte with memchr). */
 static void test_whole_key_brace_positions(void **state)
 {
     (void)state;
     const uint8_t fillers[] = {'a', 0x7a, 0x7c, 0x7e, 0xfb, 0xfd, 0x00, 0xff};
-    uint8_t k[40];
+    uint8_t k[72];
     for (size_t f = 0; f < sizeof fillers; f++) {
         for (size_t n = 1; n <= sizeof k; n++) {
             for (size_t o = 0; o <= n; o++) {
@@ -101,6 +103,29 @@ static void test_whole_key_brace_positions(void **state)
                 }
             }
         }
+    }
+}
+
+/* Keys of 0..80 bytes drawn from "{}ab" (so several braces, empty tags and
+ * braces in every order), a fixed pseudo-random sequence: resp_key_slot
+ * agrees with the incremental hasher on each. */
+static void test_random_brace_keys(void **state)
+{
+    (void)state;
+    const uint8_t alphabet[] = {'{', '}', 'a', 'b'};
+    uint8_t k[80];
+    uint32_t x = 12345;
+    for (int round = 0; round < 20000; round++) {
+        x = x * 1103515245u + 12345u;
+        size_t n = (x >> 16) % (sizeof k + 1);
+        for (size_t i = 0; i < n; i++) {
+            x = x * 1103515245u + 12345u;
+            k[i] = alphabet[(x >> 16) & 3];
+        }
+        resp_slot_hasher h;
+        resp_slot_init(&h);
+        resp_slot_update(&h, k, n);
+        assert_int_equal(resp_key_slot(k, n), resp_slot_final(&h));
     }
 }
 
@@ -175,6 +200,7 @@ int main(void)
         cmocka_unit_test(test_hashtags),
         cmocka_unit_test(test_incremental_every_split),
         cmocka_unit_test(test_whole_key_brace_positions),
+        cmocka_unit_test(test_random_brace_keys),
         cmocka_unit_test(test_crc_every_length),
         cmocka_unit_test(test_long_key),
     };
