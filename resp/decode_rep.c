@@ -21,6 +21,9 @@
 
 #include "resp/resp_internal.h"
 
+/* A blob error's text is captured into the line buffer (rp_num). */
+_Static_assert(RD_LBUF >= RESP_ERRTEXT_MAX - 1, "the line buffer holds an error text");
+
 /* What a captured bulk payload is for. */
 enum { CAP_NONE = 0, CAP_ERRTEXT = 1, CAP_ELEM0 = 2 };
 
@@ -105,7 +108,7 @@ int rp_skip_gap(rc_conn *c, uint64_t len, int64_t ts)
     if (lost > 0) {
         if (d->cap_dst != NULL && d->cap_len < d->cap_max)
             return 0;
-        c->reply.gap = 1;
+        c->rep->gap = 1;
         c->keeping = 0;
         d->bulk_left -= lost;
         d->off += lost;
@@ -168,7 +171,7 @@ static inline int at_elem(const rp_dec *d, uint64_t idx)
 /* Set the error class and redirect from the captured error text. */
 static void rp_error_text(rc_conn *c, const uint8_t *s, size_t n)
 {
-    resp_reply *rep = &c->reply;
+    resp_reply *rep = c->rep;
     if (n > RESP_ERRTEXT_MAX - 1)
         n = RESP_ERRTEXT_MAX - 1;
     memcpy(rep->errtext, s, n);
@@ -180,8 +183,9 @@ static void rp_error_text(rc_conn *c, const uint8_t *s, size_t n)
 static void rp_message_done(rc_conn *c, uint64_t pos, int64_t ts)
 {
     rp_dec *d = &c->rpd;
-    c->reply.ts_us = ts;
-    c->reply.bytes = pos - d->msg_off;
+    resp_reply *rep = c->rep;
+    rep->ts_us = ts;
+    rep->bytes = pos - d->msg_off;
     d->in_msg = 0;
     d->state = RP_TYPE;
     pair_reply_done(c);
@@ -260,7 +264,7 @@ static inline int is_num_type(uint8_t t)
 static int rp_text(rc_conn *c, uint8_t t, const uint8_t *s, size_t n, uint64_t full)
 {
     rp_dec *d = &c->rpd;
-    resp_reply *rep = &c->reply;
+    resp_reply *rep = c->rep;
     int top = (d->depth == 0);
     switch (t) {
     case '+':
@@ -308,7 +312,7 @@ static int rp_text(rc_conn *c, uint8_t t, const uint8_t *s, size_t n, uint64_t f
 static int rp_num(rc_conn *c, uint8_t t, int64_t v)
 {
     rp_dec *d = &c->rpd;
-    resp_reply *rep = &c->reply;
+    resp_reply *rep = c->rep;
     int top = (d->depth == 0);
     switch (t) {
     case ':':
@@ -339,7 +343,9 @@ static int rp_num(rc_conn *c, uint8_t t, int64_t v)
         d->cap_len = 0;
         d->cap_what = CAP_NONE;
         if (top && t == '!') {
-            d->cap_dst = (uint8_t *)rep->errtext;
+            /* into the line buffer (no line is read while a payload is):
+             * the reply may move with its ring entry before it ends */
+            d->cap_dst = d->line.buf;
             d->cap_max = RESP_ERRTEXT_MAX - 1;
             d->cap_what = CAP_ERRTEXT;
         } else if (t == '$' && at_elem(d, 0)) {
@@ -399,8 +405,7 @@ static void rp_bulk_done(rc_conn *c)
 {
     rp_dec *d = &c->rpd;
     if (d->cap_what == CAP_ERRTEXT) {
-        c->reply.errtext[d->cap_len] = '\0';
-        c->reply.err = resp_classify_error(c->reply.errtext, d->cap_len, &c->reply.redir);
+        rp_error_text(c, d->line.buf, d->cap_len);
     } else if (d->cap_what == CAP_ELEM0) {
         d->elem0_len = (uint8_t)d->cap_len;
         d->elem0_set = 1;
@@ -426,7 +431,7 @@ static inline void rp_top_type(rc_conn *c, uint8_t t)
     rp_dec *d = &c->rpd;
     if (d->depth == 0 && t != '|' && !d->top_set) {
         d->top_set = 1;
-        c->reply.type = (resp_type)t;
+        c->rep->type = (resp_type)t;
     }
 }
 
@@ -469,11 +474,11 @@ static const uint8_t *rp_fast_top(rc_conn *c, const uint8_t *p, const uint8_t *e
     s += k;
     if (t == ':') {
         rp_top_type(c, t);
-        c->reply.integer = v;
+        c->rep->integer = v;
     } else if (v == -1) { /* RESP2 null bulk */
         rp_top_type(c, t);
-        c->reply.type = RESP_T_NIL;
-        c->reply.elements = -1;
+        c->rep->type = RESP_T_NIL;
+        c->rep->elements = -1;
     } else {
         if (v < 0 || (uint64_t)v > c->rp->cfg.max_bulk_reply ||
             (uint64_t)(end - s) < (uint64_t)v + 2 || s[v] != '\r' || s[v + 1] != '\n')

@@ -177,6 +177,21 @@ static rq_entry *entry_new(void)
     return e;
 }
 
+/* The ring's entries are about to move to new_ring (its head at index 0),
+ * or to be freed (NULL). The reply being decoded moves with its entry, the
+ * head (see pair_reply_start); a pointer to any other entry is one to a
+ * reply already handed over, which nothing writes again: it goes back to
+ * the scratch. */
+static void rep_rebase(rc_conn *c, rq_entry *new_ring)
+{
+    if (c->rep == &c->reply)
+        return;
+    if (new_ring != NULL && c->count > 0 && c->rep == &ring_at(c, 0)->cmd.reply)
+        c->rep = &new_ring[0].cmd.reply;
+    else
+        c->rep = &c->reply;
+}
+
 /* Move the queued entries to a new ring of ncap entries (a power of two, at
  * least count). Returns -1 if memory ran out (the old ring stays). */
 static int ring_resize(rc_conn *c, uint32_t ncap)
@@ -186,6 +201,7 @@ static int ring_resize(rc_conn *c, uint32_t ncap)
         return -1;
     for (uint32_t i = 0; i < c->count; i++)
         memcpy(&nr[i], ring_at(c, i), sizeof(*nr));
+    rep_rebase(c, nr);
     free(c->ring);
     c->ring = nr;
     c->ring_cap = ncap;
@@ -235,6 +251,7 @@ static void ring_maybe_shrink(rc_conn *c)
     if (c->ring_cap <= RING_KEEP)
         return;
     if (c->count == 0 && c->ring_cap > RING_BIG) {
+        rep_rebase(c, NULL);
         free(c->ring);
         c->ring = NULL;
         c->ring_cap = 0;
@@ -291,21 +308,66 @@ static inline void reply_reset_fields(resp_reply *r, int64_t ts)
     r->gap = 0;
 }
 
-/* Hand one command to the sink. outcome RESP_OK copies the reply just decoded.
- *
- * An entry's reply.errtext and reply.redir are kept cleared ("", slot -1,
- * port 0, host "") except while an error reply is in the sink's hands: they
- * lie on lines of their own (past the other reply fields), which most
- * commands then never touch.
+/* Clear an entry's error text and redirection (see emit). */
+static void reply_clear_error(resp_reply *r)
+{
+    r->errtext[0] = '\0';
+    r->redir.slot = -1;
+    r->redir.port = 0;
+    r->redir.host[0] = '\0';
+}
+
+/* Copy the reply decoded into the scratch (c->reply: no request waited for
+ * it when it started) into the entry that it answers after all (a request
+ * seen after its reply began: rare).
  *
  * The reply's fields were written a moment ago one by one (pair_reply_start,
  * the decoder); copying two neighbours with one wide load (gcc's SLP
  * vectorizer pairs them) makes the load wait for both stores to reach the
- * cache instead of forwarding from the store buffer: that stall was most of
- * emit's time on real.pcap. So gcc copies them one at a time here. */
+ * cache instead of forwarding from the store buffer. So gcc copies them one
+ * at a time here. */
 #if defined(__GNUC__) && !defined(__clang__)
 __attribute__((optimize("no-tree-slp-vectorize")))
 #endif
+static PAIR_RARE void reply_copy(resp_reply *dst, const resp_reply *src)
+{
+    dst->start_us = src->start_us;
+    dst->ts_us = src->ts_us;
+    dst->type = src->type;
+    dst->err = src->err;
+    if (src->err != RESP_ERR_NONE) {
+        memcpy(dst->errtext, src->errtext, sizeof(dst->errtext));
+        dst->redir = src->redir;
+    }
+    dst->integer = src->integer;
+    dst->elements = src->elements;
+    dst->bytes = src->bytes;
+    dst->gap = src->gap;
+    dst->raw = NULL;
+    dst->raw_len = 0;
+}
+
+/* An entry the reply decoder writes into (c->rep) is emitted without its
+ * reply, or its reply is not the command's (a push, a loose reply of EXEC):
+ * a reply still being decoded moves to the scratch, and the entry's error
+ * text and redirection go back to cleared. */
+static PAIR_RARE void reply_detach(rc_conn *c, resp_reply *r)
+{
+    if (c->rpd.in_msg) {
+        c->reply = *r;
+        c->rep = &c->reply;
+    }
+    reply_clear_error(r);
+}
+
+/* Hand one command to the sink. outcome RESP_OK: with the reply just
+ * decoded, which the decoder wrote into the entry itself (pair_reply_start)
+ * or, rarely, into the scratch.
+ *
+ * An entry's reply.errtext and reply.redir are kept cleared ("", slot -1,
+ * port 0, host "") except while an error reply is being decoded into it or
+ * is in the sink's hands: they lie on lines of their own (past the other
+ * reply fields), which most commands then never touch. */
 static void emit(rc_conn *c, rq_entry *e, resp_outcome outcome)
 {
     resp_pipeline *rp = c->rp;
@@ -317,28 +379,19 @@ static void emit(rc_conn *c, rq_entry *e, resp_outcome outcome)
     cmd->outcome = outcome;
     cmd->resp3 = c->resp3;
     if (outcome == RESP_OK) {
-        const resp_reply *src = &c->reply;
         resp_reply *dst = &cmd->reply;
-        dst->start_us = e->got_reply ? e->first_reply_us : src->start_us;
-        dst->ts_us = src->ts_us;
-        dst->type = src->type;
-        dst->err = src->err;
-        if (src->err != RESP_ERR_NONE) {
-            memcpy(dst->errtext, src->errtext, sizeof(dst->errtext));
-            dst->redir = src->redir;
-        }
-        dst->integer = src->integer;
-        dst->elements = src->elements;
-        dst->bytes = src->bytes;
-        dst->gap = src->gap;
-        dst->raw = NULL;
-        dst->raw_len = 0;
+        if (c->rep != dst)
+            reply_copy(dst, c->rep);
+        if (e->got_reply)
+            dst->start_us = e->first_reply_us;
         if (e->keep && c->keeping && !c->keep_over) {
             dst->raw = c->keep;
             dst->raw_len = c->keep_len;
         }
         c->st.paired++;
     } else {
+        if (c->rep == &cmd->reply)
+            reply_detach(c, &cmd->reply);
         reply_reset_fields(&cmd->reply, 0);
         if (outcome == RESP_UNANSWERED)
             c->st.unpaired_requests++;
@@ -346,12 +399,8 @@ static void emit(rc_conn *c, rq_entry *e, resp_outcome outcome)
     rp->closed.commands++;
     if (rp->sink.command != NULL)
         rp->sink.command(rp->sink.ctx, cmd);
-    if (cmd->reply.err != RESP_ERR_NONE) { /* back to cleared (see above) */
-        cmd->reply.errtext[0] = '\0';
-        cmd->reply.redir.slot = -1;
-        cmd->reply.redir.port = 0;
-        cmd->reply.redir.host[0] = '\0';
-    }
+    if (cmd->reply.err != RESP_ERR_NONE) /* back to cleared (see above) */
+        reply_clear_error(&cmd->reply);
 }
 
 /* Emit requests at the head that expect no reply (slow part). */
@@ -853,19 +902,25 @@ static PAIR_RARE int reply_start_rare(rc_conn *c, rq_entry *h)
     return 0;
 }
 
+/* A reply starts. It is decoded straight into the entry at the head, the
+ * request it will most likely be paired with (emit then hands the entry
+ * over as it is: copying the reply there cost more than the rest of emit),
+ * or into the scratch when none waits. */
 void pair_reply_start(rc_conn *c, int64_t ts)
 {
     resp_reply *r = &c->reply;
-    reply_reset_fields(r, ts);
     c->keep_len = 0;
     c->keep_over = 0;
     c->keeping = 0;
-    if (c->count == 0)
-        return;
-    rq_entry *h = ring_at(c, 0);
-    if (h->kind >= RQK_EXEC && reply_start_rare(c, h))
-        return;
-    c->keeping = (uint8_t)(h->keep && !h->uncertain);
+    if (c->count != 0) {
+        rq_entry *h = ring_at(c, 0);
+        if (h->kind < RQK_EXEC || !reply_start_rare(c, h)) {
+            r = &h->cmd.reply;
+            c->keeping = (uint8_t)(h->keep && !h->uncertain);
+        }
+    }
+    c->rep = r;
+    reply_reset_fields(r, ts);
 }
 
 void pair_keep_bytes(rc_conn *c, const uint8_t *p, size_t n)
@@ -981,7 +1036,7 @@ static int unsub_all_done(const rc_conn *c, int w)
  * replies come loose): did the transaction run? */
 static void exec_effects(rc_conn *c, rq_entry *h)
 {
-    const resp_reply *r = &c->reply;
+    const resp_reply *r = c->rep;
     /* an array is the transaction's replies; -EXECABORT, or a null after a
      * failed WATCH, means nothing ran. Loose replies only come from a run. */
     if (!(h->tx & TXF_LOOSE) && r->type != RESP_T_ARRAY) {
@@ -1001,7 +1056,7 @@ static void reply_effects(rc_conn *c, rq_entry *h)
             exec_effects(c, h);
         return;
     }
-    const resp_reply *r = &c->reply;
+    const resp_reply *r = c->rep;
     const rp_dec *d = &c->rpd;
     int ok = (r->err == RESP_ERR_NONE && r->type != RESP_T_ERROR && r->type != RESP_T_BLOBERR);
     if (!ok)
@@ -1032,10 +1087,20 @@ static void reply_effects(rc_conn *c, rq_entry *h)
     }
 }
 
+/* A complete reply that is not handed over (a push, a confirmation or a
+ * loose reply before the last): when it was decoded into the head entry, an
+ * error text it left there goes back to cleared (see emit). Its other
+ * fields are reset when the next reply starts or the entry is emitted. */
+static inline void reply_not_emitted(rc_conn *c)
+{
+    if (c->rep->err != RESP_ERR_NONE && c->rep != &c->reply)
+        reply_clear_error(c->rep);
+}
+
 void pair_reply_done(rc_conn *c)
 {
     const rp_dec *d = &c->rpd;
-    resp_type t = c->reply.type;
+    resp_type t = c->rep->type;
     rq_entry *h = c->count ? ring_at(c, 0) : NULL;
     int aggregate = (t == RESP_T_ARRAY || t == RESP_T_PUSH);
     /* a reply that no certain request was waiting for: the server is
@@ -1049,7 +1114,7 @@ void pair_reply_done(rc_conn *c)
         sub_count_update(c, h->sub_word, d);
         if (!h->got_reply) {
             h->got_reply = 1;
-            h->first_reply_us = c->reply.start_us;
+            h->first_reply_us = c->rep->start_us;
         }
         int done;
         if (h->dynamic) {
@@ -1064,6 +1129,8 @@ void pair_reply_done(rc_conn *c)
             emit(c, h, RESP_OK);
             ring_pop(c);
             flush_no_reply(c);
+        } else {
+            reply_not_emitted(c);
         }
         keep_done(c);
         return;
@@ -1079,6 +1146,7 @@ void pair_reply_done(rc_conn *c)
         if (w >= 0) /* unsolicited confirmation, e.g. sunsubscribe on a slot move */
             sub_count_update(c, w, d);
         c->st.pushes++;
+        reply_not_emitted(c);
         keep_done(c);
         return;
     }
@@ -1096,11 +1164,12 @@ void pair_reply_done(rc_conn *c)
              * last one */
             if (!h->got_reply) {
                 h->got_reply = 1;
-                h->first_reply_us = c->reply.start_us;
+                h->first_reply_us = c->rep->start_us;
             }
             h->nreply--;
             if (h->uncertain)
                 c->st.unpaired_replies++;
+            reply_not_emitted(c);
             keep_done(c);
             return;
         }
@@ -1127,6 +1196,7 @@ static rc_conn *conn_new(resp_pipeline *rp, cap_conn *cc)
     rq_init(c);
     rp_init(c);
     reply_clear(&c->reply);
+    c->rep = &c->reply;
     c->next = rp->live;
     if (rp->live != NULL)
         rp->live->prev = c;

@@ -248,6 +248,9 @@ typedef struct rc_conn {
     /* client-side modes (known when a request is decoded) */
     uint8_t in_multi, reply_off, skip_next;
     rq_entry *cur;            /* where the request decoder writes */
+    resp_reply *rep;          /* where the reply decoder writes: the head
+                                 entry's reply (emit then copies nothing),
+                                 or reply when none waits (pair.c) */
     uint64_t seq;
     /* server-side modes (known when a reply is paired) */
     uint8_t resp3, monitor, replication;
@@ -261,7 +264,8 @@ typedef struct rc_conn {
     rq_dec rq;
     rp_dec rpd;
     rq_entry *overflow;       /* allocated on the first overflow */
-    resp_reply reply;         /* reply being decoded */
+    resp_reply reply;         /* scratch for a reply no queued request
+                                 waits for (see rep) */
     uint8_t *keep;
     size_t keep_len, keep_cap;
     resp_conn_stats st;
