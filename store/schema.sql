@@ -198,15 +198,6 @@ CREATE TABLE commands (
     in_multi    INTEGER NOT NULL
 );
 
--- Indexes for the canned queries (queries/*.sql).
-CREATE INDEX redirects_client ON redirects (client, ts_us);
-CREATE INDEX redirects_slot ON redirects (slot, ts_us);
-CREATE INDEX redirects_ts ON redirects (ts_us);
-CREATE INDEX findings_client ON findings (client);
-CREATE INDEX findings_kind ON findings (kind);
-CREATE INDEX connections_client ON connections (client);
-CREATE INDEX slot_migrations_slot ON slot_migrations (slot);
--- The commands table's indexes, commands_client (client, ts_us) and
--- commands_conn (conn, seq), are built by store_close (store.c): building
--- them once at the end costs a fraction of keeping them up to date row by row
--- (2x the insert time on a million commands). A run that was killed has none.
+-- The indexes for the canned queries (queries/*.sql) are in store/indexes.sql:
+-- store_open creates them with the tables for a live run, store_close builds
+-- them for a run over capture files (store_opts.index_at_close).

@@ -30,8 +30,10 @@
 
 #define STORE_DEFAULT_BATCH 5000
 
-/* The schema text, compiled in from store/schema.sql (cmake/embed.cmake). */
+/* The schema and index texts, compiled in from store/schema.sql and
+ * store/indexes.sql (cmake/embed.cmake). */
 extern const char store_schema_sql[];
+extern const char store_indexes_sql[];
 
 /* SQL of each prepared statement, indexed by enum store_stmt. */
 static const char *const stmt_sql[ST_COUNT] = {
@@ -348,6 +350,8 @@ store *store_open(const char *path, const store_opts *opts, char *err, size_t er
     if (exec_sql(s, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", "initialise", err,
                  err_size) ||
         exec_sql(s, store_schema_sql, "initialise", err, err_size) ||
+        (!opts->index_at_close &&
+         exec_sql(s, store_indexes_sql, "initialise", err, err_size)) ||
         prepare_all(s, err, err_size))
         goto fail;
     write_start_meta(s, opts->command_line);
@@ -363,10 +367,29 @@ fail:
     return NULL;
 }
 
-/* Indexes built at close rather than maintained per row (see schema.sql). */
+/* Indexes always built at close rather than maintained per row (see
+ * store/indexes.sql). */
 static const char close_indexes_sql[] =
     "CREATE INDEX IF NOT EXISTS commands_client ON commands (client, ts_us);"
     "CREATE INDEX IF NOT EXISTS commands_conn ON commands (conn, seq);";
+
+/* Build the indexes not built yet: the query indexes unless store_open made
+ * them (index_at_close), then the commands table's. One transaction, so a
+ * database killed meanwhile has either all of them or none. Sorting every
+ * table once at the end is cheaper than keeping its indexes up to date per
+ * row (numbers in store/indexes.sql). */
+static void build_indexes(store *s)
+{
+    int rc = sqlite3_exec(s->db, "BEGIN", NULL, NULL, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_exec(s->db, store_indexes_sql, NULL, NULL, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_exec(s->db, close_indexes_sql, NULL, NULL, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL);
+    if (rc != SQLITE_OK)
+        store_fail(s, "index", rc);
+}
 
 int store_close(store *s, char *err, size_t err_size)
 {
@@ -377,11 +400,8 @@ int store_close(store *s, char *err, size_t err_size)
     snprintf(num, sizeof num, "%lld", (long long)now_us());
     store_meta(s, "end_us", num);
     store_commit(s);
-    if (!s->error[0]) {
-        int rc = sqlite3_exec(s->db, close_indexes_sql, NULL, NULL, NULL);
-        if (rc != SQLITE_OK)
-            store_fail(s, "index", rc);
-    }
+    if (!s->error[0])
+        build_indexes(s);
     /* Checkpoint the WAL into the main file and drop it: one self-contained file.
      * If that fails every row is still committed, in the WAL file. */
     if (!s->error[0]) {

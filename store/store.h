@@ -29,6 +29,8 @@ typedef struct store_opts {
     int force;                 /* replace an existing database */
     int store_commands;        /* keep every paired command (commands table) */
     uint32_t batch_rows;       /* rows per transaction (default 5000) */
+    int index_at_close;        /* build the query indexes in store_close instead
+                                  of row by row (capture files; store/indexes.sql) */
     const char *command_line;  /* recorded in meta */
 } store_opts;
 

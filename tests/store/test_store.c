@@ -342,6 +342,49 @@ static void test_batches(void **state)
     close_store(s);
 }
 
+/* The number of indexes in the database of s (as its writer sees it). */
+static int64_t index_count(store *s)
+{
+    return q_int(store_db(s), "SELECT count(*) FROM sqlite_master WHERE type = 'index'"
+                              " AND sql IS NOT NULL");
+}
+
+/* index_at_close (capture files): no index while rows are written, all nine
+ * after close, each answering queries. Without it (live): the seven query
+ * indexes from the start, the commands table's two at close. */
+static void test_index_at_close(void **state)
+{
+    char err[512] = "";
+    store_opts o = {.index_at_close = 1, .batch_rows = 4};
+    store *s;
+    sqlite3 *db;
+    (void)state;
+
+    s = store_open(dbpath, &o, err, sizeof err);
+    assert_non_null(s);
+    write_redirects(s, 10);
+    assert_int_equal(store_commit(s), 0);
+    assert_int_equal(index_count(s), 0);
+    close_store(s);
+    db = open_ro();
+    assert_int_equal(q_int(db, "SELECT count(*) FROM sqlite_master WHERE type = 'index'"
+                               " AND name IN ('redirects_client', 'redirects_slot',"
+                               " 'redirects_ts', 'findings_client', 'findings_kind',"
+                               " 'connections_client', 'slot_migrations_slot',"
+                               " 'commands_client', 'commands_conn')"), 9);
+    assert_int_equal(q_int(db, "SELECT count(*) FROM redirects INDEXED BY redirects_slot"
+                               " WHERE slot = 3"), 1);
+    sqlite3_close(db);
+
+    s = open_store(1, 0, 4);
+    assert_int_equal(index_count(s), 7);
+    close_store(s);
+    db = open_ro();
+    assert_int_equal(q_int(db, "SELECT count(*) FROM sqlite_master WHERE type = 'index'"
+                               " AND sql IS NOT NULL"), 9);
+    sqlite3_close(db);
+}
+
 /* A run killed without store_close (here: a child that kills itself with
  * SIGKILL, as the OOM killer or kill -9 would) leaves a consistent database
  * holding every committed batch. */
@@ -610,6 +653,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_upserts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_batches, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_index_at_close, setup, teardown),
         cmocka_unit_test_setup_teardown(test_interrupted_run, setup, teardown),
         cmocka_unit_test_setup_teardown(test_existing_database, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unwritable_path, setup, teardown),
