@@ -692,6 +692,8 @@ static const an_cmd *command_of(an_analyzer *an, const resp_request *req, int *s
         an->name_cache[1] = w[1];
         an->name_cache_cmd = base;
         an->name_cache_special = *special;
+        an->name_cache_quick = an->name_cache_ok && base && *special == AN_SP_NONE &&
+                               !(base->flags & AN_CMD_CONTAINER);
     }
     *sub_known = 1;
     if (!base || !(base->flags & AN_CMD_CONTAINER))
@@ -776,18 +778,17 @@ static __attribute__((noinline)) void on_command_full(an_analyzer *an, const res
     }
 }
 
-/* The resp_sink command callback: everything starts here.
- *
- * The fast path is the common command: answered without a redirect-class
+/* Every command that quick_command does not take: the general path. Its
+ * own fast path is the common command: answered without a redirect-class
  * error, not special (ASKING, READONLY, CLUSTER, node links...), no ASKING
  * pending on its connection, and, for a keyed one, no operation waiting for a
  * retry and no client memory of a MOVED/ASK for its slot. Such a command can
  * be no retry and no occurrence of any finding: it updates the counters, the
  * client's view of its slot and the direct latency, and nothing else (the
  * full path would do exactly that for it). */
-static void on_command(void *ctx, const resp_command *cmd)
+static __attribute__((noinline)) void on_command_general(an_analyzer *an,
+                                                         const resp_command *cmd)
 {
-    an_analyzer *an = ctx;
     const resp_request *req = &cmd->req;
     int64_t ts = cmd->outcome == RESP_OK ? cmd->reply.ts_us : req->ts_us;
     if (ts > an->now_us)
@@ -837,6 +838,137 @@ static void on_command(void *ctx, const resp_command *cmd)
         return;
     }
     on_command_full(an, cmd, cn, cli, info, special, slot);
+}
+
+/* The most common command of all, when everything on_command_general would
+ * look at is already in its usual state: answered without a redirect-class
+ * error, its connection found by its word with nothing pending and already
+ * recent enough in the LRU lists (with its client), its name the one
+ * command_of remembers (a known, plain command), no command sink, and for a
+ * keyed one its slot quiet (no waiting operation, memory or slot latency),
+ * its view already noting the node and both latency histograms allocated.
+ * All of that is checked before anything is written, so that 0 (not taken)
+ * leaves the general path the whole command; taken, it writes exactly what
+ * the general path would have written. Nothing here calls a function: the
+ * general path and the rare LRU moves (quick_relink) are tail calls, so
+ * on_command saves few registers and copies nothing to its stack. Measured
+ * with callgrind on real.pcap (5.3 M commands, 93% taken here): on_command
+ * without on_command_full went from 1,111 M to 913 M instructions. */
+enum { QUICK_TAKEN = 1, QUICK_CONN_RELINK = 2, QUICK_CLI_RELINK = 4 };
+static inline unsigned quick_command(an_analyzer *an, const resp_command *cmd)
+{
+    const resp_request *req = &cmd->req;
+    if (cmd->outcome != RESP_OK || !cmd->conn || is_redirect_class(cmd->reply.err) ||
+        an->sink.command)
+        return 0;
+    /* the connection: found by its word, nothing pending; and its client */
+    uint32_t i = (uint32_t)cmd->conn_word - 1;
+    if (i >= an->conn_hwm)
+        return 0;
+    an_cn *cn = &an->conns[i];
+    if (cn->gen != (uint32_t)(cmd->conn_word >> 32) || !cn->used || cn->node_link ||
+        cn->asking_pending)
+        return 0;
+    int32_t ci = cn->client;
+    an_cli *cli = &an->clients[ci];
+    if (!cli->used || cli->gen != cn->client_gen)
+        return 0;
+    /* the command: the remembered name, a plain known one */
+    uint64_t w[2];
+    memcpy(w, req->name, sizeof w);
+    if (!an->name_cache_quick || w[0] != an->name_cache[0] || w[1] != an->name_cache[1])
+        return 0;
+    /* its slot, view and latency scopes */
+    int32_t slot =
+        req->slot >= 0 && req->slot < AN_SLOTS && req->key0_full_len > 0 ? req->slot : -1;
+    int32_t node = cn->node;
+    an_lat *node_lat = NULL;
+    an_hist *cli_hist = NULL, *node_hist = NULL;
+    if (slot >= 0) {
+        if (cmd->in_multi || (an->slot_busy[slot] & (AN_SLOT_OPS | AN_SLOT_MEMOS | AN_SLOT_LAT)))
+            return 0;
+        const an_vblock *b = cli->view.blocks;
+        if (!b || node < 0 || node >= 0xfffe)
+            return 0;
+        b += (uint32_t)slot / AN_VIEW_BLOCK_SLOTS;
+        if (b->chunk || b->node != (uint32_t)node + 1 ||
+            !((b->known >> ((uint32_t)slot % AN_VIEW_BLOCK_SLOTS)) & 1u))
+            return 0;
+        node_lat = (uint32_t)node < an->nnodes ? &an->nodes[node].lat[0] : &an->nonode_lat[0];
+        cli_hist = cli->lat[0].h;
+        node_hist = node_lat->h;
+        if (!cli_hist || !node_hist)
+            return 0;
+    }
+
+    /* taken: what on_command_general writes for such a command */
+    int64_t ts = cmd->reply.ts_us;
+    if (ts > an->now_us)
+        an->now_us = ts;
+    if ((++an->st.commands & (AN_LRU_EPOCH - 1)) == 0)
+        an->lru_epoch++;
+    cn->commands++;
+    if (ts > cn->last_us)
+        cn->last_us = ts;
+    cli->pub.commands++;
+    if (ts > cli->pub.last_us)
+        cli->pub.last_us = ts;
+    if (req->start_us > cli->last_start_us)
+        cli->last_start_us = req->start_us;
+    if (node != AN_NONE)
+        an->nodes[node].pub.commands++;
+    if (req->nkeys > 0)
+        an->st.keyed_commands++;
+    if (slot >= 0) {
+        int64_t us = cmd->reply.ts_us - req->ts_us;
+        an->st.operations++;
+        if (us < 0)
+            us = 0;
+        unsigned bucket = an_hist_bucket(us);
+        an_lat_add_to(&cli->lat[0], cli_hist, us, bucket);
+        an_lat_add_to(node_lat, node_hist, us, bucket);
+    }
+    /* whether they move to their LRU tails (conn_touch's rule): none of
+     * what it reads was written above but the epoch */
+    unsigned taken = QUICK_TAKEN;
+    if (an->conn_lru_tail != (int32_t)i &&
+        (cn->lru_epoch != an->lru_epoch || an->nconns + AN_LRU_EPOCH > an->cfg.max_conns))
+        taken |= QUICK_CONN_RELINK;
+    if (an->cli_lru_tail != ci &&
+        (cli->lru_epoch != an->lru_epoch || an->nclients + AN_LRU_EPOCH > an->cfg.max_clients))
+        taken |= QUICK_CLI_RELINK;
+    return taken;
+}
+
+/* The LRU moves quick_command found due for the connection of cmd (and its
+ * client), to the current epoch. Apart, so that quick_command, which rarely
+ * needs them, stays a leaf that saves no register. */
+static __attribute__((noinline)) void quick_relink(an_analyzer *an, const resp_command *cmd,
+                                                   unsigned what)
+{
+    int32_t i = (int32_t)((uint32_t)cmd->conn_word - 1);
+    an_cn *cn = &an->conns[i];
+    if (what & QUICK_CONN_RELINK) {
+        cn->lru_epoch = an->lru_epoch;
+        LRU_UNLINK(an->conns, i, an->conn_lru_head, an->conn_lru_tail);
+        LRU_PUSH(an->conns, i, an->conn_lru_head, an->conn_lru_tail);
+    }
+    if (what & QUICK_CLI_RELINK) {
+        an->clients[cn->client].lru_epoch = an->lru_epoch;
+        LRU_UNLINK(an->clients, cn->client, an->cli_lru_head, an->cli_lru_tail);
+        LRU_PUSH(an->clients, cn->client, an->cli_lru_head, an->cli_lru_tail);
+    }
+}
+
+/* The resp_sink command callback: everything starts here. */
+static void on_command(void *ctx, const resp_command *cmd)
+{
+    an_analyzer *an = ctx;
+    unsigned quick = quick_command(an, cmd);
+    if (!quick)
+        on_command_general(an, cmd);
+    else if (quick != QUICK_TAKEN)
+        quick_relink(an, cmd, quick);
 }
 
 static void on_conn_open(void *ctx, const cap_conn *conn)

@@ -415,6 +415,8 @@ struct an_analyzer {
     uint64_t name_cache[2];      /* the last command name looked up (16 bytes) */
     const an_cmd *name_cache_cmd;
     uint8_t name_cache_special, name_cache_ok;
+    uint8_t name_cache_quick;    /* ok, and a known command that is neither
+                                    special nor a container (quick_command) */
     uint32_t op_slot_n[AN_SLOTS];
     uint32_t memo_slot_n[AN_SLOTS];
     /* the three per slot facts the common command needs, in 16 KiB rather
@@ -598,12 +600,25 @@ void an_lat_sum_all(struct an_analyzer *an);
 /* The histogram of l, allocated at its first use (NULL: out of memory, the
  * sample then counts in the totals only). */
 an_hist *an_lat_hist(an_lat *l);
+/* A direct sample (no extra time or round trip) whose bucket is b, into l
+ * whose histogram h is already allocated. */
+static inline void an_lat_add_to(an_lat *l, an_hist *h, int64_t us, unsigned b)
+{
+    if (h->b[b] != UINT32_MAX)
+        h->b[b]++;
+    l->count++;
+    l->total_us += us;
+    if (us > l->max_us)
+        l->max_us = us;
+}
 /* A direct sample (no extra time or round trip) whose bucket is b. */
 static inline void an_lat_add_direct(an_lat *l, int64_t us, unsigned b)
 {
     an_hist *h = l->h ? l->h : an_lat_hist(l);
-    if (h && h->b[b] != UINT32_MAX)
-        h->b[b]++;
+    if (h) {
+        an_lat_add_to(l, h, us, b);
+        return;
+    }
     l->count++;
     l->total_us += us;
     if (us > l->max_us)
