@@ -58,6 +58,7 @@
  * pipelined after its EXEC loses the pairing (counted out of sync); with
  * replies off before MULTI nothing tells whether EXEC ran, it is taken to.
  */
+#include <stddef.h>
 #include <stdlib.h>
 
 #include "resp/resp_internal.h"
@@ -353,10 +354,9 @@ static PAIR_RARE void reply_copy(resp_reply *dst, const resp_reply *src)
  * text and redirection go back to cleared. */
 static PAIR_RARE void reply_detach(rc_conn *c, resp_reply *r)
 {
-    if (c->rpd.in_msg) {
+    if (c->rpd.in_msg)
         c->reply = *r;
-        c->rep = &c->reply;
-    }
+    c->rep = &c->reply;
     reply_clear_error(r);
 }
 
@@ -403,28 +403,36 @@ static void emit(rc_conn *c, rq_entry *e, resp_outcome outcome)
         reply_clear_error(&cmd->reply);
 }
 
+/* Does a queued request expect no reply at all (it is emitted as soon as it
+ * reaches the head)? Fixed when it is queued: only the head's nreply changes
+ * later, and the head is emitted when it reaches 0. */
+static inline int expects_no_reply(const rq_entry *e)
+{
+    return e->nreply == 0 && !e->dynamic;
+}
+
 /* Emit requests at the head that expect no reply (slow part). */
 static void flush_no_reply_slow(rc_conn *c)
 {
     while (c->count > 0) {
         rq_entry *h = ring_at(c, 0);
-        if (h->nreply != 0 || h->dynamic)
+        if (!expects_no_reply(h))
             break;
         emit(c, h, RESP_NO_REPLY);
         ring_pop(c);
+        c->noreply_queued--;
     }
 }
 
 /* Emit requests at the head that expect no reply. Called after every request
- * and reply, so the common case (the head waits for a reply) is one test. */
+ * and reply: the count of such requests in the queue settles the common case
+ * (none) without reading the head entry, which for a pipelined connection
+ * is a line likely out of the cache (real-150k callgrind: 10 instructions
+ * per command less than a look at the head). */
 static inline void flush_no_reply(rc_conn *c)
 {
-    if (c->count == 0)
-        return;
-    const rq_entry *h = ring_at(c, 0);
-    if (h->nreply != 0 || h->dynamic)
-        return;
-    flush_no_reply_slow(c);
+    if (c->noreply_queued != 0)
+        flush_no_reply_slow(c);
 }
 
 /* Emit every queued request as unanswered (no-reply ones as such). */
@@ -432,9 +440,10 @@ static void flush_all(rc_conn *c)
 {
     while (c->count > 0) {
         rq_entry *h = ring_at(c, 0);
-        emit(c, h, (h->nreply == 0 && !h->dynamic) ? RESP_NO_REPLY : RESP_UNANSWERED);
+        emit(c, h, expects_no_reply(h) ? RESP_NO_REPLY : RESP_UNANSWERED);
         ring_pop(c);
     }
+    c->noreply_queued = 0;
 }
 
 /* ---------------------------------------------------------------- sync */
@@ -870,6 +879,8 @@ void pair_request_done(rc_conn *c)
         return;
     }
     c->count++;
+    if (expects_no_reply(e))
+        c->noreply_queued++;
     rp->inflight_total++;
     if (c->count > c->ring_hw) /* the deepest queue in this window */
         c->ring_hw = c->count;
@@ -1097,11 +1108,22 @@ static inline void reply_not_emitted(rc_conn *c)
         reply_clear_error(c->rep);
 }
 
+/* The request at the head, for the reply just decoded: the entry it was
+ * decoded into (the head when the reply started, still the head: see
+ * rep_rebase and reply_detach), without the ring arithmetic; NULL when
+ * nothing is queued. */
+static inline rq_entry *reply_head(rc_conn *c)
+{
+    if (c->rep != &c->reply)
+        return (rq_entry *)(void *)((char *)c->rep - offsetof(rq_entry, cmd.reply));
+    return c->count ? ring_at(c, 0) : NULL;
+}
+
 void pair_reply_done(rc_conn *c)
 {
     const rp_dec *d = &c->rpd;
     resp_type t = c->rep->type;
-    rq_entry *h = c->count ? ring_at(c, 0) : NULL;
+    rq_entry *h = reply_head(c);
     int aggregate = (t == RESP_T_ARRAY || t == RESP_T_PUSH);
     /* a reply that no certain request was waiting for: the server is
      * answering what came after a loss */

@@ -240,6 +240,8 @@ typedef struct rc_conn {
     uint32_t head;
     uint32_t count;
     uint8_t cur_dropped;      /* cur is the overflow scratch */
+    uint32_t noreply_queued;  /* queued requests that expect no reply (the
+                                 ones flush_no_reply emits, pair.c) */
     uint32_t ring_fresh;      /* ring entries from this index on were never
                                  handed out since the ring was made: not yet
                                  initialised, their pages maybe not touched */

@@ -133,6 +133,111 @@ static void test_conn_word_and_reused_entry(void **state)
     h_free(&h);
 }
 
+/* A reply is decoded straight into the entry of the request at the head
+ * (pair.c, pair_reply_start). A reply split across chunks, with requests
+ * pipelined in between that make the ring grow (its entries move), still
+ * pairs whole: a bulk, and a blob error whose text and MOVED target are
+ * read across the move. */
+static void test_reply_split_across_ring_growth(void **state)
+{
+    (void)state;
+    h_ctx h;
+    h_init(&h, 1, NULL);
+    h_open(&h);
+    char req[64];
+    mb(req, sizeof req, "GET", "k", NULL);
+    h_str(&h, CAP_TO_SERVER, req);
+    h_str(&h, CAP_TO_SERVER, req);
+    h.ts = 2000;
+    h_str(&h, CAP_TO_CLIENT, "$5\r\nhel");
+    h.ts = 3000;
+    for (int i = 0; i < 40; i++) /* the ring grows from 2 to 64 entries */
+        h_str(&h, CAP_TO_SERVER, req);
+    h_str(&h, CAP_TO_CLIENT, "lo\r\n!24\r\nMOVED 3999 10.0");
+    for (int i = 0; i < 100; i++) /* and again, to 256 */
+        h_str(&h, CAP_TO_SERVER, req);
+    h.ts = 4000;
+    h_str(&h, CAP_TO_CLIENT, ".0.7:6381\r\n");
+    for (int i = 0; i < 140; i++)
+        h_str(&h, CAP_TO_CLIENT, "+OK\r\n");
+    h_close(&h);
+    assert_int_equal(h.ncmds, 142);
+    const resp_reply *r = &h.cmds[0].reply;
+    assert_int_equal(h.cmds[0].outcome, RESP_OK);
+    assert_int_equal(r->type, RESP_T_BULK);
+    assert_int_equal(r->bytes, 11);
+    assert_int_equal(r->start_us, 2000);
+    assert_int_equal(r->ts_us, 3000);
+    assert_int_equal(r->err, RESP_ERR_NONE);
+    r = &h.cmds[1].reply;
+    assert_int_equal(h.cmds[1].outcome, RESP_OK);
+    assert_int_equal(r->type, RESP_T_BLOBERR);
+    assert_int_equal(r->start_us, 3000);
+    assert_int_equal(r->ts_us, 4000);
+    assert_int_equal(r->err, RESP_ERR_MOVED);
+    assert_string_equal(r->errtext, "MOVED 3999 10.0.0.7:6381");
+    assert_int_equal(r->redir.slot, 3999);
+    assert_int_equal(r->redir.port, 6381);
+    assert_string_equal(r->redir.host, "10.0.0.7");
+    for (size_t i = 2; i < h.ncmds; i++) { /* no trace of the error after it */
+        r = &h.cmds[i].reply;
+        assert_int_equal(h.cmds[i].outcome, RESP_OK);
+        assert_int_equal(r->type, RESP_T_SIMPLE);
+        assert_int_equal(r->err, RESP_ERR_NONE);
+        assert_string_equal(r->errtext, "");
+        assert_int_equal(r->redir.slot, -1);
+    }
+    assert_int_equal(h.closed.paired, 142);
+    h_free(&h);
+}
+
+/* A request dropped at the in-flight cap while a reply is being decoded into
+ * the head's entry: the queue is given up (the head emitted unanswered,
+ * with no trace of the half-read error reply), the reply is still read to
+ * its end and counted as unpaired, and the entries reused afterwards carry
+ * nothing of it. */
+static void test_drop_while_reply_in_head(void **state)
+{
+    (void)state;
+    resp_config cfg;
+    resp_config_defaults(&cfg);
+    cfg.max_inflight = 2;
+    h_ctx h;
+    h_init(&h, 1, &cfg);
+    h_open(&h);
+    char req[64];
+    mb(req, sizeof req, "GET", "k", NULL);
+    h_str(&h, CAP_TO_SERVER, req);
+    h_str(&h, CAP_TO_SERVER, req);
+    h_str(&h, CAP_TO_CLIENT, "!24\r\nMOVED 3999 10.0");
+    h_str(&h, CAP_TO_SERVER, req); /* dropped: all three unanswered */
+    assert_int_equal(h.ncmds, 3);
+    for (size_t i = 0; i < 3; i++) {
+        expect(&h, i, "GET", RESP_UNANSWERED);
+        assert_int_equal(h.cmds[i].reply.err, RESP_ERR_NONE);
+        assert_string_equal(h.cmds[i].reply.errtext, "");
+        assert_int_equal(h.cmds[i].reply.type, RESP_T_NONE);
+    }
+    h_str(&h, CAP_TO_CLIENT, ".0.7:6381\r\n"); /* no request waits: unpaired */
+    assert_int_equal(resp_get_stats(h.rp)->total.unpaired_replies, 1);
+    /* solid ground again: requests in the ring slots the error was in */
+    for (int i = 0; i < 4; i++) {
+        h_str(&h, CAP_TO_SERVER, req);
+        h_str(&h, CAP_TO_CLIENT, ":7\r\n");
+    }
+    h_close(&h);
+    assert_int_equal(h.ncmds, 7);
+    for (size_t i = 3; i < 7; i++) {
+        expect(&h, i, "GET", RESP_OK);
+        assert_int_equal(h.cmds[i].reply.type, RESP_T_INT);
+        assert_int_equal(h.cmds[i].reply.integer, 7);
+        assert_int_equal(h.cmds[i].reply.err, RESP_ERR_NONE);
+        assert_string_equal(h.cmds[i].reply.errtext, "");
+        assert_int_equal(h.cmds[i].reply.redir.slot, -1);
+    }
+    h_free(&h);
+}
+
 /* More in flight than max_inflight: the drop is counted and the connection
  * goes out of sync instead of pairing wrongly. */
 static void test_inflight_cap(void **state)
@@ -968,6 +1073,8 @@ int main(void)
         cmocka_unit_test(test_replication_newline_keepalive),
         cmocka_unit_test(test_stats_and_close),
         cmocka_unit_test(test_conn_word_and_reused_entry),
+        cmocka_unit_test(test_reply_split_across_ring_growth),
+        cmocka_unit_test(test_drop_while_reply_in_head),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
