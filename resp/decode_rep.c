@@ -449,6 +449,20 @@ static const uint8_t *rp_fast_top(rc_conn *c, const uint8_t *p, const uint8_t *e
     int64_t v;
     size_t k;
     if (t == '+') {
+        if (end - s >= 4 && memcmp(s, "OK\r\n", 4) == 0) {
+            /* "+OK": most replies of all (SET, and most writes); one
+             * compare instead of a search for the LF and a copy (real-150k
+             * callgrind: ~30 instructions less per "+OK") */
+            d->top_set = 1; /* rp_top_type: at the top, just begun */
+            c->rep->type = RESP_T_SIMPLE;
+            d->ltype = t;
+            d->line.len = 0;
+            d->status_len = 2;
+            memcpy(d->status, "OK", 2);
+            d->status_monitor = 0;
+            d->state = RP_TYPE;
+            return s + 4;
+        }
         /* the first LF, within a few bytes, with its CR before it */
         size_t room = (size_t)(end - s) < 32 ? (size_t)(end - s) : 32;
         size_t i = rd_find_byte(s, room, '\n');
