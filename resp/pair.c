@@ -72,9 +72,11 @@
 #endif
 
 /* Request kinds that pairing treats specially. The order matters: the
- * kinds whose reply has effects come last, from RQK_MONITOR on, and of
- * those the ones pair_reply_start looks at, from RQK_EXEC on, so that a
- * reply for any other request costs one comparison each time. */
+ * kinds before RQK_SUB are paired with their reply as it comes (the fast
+ * path of pair_reply_done); the kinds whose reply has effects come last,
+ * from RQK_MONITOR on, and of those the ones pair_reply_start looks at,
+ * from RQK_EXEC on, so that a reply for any other request costs one
+ * comparison each time. */
 enum {
     RQK_NORMAL = 0,
     RQK_QUEUED,        /* inside MULTI: +QUEUED or an error, no effects */
@@ -1119,11 +1121,10 @@ static inline rq_entry *reply_head(rc_conn *c)
     return c->count ? ring_at(c, 0) : NULL;
 }
 
-void pair_reply_done(rc_conn *c)
+/* pair_reply_done for every case but the common one. */
+static void reply_done_general(rc_conn *c, rq_entry *h, resp_type t)
 {
     const rp_dec *d = &c->rpd;
-    resp_type t = c->rep->type;
-    rq_entry *h = reply_head(c);
     int aggregate = (t == RESP_T_ARRAY || t == RESP_T_PUSH);
     /* a reply that no certain request was waiting for: the server is
      * answering what came after a loss */
@@ -1201,6 +1202,27 @@ void pair_reply_done(rc_conn *c)
     ring_pop(c);
     keep_done(c);
     flush_no_reply(c);
+}
+
+/* A reply is complete: pair it. The common case, a reply to a request of
+ * no special kind that was certainly waiting, on a connection neither in
+ * MONITOR nor subscribed, is settled here with a few tests (what
+ * reply_done_general would do for it: no confirmation, no push, no
+ * effects); the rest goes to reply_done_general. */
+void pair_reply_done(rc_conn *c)
+{
+    rq_entry *h = reply_head(c);
+    resp_type t = c->rep->type;
+    if (h != NULL && h->kind < RQK_SUB && !h->uncertain && t != RESP_T_PUSH && !c->monitor &&
+        !subscribed(c)) {
+        c->st.replies++;
+        emit(c, h, RESP_OK);
+        ring_pop(c);
+        keep_done(c);
+        flush_no_reply(c);
+        return;
+    }
+    reply_done_general(c, h, t);
 }
 
 /* ---------------------------------------------------------------- connections */
