@@ -1,16 +1,17 @@
 /*
  * store/internal.h - what store.c and records.c share; not for other modules.
  *
- * Every write goes through store_row_begin / store_row_end: the first opens a
- * transaction when none is open, the second steps the statement and commits
- * when the batch is full. After the first error nothing more is written and
- * the error text stays in the handle.
+ * Every write goes through store_row_begin / store_set_* / store_row_end: the
+ * first opens a transaction when none is open, the last writes the row (or
+ * buffers it, see store_rowbuf) and commits when the batch is full. After the
+ * first error nothing more is written and the error text stays in the handle.
  */
 #ifndef SLOTSCOPE_STORE_INTERNAL_H
 #define SLOTSCOPE_STORE_INTERNAL_H
 
 #include <sqlite3.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "store/store.h"
 
@@ -33,41 +34,89 @@ enum store_stmt {
     ST_COUNT
 };
 
+/* Rows of the three tables written in bulk (redirects, connections, and
+ * commands with --store-commands) are not stepped one by one: they wait in a
+ * store_rowbuf and go to SQLite STORE_MULTI_ROWS at a time with one
+ * "INSERT ... VALUES (...),(...),..." statement. Each statement execution has
+ * a fixed cost (opening the cursors, halting, resetting) that 32 rows share:
+ * see store.c for the numbers. A partial buffer is written row by row before
+ * every commit, so a committed batch holds exactly the rows given before it,
+ * in order (same rowids as writing them one by one). */
+#define STORE_MULTI_ROWS 32
+#define STORE_MAX_COLS 26   /* the widest row: connections */
+#define STORE_ROW_TEXT 512  /* text bytes a buffered row keeps (a redirect: < 400) */
+
+/* One value of a row: NULL (never set), an integer, or text (not NUL-
+ * terminated: text, len). */
+enum store_cell_kind { STORE_NULL = 0, STORE_INT, STORE_TEXT };
+typedef struct store_cell {
+    int64_t value;       /* STORE_INT: the value; STORE_TEXT: the length */
+    const char *text;    /* STORE_TEXT: the row's copy, or the caller's text */
+    int kind;            /* enum store_cell_kind */
+} store_cell;
+
+/* One row being written: its values, parameter i+1 in cell[i]. A buffered row
+ * copies its texts into text[]; a row written at once points to the caller's
+ * (which live until store_row_end). */
+typedef struct store_row {
+    enum store_stmt which;            /* its statement */
+    int copy_text;                    /* buffered: texts must be copied */
+    int must_write;                   /* a text did not fit in text[]: write now */
+    uint32_t text_used;               /* bytes of text[] in use */
+    store_cell cell[STORE_MAX_COLS];
+    char text[STORE_ROW_TEXT];
+} store_row;
+
+/* The rows of one bulk table waiting to be written. */
+typedef struct store_rowbuf {
+    sqlite3_stmt *multi;              /* the STORE_MULTI_ROWS-row INSERT, prepared
+                                         when the buffer first fills */
+    uint32_t n;                       /* rows waiting */
+    store_row row[STORE_MULTI_ROWS];
+} store_rowbuf;
+
 struct store {
     sqlite3 *db;                   /* the open database */
     char path[1024];               /* as given, for messages */
     store_opts opts;               /* copy; command_line not kept */
     sqlite3_stmt *stmt[ST_COUNT];  /* prepared once in store_open */
+    int ncols[ST_COUNT];           /* parameters of each statement */
+    store_rowbuf *buf[ST_COUNT];   /* bulk tables: their waiting rows; else NULL */
+    store_row one;                 /* the row being written, other tables */
     int in_txn;                    /* a BEGIN is open */
     uint32_t pending;              /* rows written in the open transaction */
     uint64_t rows;                 /* rows written in all (tests, messages) */
     char error[1400];              /* first write error, "" if none */
 };
 
-/* The statement `which`, ready to bind, inside an open transaction; NULL when
- * the store has failed (nothing more is written after the first error). */
-sqlite3_stmt *store_row_begin(store *s, enum store_stmt which);
-/* Step the bound statement, reset it, count the row and commit when the batch
- * is full. Records the first error. */
-void store_row_end(store *s, sqlite3_stmt *st);
+/* A new row for statement `which` inside an open transaction, its values all
+ * NULL; NULL when the store has failed (nothing more is written after the
+ * first error). */
+store_row *store_row_begin(store *s, enum store_stmt which);
+/* Write the row (or buffer it: bulk tables), count it and commit when the
+ * batch is full. Records the first error. */
+void store_row_end(store *s, store_row *r);
 /* Record the first error (later ones are ignored): what failed plus SQLite's
  * own words for rc. */
 void store_fail(store *s, const char *what, int rc);
 
-/* Bind helpers: parameters are numbered from 1 like SQLite's. Text is bound
- * SQLITE_STATIC: it must live until store_row_end. */
-static inline void store_bind_text(sqlite3_stmt *st, int i, const char *text)
+/* Set parameter i (numbered from 1 like SQLite's) of a row. Text: NULL is
+ * written as ''; a buffered row copies it, others keep the pointer, which must
+ * stay valid until store_row_end. */
+void store_set_text_len(store_row *r, int i, const char *text, size_t len);
+static inline void store_set_text(store_row *r, int i, const char *text)
 {
-    sqlite3_bind_text(st, i, text ? text : "", -1, SQLITE_STATIC);
+    store_set_text_len(r, i, text ? text : "", text ? strlen(text) : 0);
 }
-static inline void store_bind_int(sqlite3_stmt *st, int i, int64_t v)
+static inline void store_set_int(store_row *r, int i, int64_t v)
 {
-    sqlite3_bind_int64(st, i, v);
+    r->cell[i - 1].kind = STORE_INT;
+    r->cell[i - 1].value = v;
 }
 /* Unsigned counters above INT64_MAX are clamped (SQLite integers are signed). */
-static inline void store_bind_uint(sqlite3_stmt *st, int i, uint64_t v)
+static inline void store_set_uint(store_row *r, int i, uint64_t v)
 {
-    sqlite3_bind_int64(st, i, v > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)v);
+    store_set_int(r, i, v > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)v);
 }
 
 #endif /* SLOTSCOPE_STORE_INTERNAL_H */

@@ -1,8 +1,9 @@
 /*
  * records.c - one writer per analysis record, and the an_sink that calls them.
  *
- * Each writer binds the record's fields to its prepared statement and hands it
- * to store_row_end (store.c), which steps it inside the current batch. Rows that
+ * Each writer sets the record's fields in a row (store_row_begin, store_set_*)
+ * and hands it to store_row_end (store.c), which writes it inside the current
+ * batch (redirects, connections and commands 32 at a time, internal.h). Rows that
  * analysis may emit again replace the earlier row by their key (findings when
  * they change, nodes, latency summaries, connections); a client seen again
  * after an eviction is merged into its row; redirects, migration windows and
@@ -37,22 +38,22 @@ static const char *outcome_name(resp_outcome o)
 static void write_finding(void *ctx, const an_finding *f)
 {
     store *s = ctx;
-    sqlite3_stmt *st = store_row_begin(s, ST_FINDING);
+    store_row *st = store_row_begin(s, ST_FINDING);
     if (!st)
         return;
-    store_bind_uint(st, 1, f->id);
-    store_bind_text(st, 2, an_finding_name(f->kind));
-    store_bind_text(st, 3, severity_name(f->severity));
-    store_bind_int(st, 4, f->severity);
-    store_bind_text(st, 5, f->client);
-    store_bind_text(st, 6, f->node);
-    store_bind_int(st, 7, f->slot);
-    store_bind_int(st, 8, f->first_us);
-    store_bind_int(st, 9, f->last_us);
-    store_bind_uint(st, 10, f->count);
-    store_bind_int(st, 11, f->extra_latency_us);
-    store_bind_text(st, 12, f->summary);
-    store_bind_text(st, 13, f->evidence && f->evidence[0] ? f->evidence : "{}");
+    store_set_uint(st, 1, f->id);
+    store_set_text(st, 2, an_finding_name(f->kind));
+    store_set_text(st, 3, severity_name(f->severity));
+    store_set_int(st, 4, f->severity);
+    store_set_text(st, 5, f->client);
+    store_set_text(st, 6, f->node);
+    store_set_int(st, 7, f->slot);
+    store_set_int(st, 8, f->first_us);
+    store_set_int(st, 9, f->last_us);
+    store_set_uint(st, 10, f->count);
+    store_set_int(st, 11, f->extra_latency_us);
+    store_set_text(st, 12, f->summary);
+    store_set_text(st, 13, f->evidence && f->evidence[0] ? f->evidence : "{}");
     store_row_end(s, st);
 }
 
@@ -60,19 +61,19 @@ static void write_finding(void *ctx, const an_finding *f)
 static void write_redirect(void *ctx, const an_redirect *r)
 {
     store *s = ctx;
-    sqlite3_stmt *st = store_row_begin(s, ST_REDIRECT);
+    store_row *st = store_row_begin(s, ST_REDIRECT);
     if (!st)
         return;
-    store_bind_int(st, 1, r->ts_us);
-    store_bind_text(st, 2, r->client);
-    store_bind_uint(st, 3, r->conn_id);
-    store_bind_text(st, 4, r->node);
-    store_bind_text(st, 5, resp_err_name(r->kind));
-    store_bind_int(st, 6, r->slot);
-    store_bind_text(st, 7, r->target);
-    store_bind_text(st, 8, r->command);
-    store_bind_text(st, 9, r->key);
-    store_bind_int(st, 10, r->latency_us);
+    store_set_int(st, 1, r->ts_us);
+    store_set_text(st, 2, r->client);
+    store_set_uint(st, 3, r->conn_id);
+    store_set_text(st, 4, r->node);
+    store_set_text(st, 5, resp_err_name(r->kind));
+    store_set_int(st, 6, r->slot);
+    store_set_text(st, 7, r->target);
+    store_set_text(st, 8, r->command);
+    store_set_text(st, 9, r->key);
+    store_set_int(st, 10, r->latency_us);
     store_row_end(s, st);
 }
 
@@ -80,15 +81,15 @@ static void write_redirect(void *ctx, const an_redirect *r)
 static void write_node(void *ctx, const an_node *n)
 {
     store *s = ctx;
-    sqlite3_stmt *st = store_row_begin(s, ST_NODE);
+    store_row *st = store_row_begin(s, ST_NODE);
     if (!st)
         return;
-    store_bind_text(st, 1, n->observed);
-    store_bind_text(st, 2, n->announced);
-    store_bind_text(st, 3, n->node_id);
-    store_bind_text(st, 4, n->role);
-    store_bind_int(st, 5, n->slots_owned);
-    store_bind_uint(st, 6, n->commands);
+    store_set_text(st, 1, n->observed);
+    store_set_text(st, 2, n->announced);
+    store_set_text(st, 3, n->node_id);
+    store_set_text(st, 4, n->role);
+    store_set_int(st, 5, n->slots_owned);
+    store_set_uint(st, 6, n->commands);
     store_row_end(s, st);
 }
 
@@ -96,71 +97,71 @@ static void write_node(void *ctx, const an_node *n)
 static void write_client(void *ctx, const an_client *c)
 {
     store *s = ctx;
-    sqlite3_stmt *st = store_row_begin(s, ST_CLIENT);
+    store_row *st = store_row_begin(s, ST_CLIENT);
     if (!st)
         return;
-    store_bind_text(st, 1, c->name);
-    store_bind_int(st, 2, c->first_us);
-    store_bind_int(st, 3, c->last_us);
-    store_bind_uint(st, 4, c->connections);
-    store_bind_uint(st, 5, c->commands);
-    store_bind_uint(st, 6, c->redirects);
-    store_bind_uint(st, 7, c->findings);
-    store_bind_int(st, 8, c->cluster_aware);
-    store_bind_int(st, 9, c->is_node);
+    store_set_text(st, 1, c->name);
+    store_set_int(st, 2, c->first_us);
+    store_set_int(st, 3, c->last_us);
+    store_set_uint(st, 4, c->connections);
+    store_set_uint(st, 5, c->commands);
+    store_set_uint(st, 6, c->redirects);
+    store_set_uint(st, 7, c->findings);
+    store_set_int(st, 8, c->cluster_aware);
+    store_set_int(st, 9, c->is_node);
     store_row_end(s, st);
 }
 
-/* Bind the capture layer's per-connection counters (zeros when absent). */
-static void bind_conn_capture(sqlite3_stmt *st, const an_connection *c)
+/* Set the capture layer's per-connection counters (zeros when absent). */
+static void set_conn_capture(store_row *st, const an_connection *c)
 {
     static const cap_conn none;
     const cap_conn *k = c->conn ? c->conn : &none;
-    store_bind_uint(st, 9, k->packets[CAP_TO_SERVER]);
-    store_bind_uint(st, 10, k->packets[CAP_TO_CLIENT]);
-    store_bind_uint(st, 13, k->gap_bytes[CAP_TO_SERVER] + k->gap_bytes[CAP_TO_CLIENT]);
-    store_bind_uint(st, 14, (uint64_t)k->retransmits[CAP_TO_SERVER] + k->retransmits[CAP_TO_CLIENT]);
-    store_bind_uint(st, 15,
+    store_set_uint(st, 9, k->packets[CAP_TO_SERVER]);
+    store_set_uint(st, 10, k->packets[CAP_TO_CLIENT]);
+    store_set_uint(st, 13, k->gap_bytes[CAP_TO_SERVER] + k->gap_bytes[CAP_TO_CLIENT]);
+    store_set_uint(st, 14, (uint64_t)k->retransmits[CAP_TO_SERVER] + k->retransmits[CAP_TO_CLIENT]);
+    store_set_uint(st, 15,
                     (uint64_t)k->out_of_order[CAP_TO_SERVER] + k->out_of_order[CAP_TO_CLIENT]);
-    store_bind_text(st, 18, c->conn ? cap_side_source_name(k->side_source) : "");
+    store_set_text(st, 18, c->conn ? cap_side_source_name(k->side_source) : "");
 }
 
-/* Bind the RESP layer's per-connection counters (zeros when absent). */
-static void bind_conn_resp(sqlite3_stmt *st, const an_connection *c)
+/* Set the RESP layer's per-connection counters (zeros when absent). */
+static void set_conn_resp(store_row *st, const an_connection *c)
 {
     static const resp_conn_stats none;
     const resp_conn_stats *r = c->resp ? c->resp : &none;
-    store_bind_uint(st, 19, r->requests);
-    store_bind_uint(st, 20, r->replies);
-    store_bind_uint(st, 21, r->pushes);
-    store_bind_uint(st, 22, r->unpaired_requests);
-    store_bind_uint(st, 23, r->unpaired_replies);
-    store_bind_uint(st, 24, r->resyncs);
-    store_bind_uint(st, 25, r->skipped_bytes);
-    store_bind_uint(st, 26, r->protocol_errors);
+    store_set_uint(st, 19, r->requests);
+    store_set_uint(st, 20, r->replies);
+    store_set_uint(st, 21, r->pushes);
+    store_set_uint(st, 22, r->unpaired_requests);
+    store_set_uint(st, 23, r->unpaired_replies);
+    store_set_uint(st, 24, r->resyncs);
+    store_set_uint(st, 25, r->skipped_bytes);
+    store_set_uint(st, 26, r->protocol_errors);
 }
 
 /* Write a connection at its end. */
 static void write_connection(void *ctx, const an_connection *c)
 {
     store *s = ctx;
-    sqlite3_stmt *st = store_row_begin(s, ST_CONNECTION);
+    store_row *st = store_row_begin(s, ST_CONNECTION);
     if (!st)
         return;
-    store_bind_uint(st, 1, c->id);
-    store_bind_text(st, 2, c->client);
-    store_bind_text(st, 3, c->src);
-    store_bind_text(st, 4, c->dst);
-    store_bind_int(st, 5, c->first_us);
-    store_bind_int(st, 6, c->last_us);
-    store_bind_uint(st, 7, c->bytes_to_server);
-    store_bind_uint(st, 8, c->bytes_to_client);
-    store_bind_uint(st, 11, c->commands);
-    store_bind_uint(st, 12, c->gaps);
-    store_bind_int(st, 16, c->out_of_sync);
-    store_bind_int(st, 17, c->mid_stream);
-    bind_conn_capture(st, c);
-    bind_conn_resp(st, c);
+    store_set_uint(st, 1, c->id);
+    store_set_text(st, 2, c->client);
+    store_set_text(st, 3, c->src);
+    store_set_text(st, 4, c->dst);
+    store_set_int(st, 5, c->first_us);
+    store_set_int(st, 6, c->last_us);
+    store_set_uint(st, 7, c->bytes_to_server);
+    store_set_uint(st, 8, c->bytes_to_client);
+    store_set_uint(st, 11, c->commands);
+    store_set_uint(st, 12, c->gaps);
+    store_set_int(st, 16, c->out_of_sync);
+    store_set_int(st, 17, c->mid_stream);
+    set_conn_capture(st, c);
+    set_conn_resp(st, c);
     store_row_end(s, st);
 }
 
@@ -168,22 +169,22 @@ static void write_connection(void *ctx, const an_connection *c)
 static void write_migration(void *ctx, const an_migration *m)
 {
     store *s = ctx;
-    sqlite3_stmt *st = store_row_begin(s, ST_MIGRATION);
+    store_row *st = store_row_begin(s, ST_MIGRATION);
     if (!st)
         return;
-    store_bind_int(st, 1, m->slot);
-    store_bind_text(st, 2, m->source);
-    store_bind_text(st, 3, m->target);
-    store_bind_int(st, 4, m->first_ask_us);
-    store_bind_int(st, 5, m->last_ask_us);
-    store_bind_int(st, 6, m->flip_us);
-    store_bind_int(st, 7, m->importing_us);
-    store_bind_int(st, 8, m->migrating_us);
-    store_bind_uint(st, 9, m->asks);
-    store_bind_uint(st, 10, m->tryagains);
-    store_bind_uint(st, 11, m->moveds);
-    store_bind_uint(st, 12, m->keys_migrated);
-    store_bind_int(st, 13, m->complete);
+    store_set_int(st, 1, m->slot);
+    store_set_text(st, 2, m->source);
+    store_set_text(st, 3, m->target);
+    store_set_int(st, 4, m->first_ask_us);
+    store_set_int(st, 5, m->last_ask_us);
+    store_set_int(st, 6, m->flip_us);
+    store_set_int(st, 7, m->importing_us);
+    store_set_int(st, 8, m->migrating_us);
+    store_set_uint(st, 9, m->asks);
+    store_set_uint(st, 10, m->tryagains);
+    store_set_uint(st, 11, m->moveds);
+    store_set_uint(st, 12, m->keys_migrated);
+    store_set_int(st, 13, m->complete);
     store_row_end(s, st);
 }
 
@@ -202,34 +203,34 @@ static const char *scope_name(an_scope scope)
 static void write_latency(void *ctx, const an_latency *l)
 {
     store *s = ctx;
-    sqlite3_stmt *st = store_row_begin(s, ST_LATENCY);
+    store_row *st = store_row_begin(s, ST_LATENCY);
     if (!st)
         return;
-    store_bind_text(st, 1, scope_name(l->scope));
-    store_bind_text(st, 2, l->key);
-    store_bind_int(st, 3, l->redirected ? 1 : 0);
-    store_bind_uint(st, 4, l->count);
-    store_bind_int(st, 5, l->p50_us);
-    store_bind_int(st, 6, l->p90_us);
-    store_bind_int(st, 7, l->p99_us);
-    store_bind_int(st, 8, l->max_us);
-    store_bind_int(st, 9, l->total_us);
-    store_bind_int(st, 10, l->extra_us);
-    store_bind_uint(st, 11, l->extra_round_trips);
+    store_set_text(st, 1, scope_name(l->scope));
+    store_set_text(st, 2, l->key);
+    store_set_int(st, 3, l->redirected ? 1 : 0);
+    store_set_uint(st, 4, l->count);
+    store_set_int(st, 5, l->p50_us);
+    store_set_int(st, 6, l->p90_us);
+    store_set_int(st, 7, l->p99_us);
+    store_set_int(st, 8, l->max_us);
+    store_set_int(st, 9, l->total_us);
+    store_set_int(st, 10, l->extra_us);
+    store_set_uint(st, 11, l->extra_round_trips);
     store_row_end(s, st);
 }
 
-/* Bind the reply side of a command: time, type, error class, latency, size. */
-static void bind_command_reply(sqlite3_stmt *st, const resp_command *cmd, char type[2])
+/* Set the reply side of a command: time, type, error class, latency, size. */
+static void set_command_reply(store_row *st, const resp_command *cmd, char type[2])
 {
     int ok = cmd->outcome == RESP_OK;
     type[0] = ok ? (char)cmd->reply.type : 0;
     type[1] = 0;
-    store_bind_int(st, 2, ok ? cmd->reply.ts_us : 0);
-    store_bind_text(st, 12, type);
-    store_bind_text(st, 13, ok ? resp_err_name(cmd->reply.err) : "");
-    store_bind_int(st, 14, ok ? cmd->reply.ts_us - cmd->req.ts_us : 0);
-    store_bind_uint(st, 16, ok ? cmd->reply.bytes : 0);
+    store_set_int(st, 2, ok ? cmd->reply.ts_us : 0);
+    store_set_text(st, 12, type);
+    store_set_text(st, 13, ok ? resp_err_name(cmd->reply.err) : "");
+    store_set_int(st, 14, ok ? cmd->reply.ts_us - cmd->req.ts_us : 0);
+    store_set_uint(st, 16, ok ? cmd->reply.bytes : 0);
 }
 
 /* Append one paired command (only with store_commands). Only the name, the
@@ -241,24 +242,24 @@ static void write_command(void *ctx, const resp_command *cmd, const char *client
     char type[2];
     size_t key_len = cmd->req.key0_len < sizeof cmd->req.key0 ? cmd->req.key0_len
                                                                : sizeof cmd->req.key0;
-    sqlite3_stmt *st = store_row_begin(s, ST_COMMAND);
+    store_row *st = store_row_begin(s, ST_COMMAND);
     if (!st)
         return;
     if (cmd->conn)
         cap_endpoint_format(&cmd->conn->server, node, sizeof node);
-    store_bind_int(st, 1, cmd->req.ts_us);
-    store_bind_text(st, 3, client);
-    store_bind_uint(st, 4, cmd->conn ? cmd->conn->id : 0);
-    store_bind_text(st, 5, node);
-    store_bind_uint(st, 6, cmd->seq);
-    store_bind_text(st, 7, cmd->req.name);
-    store_bind_uint(st, 8, cmd->req.argc);
-    store_bind_int(st, 9, slot);
-    sqlite3_bind_text(st, 10, cmd->req.key0, (int)key_len, SQLITE_STATIC);
-    store_bind_text(st, 11, outcome_name(cmd->outcome));
-    store_bind_uint(st, 15, cmd->req.bytes);
-    store_bind_int(st, 17, cmd->in_multi);
-    bind_command_reply(st, cmd, type);
+    store_set_int(st, 1, cmd->req.ts_us);
+    store_set_text(st, 3, client);
+    store_set_uint(st, 4, cmd->conn ? cmd->conn->id : 0);
+    store_set_text(st, 5, node);
+    store_set_uint(st, 6, cmd->seq);
+    store_set_text(st, 7, cmd->req.name);
+    store_set_uint(st, 8, cmd->req.argc);
+    store_set_int(st, 9, slot);
+    store_set_text_len(st, 10, cmd->req.key0, key_len);
+    store_set_text(st, 11, outcome_name(cmd->outcome));
+    store_set_uint(st, 15, cmd->req.bytes);
+    store_set_int(st, 17, cmd->in_multi);
+    set_command_reply(st, cmd, type);
     store_row_end(s, st);
 }
 

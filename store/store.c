@@ -163,8 +163,128 @@ static int step_plain(store *s, enum store_stmt which)
     return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
-sqlite3_stmt *store_row_begin(store *s, enum store_stmt which)
+void store_set_text_len(store_row *r, int i, const char *text, size_t len)
 {
+    store_cell *c = &r->cell[i - 1];
+    if (len > INT32_MAX)
+        len = INT32_MAX; /* beyond SQLite's limit: the write fails "too big" */
+    c->kind = STORE_TEXT;
+    c->value = (int64_t)len;
+    c->text = text;
+    if (!r->copy_text)
+        return;
+    if (len <= STORE_ROW_TEXT - r->text_used) {
+        memcpy(r->text + r->text_used, text, len);
+        c->text = r->text + r->text_used;
+        r->text_used += (uint32_t)len;
+    } else {
+        /* Keep the caller's text, valid until store_row_end, which then writes
+         * this row and those before it at once. */
+        r->must_write = 1;
+    }
+}
+
+/* Bind a row's values to parameters base+1 .. base+ncols of st. Text is bound
+ * SQLITE_STATIC: the row (or the caller) keeps it until the step. Every
+ * parameter is bound each time, so no sqlite3_clear_bindings is needed. */
+static int bind_row(sqlite3_stmt *st, int base, const store_row *r, int ncols)
+{
+    int rc = SQLITE_OK;
+    for (int i = 0; i < ncols && rc == SQLITE_OK; i++) {
+        const store_cell *c = &r->cell[i];
+        if (c->kind == STORE_INT)
+            rc = sqlite3_bind_int64(st, base + i + 1, c->value);
+        else if (c->kind == STORE_TEXT)
+            rc = sqlite3_bind_text(st, base + i + 1, c->text, (int)c->value, SQLITE_STATIC);
+        else
+            rc = sqlite3_bind_null(st, base + i + 1);
+    }
+    return rc;
+}
+
+/* Step a bound INSERT once and reset it. SQLITE_OK or the error. */
+static int step_insert(sqlite3_stmt *st)
+{
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+/* The multi-row INSERT of a bulk table, prepared on first use from its
+ * single-row text: everything up to VALUES, then STORE_MULTI_ROWS tuples of
+ * anonymous parameters (numbered 1, 2, ... in order: row r's parameter i is
+ * r * ncols + i). NULL, with the store failed, if it cannot be prepared. */
+static sqlite3_stmt *multi_stmt(store *s, enum store_stmt which)
+{
+    store_rowbuf *b = s->buf[which];
+    const char *values = strstr(stmt_sql[which], " VALUES (");
+    char sql[4096];
+    size_t n;
+    int rc;
+    if (b->multi)
+        return b->multi;
+    if (!values) {
+        store_fail(s, "prepare statements in", SQLITE_INTERNAL);
+        return NULL;
+    }
+    n = (size_t)snprintf(sql, sizeof sql, "%.*s VALUES ", (int)(values - stmt_sql[which]),
+                         stmt_sql[which]);
+    for (int r = 0; r < STORE_MULTI_ROWS && n < sizeof sql; r++)
+        for (int i = 0; i < s->ncols[which] && n < sizeof sql; i++)
+            n += (size_t)snprintf(sql + n, sizeof sql - n, "%s?%s", i ? "," : r ? ",(" : "(",
+                                  i + 1 == s->ncols[which] ? ")" : "");
+    if (n >= sizeof sql) {
+        store_fail(s, "prepare statements in", SQLITE_TOOBIG);
+        return NULL;
+    }
+    rc = sqlite3_prepare_v3(s->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &b->multi, NULL);
+    if (rc != SQLITE_OK) {
+        store_fail(s, "prepare statements in", rc);
+        return NULL;
+    }
+    return b->multi;
+}
+
+/* Write the waiting rows of one bulk table, in order: a full buffer with its
+ * multi-row INSERT, a partial one (before a commit) row by row. */
+static void flush_rows(store *s, enum store_stmt which)
+{
+    store_rowbuf *b = s->buf[which];
+    int ncols = s->ncols[which];
+    sqlite3_stmt *st;
+    int rc = SQLITE_OK;
+    if (!b || b->n == 0 || s->error[0])
+        return;
+    if (b->n == STORE_MULTI_ROWS) {
+        st = multi_stmt(s, which);
+        for (uint32_t r = 0; st && r < b->n && rc == SQLITE_OK; r++)
+            rc = bind_row(st, (int)r * ncols, &b->row[r], ncols);
+        if (st && rc == SQLITE_OK)
+            rc = step_insert(st);
+    } else {
+        st = s->stmt[which];
+        for (uint32_t r = 0; r < b->n && rc == SQLITE_OK; r++) {
+            rc = bind_row(st, 0, &b->row[r], ncols);
+            if (rc == SQLITE_OK)
+                rc = step_insert(st);
+        }
+    }
+    b->n = 0;
+    if (rc != SQLITE_OK)
+        store_fail(s, "write to", rc);
+}
+
+/* Write every bulk table's waiting rows (before a commit). */
+static void flush_all(store *s)
+{
+    for (int i = 0; i < ST_COUNT; i++)
+        flush_rows(s, (enum store_stmt)i);
+}
+
+store_row *store_row_begin(store *s, enum store_stmt which)
+{
+    store_rowbuf *b;
+    store_row *r;
     if (!s || s->error[0])
         return NULL;
     if (!s->in_txn) {
@@ -175,18 +295,32 @@ sqlite3_stmt *store_row_begin(store *s, enum store_stmt which)
         }
         s->in_txn = 1;
     }
-    return s->stmt[which];
+    b = s->buf[which];
+    r = b ? &b->row[b->n] : &s->one; /* b->n < STORE_MULTI_ROWS: flushed when full */
+    r->which = which;
+    r->copy_text = b != NULL;
+    r->must_write = 0;
+    r->text_used = 0;
+    memset(r->cell, 0, sizeof r->cell[0] * (size_t)s->ncols[which]);
+    return r;
 }
 
-void store_row_end(store *s, sqlite3_stmt *st)
+void store_row_end(store *s, store_row *r)
 {
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    sqlite3_clear_bindings(st);
-    if (rc != SQLITE_DONE) {
-        store_fail(s, "write to", rc);
-        return;
+    store_rowbuf *b = s->buf[r->which];
+    if (b) {
+        if (++b->n == STORE_MULTI_ROWS || r->must_write)
+            flush_rows(s, r->which);
+    } else {
+        sqlite3_stmt *st = s->stmt[r->which];
+        int rc = bind_row(st, 0, r, s->ncols[r->which]);
+        if (rc == SQLITE_OK)
+            rc = step_insert(st);
+        if (rc != SQLITE_OK)
+            store_fail(s, "write to", rc);
     }
+    if (s->error[0])
+        return;
     s->rows++;
     if (++s->pending >= s->opts.batch_rows)
         store_commit(s);
@@ -199,6 +333,9 @@ int store_commit(store *s)
         return -1;
     if (!s->in_txn)
         return 0;
+    flush_all(s);
+    if (s->error[0])
+        return -1;
     rc = step_plain(s, ST_COMMIT);
     if (rc != SQLITE_OK) {
         store_fail(s, "commit to", rc);
@@ -273,7 +410,15 @@ static int exec_sql(store *s, const char *sql, const char *what, char *err, size
     return seterr(err, err_size, "cannot %s '%s': %s", what, s->path, why);
 }
 
-/* Prepare every statement once. 0, or -1 with err. */
+/* The tables written in bulk through a store_rowbuf (internal.h). */
+static int is_bulk(enum store_stmt which, const store_opts *opts)
+{
+    return which == ST_REDIRECT || which == ST_CONNECTION ||
+           (which == ST_COMMAND && opts->store_commands);
+}
+
+/* Prepare every statement once, count its parameters, and give each bulk
+ * table its row buffer. 0, or -1 with err. */
 static int prepare_all(store *s, char *err, size_t err_size)
 {
     for (int i = 0; i < ST_COUNT; i++) {
@@ -282,6 +427,15 @@ static int prepare_all(store *s, char *err, size_t err_size)
         if (rc != SQLITE_OK)
             return seterr(err, err_size, "cannot prepare statements in '%s': %s", s->path,
                           sqlite3_errmsg(s->db));
+        s->ncols[i] = sqlite3_bind_parameter_count(s->stmt[i]);
+        if (s->ncols[i] > STORE_MAX_COLS)
+            return seterr(err, err_size, "cannot prepare statements in '%s': %d columns",
+                          s->path, s->ncols[i]);
+        if (is_bulk((enum store_stmt)i, &s->opts)) {
+            s->buf[i] = calloc(1, sizeof *s->buf[i]);
+            if (!s->buf[i])
+                return seterr(err, err_size, "out of memory");
+        }
     }
     return 0;
 }
@@ -299,12 +453,16 @@ static void write_start_meta(store *s, const char *command_line)
     store_meta(s, "inputs", "");
 }
 
-/* Finalize statements and close the connection. */
+/* Finalize statements, free the row buffers and close the connection. */
 static void close_db(store *s)
 {
     for (int i = 0; i < ST_COUNT; i++) {
         sqlite3_finalize(s->stmt[i]);
         s->stmt[i] = NULL;
+        if (s->buf[i])
+            sqlite3_finalize(s->buf[i]->multi);
+        free(s->buf[i]);
+        s->buf[i] = NULL;
     }
     sqlite3_close(s->db);
     s->db = NULL;
@@ -423,40 +581,40 @@ int store_close(store *s, char *err, size_t err_size)
 
 void store_meta(store *s, const char *key, const char *value)
 {
-    sqlite3_stmt *st = store_row_begin(s, ST_META);
+    store_row *st = store_row_begin(s, ST_META);
     if (!st)
         return;
-    store_bind_text(st, 1, key);
-    store_bind_text(st, 2, value);
+    store_set_text(st, 1, key);
+    store_set_text(st, 2, value);
     store_row_end(s, st);
 }
 
 void store_counter(store *s, const char *name, uint64_t value)
 {
-    sqlite3_stmt *st = store_row_begin(s, ST_COUNTER);
+    store_row *st = store_row_begin(s, ST_COUNTER);
     if (!st)
         return;
-    store_bind_text(st, 1, name);
-    store_bind_uint(st, 2, value);
+    store_set_text(st, 1, name);
+    store_set_uint(st, 2, value);
     store_row_end(s, st);
 }
 
 void store_input(store *s, const cap_input_info *in)
 {
-    sqlite3_stmt *st = store_row_begin(s, ST_INPUT);
+    store_row *st = store_row_begin(s, ST_INPUT);
     if (!st || !in)
         return;
-    store_bind_text(st, 1, in->name);
-    store_bind_int(st, 2, in->linktype);
-    store_bind_text(st, 3, in->linktype_name);
-    store_bind_uint(st, 4, in->packets);
-    store_bind_uint(st, 5, in->bytes);
-    store_bind_int(st, 6, in->first_us);
-    store_bind_int(st, 7, in->last_us);
-    store_bind_uint(st, 8, in->kernel_drops);
-    store_bind_uint(st, 9, in->if_drops);
-    store_bind_text(st, 10, in->error);
-    store_bind_uint(st, 11, in->time_backwards);
+    store_set_text(st, 1, in->name);
+    store_set_int(st, 2, in->linktype);
+    store_set_text(st, 3, in->linktype_name);
+    store_set_uint(st, 4, in->packets);
+    store_set_uint(st, 5, in->bytes);
+    store_set_int(st, 6, in->first_us);
+    store_set_int(st, 7, in->last_us);
+    store_set_uint(st, 8, in->kernel_drops);
+    store_set_uint(st, 9, in->if_drops);
+    store_set_text(st, 10, in->error);
+    store_set_uint(st, 11, in->time_backwards);
     store_row_end(s, st);
     /* Keep meta 'inputs' (names, one per line) in step with the table. */
     st = store_row_begin(s, ST_INPUT_NAMES);

@@ -594,6 +594,101 @@ static void test_commands_table(void **state)
     close_store(s);
 }
 
+/* A connection row with id and commands set (the rest zero). */
+static void write_connection_row(store *s, uint64_t id, uint64_t commands)
+{
+    an_sink sink = store_sink(s);
+    an_connection c = {.id = id, .commands = commands, .first_us = (int64_t)id};
+    snprintf(c.client, sizeof c.client, "10.0.0.%u", (unsigned)(id % 250));
+    sink.connection(sink.ctx, &c);
+}
+
+/* Rows of the bulk tables wait in a buffer and go out 32 at a time: whatever
+ * the batch size, every row given before a commit is committed, in order
+ * (rowids follow the order of the calls), and a close writes the rest. */
+static void test_buffered_rows(void **state)
+{
+    store *s;
+    sqlite3 *db;
+    (void)state;
+
+    s = open_store(0, 0, 7); /* commits in the middle of a buffer */
+    write_redirects(s, 100);
+    db = open_ro();
+    assert_int_equal(q_int(db, "SELECT count(*) FROM redirects"), 98);
+    assert_int_equal(q_int(db, "SELECT count(*) FROM redirects WHERE ts_us != 999 + id"), 0);
+    sqlite3_close(db);
+    close_store(s);
+    db = open_ro();
+    assert_int_equal(q_int(db, "SELECT count(*) FROM redirects"), 100);
+    assert_int_equal(q_int(db, "SELECT count(*) FROM redirects WHERE ts_us != 999 + id"
+                               " OR slot != id - 1"), 0);
+    sqlite3_close(db);
+
+    s = open_store(1, 0, 0); /* one transaction: 3 full buffers, 4 rows at close */
+    write_redirects(s, 100);
+    close_store(s);
+    db = open_ro();
+    assert_int_equal(q_int(db, "SELECT count(*) FROM redirects"), 100);
+    assert_int_equal(q_int(db, "SELECT count(*) FROM redirects WHERE ts_us != 999 + id"), 0);
+    sqlite3_close(db);
+}
+
+/* A connection written again replaces its row, also when both rows wait in
+ * the same buffer and when they are written by different statements: the
+ * last one given wins, as when each row was written at once. */
+static void test_buffered_replace(void **state)
+{
+    store *s;
+    sqlite3 *db;
+    (void)state;
+
+    s = open_store(0, 0, 0);
+    for (uint64_t i = 1; i <= 40; i++)   /* 32 go out in one statement */
+        write_connection_row(s, i, 1);
+    write_connection_row(s, 5, 2);       /* replaces a written row */
+    write_connection_row(s, 38, 2);      /* replaces a waiting row, twice */
+    write_connection_row(s, 38, 3);
+    close_store(s);
+    db = open_ro();
+    assert_int_equal(q_int(db, "SELECT count(*) FROM connections"), 40);
+    assert_int_equal(q_int(db, "SELECT commands FROM connections WHERE id = 5"), 2);
+    assert_int_equal(q_int(db, "SELECT commands FROM connections WHERE id = 38"), 3);
+    assert_int_equal(q_int(db, "SELECT sum(commands) FROM connections"), 38 + 2 + 3);
+    sqlite3_close(db);
+}
+
+/* A row whose text does not fit in its buffer slot (a command's client name
+ * is the caller's text, of any length) is written at once, after the rows
+ * waiting before it, with its text whole. */
+static void test_buffered_long_text(void **state)
+{
+    cap_conn conn = sample_conn();
+    resp_command cmd = sample_command(&conn, "GET", "k");
+    char client[1500];
+    store *s;
+    sqlite3 *db;
+    an_sink sink;
+    (void)state;
+
+    memset(client, 'c', sizeof client - 1);
+    client[sizeof client - 1] = 0;
+    s = open_store(0, 1, 0);
+    sink = store_sink(s);
+    for (int i = 0; i < 6; i++) {
+        cmd.seq = (uint64_t)i;
+        sink.command(sink.ctx, &cmd, i == 3 ? client : "10.0.0.5", -1);
+    }
+    close_store(s);
+    db = open_ro();
+    assert_int_equal(q_int(db, "SELECT count(*) FROM commands"), 6);
+    assert_int_equal(q_int(db, "SELECT count(*) FROM commands WHERE seq != id - 1"), 0);
+    assert_int_equal(q_int(db, "SELECT length(client) FROM commands WHERE seq = 3"),
+                     (int64_t)sizeof client - 1);
+    assert_int_equal(q_int(db, "SELECT count(*) FROM commands WHERE client = '10.0.0.5'"), 5);
+    sqlite3_close(db);
+}
+
 /* Collects counter names for test_counter_names. */
 struct names {
     char list[4096];
@@ -661,6 +756,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_open_readonly_checks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_commands_table, setup, teardown),
         cmocka_unit_test_setup_teardown(test_counter_names, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_buffered_rows, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_buffered_replace, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_buffered_long_text, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
