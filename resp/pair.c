@@ -64,11 +64,15 @@
 #include "resp/resp_internal.h"
 
 /* For the rare paths of per-reply functions: kept out of line, so that the
- * common path stays short (and tests a field in memory with one compare). */
+ * common path stays short (and tests a field in memory with one compare).
+ * PAIR_APART: out of line only (the path is not rare everywhere), so that
+ * the common path's function saves fewer registers. */
 #if defined(__GNUC__)
 #define PAIR_RARE __attribute__((noinline, cold))
+#define PAIR_APART __attribute__((noinline))
 #else
 #define PAIR_RARE
+#define PAIR_APART
 #endif
 
 /* Request kinds that pairing treats specially. The order matters: the
@@ -1122,7 +1126,7 @@ static inline rq_entry *reply_head(rc_conn *c)
 }
 
 /* pair_reply_done for every case but the common one. */
-static void reply_done_general(rc_conn *c, rq_entry *h, resp_type t)
+static PAIR_APART void reply_done_general(rc_conn *c, rq_entry *h, resp_type t)
 {
     const rp_dec *d = &c->rpd;
     int aggregate = (t == RESP_T_ARRAY || t == RESP_T_PUSH);
