@@ -558,8 +558,6 @@ int store_close(store *s, char *err, size_t err_size)
     snprintf(num, sizeof num, "%lld", (long long)now_us());
     store_meta(s, "end_us", num);
     store_commit(s);
-    if (!s->error[0])
-        build_indexes(s);
     /* Checkpoint the WAL into the main file and drop it: one self-contained file.
      * If that fails every row is still committed, in the WAL file. */
     if (!s->error[0]) {
@@ -572,6 +570,11 @@ int store_close(store *s, char *err, size_t err_size)
                      "keep its -wal file next to it)", s->path, why);
         }
     }
+    /* The indexes after the checkpoint: their pages then go straight into the
+     * main file (rollback journal) instead of into the WAL and then copied
+     * (real.pcap: 1,754 instead of 2,184 pwrite64 in all). */
+    if (!s->error[0])
+        build_indexes(s);
     if (s->error[0])
         ret = seterr(err, err_size, "%s", s->error);
     close_db(s);
