@@ -670,13 +670,25 @@ static int is_redirect_class(resp_err_class e)
            e == RESP_ERR_CROSSSLOT || e == RESP_ERR_CLUSTERDOWN;
 }
 
+/* What quick_command may do with the command base that is special (see
+ * AN_QK_*). */
+static uint8_t quick_kind_of(const an_cmd *base, uint8_t special)
+{
+    if (!base || (base->flags & AN_CMD_CONTAINER))
+        return AN_QK_NONE;
+    if (special == AN_SP_NONE)
+        return AN_QK_PLAIN;
+    return special == AN_SP_RESTORE_ASKING ? AN_QK_LINK : AN_QK_NONE;
+}
+
 /* The table entry of req's command (its subcommand when it has them; NULL
- * when unknown), whether an expected subcommand is known, and which special
- * command it is. The last name looked up is remembered as its first 16 bytes
- * (when its NUL is among them): runs of one command are the common case, and
- * two word compares replace the lookup. */
+ * when unknown), whether an expected subcommand is known, which special
+ * command it is and its AN_QK_* kind (AN_QK_NONE when its name's NUL is not
+ * among its first 16 bytes). The last name looked up is remembered as its
+ * first 16 bytes (when its NUL is among them): runs of one command are the
+ * common case, and two word compares replace the lookup. */
 static const an_cmd *command_of(an_analyzer *an, const resp_request *req, int *sub_known,
-                                uint8_t *special)
+                                uint8_t *special, uint8_t *kind)
 {
     uint64_t w[2];
     memcpy(w, req->name, sizeof w);
@@ -684,6 +696,7 @@ static const an_cmd *command_of(an_analyzer *an, const resp_request *req, int *s
     if (an->name_cache_ok && w[0] == an->name_cache[0] && w[1] == an->name_cache[1]) {
         base = an->name_cache_cmd;
         *special = an->name_cache_special;
+        *kind = an->name_cache_kind;
     } else {
         base = an_cmd_lookup_name(req->name);
         *special = an_cmd_special(base);
@@ -692,8 +705,8 @@ static const an_cmd *command_of(an_analyzer *an, const resp_request *req, int *s
         an->name_cache[1] = w[1];
         an->name_cache_cmd = base;
         an->name_cache_special = *special;
-        an->name_cache_quick = an->name_cache_ok && base && *special == AN_SP_NONE &&
-                               !(base->flags & AN_CMD_CONTAINER);
+        *kind = an->name_cache_ok ? quick_kind_of(base, *special) : AN_QK_NONE;
+        an->name_cache_kind = *kind;
     }
     *sub_known = 1;
     if (!base || !(base->flags & AN_CMD_CONTAINER))
@@ -816,8 +829,11 @@ static __attribute__((noinline)) void on_command_general(an_analyzer *an,
         an->nodes[cn->node].pub.commands++;
 
     int sub_known = 1;
-    uint8_t special = AN_SP_NONE;
-    const an_cmd *info = command_of(an, req, &sub_known, &special);
+    uint8_t special = AN_SP_NONE, kind = AN_QK_NONE;
+    const an_cmd *info = command_of(an, req, &sub_known, &special, &kind);
+    /* for quick_command: the next command on this connection is likely the same */
+    memcpy(cn->qname, req->name, sizeof cn->qname);
+    cn->qkind = kind;
     if (req->name[0] && (!info || !sub_known))
         an->st.unknown_commands++;
     if (req->nkeys > 0)
@@ -840,43 +856,83 @@ static __attribute__((noinline)) void on_command_general(an_analyzer *an,
     on_command_full(an, cmd, cn, cli, info, special, slot);
 }
 
+enum { QUICK_TAKEN = 1, QUICK_CONN_RELINK = 2, QUICK_CLI_RELINK = 4, QUICK_LINK = 8 };
+
+/* quick_command's counting of a command taken (on connection entry i, whose
+ * client is valid): what on_command_general counts for any command, then
+ * which LRU moves are due (conn_touch's rule: none of what it reads is
+ * written here but the epoch), as QUICK_* bits. */
+static inline __attribute__((always_inline)) unsigned
+quick_count(an_analyzer *an, const resp_command *cmd, int32_t i, an_cn *cn, an_cli *cli)
+{
+    int64_t ts = cmd->reply.ts_us;
+    if (ts > an->now_us)
+        an->now_us = ts;
+    if ((++an->st.commands & (AN_LRU_EPOCH - 1)) == 0)
+        an->lru_epoch++;
+    cn->commands++;
+    if (ts > cn->last_us)
+        cn->last_us = ts;
+    cli->pub.commands++;
+    if (ts > cli->pub.last_us)
+        cli->pub.last_us = ts;
+    if (cmd->req.start_us > cli->last_start_us)
+        cli->last_start_us = cmd->req.start_us;
+    if (cn->node != AN_NONE)
+        an->nodes[cn->node].pub.commands++;
+    if (cmd->req.nkeys > 0)
+        an->st.keyed_commands++;
+    unsigned taken = QUICK_TAKEN;
+    if (an->conn_lru_tail != i &&
+        (cn->lru_epoch != an->lru_epoch || an->nconns + AN_LRU_EPOCH > an->cfg.max_conns))
+        taken |= QUICK_CONN_RELINK;
+    if (an->cli_lru_tail != cn->client &&
+        (cli->lru_epoch != an->lru_epoch || an->nclients + AN_LRU_EPOCH > an->cfg.max_clients))
+        taken |= QUICK_CLI_RELINK;
+    return taken;
+}
+
 /* The most common command of all, when everything on_command_general would
  * look at is already in its usual state: answered without a redirect-class
- * error, its connection found by its word with nothing pending and already
- * recent enough in the LRU lists (with its client), its name the one
- * command_of remembers (a known, plain command), no command sink, and for a
- * keyed one its slot quiet (no waiting operation, memory or slot latency),
- * its view already noting the node and both latency histograms allocated.
- * All of that is checked before anything is written, so that 0 (not taken)
- * leaves the general path the whole command; taken, it writes exactly what
- * the general path would have written. Nothing here calls a function: the
- * general path and the rare LRU moves (quick_relink) are tail calls, so
- * on_command saves few registers and copies nothing to its stack. Measured
- * with callgrind on real.pcap (5.3 M commands, 93% taken here): on_command
- * without on_command_full went from 1,111 M to 913 M instructions. */
-enum { QUICK_TAKEN = 1, QUICK_CONN_RELINK = 2, QUICK_CLI_RELINK = 4 };
+ * error, its connection found by its word with no ASKING pending and its
+ * client valid, its name the one the general path last saw on the
+ * connection (a known, plain command: an_cn.qname), no command sink, and
+ * for a keyed one its slot quiet (no waiting operation, memory or slot
+ * latency), its view already noting the node and both latency histograms
+ * allocated. All of that is checked before anything is written, so that 0
+ * (not taken) leaves the general path the whole command; taken (QUICK_*
+ * bits), it writes exactly what the general path would have written, but
+ * the LRU moves that on_command then makes. A node link's command goes to
+ * quick_link_command (QUICK_LINK). Nothing here calls a function: the other
+ * paths are tail calls from on_command, which saves few registers and
+ * copies nothing to its stack. Measured with callgrind on real.pcap (5.3 M
+ * commands, 94% taken here, 5% to quick_link_command): on_command without
+ * on_command_full went from 1,111 M to 914 M instructions, and
+ * on_command_full lost the node links' 264 K calls (~20 M). */
 static inline unsigned quick_command(an_analyzer *an, const resp_command *cmd)
 {
     const resp_request *req = &cmd->req;
     if (cmd->outcome != RESP_OK || !cmd->conn || is_redirect_class(cmd->reply.err) ||
         an->sink.command)
         return 0;
-    /* the connection: found by its word, nothing pending; and its client */
+    /* the connection: found by its word; its client valid */
     uint32_t i = (uint32_t)cmd->conn_word - 1;
     if (i >= an->conn_hwm)
         return 0;
     an_cn *cn = &an->conns[i];
-    if (cn->gen != (uint32_t)(cmd->conn_word >> 32) || !cn->used || cn->node_link ||
-        cn->asking_pending)
+    if (cn->gen != (uint32_t)(cmd->conn_word >> 32) || !cn->used)
         return 0;
-    int32_t ci = cn->client;
-    an_cli *cli = &an->clients[ci];
+    an_cli *cli = &an->clients[cn->client];
     if (!cli->used || cli->gen != cn->client_gen)
         return 0;
-    /* the command: the remembered name, a plain known one */
+    /* the command: the connection's last one again */
     uint64_t w[2];
     memcpy(w, req->name, sizeof w);
-    if (!an->name_cache_quick || w[0] != an->name_cache[0] || w[1] != an->name_cache[1])
+    if (w[0] != cn->qname[0] || w[1] != cn->qname[1])
+        return 0;
+    if (cn->node_link || cn->asking_pending) /* see quick_link_command */
+        return cn->node_link && !cn->asking_pending && cn->qkind != AN_QK_NONE ? QUICK_LINK : 0;
+    if (cn->qkind != AN_QK_PLAIN)
         return 0;
     /* its slot, view and latency scopes */
     int32_t slot =
@@ -902,23 +958,7 @@ static inline unsigned quick_command(an_analyzer *an, const resp_command *cmd)
     }
 
     /* taken: what on_command_general writes for such a command */
-    int64_t ts = cmd->reply.ts_us;
-    if (ts > an->now_us)
-        an->now_us = ts;
-    if ((++an->st.commands & (AN_LRU_EPOCH - 1)) == 0)
-        an->lru_epoch++;
-    cn->commands++;
-    if (ts > cn->last_us)
-        cn->last_us = ts;
-    cli->pub.commands++;
-    if (ts > cli->pub.last_us)
-        cli->pub.last_us = ts;
-    if (req->start_us > cli->last_start_us)
-        cli->last_start_us = req->start_us;
-    if (node != AN_NONE)
-        an->nodes[node].pub.commands++;
-    if (req->nkeys > 0)
-        an->st.keyed_commands++;
+    unsigned taken = quick_count(an, cmd, (int32_t)i, cn, cli);
     if (slot >= 0) {
         int64_t us = cmd->reply.ts_us - req->ts_us;
         an->st.operations++;
@@ -928,15 +968,6 @@ static inline unsigned quick_command(an_analyzer *an, const resp_command *cmd)
         an_lat_add_to(&cli->lat[0], cli_hist, us, bucket);
         an_lat_add_to(node_lat, node_hist, us, bucket);
     }
-    /* whether they move to their LRU tails (conn_touch's rule): none of
-     * what it reads was written above but the epoch */
-    unsigned taken = QUICK_TAKEN;
-    if (an->conn_lru_tail != (int32_t)i &&
-        (cn->lru_epoch != an->lru_epoch || an->nconns + AN_LRU_EPOCH > an->cfg.max_conns))
-        taken |= QUICK_CONN_RELINK;
-    if (an->cli_lru_tail != ci &&
-        (cli->lru_epoch != an->lru_epoch || an->nclients + AN_LRU_EPOCH > an->cfg.max_clients))
-        taken |= QUICK_CLI_RELINK;
     return taken;
 }
 
@@ -960,14 +991,34 @@ static __attribute__((noinline)) void quick_relink(an_analyzer *an, const resp_c
     }
 }
 
+/* A command quick_command found to be on a node link, with nothing pending
+ * and its connection's last command name again (a plain one, or
+ * RESTORE-ASKING): on_command_full only counts it. Apart from quick_command,
+ * which it would slow down (MIGRATE's RESTORE-ASKING: 264 K of real.pcap's
+ * 5.3 M commands). */
+static __attribute__((noinline)) void quick_link_command(an_analyzer *an,
+                                                         const resp_command *cmd)
+{
+    int32_t i = (int32_t)((uint32_t)cmd->conn_word - 1);
+    an_cn *cn = &an->conns[i];
+    unsigned taken = quick_count(an, cmd, i, cn, &an->clients[cn->client]);
+    an->st.node_link_commands++;
+    if (taken != QUICK_TAKEN)
+        quick_relink(an, cmd, taken);
+}
+
 /* The resp_sink command callback: everything starts here. */
 static void on_command(void *ctx, const resp_command *cmd)
 {
     an_analyzer *an = ctx;
     unsigned quick = quick_command(an, cmd);
+    if (quick == QUICK_TAKEN)
+        return;
     if (!quick)
         on_command_general(an, cmd);
-    else if (quick != QUICK_TAKEN)
+    else if (quick == QUICK_LINK)
+        quick_link_command(an, cmd);
+    else
         quick_relink(an, cmd, quick);
 }
 

@@ -193,6 +193,11 @@ typedef struct an_cli {
 
 /* ---------------------------------------------------------------- connections */
 
+/* What analyzer.c's quick path may do with a command name (an_cn.qkind):
+ * nothing, take it (a known command that is neither special nor a container),
+ * or take it on a node link only (RESTORE-ASKING: elsewhere it makes one). */
+enum { AN_QK_NONE = 0, AN_QK_PLAIN = 1, AN_QK_LINK = 2 };
+
 typedef struct an_cn {
     /* first: what every command reads or writes (one cache line: entries
      * are aligned to one, see an_new) */
@@ -208,15 +213,17 @@ typedef struct an_cn {
     uint8_t readonly;            /* READONLY in force */
     uint64_t commands;
     int64_t last_us;
-    /* then the rest */
-    int32_t lprev, lnext;        /* LRU list (relinked once per epoch) */
+    uint64_t qname[2];           /* its last command's name, first 16 bytes */
+    uint8_t qkind;               /* AN_QK_* of that name (0: none) */
+    /* then the rest (these two fill the first line: 256-byte entries) */
     uint8_t mid_stream;          /* started without a handshake: state unknown */
+    int32_t asking_ring;         /* its ASKING's entry in the ASKING ring */
+    int32_t lprev, lnext;        /* LRU list (relinked once per epoch) */
     uint64_t id;
     const cap_conn *cc;          /* valid until its CLOSE */
     int64_t first_us;
     uint64_t asking_seq;         /* its request index */
     int64_t asking_ts;
-    int32_t asking_ring;         /* its entry in the ASKING ring */
     int64_t asking_spent_ts;     /* an ASKING used up by an unrelated command */
     int32_t getkeys_slot;        /* last CLUSTER GETKEYSINSLOT slot, or -1 */
     char src[AN_NAME_MAX], dst[AN_NAME_MAX];
@@ -415,8 +422,7 @@ struct an_analyzer {
     uint64_t name_cache[2];      /* the last command name looked up (16 bytes) */
     const an_cmd *name_cache_cmd;
     uint8_t name_cache_special, name_cache_ok;
-    uint8_t name_cache_quick;    /* ok, and a known command that is neither
-                                    special nor a container (quick_command) */
+    uint8_t name_cache_kind;     /* AN_QK_* of the name (0 when not ok) */
     uint32_t op_slot_n[AN_SLOTS];
     uint32_t memo_slot_n[AN_SLOTS];
     /* the three per slot facts the common command needs, in 16 KiB rather
