@@ -510,7 +510,43 @@ static void try_regain_sync(rc_conn *c)
 
 /* ---------------------------------------------------------------- requests */
 
-rq_entry *pair_request_slot(rc_conn *c, int64_t ts)
+/* Make an entry ready for a request starting at ts. Field by field: a
+ * memset of the header compiles to "rep stos", whose start-up cost is most
+ * of this. The name and the argument prefixes are written before they are
+ * read (stale bytes there are this connection's own, past their kept
+ * lengths); so are ts_us and bytes (rq_complete, before the request can be
+ * emitted). */
+static inline void request_reset(rq_entry *e, int64_t ts)
+{
+    resp_request *r = &e->cmd.req;
+    r->name[0] = '\0';
+    e->name_len = 0;
+    r->argc = 0;
+    r->inline_cmd = 0;
+    r->nargs = 0;
+    r->gap = 0;
+    r->slot_unknown = 0;
+    memset(r->arg_len, 0, sizeof(r->arg_len));
+    memset(r->arg_full_len, 0, sizeof(r->arg_full_len));
+    r->nkeys = 0;
+    r->slot = -1;
+    r->multi_slot = 0;
+    r->key0_len = 0;
+    r->key0_full_len = 0;
+    r->start_us = ts;
+}
+
+/* Would ring_maybe_shrink do anything now? */
+static inline int ring_shrink_due(const rc_conn *c)
+{
+    return c->ring_cap > RING_KEEP &&
+           ((c->count == 0 && c->ring_cap > RING_BIG) ||
+            c->ring_win >= (uint64_t)RING_WINDOW * c->ring_cap);
+}
+
+/* pair_request_slot in general: regaining sync, resizing the ring, the
+ * in-flight caps. */
+static PAIR_APART rq_entry *request_slot_general(rc_conn *c, int64_t ts)
 {
     resp_pipeline *rp = c->rp;
     rq_entry *e;
@@ -531,29 +567,25 @@ rq_entry *pair_request_slot(rc_conn *c, int64_t ts)
         }
         c->cur_dropped = 1;
     }
-    /* Field by field: a memset of the header compiles to "rep stos", whose
-     * start-up cost is most of this function. The name and the argument
-     * prefixes are written before they are read (stale bytes there are this
-     * connection's own, past their kept lengths). */
-    resp_request *r = &e->cmd.req;
-    r->ts_us = 0;
-    r->name[0] = '\0';
-    e->name_len = 0;
-    r->argc = 0;
-    r->bytes = 0;
-    r->inline_cmd = 0;
-    r->nargs = 0;
-    r->gap = 0;
-    r->slot_unknown = 0;
-    memset(r->arg_len, 0, sizeof(r->arg_len));
-    memset(r->arg_full_len, 0, sizeof(r->arg_full_len));
-    r->nkeys = 0;
-    r->slot = -1;
-    r->multi_slot = 0;
-    r->key0_len = 0;
-    r->key0_full_len = 0;
-    r->start_us = ts;
+    request_reset(e, ts);
     return e;
+}
+
+/* A request starts: the entry the decoder writes it into. The common case,
+ * a connection in sync whose ring has room and needs no resizing, under
+ * the caps, takes the next entry here (what request_slot_general would do
+ * for it); the rest goes to request_slot_general. */
+rq_entry *pair_request_slot(rc_conn *c, int64_t ts)
+{
+    const resp_pipeline *rp = c->rp;
+    if (c->synced && c->count < c->ring_cap && !ring_shrink_due(c) &&
+        c->count < rp->cfg.max_inflight && rp->inflight_total < rp->cfg.max_inflight_total) {
+        rq_entry *e = ring_next_free(c);
+        c->cur_dropped = 0;
+        request_reset(e, ts);
+        return e;
+    }
+    return request_slot_general(c, ts);
 }
 
 void pair_request_abandon(rc_conn *c)
