@@ -4,7 +4,9 @@
  * The last stage. Schema in store/schema.sql (compiled in), with a schema
  * version in the meta table. Statements are prepared once; rows are written in
  * batched transactions while the analysis runs (WAL journal), so an interrupted
- * run leaves a consistent, useful database. Times are integer microseconds
+ * run leaves a consistent, useful database. Redirects, connections and commands
+ * go out 32 rows per INSERT; every row given before a commit is in it. The
+ * query indexes are kept row by row, or built by store_close (index_at_close). Times are integer microseconds
  * since the epoch in columns ending _us.
  *
  * Credentials never reach this layer; keys arrive already redacted when the
