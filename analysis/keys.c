@@ -481,28 +481,29 @@ static uint32_t key_mask(const an_cmd *c, long argc)
 /* The last command this thread switched to its key mask by name alone (no
  * subcommand): its name's raw first 16 bytes (holding the NUL, so equal bytes
  * are the same name), the scratch words it ended with, and the argc from
- * which that mask holds. The next request of the same command (pipelines
- * send runs of one) then costs a compare and a few stores in an_key_fn. */
+ * which that mask holds (NO_MASK_ARGC: nothing remembered; no argc reaches
+ * it, so no valid flag needs testing). The next request of the same command
+ * (pipelines send runs of one) then costs a compare and a few stores in
+ * an_key_fn. */
+#define NO_MASK_ARGC INT64_MAX
 static _Thread_local struct {
     uint64_t raw[2];
     uint32_t s0, mask;
-    long mask_argc;
-    uint8_t valid;
-} last_mask;
+    int64_t mask_argc;
+} last_mask = {{0, 0}, 0, 0, NO_MASK_ARGC};
 
 /* Remember the mask request k just switched to (see last_mask). */
 static void remember_mask(const resp_keyctx *k, uint32_t i)
 {
     uint64_t w0, w1;
     if (!name_words(k->req->name, &w0, &w1)) {
-        last_mask.valid = 0;
+        last_mask.mask_argc = NO_MASK_ARGC;
         return;
     }
     memcpy(last_mask.raw, k->req->name, sizeof last_mask.raw);
     last_mask.s0 = k->scratch[0];
     last_mask.mask = k->scratch[1];
     last_mask.mask_argc = idx_mask_argc[i];
-    last_mask.valid = 1;
 }
 
 /* Switch a resolved request to its key mask when its command allows: the
@@ -676,14 +677,10 @@ int an_key_fn(void *ctx, resp_keyctx *k)
     if (!k || !k->req || k->argi == 0)
         return 0;
     uint32_t s0 = k->scratch[0];
-    if (s0 & SCR_DEAD)
-        return 0;
-    if (s0 & SCR_MASK) /* fixed positions: one bit test */
-        return k->argi < 32 && ((k->scratch[1] >> k->argi) & 1u);
-    if (s0 == 0 && last_mask.valid) { /* the command before, again? */
+    if (s0 == 0) { /* the request's first question: the command before, again? */
         uint64_t raw[2];
         memcpy(raw, k->req->name, sizeof raw);
-        long argc = k->req->inline_cmd ? INLINE_ARGC : (long)k->req->argc;
+        int64_t argc = k->req->inline_cmd ? INLINE_ARGC : (int64_t)k->req->argc;
         if (raw[0] == last_mask.raw[0] && raw[1] == last_mask.raw[1] &&
             argc >= last_mask.mask_argc) {
             k->scratch[0] = last_mask.s0;
@@ -691,6 +688,11 @@ int an_key_fn(void *ctx, resp_keyctx *k)
             k->key_mask_final = 1;
             return k->argi < 32 && ((last_mask.mask >> k->argi) & 1u);
         }
+        return key_fn_full(k);
     }
+    if (s0 & SCR_DEAD)
+        return 0;
+    if (s0 & SCR_MASK) /* fixed positions: one bit test */
+        return k->argi < 32 && ((k->scratch[1] >> k->argi) & 1u);
     return key_fn_full(k);
 }
