@@ -928,10 +928,11 @@ void pair_request_done(rc_conn *c)
 
 /* ---------------------------------------------------------------- replies */
 
-/* pair_reply_start for a head of kind RQK_EXEC or RQK_SYNC. Returns 1 when
- * the head is gone (SYNC). */
-static PAIR_RARE int reply_start_rare(rc_conn *c, rq_entry *h)
+/* pair_reply_start for a head of kind RQK_EXEC or RQK_SYNC, from its
+ * keep flags on. */
+static PAIR_RARE void reply_start_rare(rc_conn *c, rq_entry *h, int64_t ts)
 {
+    resp_reply *r = &c->reply;
     if (h->kind == RQK_SYNC) {
         /* SYNC is answered by an RDB payload without a final CRLF, then the
          * replication stream: neither is a reply. */
@@ -941,14 +942,17 @@ static PAIR_RARE int reply_start_rare(rc_conn *c, rq_entry *h)
         emit(c, h, RESP_NO_REPLY);
         ring_pop(c);
         flush_no_reply(c);
-        return 1;
+    } else {
+        if (h->tx & TXF_TRIM) { /* EXEC's array will be short (see tx_exec) */
+            c->rpd.trim_at = c->rpd.msg_off + 1;
+            c->rpd.trim_decl = h->tx_elems.queued;
+            c->rpd.trim_to = h->tx_elems.sent;
+        }
+        r = &h->cmd.reply;
+        c->keeping = (uint8_t)(h->keep && !h->uncertain);
     }
-    if (h->tx & TXF_TRIM) { /* EXEC's array will be short (see tx_exec) */
-        c->rpd.trim_at = c->rpd.msg_off + 1;
-        c->rpd.trim_decl = h->tx_elems.queued;
-        c->rpd.trim_to = h->tx_elems.sent;
-    }
-    return 0;
+    c->rep = r;
+    reply_reset_fields(r, ts);
 }
 
 /* A reply starts. It is decoded straight into the entry at the head, the
@@ -963,10 +967,12 @@ void pair_reply_start(rc_conn *c, int64_t ts)
     c->keeping = 0;
     if (c->count != 0) {
         rq_entry *h = ring_at(c, 0);
-        if (h->kind < RQK_EXEC || !reply_start_rare(c, h)) {
-            r = &h->cmd.reply;
-            c->keeping = (uint8_t)(h->keep && !h->uncertain);
+        if (h->kind >= RQK_EXEC) { /* rare: a tail call, no frame here */
+            reply_start_rare(c, h, ts);
+            return;
         }
+        r = &h->cmd.reply;
+        c->keeping = (uint8_t)(h->keep && !h->uncertain);
     }
     c->rep = r;
     reply_reset_fields(r, ts);
