@@ -366,6 +366,38 @@ static PAIR_RARE void reply_detach(rc_conn *c, resp_reply *r)
     reply_clear_error(r);
 }
 
+/* The last step of emit: the sink gets the command; the entry's error text
+ * and redirection go back to cleared (see emit). */
+static inline void emit_to_sink(rc_conn *c, resp_command *cmd)
+{
+    resp_pipeline *rp = c->rp;
+    rp->closed.commands++;
+    if (rp->sink.command != NULL)
+        rp->sink.command(rp->sink.ctx, cmd);
+    if (cmd->reply.err != RESP_ERR_NONE)
+        reply_clear_error(&cmd->reply);
+}
+
+/* emit for a request paired with certainty (outcome RESP_OK). Inline: the
+ * common path of pair_reply_done calls it. */
+static inline void emit_paired(rc_conn *c, rq_entry *e)
+{
+    resp_command *cmd = &e->cmd;
+    resp_reply *dst = &cmd->reply;
+    cmd->outcome = RESP_OK;
+    cmd->resp3 = c->resp3;
+    if (c->rep != dst)
+        reply_copy(dst, c->rep);
+    if (e->got_reply)
+        dst->start_us = e->first_reply_us;
+    if (e->keep && c->keeping && !c->keep_over) {
+        dst->raw = c->keep;
+        dst->raw_len = c->keep_len;
+    }
+    c->st.paired++;
+    emit_to_sink(c, cmd);
+}
+
 /* Hand one command to the sink. outcome RESP_OK: with the reply just
  * decoded, which the decoder wrote into the entry itself (pair_reply_start)
  * or, rarely, into the scratch.
@@ -376,37 +408,23 @@ static PAIR_RARE void reply_detach(rc_conn *c, resp_reply *r)
  * reply fields), which most commands then never touch. */
 static void emit(rc_conn *c, rq_entry *e, resp_outcome outcome)
 {
-    resp_pipeline *rp = c->rp;
     resp_command *cmd = &e->cmd;
-    if (outcome == RESP_OK && e->uncertain) {
+    if (outcome == RESP_OK) {
+        if (!e->uncertain) {
+            emit_paired(c, e);
+            return;
+        }
         outcome = RESP_UNANSWERED; /* a reply came, but whose is not known */
         c->st.unpaired_replies++;
     }
     cmd->outcome = outcome;
     cmd->resp3 = c->resp3;
-    if (outcome == RESP_OK) {
-        resp_reply *dst = &cmd->reply;
-        if (c->rep != dst)
-            reply_copy(dst, c->rep);
-        if (e->got_reply)
-            dst->start_us = e->first_reply_us;
-        if (e->keep && c->keeping && !c->keep_over) {
-            dst->raw = c->keep;
-            dst->raw_len = c->keep_len;
-        }
-        c->st.paired++;
-    } else {
-        if (c->rep == &cmd->reply)
-            reply_detach(c, &cmd->reply);
-        reply_reset_fields(&cmd->reply, 0);
-        if (outcome == RESP_UNANSWERED)
-            c->st.unpaired_requests++;
-    }
-    rp->closed.commands++;
-    if (rp->sink.command != NULL)
-        rp->sink.command(rp->sink.ctx, cmd);
-    if (cmd->reply.err != RESP_ERR_NONE) /* back to cleared (see above) */
-        reply_clear_error(&cmd->reply);
+    if (c->rep == &cmd->reply)
+        reply_detach(c, &cmd->reply);
+    reply_reset_fields(&cmd->reply, 0);
+    if (outcome == RESP_UNANSWERED)
+        c->st.unpaired_requests++;
+    emit_to_sink(c, cmd);
 }
 
 /* Does a queued request expect no reply at all (it is emitted as soon as it
@@ -1258,7 +1276,7 @@ void pair_reply_done(rc_conn *c)
     if (h != NULL && h->kind < RQK_SUB && !h->uncertain && t != RESP_T_PUSH && !c->monitor &&
         !subscribed(c)) {
         c->st.replies++;
-        emit(c, h, RESP_OK);
+        emit_paired(c, h);
         ring_pop(c);
         keep_done(c);
         flush_no_reply(c);
