@@ -920,8 +920,8 @@ static inline unsigned quick_command(an_analyzer *an, const resp_command *cmd)
     if (i >= an->conn_hwm)
         return 0;
     an_cn *cn = &an->conns[i];
-    if (cn->gen != (uint32_t)(cmd->conn_word >> 32) || !cn->used)
-        return 0;
+    if (cn->gen != (uint32_t)(cmd->conn_word >> 32)) /* an unused entry's gen is 0, */
+        return 0;                                   /* a word's never (conn_word_of) */
     an_cli *cli = &an->clients[cn->client];
     if (!cli->used || cli->gen != cn->client_gen)
         return 0;

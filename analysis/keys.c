@@ -680,9 +680,11 @@ int an_key_fn(void *ctx, resp_keyctx *k)
     if (s0 == 0) { /* the request's first question: the command before, again? */
         uint64_t raw[2];
         memcpy(raw, k->req->name, sizeof raw);
-        int64_t argc = k->req->inline_cmd ? INLINE_ARGC : (int64_t)k->req->argc;
+        /* an inline command's argc counts as INLINE_ARGC, which passes any
+         * mask_argc; its argc so far is not read here: when it falls short,
+         * key_fn_full gives the same answer (one load less on every call) */
         if (raw[0] == last_mask.raw[0] && raw[1] == last_mask.raw[1] &&
-            argc >= last_mask.mask_argc) {
+            (int64_t)k->req->argc >= last_mask.mask_argc) {
             k->scratch[0] = last_mask.s0;
             k->scratch[1] = k->key_mask = last_mask.mask;
             k->key_mask_final = 1;
