@@ -544,8 +544,8 @@ void rp_feed(rc_conn *c, const uint8_t *base, size_t len, int64_t ts)
                     p = q;
                     if (c->keeping)
                         pair_keep_bytes(c, seg, (size_t)(p - seg));
+                    rp_message_done(c, d->msg_off + (uint64_t)(p - seg), ts);
                     seg = p;
-                    rp_message_done(c, rp_pos(d, base, p), ts);
                     /* pipelined replies: the next type byte follows, read
                      * it without another trip through the state switch */
                     if (p < end && d->state == RP_TYPE)
