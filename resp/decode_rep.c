@@ -525,9 +525,9 @@ void rp_feed(rc_conn *c, const uint8_t *base, size_t len, int64_t ts)
     while (p < end) {
         switch (d->state) {
         case RP_TYPE: {
-        type_byte:;
             uint8_t t = *p;
             if (d->depth == 0 && !d->in_msg) {
+            top_byte:
                 /* A master sends a bare "\n" now and then while a replica
                  * waits for the answer to PSYNC/SYNC (a keepalive during the
                  * RDB save); servers send nothing else between replies. */
@@ -547,9 +547,12 @@ void rp_feed(rc_conn *c, const uint8_t *base, size_t len, int64_t ts)
                     rp_message_done(c, d->msg_off + (uint64_t)(p - seg), ts);
                     seg = p;
                     /* pipelined replies: the next type byte follows, read
-                     * it without another trip through the state switch */
-                    if (p < end && d->state == RP_TYPE)
-                        goto type_byte;
+                     * it without another trip through the state switch or
+                     * the test above (a message just ended at the top) */
+                    if (p < end && d->state == RP_TYPE) {
+                        t = *p;
+                        goto top_byte;
+                    }
                     continue;
                 }
             }

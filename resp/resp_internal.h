@@ -95,7 +95,8 @@ typedef struct rq_entry {
             uint32_t sent;      /* declares, and the elements it carries */
         } tx_elems;
     };
-    resp_command cmd;        /* request filled in; reply copied at pairing */
+    resp_command cmd;        /* request filled in; the reply is decoded into
+                                it while this entry is the head (pair.c) */
 } rq_entry;
 
 /* Which request arguments are credentials. */
