@@ -75,6 +75,14 @@ typedef struct store_rowbuf {
     store_row row[STORE_MULTI_ROWS];
 } store_rowbuf;
 
+/* Server endpoints already formatted as text, for the commands table's node
+ * column (records.c: command_node). A cluster has few servers. */
+#define STORE_NODE_CACHE 8
+typedef struct store_node_text {
+    cap_endpoint ep;
+    char text[CAP_ENDPOINT_STRLEN];
+} store_node_text;
+
 struct store {
     sqlite3 *db;                   /* the open database */
     char path[1024];               /* as given, for messages */
@@ -83,6 +91,9 @@ struct store {
     int ncols[ST_COUNT];           /* parameters of each statement */
     store_rowbuf *buf[ST_COUNT];   /* bulk tables: their waiting rows; else NULL */
     store_row one;                 /* the row being written, other tables */
+    store_node_text nodes[STORE_NODE_CACHE]; /* formatted server endpoints */
+    uint32_t nnodes;               /* entries of nodes[] in use */
+    uint32_t next_node;            /* the entry a new endpoint replaces when full */
     int in_txn;                    /* a BEGIN is open */
     uint32_t pending;              /* rows written in the open transaction */
     uint64_t rows;                 /* rows written in all (tests, messages) */

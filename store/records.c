@@ -233,24 +233,42 @@ static void set_command_reply(store_row *st, const resp_command *cmd, char type[
     store_set_uint(st, 16, ok ? cmd->reply.bytes : 0);
 }
 
+/* The server endpoint as text ("10.0.0.1:7000"), from a small cache: the
+ * formatting (inet_ntop, snprintf) cost ~2.9k instructions, once per command
+ * row (real-150k.pcap --store-commands: 3.35G of 26.8G Ir for 1.17M rows),
+ * and a cluster has a handful of servers. The cache replaces round robin. */
+static const char *command_node(store *s, const cap_endpoint *server)
+{
+    store_node_text *n;
+    for (uint32_t i = 0; i < s->nnodes; i++)
+        if (cap_endpoint_equal(&s->nodes[i].ep, server))
+            return s->nodes[i].text;
+    if (s->nnodes < STORE_NODE_CACHE) {
+        n = &s->nodes[s->nnodes++];
+    } else {
+        n = &s->nodes[s->next_node];
+        s->next_node = (s->next_node + 1) % STORE_NODE_CACHE;
+    }
+    n->ep = *server;
+    cap_endpoint_format(server, n->text, sizeof n->text);
+    return n->text;
+}
+
 /* Append one paired command (only with store_commands). Only the name, the
  * first key and sizes are written: argument values may be secrets or data. */
 static void write_command(void *ctx, const resp_command *cmd, const char *client, int32_t slot)
 {
     store *s = ctx;
-    char node[CAP_ENDPOINT_STRLEN] = "";
     char type[2];
     size_t key_len = cmd->req.key0_len < sizeof cmd->req.key0 ? cmd->req.key0_len
                                                                : sizeof cmd->req.key0;
     store_row *st = store_row_begin(s, ST_COMMAND);
     if (!st)
         return;
-    if (cmd->conn)
-        cap_endpoint_format(&cmd->conn->server, node, sizeof node);
     store_set_int(st, 1, cmd->req.ts_us);
     store_set_text(st, 3, client);
     store_set_uint(st, 4, cmd->conn ? cmd->conn->id : 0);
-    store_set_text(st, 5, node);
+    store_set_text(st, 5, cmd->conn ? command_node(s, &cmd->conn->server) : "");
     store_set_uint(st, 6, cmd->seq);
     store_set_text(st, 7, cmd->req.name);
     store_set_uint(st, 8, cmd->req.argc);

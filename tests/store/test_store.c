@@ -689,6 +689,36 @@ static void test_buffered_long_text(void **state)
     sqlite3_close(db);
 }
 
+/* Each command row names its own server, also with more servers than the
+ * store keeps formatted (8) and commands alternating between them. */
+static void test_command_nodes(void **state)
+{
+    cap_conn conn = sample_conn();
+    resp_command cmd = sample_command(&conn, "GET", "k");
+    store *s;
+    sqlite3 *db;
+    an_sink sink;
+    (void)state;
+
+    s = open_store(0, 1, 0);
+    sink = store_sink(s);
+    for (int round = 0; round < 3; round++) {
+        for (int i = 0; i < 12; i++) {
+            char server[32];
+            snprintf(server, sizeof server, "10.0.%d.1:%d", i % 2, 7000 + i);
+            assert_int_equal(cap_endpoint_parse(server, &conn.server), 0);
+            conn.id = (uint64_t)i;
+            sink.command(sink.ctx, &cmd, "10.0.0.5", -1);
+        }
+    }
+    close_store(s);
+    db = open_ro();
+    assert_int_equal(q_int(db, "SELECT count(*) FROM commands"), 36);
+    assert_int_equal(q_int(db, "SELECT count(*) FROM commands WHERE"
+                               " node = '10.0.' || (conn - 2 * (conn / 2)) || '.1:' || (7000 + conn)"), 36);
+    sqlite3_close(db);
+}
+
 /* Collects counter names for test_counter_names. */
 struct names {
     char list[4096];
@@ -759,6 +789,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_buffered_rows, setup, teardown),
         cmocka_unit_test_setup_teardown(test_buffered_replace, setup, teardown),
         cmocka_unit_test_setup_teardown(test_buffered_long_text, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_command_nodes, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
