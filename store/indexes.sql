@@ -6,12 +6,13 @@
 --   date row by row;
 -- - analyze (capture files): once by store_close, after the last row. Keeping
 --   them up to date row by row cost more than the inserts themselves: callgrind
---   on bench/data/real.pcap (12,527 redirects, 6,495 connections), 21.9k
---   instructions per redirect row with its three indexes, 6.8k without; the
---   sort at close costs 2.5k per index entry. A run stopped by SIGINT/SIGTERM
---   still closes its database and has them; a run killed outright (SIGKILL,
---   power loss) has its committed rows but no indexes: queries still give the
---   same answers, only slower.
+--   on bench/data/real.pcap (12,527 redirects, 6,495 connections): 21.9k
+--   instructions per redirect row with its three index inserts, 6.8k without
+--   them; building all of them at close costs 2.7k per index entry (119M for
+--   the ~44k entries). A run that reaches store_close (the end, or live's
+--   SIGINT/SIGTERM) has them; the database of a run killed before (analyze
+--   dies by a signal; SIGKILL; power loss) holds its committed rows but no
+--   index: queries still give the same answers, only slower.
 -- "IF NOT EXISTS" because store_close runs this text in both cases.
 CREATE INDEX IF NOT EXISTS redirects_client ON redirects (client, ts_us);
 CREATE INDEX IF NOT EXISTS redirects_slot ON redirects (slot, ts_us);
