@@ -217,6 +217,16 @@ static int ring_resize(rc_conn *c, uint32_t ncap)
     return 0;
 }
 
+/* Mark an entry as the connection's: the facts of resp_command that are the
+ * same for all its commands are written once, when an entry of its ring is
+ * first handed out (entries keep them when the ring is resized), not per
+ * command. */
+static inline void entry_own(const rc_conn *c, rq_entry *e)
+{
+    e->cmd.conn = c->cc;
+    e->cmd.conn_word = c->conn_word;
+}
+
 /* The free entry after the queued ones (ring_reserve made room). Since a
  * resize the ring hands out its entries in index order, so an entry not yet
  * initialised is always the one at ring_fresh. */
@@ -226,6 +236,7 @@ static rq_entry *ring_next_free(rc_conn *c)
     rq_entry *e = &c->ring[i];
     if (i >= c->ring_fresh) {
         entry_init(e);
+        entry_own(c, e);
         c->ring_fresh = i + 1;
     }
     return e;
@@ -583,6 +594,7 @@ static PAIR_APART rq_entry *request_slot_general(rc_conn *c, int64_t ts)
         } else {
             e = c->overflow;
         }
+        entry_own(c, e); /* the spare is every connection's */
         c->cur_dropped = 1;
     }
     request_reset(e, ts);
@@ -915,9 +927,7 @@ void pair_request_done(rc_conn *c)
     resp_pipeline *rp = c->rp;
     rq_entry *e = c->cur;
     c->st.requests++;
-    e->cmd.conn = c->cc;
-    e->cmd.conn_word = c->conn_word;
-    e->cmd.seq = c->seq++;
+    e->cmd.seq = c->seq++; /* conn and conn_word: entry_own */
     e->sub_word = 0;
     e->hello_proto = 0;
     e->got_reply = 0;
