@@ -92,6 +92,15 @@ void sc_init(sc *s, const an_config *cfg)
     s->rs = an_resp_sink(s->an);
 }
 
+void sc_init_no_commands(sc *s, const an_config *cfg)
+{
+    memset(s, 0, sizeof *s);
+    an_sink sink = {&s->out, on_finding, on_redirect, on_node, on_client, on_connection,
+                    on_migration, on_latency, NULL};
+    s->an = an_new(cfg, &sink);
+    s->rs = an_resp_sink(s->an);
+}
+
 void sc_free(sc *s)
 {
     an_free(s->an);

@@ -48,6 +48,11 @@ typedef struct sc {
 
 /* New scenario with this configuration (NULL: defaults). */
 void sc_init(sc *s, const an_config *cfg);
+/* The same with a sink that takes no commands (as `analyze` without
+ * --store-commands): the analyzer may then take its quick path
+ * (analysis/analyzer.c, quick_command), which a command sink rules out;
+ * commands is not counted. */
+void sc_init_no_commands(sc *s, const an_config *cfg);
 void sc_free(sc *s);
 /* A connection from client "127.0.0.<host>:<cport>" to "127.0.0.1:<sport>";
  * returns its index. The handshake was seen. */
