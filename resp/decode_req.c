@@ -31,6 +31,14 @@
 
 /* ---------------------------------------------------------------- arguments */
 
+/* RQ_APART: out of line, so that the common path around the call saves
+ * fewer registers (the path is taken about once per command). */
+#if defined(__GNUC__)
+#define RQ_APART __attribute__((noinline))
+#else
+#define RQ_APART
+#endif
+
 /* Is argument i of the request being read a credential? */
 static int rq_is_secret(rq_dec *d, const resp_request *r, uint32_t i)
 {
@@ -324,6 +332,92 @@ static inline void arg_whole(rc_conn *c, const uint8_t *p, size_t len)
     d->argi = i + 1;
     if (r->argc < d->argi)
         r->argc = d->argi;
+}
+
+/* The key at p (len bytes, kept of them) of a whole argument: the first
+ * key's facts and prefix, then its slot. The call to resp_key_slot comes
+ * last, so that only r lives across it (fewer registers saved around it). */
+static inline void arg_key_whole(resp_request *r, const uint8_t *p, size_t len, uint32_t full,
+                                 uint32_t kept)
+{
+    uint32_t nkeys = r->nkeys;
+    r->nkeys = nkeys + 1;
+    if (nkeys == 0) {
+        r->key0_len = (uint8_t)kept;
+        r->key0_full_len = full;
+        arg_copy((uint8_t *)r->key0, p, kept);
+        r->slot = resp_key_slot(p, len);
+    } else if ((int32_t)resp_key_slot(p, len) != r->slot) {
+        r->multi_slot = 1;
+    }
+}
+
+/* Keep argument i (1..RESP_ARG_KEEP, not a credential) in args[i - 1]. */
+static inline void arg_keep(resp_request *r, uint32_t i, const uint8_t *p, uint32_t full,
+                            uint32_t kept)
+{
+    r->nargs = (uint8_t)i;
+    r->arg_full_len[i - 1] = full;
+    r->arg_len[i - 1] = (uint8_t)kept;
+    arg_copy((uint8_t *)r->args[i - 1], p, kept);
+}
+
+/* arg_plain's question to the key hook (or the default, the first
+ * argument), when the hook has not fixed its answers: about once per
+ * command. Argument i becomes the previous argument for the hook's next
+ * question (d->prev is read by nothing else in a command without
+ * credentials; arg_plain copies its bytes there next). Out of line and
+ * ending in a tail call, so that it saves no registers, nor does arg_plain's
+ * common path for it. Returns non-zero for a key. */
+static RQ_APART int arg_plain_ask(rc_conn *c, const resp_request *r, uint32_t i, uint32_t full,
+                                  uint32_t kept)
+{
+    rq_dec *d = &c->rq;
+    const resp_config *cfg = &c->rp->cfg;
+    resp_keyctx *k = &d->kc;
+    k->req = r;
+    k->argi = i;
+    k->prev = d->prev;
+    k->prev_len = d->prev_len;
+    k->prev_full_len = d->prev_full;
+    d->prev = (const uint8_t *)r->args[i - 1];
+    d->prev_len = kept;
+    d->prev_full = full;
+    if (cfg->key_fn == NULL)
+        return i == 1;
+    return cfg->key_fn(cfg->key_ctx, k);
+}
+
+/* arg_whole for argument i (1..RESP_ARG_KEEP) of a command without
+ * credentials (cred CRED_NONE), the common case: the argument is kept in
+ * args[i - 1]; once the hook's key mask is final, nothing else is asked
+ * and the previous argument is not recorded (only the hook reads it).
+ * d->argi is the caller's (rq_fast keeps it in a register). */
+static inline void arg_plain(rc_conn *c, resp_request *r, uint32_t i, const uint8_t *p,
+                             size_t len)
+{
+    rq_dec *d = &c->rq;
+    uint32_t full = len > UINT32_MAX ? UINT32_MAX : (uint32_t)len;
+    uint32_t kept = full < RESP_ARG_PREFIX ? full : RESP_ARG_PREFIX;
+    int key = d->kc.key_mask_final ? (int)((d->kc.key_mask >> i) & 1u) /* i < 32 */
+                                   : arg_plain_ask(c, r, i, full, kept);
+    arg_keep(r, i, p, full, kept);
+    if (key)
+        arg_key_whole(r, p, len, full, kept);
+}
+
+/* arg_whole for the command name (argument 0). */
+static inline void arg_name_whole(rc_conn *c, resp_request *r, const uint8_t *p, size_t len)
+{
+    rq_dec *d = &c->rq;
+    size_t nl = len < RESP_NAME_MAX - 1 ? len : RESP_NAME_MAX - 1;
+    name_copy((uint8_t *)r->name, p, nl);
+    r->name[nl] = '\0';
+    c->cur->name_len = (uint8_t)nl;
+    d->cred = rq_cred_class(nl ? rd_upper(p[0]) : 0, r->name, nl);
+    d->prev = (const uint8_t *)r->name;
+    d->prev_len = (uint32_t)nl;
+    d->prev_full = len > UINT32_MAX ? UINT32_MAX : (uint32_t)len;
 }
 
 /* ---------------------------------------------------------------- messages */
@@ -689,6 +783,66 @@ static void rq_resynced(rc_conn *c, uint64_t pos, int64_t ts)
     d->state = RQ_ARG_TYPE;
 }
 
+/* The fast path of RQ_ARG_TYPE: whole arguments ("$<len>\r\n<bytes>\r\n")
+ * that lie entirely in this chunk are handled here in one go, and so is the
+ * start of the next pipelined request ("*<n>\r\n") when it follows in the
+ * same chunk, without trips through rq_feed's switch. The index of the
+ * argument and the credential class stay in registers (d->argi is written
+ * when leaving and before the calls that read it). Returns where it
+ * stopped: at end, or at the first byte the states of rq_feed must handle
+ * (split, malformed, too long, "*0"), with d->state saying which. */
+static const uint8_t *rq_fast(rc_conn *c, const uint8_t *base, const uint8_t *p,
+                              const uint8_t *end, int64_t ts)
+{
+    rq_dec *d = &c->rq;
+    const uint64_t max_bulk = c->rp->cfg.max_bulk_request;
+    uint32_t i = d->argi;
+    int64_t v;
+    while (*p == '$') {
+        size_t k = rd_num_fast(p + 1, end, &v);
+        if (k == 0 || v < 0 || (uint64_t)v > max_bulk)
+            break;
+        const uint8_t *body = p + 1 + k;
+        if ((uint64_t)(end - body) < (uint64_t)v + 2)
+            break;
+        size_t len = (size_t)v;
+        if (body[len] != '\r' || body[len + 1] != '\n')
+            break;
+        p = body + len + 2;
+        resp_request *r = &c->cur->cmd.req;
+        if (i == 0) {
+            arg_name_whole(c, r, body, len);
+        } else if (i <= RESP_ARG_KEEP && d->cred == CRED_NONE) {
+            arg_plain(c, r, i, body, len);
+        } else { /* credentials, or past the kept arguments */
+            d->argi = i;
+            arg_whole(c, body, len);
+        }
+        i++;
+        if (i >= d->argc_expected) {
+            d->argi = i;
+            rq_complete(c, rq_pos(d, base, p), ts);
+            /* pipelined: the next request usually follows in the same
+             * chunk; start it here, as RQ_START and RQ_MB_LINE would */
+            if (p == end || *p != '*' || d->line.len != 0)
+                return p;
+            k = rd_num_fast(p + 1, end, &v);
+            if (k == 0 || v <= 0 || v > RD_MAX_ELEMENTS)
+                return p; /* "*0", long or split: the general path */
+            rq_begin(c, rq_pos(d, base, p), ts);
+            p += 1 + k;
+            d->argc_expected = (uint32_t)v;
+            c->cur->cmd.req.argc = (uint32_t)v;
+            d->state = RQ_ARG_TYPE;
+            i = 0;
+        }
+        if (p == end)
+            break;
+    }
+    d->argi = i;
+    return p;
+}
+
 void rq_feed(rc_conn *c, const uint8_t *base, size_t n, int64_t ts)
 {
     rq_dec *d = &c->rq;
@@ -744,41 +898,7 @@ void rq_feed(rc_conn *c, const uint8_t *base, size_t n, int64_t ts)
             break;
 
         case RQ_ARG_TYPE:
-            /* Fast path: whole arguments ("$<len>\r\n<bytes>\r\n") that lie
-             * entirely in this chunk are handled here in one go; anything
-             * else (split, malformed, too long) is left to the states below,
-             * which start from the same place. */
-            while (*p == '$') {
-                size_t k = rd_num_fast(p + 1, end, &v);
-                if (k == 0 || v < 0 || (uint64_t)v > cfg->max_bulk_request)
-                    break;
-                const uint8_t *body = p + 1 + k;
-                if ((uint64_t)(end - body) < (uint64_t)v + 2)
-                    break;
-                size_t len = (size_t)v;
-                if (body[len] != '\r' || body[len + 1] != '\n')
-                    break;
-                arg_whole(c, body, len);
-                p = body + len + 2;
-                if (d->argi >= d->argc_expected) {
-                    rq_complete(c, rq_pos(d, base, p), ts);
-                    /* pipelined: the next request usually follows in the
-                     * same chunk; start it here, as RQ_START and RQ_MB_LINE
-                     * would, without two more trips through the switch */
-                    if (p == end || *p != '*' || d->line.len != 0)
-                        break;
-                    k = rd_num_fast(p + 1, end, &v);
-                    if (k == 0 || v <= 0 || v > RD_MAX_ELEMENTS)
-                        break; /* "*0", long or split: the general path */
-                    rq_begin(c, rq_pos(d, base, p), ts);
-                    p += 1 + k;
-                    d->argc_expected = (uint32_t)v;
-                    c->cur->cmd.req.argc = (uint32_t)v;
-                    d->state = RQ_ARG_TYPE;
-                }
-                if (p == end)
-                    break;
-            }
+            p = rq_fast(c, base, p, end, ts);
             if (p == end || d->state != RQ_ARG_TYPE)
                 break;
             if (*p != '$') { /* Redis: "expected '$', got ..." */
