@@ -392,12 +392,13 @@ static RQ_APART int arg_plain_ask(rc_conn *c, const resp_request *r, uint32_t i,
  * credentials (cred CRED_NONE), the common case: the argument is kept in
  * args[i - 1]; once the hook's key mask is final, nothing else is asked
  * and the previous argument is not recorded (only the hook reads it).
- * d->argi is the caller's (rq_fast keeps it in a register). */
+ * full: its length (rq_fast takes only those that fit). d->argi is the
+ * caller's (rq_fast keeps it in a register). */
 static inline void arg_plain(rc_conn *c, resp_request *r, uint32_t i, const uint8_t *p,
-                             size_t len)
+                             uint32_t full)
 {
     rq_dec *d = &c->rq;
-    uint32_t full = len > UINT32_MAX ? UINT32_MAX : (uint32_t)len;
+    size_t len = full;
     uint32_t kept = full < RESP_ARG_PREFIX ? full : RESP_ARG_PREFIX;
     int key = d->kc.key_mask_final ? (int)((d->kc.key_mask >> i) & 1u) /* i < 32 */
                                    : arg_plain_ask(c, r, i, full, kept);
@@ -428,24 +429,31 @@ static inline uint64_t rq_pos(const rq_dec *d, const uint8_t *base, const uint8_
     return d->off + (uint64_t)(p - base);
 }
 
-/* A message starts at p: take a slot for it and reset the per-request state. */
-static void rq_begin(rc_conn *c, uint64_t pos, int64_t ts)
+/* A message starts at pos, a multibulk of argc arguments (0: not known
+ * yet): take a slot for it and reset the per-request state. The previous
+ * argument (d->prev) is not reset: every path sets it to the name before
+ * the key hook is first asked. */
+static inline void rq_begin_argc(rc_conn *c, uint64_t pos, int64_t ts, uint32_t argc)
 {
     rq_dec *d = &c->rq;
     c->cur = pair_request_slot(c, ts);
     d->in_msg = 1;
     d->msg_off = pos;
     d->argi = 0;
-    d->argc_expected = 0;
+    d->argc_expected = argc;
     d->cred = CRED_NONE;
     d->cred_left = 0;
     d->cred_stop = 0;
-    d->prev = NULL;
-    d->prev_len = 0;
-    d->prev_full = 0;
     memset(d->kc.scratch, 0, sizeof(d->kc.scratch));
     d->kc.key_mask = 0;
     d->kc.key_mask_final = 0;
+}
+
+/* A message starts at pos: take a slot for it and reset the per-request
+ * state. */
+static void rq_begin(rc_conn *c, uint64_t pos, int64_t ts)
+{
+    rq_begin_argc(c, pos, ts, 0);
 }
 
 /* The message ended at pos: hand the request over. */
@@ -783,6 +791,46 @@ static void rq_resynced(rc_conn *c, uint64_t pos, int64_t ts)
     d->state = RQ_ARG_TYPE;
 }
 
+/* Does p hold "\r\n"? One 2-byte compare (the pattern is built from the
+ * bytes themselves, so it holds whatever the byte order). */
+static inline int rq_is_crlf(const uint8_t *p)
+{
+    static const uint8_t crlf[2] = {'\r', '\n'};
+    uint16_t w, want;
+    memcpy(&w, p, 2);
+    memcpy(&want, crlf, 2);
+    return w == want;
+}
+
+/* The header of an argument whose length has one or two digits, "$<d>\r\n"
+ * or "$<dd>\r\n" (no leading zero), read from one 8-byte word (p has at
+ * least 8 bytes): redis-benchmark's and most clients' arguments. Returns
+ * the header's length with *len set, or 0 (anything else, which rd_num_fast
+ * reads). Measured: ~10 instructions less per argument than the byte-wise
+ * tests (real-150k callgrind). */
+static inline size_t rq_short_header(const uint8_t *p, size_t *len)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    uint64_t w;
+    memcpy(&w, p, 8);
+    unsigned d0 = (unsigned)((w >> 8) & 0xff) - '0';
+    unsigned d1 = (unsigned)((w >> 16) & 0xff) - '0';
+    /* two digits first: all but the name, mostly */
+    if ((w & 0xffff0000ffULL) == 0x0a0d000024ULL && d0 - 1 <= 8 && d1 <= 9) {
+        *len = d0 * 10 + d1;
+        return 5;
+    }
+    if ((w & 0xffff00ffULL) == 0x0a0d0024ULL && d0 <= 9) {
+        *len = d0;
+        return 4;
+    }
+#else
+    (void)p;
+    (void)len;
+#endif
+    return 0;
+}
+
 /* The fast path of RQ_ARG_TYPE: whole arguments ("$<len>\r\n<bytes>\r\n")
  * that lie entirely in this chunk are handled here in one go, and so is the
  * start of the next pipelined request ("*<n>\r\n") when it follows in the
@@ -795,25 +843,36 @@ static const uint8_t *rq_fast(rc_conn *c, const uint8_t *base, const uint8_t *p,
                               const uint8_t *end, int64_t ts)
 {
     rq_dec *d = &c->rq;
+    /* longer arguments (whole in one chunk they cannot be) are left to
+     * the states of rq_feed, which give the same result: here, a length
+     * always fits the uint32_t fields without clamping */
     const uint64_t max_bulk = c->rp->cfg.max_bulk_request;
+    const uint64_t max_len = max_bulk < UINT32_MAX ? max_bulk : UINT32_MAX;
     uint32_t i = d->argi;
     int64_t v;
-    while (*p == '$') {
-        size_t k = rd_num_fast(p + 1, end, &v);
-        if (k == 0 || v < 0 || (uint64_t)v > max_bulk)
-            break;
-        const uint8_t *body = p + 1 + k;
-        if ((uint64_t)(end - body) < (uint64_t)v + 2)
-            break;
-        size_t len = (size_t)v;
-        if (body[len] != '\r' || body[len + 1] != '\n')
+    for (;;) {
+        const uint8_t *body;
+        size_t len, k;
+        if (end - p >= 8 && (k = rq_short_header(p, &len)) != 0) {
+            body = p + k;
+        } else {
+            if (*p != '$')
+                break;
+            k = rd_num_fast(p + 1, end, &v);
+            if (k == 0 || v < 0)
+                break;
+            body = p + 1 + k;
+            len = (size_t)v;
+        }
+        if ((uint64_t)len > max_len || (uint64_t)(end - body) < (uint64_t)len + 2 ||
+            !rq_is_crlf(body + len))
             break;
         p = body + len + 2;
         resp_request *r = &c->cur->cmd.req;
         if (i == 0) {
             arg_name_whole(c, r, body, len);
         } else if (i <= RESP_ARG_KEEP && d->cred == CRED_NONE) {
-            arg_plain(c, r, i, body, len);
+            arg_plain(c, r, i, body, (uint32_t)len);
         } else { /* credentials, or past the kept arguments */
             d->argi = i;
             arg_whole(c, body, len);
@@ -829,9 +888,8 @@ static const uint8_t *rq_fast(rc_conn *c, const uint8_t *base, const uint8_t *p,
             k = rd_num_fast(p + 1, end, &v);
             if (k == 0 || v <= 0 || v > RD_MAX_ELEMENTS)
                 return p; /* "*0", long or split: the general path */
-            rq_begin(c, rq_pos(d, base, p), ts);
+            rq_begin_argc(c, rq_pos(d, base, p), ts, (uint32_t)v);
             p += 1 + k;
-            d->argc_expected = (uint32_t)v;
             c->cur->cmd.req.argc = (uint32_t)v;
             d->state = RQ_ARG_TYPE;
             i = 0;
