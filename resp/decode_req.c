@@ -257,19 +257,25 @@ static inline void arg_copy(uint8_t *dst, const uint8_t *p, size_t n)
     }
 }
 
-/* The same for a command name, upper-cased. */
-static inline void name_copy(uint8_t *dst, const uint8_t *p, size_t n)
+/* The same for a command name, upper-cased. Returns its first byte
+ * upper-cased (0 for an empty name), from the word in hand for the short
+ * names. */
+static inline uint8_t name_copy(uint8_t *dst, const uint8_t *p, size_t n)
 {
     if (n >= 4) {
         rd_upper_copy(dst, p, n);
+        return dst[0];
     } else if (n >= 2) {
         uint32_t w;
         memcpy(&w, p, 4);
         w = rd_upper32(w);
         memcpy(dst, &w, 4);
+        return dst[0];
     } else if (n == 1) {
         dst[0] = rd_upper(p[0]);
+        return dst[0];
     }
+    return 0;
 }
 
 /* A whole argument of len bytes at p, all in one chunk, followed by its
@@ -285,10 +291,10 @@ static inline void arg_whole(rc_conn *c, const uint8_t *p, size_t len)
     uint32_t kept = full < RESP_ARG_PREFIX ? full : RESP_ARG_PREFIX;
     if (i == 0) {
         size_t nl = len < RESP_NAME_MAX - 1 ? len : RESP_NAME_MAX - 1;
-        name_copy((uint8_t *)r->name, p, nl);
+        uint8_t first = name_copy((uint8_t *)r->name, p, nl);
         r->name[nl] = '\0';
         c->cur->name_len = (uint8_t)nl;
-        d->cred = rq_cred_class(nl ? rd_upper(p[0]) : 0, r->name, nl);
+        d->cred = rq_cred_class(first, r->name, nl);
         d->prev = (const uint8_t *)r->name;
         d->prev_len = (uint32_t)nl;
         d->prev_full = full;
@@ -412,10 +418,10 @@ static inline void arg_name_whole(rc_conn *c, resp_request *r, const uint8_t *p,
 {
     rq_dec *d = &c->rq;
     size_t nl = len < RESP_NAME_MAX - 1 ? len : RESP_NAME_MAX - 1;
-    name_copy((uint8_t *)r->name, p, nl);
+    uint8_t first = name_copy((uint8_t *)r->name, p, nl);
     r->name[nl] = '\0';
     c->cur->name_len = (uint8_t)nl;
-    d->cred = rq_cred_class(nl ? rd_upper(p[0]) : 0, r->name, nl);
+    d->cred = rq_cred_class(first, r->name, nl);
     d->prev = (const uint8_t *)r->name;
     d->prev_len = (uint32_t)nl;
     d->prev_full = len > UINT32_MAX ? UINT32_MAX : (uint32_t)len;
@@ -831,6 +837,26 @@ static inline size_t rq_short_header(const uint8_t *p, size_t *len)
     return 0;
 }
 
+/* The header of a multibulk of 1..9 arguments, "*<1..9>\r\n", read from
+ * one 8-byte word (p has at least 8 bytes), as rq_short_header reads an
+ * argument's. Returns its length (4) with *n set, or 0. */
+static inline size_t rq_short_count(const uint8_t *p, size_t *n)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    uint64_t w;
+    memcpy(&w, p, 8);
+    unsigned d0 = (unsigned)((w >> 8) & 0xff) - '1';
+    if ((w & 0xffff00ffULL) == 0x0a0d002aULL && d0 <= 8) {
+        *n = d0 + 1;
+        return 4;
+    }
+#else
+    (void)p;
+    (void)n;
+#endif
+    return 0;
+}
+
 /* The fast path of RQ_ARG_TYPE: whole arguments ("$<len>\r\n<bytes>\r\n")
  * that lie entirely in this chunk are handled here in one go, and so is the
  * start of the next pipelined request ("*<n>\r\n") when it follows in the
@@ -883,13 +909,20 @@ static const uint8_t *rq_fast(rc_conn *c, const uint8_t *base, const uint8_t *p,
             rq_complete(c, rq_pos(d, base, p), ts);
             /* pipelined: the next request usually follows in the same
              * chunk; start it here, as RQ_START and RQ_MB_LINE would */
-            if (p == end || *p != '*' || d->line.len != 0)
+            if (end - p >= 8 && (k = rq_short_count(p, &len)) != 0) {
+                v = (int64_t)len; /* "*<1..9>\r\n" */
+            } else {
+                if (p == end || *p != '*')
+                    return p;
+                k = rd_num_fast(p + 1, end, &v);
+                if (k == 0 || v <= 0 || v > RD_MAX_ELEMENTS)
+                    return p; /* "*0", long or split: the general path */
+                k++;
+            }
+            if (d->line.len != 0)
                 return p;
-            k = rd_num_fast(p + 1, end, &v);
-            if (k == 0 || v <= 0 || v > RD_MAX_ELEMENTS)
-                return p; /* "*0", long or split: the general path */
             rq_begin_argc(c, rq_pos(d, base, p), ts, (uint32_t)v);
-            p += 1 + k;
+            p += k;
             c->cur->cmd.req.argc = (uint32_t)v;
             d->state = RQ_ARG_TYPE;
             i = 0;

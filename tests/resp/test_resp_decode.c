@@ -311,6 +311,50 @@ static void test_split_f(void **state)
     free(log);
 }
 
+/* Pipelined requests whose headers take rq_fast's word reads when fed whole
+ * ("*<1..9>", "$<1..2 digits>") next to those that do not (two-digit
+ * counts, three-digit lengths, a leading zero), names of 1 to 40 bytes in
+ * any case, more arguments than are kept, credentials: the general states
+ * (every split) must give the same log. */
+static const h_step sample_fast[] = {
+    {CAP_TO_SERVER,
+     "*1\r\n$1\r\nx\r\n*2\r\n$2\r\nGe\r\n$1\r\nk\r\n*2\r\n$4\r\nincr\r\n$10\r\n0123456789\r\n"
+     "*3\r\n$3\r\nset\r\n$22\r\nkey:{06S}:000000849830\r\n$0\r\n\r\n"
+     "*13\r\n$4\r\nMSET\r\n$2\r\nk1\r\n$2\r\nv1\r\n$2\r\nk2\r\n$2\r\nv2\r\n$2\r\nk3\r\n$2\r\nv3\r\n"
+     "$2\r\nk4\r\n$2\r\nv4\r\n$2\r\nk5\r\n$2\r\nv5\r\n$2\r\nk6\r\n$2\r\nv6\r\n"
+     "*3\r\n$3\r\nSET\r\n$99\r\n"
+     "kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk"
+     "\r\n$100\r\n"
+     "vvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvv"
+     "\r\n*2\r\n$40\r\nabcdefghijklmnopqrstuvwxyzabcdefghijklmn\r\n$1\r\nz\r\n"
+     "*2\r\n$4\r\nAUTH\r\n$6\r\nsecret\r\n*5\r\n$5\r\nhello\r\n$1\r\n3\r\n$4\r\nAUTH\r\n$1\r\nu\r\n"
+     "$2\r\npw\r\n*4\r\n$6\r\nCONFIG\r\n$3\r\nSET\r\n$11\r\nrequirepass\r\n$2\r\npw\r\n"
+     "*9\r\n$4\r\nDUMP\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n$1\r\nd\r\n$1\r\ne\r\n$1\r\nf\r\n"
+     "$1\r\ng\r\n$1\r\nh\r\n*2\r\n$3\r\nGET\r\n$03\r\nabc\r\n*1\r\n$4\r\nPING\r\n", 0},
+};
+
+static void test_fast_headers(void **state)
+{
+    (void)state;
+    check_split_invariance(sample_fast, sizeof sample_fast / sizeof sample_fast[0]);
+    char *log = h_run(sample_fast, sizeof sample_fast / sizeof sample_fast[0], 0, 1, NULL);
+    assert_non_null(strstr(log, "name=X argc=1"));
+    assert_non_null(strstr(log, "name=GE argc=2"));
+    assert_non_null(strstr(log, "a1=0123456789/10"));
+    assert_non_null(strstr(log, "a1=key:{06S}:000000849830/22 a2=/0"));
+    assert_non_null(strstr(log, "name=MSET argc=13"));
+    assert_non_null(strstr(log, "a5=k3/2 nkeys=1"));
+    assert_non_null(strstr(log, "/99 a2=vvvv"));
+    assert_non_null(strstr(log, "/100 nkeys=1"));
+    assert_non_null(strstr(log, "name=ABCDEFGHIJKLMNOPQRSTUVWXYZABCDE argc=2"));
+    assert_non_null(strstr(log, "name=AUTH argc=2 inl=0 bytes=26"));
+    assert_null(strstr(log, "secret"));
+    assert_null(strstr(log, "=pw/"));
+    assert_non_null(strstr(log, "name=DUMP argc=9"));
+    assert_non_null(strstr(log, "perr=1"));
+    free(log);
+}
+
 /* Inputs a fuzzer found to decode differently depending on the chunking. */
 static void test_split_regressions(void **state)
 {
@@ -1151,6 +1195,7 @@ int main(void)
         cmocka_unit_test(test_split_f),
         cmocka_unit_test(test_random_split_invariance),
         cmocka_unit_test(test_split_regressions),
+        cmocka_unit_test(test_fast_headers),
         cmocka_unit_test(test_inline),
         cmocka_unit_test(test_limits),
         cmocka_unit_test(test_request_limits),
