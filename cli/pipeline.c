@@ -253,7 +253,8 @@ static int open_store(pipeline *p)
     /* Capture files: indexes once at close (cheaper); live: row by row, for
      * queries during the run (store/indexes.sql). */
     store_opts so = {.force = o->force, .store_commands = o->store_commands,
-                     .index_at_close = !p->live, .command_line = cli_command_line};
+                     .index_at_close = !p->live, .writer_thread = o->threads > 1,
+                     .command_line = cli_command_line};
     p->st = store_open(o->db, &so, err, sizeof err);
     if (!p->st) {
         cli_error("%s", err);

@@ -10,6 +10,7 @@
 #define SLOTSCOPE_STORE_INTERNAL_H
 
 #include <sqlite3.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -31,7 +32,11 @@ enum store_stmt {
     ST_MIGRATION,
     ST_LATENCY,
     ST_COMMAND,
-    ST_COUNT
+    ST_COUNT,
+    /* Not statements: the writer thread's other jobs (writer.c). A queued
+     * row with one of these as its `which` carries no values. */
+    ST_DO_COMMIT = ST_COUNT, /* flush the bulk tables and commit */
+    ST_DO_STOP               /* the last job: the thread returns */
 };
 
 /* Rows of the three tables written in bulk (redirects, connections, and
@@ -55,14 +60,32 @@ typedef struct store_cell {
     int kind;            /* enum store_cell_kind */
 } store_cell;
 
+/* How a row keeps its texts (store_row.copy_text). */
+enum store_copy {
+    STORE_KEEP = 0,  /* written at once: the caller's texts, valid until store_row_end */
+    STORE_COPY,      /* buffered: copied into text[]; one that does not fit stays the
+                        caller's and the row is written at once (must_write) */
+    STORE_COPY_ALL   /* queued for the writer thread: copied into text[], one that
+                        does not fit into a heap block of its own (heap) */
+};
+
+/* A text of a queued row too long for its text[] (writer.c): one malloc'd
+ * block per text, freed by the writer thread once the row is written. */
+typedef struct store_heap_text {
+    struct store_heap_text *next;
+    char text[];
+} store_heap_text;
+
 /* One row being written: its values, parameter i+1 in cell[i]. A buffered row
  * copies its texts into text[]; a row written at once points to the caller's
  * (which live until store_row_end). */
 typedef struct store_row {
-    enum store_stmt which;            /* its statement */
-    int copy_text;                    /* buffered: texts must be copied */
+    enum store_stmt which;            /* its statement (or an ST_DO_ job) */
+    int copy_text;                    /* enum store_copy */
     int must_write;                   /* a text did not fit in text[]: write now */
+    int no_memory;                    /* STORE_COPY_ALL: a heap block failed */
     uint32_t text_used;               /* bytes of text[] in use */
+    store_heap_text *heap;            /* STORE_COPY_ALL: the texts beyond text[] */
     store_cell cell[STORE_MAX_COLS];
     char text[STORE_ROW_TEXT];
 } store_row;
@@ -83,6 +106,9 @@ typedef struct store_node_text {
     char text[CAP_ENDPOINT_STRLEN];
 } store_node_text;
 
+/* The writer thread and its queue of rows (writer.c). */
+typedef struct store_writer store_writer;
+
 struct store {
     sqlite3 *db;                   /* the open database */
     char path[1024];               /* as given, for messages */
@@ -96,7 +122,9 @@ struct store {
     uint32_t next_node;            /* the entry a new endpoint replaces when full */
     int in_txn;                    /* a BEGIN is open */
     uint32_t pending;              /* rows written in the open transaction */
-    uint64_t rows;                 /* rows written in all (tests, messages) */
+    _Atomic uint64_t rows;         /* rows written in all (tests, messages) */
+    store_writer *writer;          /* opts.writer_thread: the thread that writes */
+    atomic_int failed;             /* error[] is set (read by the other thread) */
     char error[1400];              /* first write error, "" if none */
 };
 
@@ -110,6 +138,29 @@ void store_row_end(store *s, store_row *r);
 /* Record the first error (later ones are ignored): what failed plus SQLite's
  * own words for rc. */
 void store_fail(store *s, const char *what, int rc);
+
+/* What store_row_begin and store_row_end do with the row once it is filled,
+ * on the thread that owns the connection: open a transaction if none is, then
+ * write or buffer the row and commit when the batch is full (store.c). */
+int store_txn_begin(store *s);
+void store_row_write(store *s, store_row *r);
+/* Flush the bulk tables and commit (store.c). 0, or -1 after an error. */
+int store_commit_now(store *s);
+
+/* The writer thread (writer.c), with opts.writer_thread. writer_start: 0, or
+ * -1 when the thread cannot be made (the store then writes synchronously).
+ * writer_row_begin / writer_row_end queue a row (waiting for room when the
+ * queue is full); writer_commit queues a commit and waits for it; writer_sync
+ * waits until every queued job is done; writer_stop drains the queue, ends
+ * the thread and frees it (s->writer becomes NULL). */
+int writer_start(store *s);
+store_row *writer_row_begin(store *s, enum store_stmt which);
+void writer_row_end(store *s);
+int writer_commit(store *s);
+void writer_sync(store *s);
+void writer_stop(store *s);
+/* store_set_text_len's case of a queued row whose text does not fit in text[]. */
+void writer_copy_long_text(store_row *r, store_cell *c, const char *text, size_t len);
 
 /* Set parameter i (numbered from 1 like SQLite's) of a row. Text: NULL is
  * written as ''; a buffered row copies it, others keep the pointer, which must

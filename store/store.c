@@ -11,6 +11,33 @@
  * - switching back to journal_mode=DELETE at close checkpoints the WAL into the
  *   main file and removes it, so a finished database is one self-contained file
  *   that can be copied elsewhere.
+ *
+ * The writer thread (store_opts.writer_thread: --threads N, N >= 2; writer.c).
+ * Why: with --threads 2 the thread that runs capture, resp and the analysis is
+ * the critical path, and stepping SQLite cost it ~25-30 ms of ~0.30 s on
+ * real.pcap while the reader thread's core had time to spare. So that thread
+ * only fills rows (store_row_begin / store_set_* / store_row_end, copying
+ * every text) into a queue, and the writer thread does with each what
+ * store_row_end does on one thread: BEGIN when needed, the bulk tables' 32-row
+ * buffers, the commit every batch_rows rows. How the order is kept: one FIFO
+ * carries everything asked of SQLite while the thread runs: rows of every
+ * table, meta, counters, inputs (and the INSERT..SELECT of their names), and
+ * the commits (store_commit queues one and waits until it is done). Jobs are
+ * done one at a time in the order given, by code shared with the one-thread
+ * path, so the statements, their grouping, the transactions and the rowids are
+ * those of a run without the thread. Only the writer touches the connection
+ * (opened NOMUTEX) while it runs; store_db waits until the queue is empty, and
+ * store_close queues end_us and a commit, stops and joins the thread, then
+ * checkpoints and builds the indexes itself. Bounds: the queue holds 1024 rows
+ * (~1.2 MB); when it is full the giving thread waits until it is half empty. A
+ * text that does not fit in a row's 512 bytes (a finding's JSON evidence) is
+ * copied to the heap and freed by the writer once the row is written; if that
+ * malloc fails the writer fails the store ("out of memory"), nothing is
+ * dropped quietly. Errors: the writer records the first one (store_fail) and
+ * sets `failed`, which the giving thread reads: it stops queueing rows, and
+ * store_commit, store_close and store_error report it as before, just possibly
+ * a few rows later. Without writer_thread nothing of this runs: the calling
+ * thread writes synchronously, exactly as before.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -147,6 +174,9 @@ void store_fail(store *s, const char *what, int rc)
         return; /* the first error sticks */
     describe_rc(s->db, rc, why, sizeof why);
     snprintf(s->error, sizeof s->error, "cannot %s '%s': %s", what, s->path, why);
+    /* Published after the text: the thread that gives rows reads error[] only
+     * once it sees failed (store_error). */
+    atomic_store_explicit(&s->failed, 1, memory_order_release);
     /* A failed statement may have left the transaction open or rolled it back
      * itself; either way nothing more is written, so end it cleanly. */
     if (s->db && !sqlite3_get_autocommit(s->db))
@@ -179,8 +209,11 @@ void store_set_text_len(store_row *r, int i, const char *text, size_t len)
         r->text_used += (uint32_t)len;
     } else {
         /* Keep the caller's text, valid until store_row_end, which then writes
-         * this row and those before it at once. */
+         * this row and those before it at once. A queued row cannot keep it:
+         * the writer thread writes it later, from a copy on the heap. */
         r->must_write = 1;
+        if (r->copy_text == STORE_COPY_ALL)
+            writer_copy_long_text(r, c, text, len);
     }
 }
 
@@ -281,20 +314,30 @@ static void flush_all(store *s)
         flush_rows(s, (enum store_stmt)i);
 }
 
+int store_txn_begin(store *s)
+{
+    int rc;
+    if (s->in_txn)
+        return 0;
+    rc = step_plain(s, ST_BEGIN);
+    if (rc != SQLITE_OK) {
+        store_fail(s, "write to", rc);
+        return -1;
+    }
+    s->in_txn = 1;
+    return 0;
+}
+
 store_row *store_row_begin(store *s, enum store_stmt which)
 {
     store_rowbuf *b;
     store_row *r;
-    if (!s || s->error[0])
+    if (!s || atomic_load_explicit(&s->failed, memory_order_acquire))
         return NULL;
-    if (!s->in_txn) {
-        int rc = step_plain(s, ST_BEGIN);
-        if (rc != SQLITE_OK) {
-            store_fail(s, "write to", rc);
-            return NULL;
-        }
-        s->in_txn = 1;
-    }
+    if (s->writer)
+        return writer_row_begin(s, which);
+    if (store_txn_begin(s) != 0)
+        return NULL;
     b = s->buf[which];
     r = b ? &b->row[b->n] : &s->one; /* b->n < STORE_MULTI_ROWS: flushed when full */
     r->which = which;
@@ -306,6 +349,14 @@ store_row *store_row_begin(store *s, enum store_stmt which)
 }
 
 void store_row_end(store *s, store_row *r)
+{
+    if (s->writer)
+        writer_row_end(s);
+    else
+        store_row_write(s, r);
+}
+
+void store_row_write(store *s, store_row *r)
 {
     store_rowbuf *b = s->buf[r->which];
     if (b) {
@@ -321,15 +372,27 @@ void store_row_end(store *s, store_row *r)
     }
     if (s->error[0])
         return;
-    s->rows++;
+    /* One thread counts: a plain load and store (rows is atomic only so that
+     * store_rows may read it from the other). */
+    atomic_store_explicit(&s->rows, atomic_load_explicit(&s->rows, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
     if (++s->pending >= s->opts.batch_rows)
-        store_commit(s);
+        store_commit_now(s);
 }
 
 int store_commit(store *s)
 {
+    if (!s || atomic_load_explicit(&s->failed, memory_order_acquire))
+        return -1;
+    if (s->writer)
+        return writer_commit(s);
+    return store_commit_now(s);
+}
+
+int store_commit_now(store *s)
+{
     int rc;
-    if (!s || s->error[0])
+    if (s->error[0])
         return -1;
     if (!s->in_txn)
         return 0;
@@ -348,16 +411,21 @@ int store_commit(store *s)
 
 const char *store_error(const store *s)
 {
-    return s && s->error[0] ? s->error : NULL;
+    /* (A cast: C11's atomic_load takes a pointer to non-const.) */
+    if (!s || !atomic_load_explicit((atomic_int *)&s->failed, memory_order_acquire))
+        return NULL;
+    return s->error;
 }
 
 uint64_t store_rows(const store *s)
 {
-    return s ? s->rows : 0;
+    return s ? atomic_load_explicit((_Atomic uint64_t *)&s->rows, memory_order_relaxed) : 0;
 }
 
 struct sqlite3 *store_db(store *s)
 {
+    if (s && s->writer)
+        writer_sync(s); /* the caller may use the connection until its next call */
     return s ? s->db : NULL;
 }
 
@@ -517,6 +585,10 @@ store *store_open(const char *path, const store_opts *opts, char *err, size_t er
         seterr(err, err_size, "%s", s->error);
         goto fail;
     }
+    /* From here on rows go through the writer thread's queue. Should the
+     * thread not start, this thread writes them itself: same database. */
+    if (opts->writer_thread)
+        writer_start(s);
     return s;
 
 fail:
@@ -558,6 +630,10 @@ int store_close(store *s, char *err, size_t err_size)
     snprintf(num, sizeof num, "%lld", (long long)now_us());
     store_meta(s, "end_us", num);
     store_commit(s);
+    /* The writer thread has done all it was given: end it, and this thread
+     * owns the connection again for the checkpoint and the indexes. */
+    if (s->writer)
+        writer_stop(s);
     /* Checkpoint the WAL into the main file and drop it: one self-contained file.
      * If that fails every row is still committed, in the WAL file. */
     if (!s->error[0]) {

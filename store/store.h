@@ -33,6 +33,8 @@ typedef struct store_opts {
     uint32_t batch_rows;       /* rows per transaction (default 5000) */
     int index_at_close;        /* build the query indexes in store_close instead
                                   of row by row (capture files; store/indexes.sql) */
+    int writer_thread;         /* write on a thread of the store's own (--threads):
+                                  the caller only queues the rows (store.c) */
     const char *command_line;  /* recorded in meta */
 } store_opts;
 
@@ -42,9 +44,12 @@ typedef struct store_opts {
 store *store_open(const char *path, const store_opts *opts, char *err, size_t err_size);
 /* Commit what is pending, write the end time, close. Returns 0, or -1 with err. */
 int store_close(store *s, char *err, size_t err_size);
-/* Commit the batch now (live mode: periodically; before exit on a signal). */
+/* Commit the batch now (live mode: periodically; before exit on a signal).
+ * With a writer thread: once every row given before is written and committed. */
 int store_commit(store *s);
-/* The first write error, or NULL: writing stops after one (disk full, ...). */
+/* The first write error, or NULL: writing stops after one (disk full, ...).
+ * With a writer thread it shows up when the writer meets it, a little after the
+ * row that caused it was given; store_commit and store_close report it too. */
 const char *store_error(const store *s);
 
 /* The an_sink that writes analysis records (ctx = s). */
@@ -59,7 +64,7 @@ void store_counters(store *s, const cap_stats *cs, const resp_stats *rs, const a
 /* A meta key/value. */
 void store_meta(store *s, const char *key, const char *value);
 
-/* Rows written so far (all tables). */
+/* Rows written so far (all tables); with a writer thread, as far as it got. */
 uint64_t store_rows(const store *s);
 
 /* The named counters of the three stages, in a fixed order, each passed to
@@ -74,7 +79,9 @@ void store_each_counter(const cap_stats *cs, const resp_stats *rs, const an_stat
 struct sqlite3;
 struct sqlite3 *store_open_readonly(const char *path, char *err, size_t err_size);
 
-/* The handle's database connection (tests; tools that read what was written). */
+/* The handle's database connection (tests; tools that read what was written).
+ * With a writer thread this first waits until every row given is written; the
+ * caller may use the connection until its next call of a store function. */
 struct sqlite3 *store_db(store *s);
 
 #endif /* SLOTSCOPE_STORE_H */

@@ -2,6 +2,10 @@
  * test_store.c - the SQLite store: schema round trip, upserts, batching and
  * interrupted runs, refusing to overwrite, clear errors (missing directory,
  * disk full), read-only open checks, no credentials in the file.
+ *
+ * Run as "test_store --writer-thread" (ctest test_store_writer) every test
+ * runs again with the store's writer thread (store_opts.writer_thread), and
+ * test_writer_same_database compares the two ways row for row.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -26,6 +30,8 @@
 /* A fresh temporary directory per test, removed afterwards. */
 static char tmpdir[256];
 static char dbpath[512];
+/* --writer-thread: the stores the tests open write on a thread of their own. */
+static int writer_thread;
 
 static int setup(void **state)
 {
@@ -72,6 +78,7 @@ static store *open_store(int force, int store_commands, uint32_t batch)
 {
     char err[512] = "";
     store_opts o = {.force = force, .store_commands = store_commands, .batch_rows = batch,
+                    .writer_thread = writer_thread,
                     .command_line = "slotscope analyze t.pcap --db t.db"};
     store *s = store_open(dbpath, &o, err, sizeof err);
     if (!s)
@@ -334,6 +341,7 @@ static void test_batches(void **state)
 
     s = open_store(0, 0, 3);
     write_redirects(s, 7);
+    store_db(s); /* with a writer thread: once it has written them */
     db = open_ro();
     assert_int_equal(q_int(db, "SELECT count(*) FROM redirects"), 6);
     assert_int_equal(store_commit(s), 0);
@@ -355,7 +363,7 @@ static int64_t index_count(store *s)
 static void test_index_at_close(void **state)
 {
     char err[512] = "";
-    store_opts o = {.index_at_close = 1, .batch_rows = 4};
+    store_opts o = {.index_at_close = 1, .batch_rows = 4, .writer_thread = writer_thread};
     store *s;
     sqlite3 *db;
     (void)state;
@@ -401,6 +409,7 @@ static void test_interrupted_run(void **state)
     if (pid == 0) {
         store *s = open_store(0, 0, 4);
         write_redirects(s, 10); /* two batches of 4 committed, 2 rows pending */
+        store_db(s);            /* with a writer thread: once it has done that */
         raise(SIGKILL);         /* no store_close, no commit, no exit handlers */
         _exit(1);               /* not reached */
     }
@@ -614,6 +623,7 @@ static void test_buffered_rows(void **state)
 
     s = open_store(0, 0, 7); /* commits in the middle of a buffer */
     write_redirects(s, 100);
+    store_db(s); /* with a writer thread: once it has written them */
     db = open_ro();
     assert_int_equal(q_int(db, "SELECT count(*) FROM redirects"), 98);
     assert_int_equal(q_int(db, "SELECT count(*) FROM redirects WHERE ts_us != 999 + id"), 0);
@@ -772,7 +782,127 @@ static void test_counter_names(void **state)
     sqlite3_close(db);
 }
 
-int main(void)
+/* Every statement a store runs, as SQL with its values (sqlite3_trace_v2),
+ * except the one that writes the end time; stmt NULL: add the line sql_text. */
+struct trace {
+    char *text;
+    size_t len, cap;
+};
+static int trace_statement(unsigned type, void *ctx, void *stmt, void *sql_text)
+{
+    struct trace *t = ctx;
+    char *sql = stmt ? sqlite3_expanded_sql(stmt) : sqlite3_mprintf("%s", (char *)sql_text);
+    size_t n;
+    (void)type;
+    assert_non_null(sql);
+    n = strlen(sql);
+    if (!strstr(sql, "'end_us'")) {
+        if (t->len + n + 2 > t->cap) {
+            t->cap = (t->len + n + 2) * 2;
+            t->text = realloc(t->text, t->cap);
+            assert_non_null(t->text);
+        }
+        memcpy(t->text + t->len, sql, n);
+        t->len += n;
+        t->text[t->len++] = '\n';
+        t->text[t->len] = 0;
+    }
+    sqlite3_free(sql);
+    return 0;
+}
+
+/* A mix of every kind of row, more than the writer's queue holds (1024),
+ * with long texts (a finding's evidence of several KB, a command's long
+ * client name), commits asked in the middle and a look at the database. */
+static void write_mix(store *s, struct trace *t)
+{
+    cap_conn conn = sample_conn();
+    resp_command cmd = sample_command(&conn, "GET", "k");
+    an_sink sink = store_sink(s);
+    static char evidence[6000], client[900];
+    uint64_t rows_seen;
+
+    memset(client, 'c', sizeof client - 1);
+    for (size_t i = 0; i + 1 < sizeof evidence; i++)
+        evidence[i] = (char)('a' + i % 26);
+    evidence[0] = '{';
+    evidence[sizeof evidence - 2] = '}';
+    assert_int_equal(sqlite3_trace_v2(store_db(s), SQLITE_TRACE_STMT, trace_statement, t),
+                     SQLITE_OK);
+    for (int i = 0; i < 3000; i++) {
+        an_redirect r = {.ts_us = 1000 + i, .kind = RESP_ERR_ASK, .slot = i % 16384};
+        snprintf(r.key, sizeof r.key, "key:%d", i);
+        sink.redirect(sink.ctx, &r);
+        write_connection_row(s, (uint64_t)(i % 700) + 1, (uint64_t)i);
+        cmd.seq = (uint64_t)i;
+        sink.command(sink.ctx, &cmd, i % 97 == 5 ? client : "10.0.0.5", i % 16384);
+        if (i % 50 == 0) {
+            an_finding f = sample_finding((uint64_t)(i % 300) + 1, (uint64_t)i);
+            f.evidence = i % 100 == 0 ? evidence : "{}";
+            memset(f.summary, 's', sizeof f.summary - 1);
+            sink.finding(sink.ctx, &f);
+            store_counter(s, "packets", (uint64_t)i);
+        }
+        if (i == 1234)
+            assert_int_equal(store_commit(s), 0);
+        if (i == 2000 || i == 2500) {
+            /* store_db waits for the writer: what it sees (written rows, the
+             * bulk buffers' rows not yet) is what one thread sees */
+            char seen[64];
+            int64_t n = q_int(store_db(s), "SELECT count(*) FROM redirects");
+            snprintf(seen, sizeof seen, "seen %lld", (long long)n);
+            trace_statement(0, t, NULL, seen);
+            assert_true(n > i - 32 && n <= i + 1);
+        }
+    }
+    rows_seen = store_rows(s);
+    assert_true(rows_seen > 0);
+    close_store(s);
+}
+
+/* The writer thread runs exactly the statements one thread runs, in the same
+ * order, with the same values: the same multi-row INSERTs, the same
+ * transactions (BEGIN and COMMIT at the same rows), the same database. */
+static void test_writer_same_database(void **state)
+{
+    struct trace one = {0}, two = {0};
+    store_opts o = {.store_commands = 1, .batch_rows = 500};
+    char err[512] = "";
+    sqlite3 *db;
+    (void)state;
+
+    for (int with_thread = 0; with_thread <= 1; with_thread++) {
+        store *s;
+        o.force = 1;
+        o.writer_thread = with_thread;
+        s = store_open(dbpath, &o, err, sizeof err);
+        if (!s)
+            fail_msg("store_open: %s", err);
+        write_mix(s, with_thread ? &two : &one);
+    }
+    assert_non_null(one.text);
+    assert_non_null(two.text);
+    assert_non_null(strstr(one.text, "COMMIT"));
+    assert_non_null(strstr(one.text, "),("));      /* multi-row INSERTs */
+    assert_non_null(strstr(one.text, "}')"));      /* the long evidence, whole */
+    if (strcmp(one.text, two.text) != 0) {
+        size_t i = 0;
+        while (one.text[i] == two.text[i])
+            i++;
+        fail_msg("statements differ at byte %zu of %zu:\n  one thread: %.160s\n  writer:     %.160s",
+                 i, one.len, one.text + i, two.text + i);
+    }
+    db = open_ro();
+    assert_int_equal(q_int(db, "SELECT count(*) FROM redirects WHERE ts_us != 999 + id"), 0);
+    assert_int_equal(q_int(db, "SELECT count(*) FROM commands"), 3000);
+    assert_int_equal(q_int(db, "SELECT count(*) FROM commands WHERE seq != id - 1"), 0);
+    assert_int_equal(q_int(db, "SELECT max(length(evidence)) FROM findings"), 5999);
+    sqlite3_close(db);
+    free(one.text);
+    free(two.text);
+}
+
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
@@ -790,6 +920,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_buffered_replace, setup, teardown),
         cmocka_unit_test_setup_teardown(test_buffered_long_text, setup, teardown),
         cmocka_unit_test_setup_teardown(test_command_nodes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_writer_same_database, setup, teardown),
     };
+    writer_thread = argc > 1 && strcmp(argv[1], "--writer-thread") == 0;
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
