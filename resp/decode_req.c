@@ -340,32 +340,65 @@ static inline void arg_whole(rc_conn *c, const uint8_t *p, size_t len)
         r->argc = d->argi;
 }
 
-/* The key at p (len bytes, kept of them) of a whole argument: the first
- * key's facts and prefix, then its slot. The call to resp_key_slot comes
- * last, so that only r lives across it (fewer registers saved around it). */
-static inline void arg_key_whole(resp_request *r, const uint8_t *p, size_t len, uint32_t full,
-                                 uint32_t kept)
+/* Copy a head piece and a tail piece of W bytes (W <= n) of p to a and b
+ * both: each piece is loaded once. */
+#define COPY_TWICE(a, b, p, n, W)                                                   \
+    do {                                                                             \
+        uint8_t head_[W], tail_[W];                                                  \
+        memcpy(head_, (p), W);                                                       \
+        memcpy(tail_, (p) + (n) - W, W);                                             \
+        memcpy((a), head_, W);                                                       \
+        memcpy((a) + (n) - W, tail_, W);                                             \
+        memcpy((b), head_, W);                                                       \
+        memcpy((b) + (n) - W, tail_, W);                                             \
+    } while (0)
+
+/* arg_copy to two places (an argument that is also the first key: args[]
+ * and key0), with one set of loads and one choice of piece size. */
+static inline void arg_copy_twice(uint8_t *a, uint8_t *b, const uint8_t *p, size_t n)
 {
+    if (n >= 32) {
+        COPY_TWICE(a, b, p, n, 32);
+    } else if (n >= 16) {
+        COPY_TWICE(a, b, p, n, 16);
+    } else if (n >= 8) {
+        COPY_TWICE(a, b, p, n, 8);
+    } else if (n >= 4) {
+        COPY_TWICE(a, b, p, n, 4);
+    } else {
+        arg_copy(a, p, n);
+        arg_copy(b, p, n);
+    }
+}
+
+/* Keep argument i (1..RESP_ARG_KEEP, not a credential) of a whole
+ * argument at p in args[i - 1], and when key says it is a key, its slot
+ * and, for the first key, its facts and prefix (copied along with args[]).
+ * The call to resp_key_slot comes last, so that only r lives across it
+ * (fewer registers saved around it). */
+static inline void arg_keep(resp_request *r, uint32_t i, const uint8_t *p, uint32_t full,
+                            uint32_t kept, int key)
+{
+    uint8_t *dst = (uint8_t *)r->args[i - 1];
+    r->nargs = (uint8_t)i;
+    r->arg_full_len[i - 1] = full;
+    r->arg_len[i - 1] = (uint8_t)kept;
+    if (!key) {
+        arg_copy(dst, p, kept);
+        return;
+    }
     uint32_t nkeys = r->nkeys;
     r->nkeys = nkeys + 1;
     if (nkeys == 0) {
         r->key0_len = (uint8_t)kept;
         r->key0_full_len = full;
-        arg_copy((uint8_t *)r->key0, p, kept);
-        r->slot = resp_key_slot(p, len);
-    } else if ((int32_t)resp_key_slot(p, len) != r->slot) {
-        r->multi_slot = 1;
+        arg_copy_twice(dst, (uint8_t *)r->key0, p, kept);
+        r->slot = resp_key_slot(p, full);
+    } else {
+        arg_copy(dst, p, kept);
+        if ((int32_t)resp_key_slot(p, full) != r->slot)
+            r->multi_slot = 1;
     }
-}
-
-/* Keep argument i (1..RESP_ARG_KEEP, not a credential) in args[i - 1]. */
-static inline void arg_keep(resp_request *r, uint32_t i, const uint8_t *p, uint32_t full,
-                            uint32_t kept)
-{
-    r->nargs = (uint8_t)i;
-    r->arg_full_len[i - 1] = full;
-    r->arg_len[i - 1] = (uint8_t)kept;
-    arg_copy((uint8_t *)r->args[i - 1], p, kept);
 }
 
 /* arg_plain's question to the key hook (or the default, the first
@@ -404,13 +437,10 @@ static inline void arg_plain(rc_conn *c, resp_request *r, uint32_t i, const uint
                              uint32_t full)
 {
     rq_dec *d = &c->rq;
-    size_t len = full;
     uint32_t kept = full < RESP_ARG_PREFIX ? full : RESP_ARG_PREFIX;
     int key = d->kc.key_mask_final ? (int)((d->kc.key_mask >> i) & 1u) /* i < 32 */
                                    : arg_plain_ask(c, r, i, full, kept);
-    arg_keep(r, i, p, full, kept);
-    if (key)
-        arg_key_whole(r, p, len, full, kept);
+    arg_keep(r, i, p, full, kept, key);
 }
 
 /* arg_whole for the command name (argument 0). */
