@@ -560,7 +560,9 @@ static const struct {
 
 /* analyze the files with each of runs[]: the same exit code, messages,
  * database and report. (With 5 workers, several have no connection of their
- * own in the small captures.) */
+ * own in the small captures.) With N >= 2 the store writes on its writer
+ * thread: the redirects and commands rows carry their rowid, so a row that
+ * thread dropped or wrote out of order changes the dump. */
 static void check_same_results(const char *const *files, size_t n_files)
 {
     char *base_db = NULL, *base_report = NULL, *base_err = NULL;
