@@ -492,14 +492,14 @@ static void rq_begin(rc_conn *c, uint64_t pos, int64_t ts)
     rq_begin_argc(c, pos, ts, 0);
 }
 
-/* The message ended at pos: hand the request over. */
-static void rq_complete(rc_conn *c, uint64_t pos, int64_t ts)
+/* The message ended at pos, with r->argc already its number of arguments:
+ * hand the request over. */
+static inline void rq_finish(rc_conn *c, uint64_t pos, int64_t ts)
 {
     rq_dec *d = &c->rq;
     resp_request *r = &c->cur->cmd.req;
     r->ts_us = ts;
     r->bytes = pos - d->msg_off;
-    r->argc = d->argi;
     if (r->slot_unknown) { /* a key lost bytes: no key facts at all */
         r->nkeys = 0;
         r->slot = -1;
@@ -510,6 +510,13 @@ static void rq_complete(rc_conn *c, uint64_t pos, int64_t ts)
     d->in_msg = 0;
     d->state = RQ_START;
     pair_request_done(c);
+}
+
+/* The message ended at pos: hand the request over. */
+static void rq_complete(rc_conn *c, uint64_t pos, int64_t ts)
+{
+    c->cur->cmd.req.argc = c->rq.argi;
+    rq_finish(c, pos, ts);
 }
 
 /* The message turned out to be no command ("*0", empty inline line). */
@@ -904,6 +911,9 @@ static const uint8_t *rq_fast(rc_conn *c, const uint8_t *base, const uint8_t *p,
      * always fits the uint32_t fields without clamping */
     const uint64_t max_bulk = c->rp->cfg.max_bulk_request;
     const uint64_t max_len = max_bulk < UINT32_MAX ? max_bulk : UINT32_MAX;
+    /* stream offset of p: at_zero + (uintptr_t)p (unsigned arithmetic,
+     * wrapping both ways), one addition instead of rq_pos's three steps */
+    const uint64_t at_zero = d->off - (uint64_t)(uintptr_t)base;
     uint32_t i = d->argi;
     int64_t v;
     for (;;) {
@@ -935,8 +945,9 @@ static const uint8_t *rq_fast(rc_conn *c, const uint8_t *base, const uint8_t *p,
         }
         i++;
         if (i >= d->argc_expected) {
-            d->argi = i;
-            rq_complete(c, rq_pos(d, base, p), ts);
+            /* a multibulk's argc was set from its count: i is that count
+             * (d->argi is read by nothing once the request is complete) */
+            rq_finish(c, at_zero + (uint64_t)(uintptr_t)p, ts);
             /* pipelined: the next request usually follows in the same
              * chunk; start it here, as RQ_START and RQ_MB_LINE would */
             if (end - p >= 8 && (k = rq_short_count(p, &len)) != 0) {
@@ -951,7 +962,7 @@ static const uint8_t *rq_fast(rc_conn *c, const uint8_t *base, const uint8_t *p,
             }
             if (d->line.len != 0)
                 return p;
-            rq_begin_argc(c, rq_pos(d, base, p), ts, (uint32_t)v);
+            rq_begin_argc(c, at_zero + (uint64_t)(uintptr_t)p, ts, (uint32_t)v);
             p += k;
             c->cur->cmd.req.argc = (uint32_t)v;
             d->state = RQ_ARG_TYPE;
