@@ -46,6 +46,7 @@ struct pipeline {
     int64_t next_flush_us;       /* live: capture time of the next flush */
     uint32_t events;             /* since the last wall-clock check */
     struct timespec last_snapshot; /* analyze: wall time of the last snapshot */
+    int64_t snapshot_ns;           /* analyze: wall time between snapshots */
     int db_error_shown;          /* the store's error was printed */
 };
 
@@ -204,7 +205,7 @@ static void analyze_tick(pipeline *p)
     }
     clock_gettime(CLOCK_MONOTONIC, &now);
     if ((int64_t)(now.tv_sec - p->last_snapshot.tv_sec) * 1000000000LL +
-            (now.tv_nsec - p->last_snapshot.tv_nsec) >= SNAPSHOT_NS) {
+            (now.tv_nsec - p->last_snapshot.tv_nsec) >= p->snapshot_ns) {
         snapshot(p);
         p->last_snapshot = now;
     }
@@ -327,11 +328,30 @@ pipeline *pipeline_new(const cli_opts *o, report *rep, int live)
 
 /* ---------------------------------------------------------------- run */
 
+/* Wall time between analyze's snapshots: SNAPSHOT_NS, or the milliseconds in
+ * SLOTSCOPE_SNAPSHOT_MS (1..60000). That variable is for tests that stop a
+ * run after its first snapshot (tests/robust/test_interrupt.c): their
+ * captures must not be analysed whole before it comes, however fast the
+ * machine and the code get. */
+static int64_t snapshot_interval_ns(void)
+{
+    const char *ms = getenv("SLOTSCOPE_SNAPSHOT_MS");
+    char *end;
+    long v;
+    if (!ms || !*ms)
+        return SNAPSHOT_NS;
+    v = strtol(ms, &end, 10);
+    if (*end != '\0' || v < 1 || v > 60000)
+        return SNAPSHOT_NS;
+    return (int64_t)v * 1000000LL;
+}
+
 int pipeline_run(pipeline *p, cap_source *src)
 {
     char err[512] = "";
     int rc;
     p->src = src;
+    p->snapshot_ns = snapshot_interval_ns();
     /* The inputs are named in the database from the start. */
     snapshot(p);
     clock_gettime(CLOCK_MONOTONIC, &p->last_snapshot);

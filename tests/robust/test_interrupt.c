@@ -8,7 +8,9 @@
  * sound (PRAGMA integrity_check = ok) and hold the rows a reader needs: the meta
  * facts (schema version, start), the inputs, and the counters of what was read
  * up to the last snapshot before the stop (`analyze` commits counters and rows
- * every 2 s and may simply die by the signal); the process must not crash, and
+ * every 2 s, here every 100 ms through SLOTSCOPE_SNAPSHOT_MS so that the
+ * first one comes early in the run however fast it is, and may simply die by
+ * the signal); the process must not crash, and
  * `slotscope report` must read the database back and say the run was
  * interrupted.
  */
@@ -185,6 +187,7 @@ static void test_sigterm(void **state)
 
 int main(void)
 {
+    setenv("SLOTSCOPE_SNAPSHOT_MS", "100", 1); /* inherited by every run */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sigint),
         cmocka_unit_test(test_sigterm),
