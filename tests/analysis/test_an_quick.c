@@ -259,6 +259,23 @@ static void test_quick_keeps_client_recent(void **state)
     sc_free(&s);
 }
 
+/* A command name of 16 bytes or more is not told apart from another by its
+ * first 16 bytes alone (what the quick path compares): after two
+ * ZREMRANGEBYSCORE (exactly 16), an unknown ZREMRANGEBYSCOREX must still be
+ * counted as unknown, as the general path counts it. */
+static void test_quick_long_names(void **state)
+{
+    (void)state;
+    sc s;
+    sc_init_no_commands(&s, NULL);
+    int c = sc_conn(&s, 20, 40000, 30310);
+    sc_do(&s, c, 1000, 5, ":0", "ZREMRANGEBYSCORE", "k", "0", "1", NULL);
+    sc_do(&s, c, 1100, 5, ":0", "ZREMRANGEBYSCORE", "k", "0", "1", NULL);
+    sc_do(&s, c, 1200, 5, ":0", "ZREMRANGEBYSCOREX", "k", "0", "1", NULL);
+    assert_int_equal(an_get_stats(s.an)->unknown_commands, 1);
+    sc_free(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -268,6 +285,7 @@ int main(void)
         cmocka_unit_test(test_same_records_client_by_conn),
         cmocka_unit_test(test_quick_keeps_conn_recent),
         cmocka_unit_test(test_quick_keeps_client_recent),
+        cmocka_unit_test(test_quick_long_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
