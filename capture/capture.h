@@ -239,6 +239,13 @@ void cap_tracker_time(cap_tracker *t, uint64_t index, int64_t ts_us);
 void cap_tracker_finish(cap_tracker *t, int64_t ts_us);
 /* The counters so far. */
 const cap_stats *cap_tracker_stats(const cap_tracker *t);
+/* The connection the record of the latest cap_tracker_packet_at call was a
+ * segment of, when it is open (its OPEN was sent) and not closed: that
+ * record may have changed its counters (packets, last_us, bytes, ...) even
+ * when it made no event. NULL otherwise, and after cap_tracker_time or
+ * cap_tracker_finish. Valid until the next call into the tracker. For a
+ * caller that keeps copies of the connections (cli/parallel.c). */
+const cap_conn *cap_tracker_touched(const cap_tracker *t);
 /* Live connections now. */
 size_t cap_tracker_live(const cap_tracker *t);
 /* Add kernel/interface drop counts reported by a live source. */

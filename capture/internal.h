@@ -357,6 +357,7 @@ struct cap_tracker {
     int64_t expire_at;       /* no flow expires before this capture time */
     int64_t linger_us;       /* how long a closed flow absorbs late packets */
     uint8_t have_time;       /* now_us is valid */
+    cap_conn *touched;       /* see cap_tracker_touched */
     uint8_t server_port[65536 / 8]; /* bitmap of server ports */
 };
 

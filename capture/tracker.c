@@ -506,6 +506,8 @@ static void on_segment(cap_tracker *t, const cap_pkt *p, int64_t ts_us)
     f->pub.last_record = t->index;
     count_packet(f, side, ts_us);
     flow_segment(t, f, side, p, ts_us);
+    if (f->state == FLOW_LIVE && f->opened)
+        t->touched = &f->pub;
 }
 
 /* Count what a record that is not a TCP segment was. */
@@ -555,6 +557,7 @@ static void advance_clock(cap_tracker *t, int64_t ts_us)
 /* A record of another tracker's share: only the clock moves. */
 void cap_tracker_time(cap_tracker *t, uint64_t index, int64_t ts_us)
 {
+    t->touched = NULL;
     t->index = index;
     advance_clock(t, ts_us);
 }
@@ -565,6 +568,7 @@ void cap_tracker_packet_at(cap_tracker *t, uint64_t index, int linktype, int64_t
 {
     cap_pkt p;
     cap_decode_result r;
+    t->touched = NULL;
     t->index = index;
     t->stats.packets++;
     t->stats.wire_bytes += wirelen;
@@ -599,6 +603,7 @@ int cap_record_flow_hash(const cap_record *rec, uint32_t *hash)
 void cap_tracker_finish(cap_tracker *t, int64_t ts_us)
 {
     cap_flow *f;
+    t->touched = NULL;
     if (!t->have_time || ts_us > t->now_us)
         t->now_us = ts_us;
     t->have_time = 1;
@@ -612,6 +617,12 @@ void cap_tracker_finish(cap_tracker *t, int64_t ts_us)
 const cap_stats *cap_tracker_stats(const cap_tracker *t)
 {
     return &t->stats;
+}
+
+/* The connection the latest record changed, if still open. */
+const cap_conn *cap_tracker_touched(const cap_tracker *t)
+{
+    return t->touched;
 }
 
 /* Live connections now. */
