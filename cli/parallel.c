@@ -303,6 +303,31 @@ struct par {
     cap_conn *last_conn;
     int discard;                   /* being freed unfinished: no more events */
     int joined;
+
+    /* read-ahead (see "read-ahead" below) */
+    cap_tracker *ra_tracker;       /* the reader's; the calling thread's once joined */
+    uint8_t *ra_ring;              /* the event ring; swapped (grown) only when empty */
+    size_t ra_size;                /* a power of two */
+    /* the reader's own */
+    _Alignas(64) uint64_t ra_head; /* event bytes written */
+    uint64_t ra_shown;             /* event bytes published */
+    uint64_t ra_tail_seen;         /* the calling thread's tail, as last seen */
+    uint32_t *ra_free;             /* connection slots free for reuse (a stack) */
+    uint32_t ra_n_free, ra_slots;  /* its height; slots ever handed out */
+    int ra_direct;                 /* joined: each event is replayed as written */
+    /* under the mutex */
+    _Alignas(64) uint64_t ra_published; /* event bytes published */
+    uint64_t ra_tail;              /* event bytes the calling thread is done with */
+    uint64_t ra_wake_at;           /* the reader waits for ra_tail to reach this */
+    int ra_reader_done;            /* joined: the tracker is the calling thread's */
+    cap_stats ra_cs;               /* the tracker's counters, as of the last request */
+    /* the calling thread's own: its copies of the open connections, by slot */
+    _Alignas(64) uint64_t ra_c_tail, ra_c_head;
+    const uint8_t *ra_c_ring;      /* the ring as last seen */
+    size_t ra_c_mask;
+    unsigned ra_c_events;          /* events replayed since the tail was shown */
+    cap_conn **ra_copies;          /* blocks of RA_BLOCK copies */
+    size_t ra_n_blocks;
 };
 
 /* ---------------------------------------------------------------- helpers */
@@ -749,6 +774,8 @@ static void reader_serve_request(struct par *p)
         if (n > p->n_inputs)
             n = p->n_inputs;
         memcpy(p->inputs, in, n * sizeof *in);
+        if (p->read_ahead)
+            p->ra_cs = *cap_tracker_stats(p->ra_tracker);
     }
     if (preq != p->rd_progress_gen) {
         p->rd_progress_gen = preq;
@@ -762,6 +789,9 @@ static void reader_serve_request(struct par *p)
 static void reader_show(struct par *p)
 {
     pthread_mutex_lock(&p->mu);
+    p->ra_published = p->ra_head;
+    p->ra_shown = p->ra_head;
+    p->ra_tail_seen = p->ra_tail;
     p->published = p->rd_pos;
     p->rd_shown = p->rd_pos;
     if (p->in_waiters > 0)
@@ -861,6 +891,8 @@ static void reader_record(void *ctx, const cap_record *rec)
         reader_show(p);
 }
 
+static void ra_record(void *ctx, const cap_record *rec); /* see "read-ahead" */
+
 /* The signals that stop a run (cmd_live's handler calls cap_source_break). */
 static void stop_signals(sigset_t *set)
 {
@@ -880,7 +912,8 @@ static void *reader_main(void *arg)
     sigset_t stop;
     stop_signals(&stop);
     pthread_sigmask(SIG_UNBLOCK, &stop, NULL);
-    p->rd_rc = cap_source_run_records(p->src, reader_record, p, p->rd_err, sizeof p->rd_err);
+    p->rd_rc = cap_source_run_records(p->src, p->read_ahead ? ra_record : reader_record, p,
+                                      p->rd_err, sizeof p->rd_err);
     reader_show(p);
     pthread_mutex_lock(&p->mu);
     p->eof = 1;
@@ -1290,33 +1323,416 @@ static void merge(struct par *p, int final)
 
 /* ---------------------------------------------------------------- read-ahead */
 
-/* Read-ahead's tracker callback, on the calling thread: resp (whose sink is
- * the analyzer's), then the periodic work, as the single pipeline does. */
-static void read_ahead_event(void *ctx, const cap_event *ev)
+/*
+ * Read-ahead runs the tracker on the reader thread and resp and the analysis
+ * on the calling thread. The tracker's events cross in the event ring, each
+ * as it was made: an OPEN and a CLOSE with the connection as it is then, a
+ * DATA with its bytes, a GAP with its length. The tracker frees (and
+ * reuses) a connection after its CLOSE and writes its counters at every
+ * record, so the calling thread never touches it: it keeps copies of the
+ * open connections, which resp and the analyzer get instead (resp hangs its
+ * state on copy->user). A copy is made at the OPEN, takes the CLOSE's
+ * counters, and after every record that was a segment of its connection
+ * takes the counters of then (RA_UPDATE: the analyzer, evicting a
+ * connection at its own cap, writes the counters of that moment, as with
+ * one thread). The reader numbers the open connections with small slots
+ * (in cap_conn.user of its tracker's connections, which nothing else uses
+ * there): the copy of slot i is the calling thread's copies[i], found
+ * without a lookup. A slot is reused only after its CLOSE, which the
+ * calling thread replays first.
+ */
+
+#define RA_BLOCK 256u              /* copies allocated at once */
+#define RA_SHOW_EVERY 256u         /* events replayed between showing the tail */
+
+typedef enum ra_kind {
+    RA_OPEN = CAP_EV_OPEN,         /* body: cap_conn */
+    RA_DATA = CAP_EV_DATA,         /* body: len bytes */
+    RA_GAP = CAP_EV_GAP,           /* no body; arg: gap_len */
+    RA_CLOSE = CAP_EV_CLOSE,       /* body: cap_conn */
+    RA_UPDATE,                     /* body: the counters (RA_COUNTERS); arg: last_record */
+    RA_SKIP                        /* the rest of the ring is unused */
+} ra_kind;
+
+/* An event in the read-ahead ring: this header, then its body. */
+typedef struct ra_ev {
+    uint32_t size;                 /* header and body, a multiple of EV_ALIGN */
+    uint8_t kind;                  /* an ra_kind */
+    uint8_t dir;                   /* the cap_event's dir */
+    uint8_t reason;                /* CLOSE: a cap_close_reason */
+    uint8_t pad;
+    uint32_t slot;                 /* the connection's slot */
+    uint32_t len;                  /* DATA: bytes that follow */
+    int64_t ts_us;
+    uint64_t arg;                  /* GAP: gap_len; UPDATE: last_record */
+} ra_ev;
+
+/* The counters a record changes: cap_conn from last_us up to user (the
+ * endpoints, id and first_us are fixed at the OPEN), and last_record. */
+#define RA_COUNTERS_OFF offsetof(cap_conn, last_us)
+#define RA_COUNTERS (offsetof(cap_conn, user) - RA_COUNTERS_OFF)
+_Static_assert(offsetof(cap_conn, first_us) < RA_COUNTERS_OFF &&
+                   offsetof(cap_conn, client) < RA_COUNTERS_OFF &&
+                   offsetof(cap_conn, server) < RA_COUNTERS_OFF &&
+                   offsetof(cap_conn, id) < RA_COUNTERS_OFF &&
+                   offsetof(cap_conn, retransmits) < offsetof(cap_conn, user) &&
+                   offsetof(cap_conn, last_record) > offsetof(cap_conn, user),
+               "cap_conn's fields moved: update RA_UPDATE");
+
+/* The slot the reader gave conn (its user is slot + 1); UINT32_MAX: none
+ * (no memory for it). */
+static uint32_t ra_slot_of(const cap_conn *conn)
 {
-    worker *w = ctx;
-    struct par *p = w->par;
-    resp_on_capture_event(w->rp, ev);
-    if (p->o.tick)
-        p->o.tick(p->o.tick_ctx, ev->ts_us);
+    return conn->user ? (uint32_t)((uintptr_t)conn->user - 1) : UINT32_MAX;
 }
 
-/* Read-ahead: the calling thread is worker 0 and runs every record the
- * reader puts in the input ring through its tracker, in order; the events
- * go straight to the analyzer. Until the end of input. */
+/* A free slot for a connection opening (reader). 0, or -1 out of memory. */
+static int ra_slot_take(struct par *p, uint32_t *slot)
+{
+    if (p->ra_n_free > 0) {
+        *slot = p->ra_free[--p->ra_n_free];
+        return 0;
+    }
+    if ((p->ra_slots & (RA_BLOCK - 1)) == 0) {
+        /* the stack holds every slot at most: grow it with them */
+        uint32_t *f = realloc(p->ra_free, (p->ra_slots + RA_BLOCK) * sizeof *f);
+        if (!f)
+            return -1;
+        p->ra_free = f;
+    }
+    *slot = p->ra_slots++;
+    return 0;
+}
+
+/* Wait until the calling thread has freed room for `need` more bytes
+ * (reader). Publishes what was written first. */
+static void ra_wait_room(struct par *p, size_t need)
+{
+    reader_show(p);
+    pthread_mutex_lock(&p->mu);
+    p->ra_wake_at = wake_tail(p->ra_head, need, p->ra_size, p->ra_head);
+    while (p->ra_head + need - p->ra_tail > p->ra_size) {
+        p->reader_waiting = 1;
+        pthread_cond_wait(&p->room_cv, &p->mu);
+        p->reader_waiting = 0;
+    }
+    p->ra_tail_seen = p->ra_tail;
+    pthread_mutex_unlock(&p->mu);
+}
+
+/* Make the ring at least 2 * size, once the calling thread is done with
+ * everything in it. 0, or -1 out of memory. */
+static int ra_grow(struct par *p, size_t size)
+{
+    size_t want = pow2_at_least(2 * size);
+    uint8_t *r;
+    if (p->ra_head != p->ra_tail_seen)
+        ra_wait_room(p, p->ra_size); /* all of it: the ring empty */
+    r = malloc(want);
+    if (!r)
+        return -1;
+    pthread_mutex_lock(&p->mu);
+    free(p->ra_ring);
+    p->ra_ring = r;
+    p->ra_size = want;
+    pthread_mutex_unlock(&p->mu);
+    return 0;
+}
+
+/* Room for an event of size bytes (a multiple of EV_ALIGN), contiguous in
+ * the ring, its header filled in (reader). NULL out of memory. */
+static ra_ev *ra_begin(struct par *p, ra_kind kind, uint32_t slot, const cap_event *ev,
+                       size_t size)
+{
+    size_t phys, rest;
+    ra_ev *h;
+    if (size > p->ra_size / 2 && ra_grow(p, size) != 0)
+        return NULL;
+    phys = (size_t)(p->ra_head & (p->ra_size - 1));
+    rest = p->ra_size - phys;
+    if (size > rest) {
+        /* Skip the end of the ring: events stay contiguous. */
+        if (p->ra_head + rest + size - p->ra_tail_seen > p->ra_size)
+            ra_wait_room(p, rest + size);
+        if (rest >= sizeof(ra_ev)) {
+            h = (ra_ev *)(p->ra_ring + phys);
+            h->kind = RA_SKIP;
+            h->size = (uint32_t)rest;
+        }
+        p->ra_head += rest;
+        phys = 0;
+    } else if (p->ra_head + size - p->ra_tail_seen > p->ra_size) {
+        ra_wait_room(p, size);
+    }
+    h = (ra_ev *)(p->ra_ring + phys);
+    memset(h, 0, sizeof *h);
+    h->size = (uint32_t)size;
+    h->kind = (uint8_t)kind;
+    h->slot = slot;
+    if (ev) {
+        h->dir = (uint8_t)ev->dir;
+        h->reason = (uint8_t)ev->reason;
+        h->ts_us = ev->ts_us;
+    }
+    return h;
+}
+
+static void ra_replay_from(struct par *p, uint64_t from);
+
+/* The event is written. Joined (the end of input, on the calling thread):
+ * replay it now. */
+static void ra_end(struct par *p, const ra_ev *h)
+{
+    uint64_t from = p->ra_head;
+    p->ra_head += h->size;
+    if (p->ra_direct) {
+        ra_replay_from(p, from);
+        p->ra_tail_seen = p->ra_tail = p->ra_head;
+    }
+}
+
+/* The reader ran out of memory: stop reading (par_run reports it). */
+static void ra_oom(struct par *p)
+{
+    p->rd_oom = 1;
+    if (!p->ra_direct)
+        cap_source_break(p->src);
+}
+
+/* OPEN and CLOSE: the connection as it is now. */
+static void ra_conn_event(struct par *p, const cap_event *ev, uint32_t slot)
+{
+    ra_ev *h = ra_begin(p, (ra_kind)ev->kind, slot, ev, ev_round(sizeof(ra_ev) + sizeof(cap_conn)));
+    cap_conn *c;
+    if (!h) {
+        ra_oom(p);
+        return;
+    }
+    c = (cap_conn *)(h + 1);
+    *c = *ev->conn;
+    c->user = NULL;
+    ra_end(p, h);
+}
+
+/* The tracker's callback, on the reader thread (joined: on the calling
+ * thread): the event into the ring. */
+static void ra_on_event(void *ctx, const cap_event *ev)
+{
+    struct par *p = ctx;
+    uint32_t slot;
+    ra_ev *h;
+    if (ev->kind == CAP_EV_OPEN) {
+        if (ra_slot_take(p, &slot) != 0) {
+            ra_oom(p); /* no slot: its events are left out */
+            return;
+        }
+        ev->conn->user = (void *)((uintptr_t)slot + 1);
+    }
+    slot = ra_slot_of(ev->conn);
+    if (slot == UINT32_MAX)
+        return;
+    switch (ev->kind) {
+    case CAP_EV_OPEN:
+        ra_conn_event(p, ev, slot);
+        break;
+    case CAP_EV_DATA:
+        h = ra_begin(p, RA_DATA, slot, ev, ev_round(sizeof(ra_ev) + ev->len));
+        if (!h) {
+            ra_oom(p);
+            return;
+        }
+        h->len = (uint32_t)ev->len;
+        memcpy(h + 1, ev->data, ev->len);
+        ra_end(p, h);
+        break;
+    case CAP_EV_GAP:
+        h = ra_begin(p, RA_GAP, slot, ev, sizeof(ra_ev));
+        if (!h) {
+            ra_oom(p);
+            return;
+        }
+        h->arg = ev->gap_len;
+        ra_end(p, h);
+        break;
+    case CAP_EV_CLOSE:
+        ra_conn_event(p, ev, slot);
+        p->ra_free[p->ra_n_free++] = slot; /* the tracker clears user */
+        break;
+    }
+}
+
+/* After a record: the counters of the connection it was a segment of. */
+static void ra_update(struct par *p)
+{
+    const cap_conn *c = cap_tracker_touched(p->ra_tracker);
+    uint32_t slot;
+    ra_ev *h;
+    if (!c || (slot = ra_slot_of(c)) == UINT32_MAX)
+        return;
+    h = ra_begin(p, RA_UPDATE, slot, NULL, ev_round(sizeof(ra_ev) + RA_COUNTERS));
+    if (!h) {
+        ra_oom(p);
+        return;
+    }
+    h->arg = c->last_record;
+    memcpy(h + 1, (const uint8_t *)c + RA_COUNTERS_OFF, RA_COUNTERS);
+    ra_end(p, h);
+}
+
+/* cap_record_fn of read-ahead: the record through the tracker (NULL: a live
+ * read returned, hand on what there is). */
+static void ra_record(void *ctx, const cap_record *rec)
+{
+    struct par *p = ctx;
+    if (!rec) {
+        if (p->ra_head != p->ra_shown)
+            reader_show(p);
+        return;
+    }
+    p->rd_pos++;
+    cap_tracker_packet_at(p->ra_tracker, p->rd_pos, rec->linktype, rec->ts_us, rec->data,
+                          rec->caplen, rec->wirelen);
+    ra_update(p);
+    if (p->rd_pos - p->rd_shown >= IN_BATCH || p->ra_head - p->ra_shown >= p->ra_size / 4)
+        reader_show(p);
+}
+
+/* The calling thread's copy of slot; create: make room for it (OPEN).
+ * NULL when there is none (its OPEN found no memory). */
+static cap_conn *ra_copy(struct par *p, uint32_t slot, int create)
+{
+    size_t b = slot / RA_BLOCK;
+    if (b >= p->ra_n_blocks || !p->ra_copies[b]) {
+        cap_conn **blocks;
+        if (!create)
+            return NULL;
+        if (b >= p->ra_n_blocks) {
+            blocks = realloc(p->ra_copies, (b + 1) * sizeof *blocks);
+            if (!blocks)
+                return NULL;
+            for (size_t i = p->ra_n_blocks; i <= b; i++)
+                blocks[i] = NULL;
+            p->ra_copies = blocks;
+            p->ra_n_blocks = b + 1;
+        }
+        p->ra_copies[b] = malloc(RA_BLOCK * sizeof(cap_conn));
+        if (!p->ra_copies[b])
+            return NULL;
+    }
+    return &p->ra_copies[b][slot % RA_BLOCK];
+}
+
+/* Replay one event: to resp, as the tracker's callback does with one
+ * thread, then the periodic work. */
+static void ra_replay(struct par *p, const ra_ev *h)
+{
+    const uint8_t *body = (const uint8_t *)(h + 1);
+    cap_conn *c = ra_copy(p, h->slot, h->kind == RA_OPEN);
+    cap_event ev;
+    void *user;
+    if (!c) {
+        if (h->kind == RA_OPEN)
+            p->m_oom = 1;
+        return;
+    }
+    if (h->kind == RA_UPDATE) {
+        memcpy((uint8_t *)c + RA_COUNTERS_OFF, body, RA_COUNTERS);
+        c->last_record = h->arg;
+        return;
+    }
+    memset(&ev, 0, sizeof ev);
+    ev.kind = (cap_ev_kind)h->kind;
+    ev.conn = c;
+    ev.dir = (cap_dir)h->dir;
+    ev.ts_us = h->ts_us;
+    switch (h->kind) {
+    case RA_OPEN:
+    case RA_CLOSE:
+        user = h->kind == RA_OPEN ? NULL : c->user; /* resp's state stays */
+        memcpy(c, body, sizeof *c);
+        c->user = user;
+        ev.reason = (cap_close_reason)h->reason;
+        break;
+    case RA_DATA:
+        ev.data = body;
+        ev.len = h->len;
+        break;
+    case RA_GAP:
+        ev.gap_len = h->arg;
+        break;
+    default:
+        return;
+    }
+    resp_on_capture_event(p->w[0].rp, &ev);
+    if (p->o.tick)
+        p->o.tick(p->o.tick_ctx, ev.ts_us);
+}
+
+/* The event at ring position *pos, past a skipped ring end, moving *pos past
+ * it; NULL when none is left before end. */
+static const ra_ev *ra_next(const uint8_t *ring, size_t size, uint64_t *pos, uint64_t end)
+{
+    while (*pos < end) {
+        size_t phys = (size_t)(*pos & (size - 1));
+        size_t rest = size - phys;
+        const ra_ev *h;
+        if (rest < sizeof(ra_ev)) {
+            *pos += rest; /* too short for a header: skipped */
+            continue;
+        }
+        h = (const ra_ev *)(ring + phys);
+        *pos += h->size;
+        if (h->kind != RA_SKIP)
+            return h;
+    }
+    return NULL;
+}
+
+/* Joined: replay the events written from `from` on, at once. */
+static void ra_replay_from(struct par *p, uint64_t from)
+{
+    const ra_ev *h;
+    while ((h = ra_next(p->ra_ring, p->ra_size, &from, p->ra_head)) != NULL)
+        ra_replay(p, h);
+}
+
+/* Show the tail and take the events published since (calling thread).
+ * wait: sleep until there are some (or the input ended). 1 when there are
+ * events to replay, 0 when the input ended and every event was replayed. */
+static int ra_fetch(struct par *p, int wait)
+{
+    int more;
+    pthread_mutex_lock(&p->mu);
+    p->ra_tail = p->ra_c_tail;
+    if (p->reader_waiting && p->ra_tail >= p->ra_wake_at)
+        pthread_cond_signal(&p->room_cv);
+    while (wait && p->ra_published == p->ra_c_tail && !p->eof) {
+        p->in_waiters++;
+        pthread_cond_wait(&p->in_cv, &p->mu);
+        p->in_waiters--;
+    }
+    p->ra_c_head = p->ra_published;
+    p->ra_c_ring = p->ra_ring;
+    p->ra_c_mask = p->ra_size - 1;
+    more = p->ra_c_head > p->ra_c_tail;
+    pthread_mutex_unlock(&p->mu);
+    p->ra_c_events = 0;
+    return more;
+}
+
+/* Read-ahead on the calling thread: replay every event the reader puts in
+ * the ring, in order. Until the end of input. */
 static void read_ahead(struct par *p)
 {
-    worker *w = &p->w[0];
     for (;;) {
-        const in_rec *d;
-        if (w->pos == w->avail && !worker_fetch(w, 1))
+        const ra_ev *h;
+        if (p->ra_c_tail == p->ra_c_head && !ra_fetch(p, 1))
             break;
-        d = &w->recs[w->pos & (IN_RECORDS - 1)];
-        cap_tracker_packet_at(w->tracker, w->pos + 1, d->linktype, d->ts_us,
-                              w->bytes + (d->off & w->bytes_mask), d->caplen, d->wirelen);
-        w->pos++;
-        if ((w->pos & (SHOW_EVERY - 1)) == 0)
-            worker_fetch(w, 0); /* the reader may reuse what was read */
+        h = ra_next(p->ra_c_ring, p->ra_c_mask + 1, &p->ra_c_tail, p->ra_c_head);
+        if (h)
+            ra_replay(p, h);
+        if (++p->ra_c_events >= RA_SHOW_EVERY)
+            ra_fetch(p, 0); /* the reader may reuse what was replayed */
     }
 }
 
@@ -1359,9 +1775,11 @@ static int worker_init(struct par *p, unsigned i)
     resp_config rc;
     worker_caps(p, &cc, &rc);
     if (p->read_ahead) {
-        /* straight to the analyzer, on the calling thread: nothing packed */
+        /* resp straight to the analyzer, on the calling thread: nothing
+         * packed; the tracker is the reader's (see "read-ahead") */
         w->rp = resp_new(&rc, &p->o.sink);
-        w->tracker = w->rp ? cap_tracker_new(&cc, read_ahead_event, w) : NULL;
+        w->tracker = w->rp ? cap_tracker_new(&cc, ra_on_event, p) : NULL;
+        p->ra_tracker = w->tracker;
     } else {
         w->rp = resp_new(&rc, &sink);
         w->tracker = w->rp ? cap_tracker_new(&cc, resp_on_capture_event, w->rp) : NULL;
@@ -1386,13 +1804,18 @@ par *par_new(const par_opts *o)
     pthread_cond_init(&p->in_cv, NULL);
     pthread_cond_init(&p->room_cv, NULL);
     pthread_cond_init(&p->out_cv, NULL);
-    p->bytes_size = IN_BYTES;
-    p->recs = malloc(IN_RECORDS * sizeof *p->recs);
-    p->bytes = malloc(p->bytes_size);
+    if (p->read_ahead) {
+        p->ra_size = IN_BYTES; /* events instead of records */
+        p->ra_ring = malloc(p->ra_size);
+    } else {
+        p->bytes_size = IN_BYTES;
+        p->recs = malloc(IN_RECORDS * sizeof *p->recs);
+        p->bytes = malloc(p->bytes_size);
+    }
     p->w = aligned_alloc(64, p->n * sizeof *p->w);
     if (p->w)
         memset(p->w, 0, p->n * sizeof *p->w);
-    if (!p->recs || !p->bytes || !p->w) {
+    if ((p->read_ahead ? !p->ra_ring : !p->recs || !p->bytes) || !p->w) {
         par_free(p);
         return NULL;
     }
@@ -1466,6 +1889,9 @@ int par_run(par *p, cap_source *src, char *err, size_t err_size)
         merge(p, 0);
     pthread_join(p->reader, NULL);
     p->reader_started = 0;
+    pthread_mutex_lock(&p->mu);
+    p->ra_reader_done = 1; /* the tracker is this thread's now */
+    pthread_mutex_unlock(&p->mu);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (p->rd_oom || p->m_oom) {
         snprintf(err, err_size, "out of memory");
@@ -1479,7 +1905,11 @@ int par_run(par *p, cap_source *src, char *err, size_t err_size)
 void par_finish(par *p, int64_t end_us)
 {
     if (p->read_ahead && !p->joined) {
-        cap_tracker_finish(p->w[0].tracker, end_us); /* on this thread */
+        /* on this thread, the reader joined: each event replayed as made */
+        p->ra_direct = 1;
+        p->ra_reader_done = 1;
+        p->ra_tail_seen = p->ra_tail = p->ra_head; /* par_run replayed all */
+        cap_tracker_finish(p->ra_tracker, end_us);
         p->joined = 1;
         return;
     }
@@ -1508,8 +1938,13 @@ void par_counters(par *p, cap_stats *cs, resp_stats *rs)
 {
     memset(cs, 0, sizeof *cs);
     memset(rs, 0, sizeof *rs);
-    if (p->read_ahead) { /* the stages are this thread's */
-        cap_stats_add(cs, cap_tracker_stats(p->w[0].tracker));
+    if (p->read_ahead) { /* resp is this thread's, the tracker the reader's */
+        pthread_mutex_lock(&p->mu);
+        if (p->ra_reader_done)
+            cap_stats_add(cs, cap_tracker_stats(p->ra_tracker));
+        else
+            cap_stats_add(cs, &p->ra_cs);
+        pthread_mutex_unlock(&p->mu);
         resp_stats_add(rs, resp_get_stats(p->w[0].rp));
     } else {
         pthread_mutex_lock(&p->mu);
@@ -1569,6 +2004,11 @@ void par_free(par *p)
         if (w->par)
             pthread_cond_destroy(&w->space_cv);
     }
+    for (size_t i = 0; i < p->ra_n_blocks; i++)
+        free(p->ra_copies[i]);
+    free(p->ra_copies);
+    free(p->ra_free);
+    free(p->ra_ring);
     for (size_t i = 0; i < p->n_blocks; i++)
         free(p->blocks[i]);
     free(p->blocks);

@@ -17,6 +17,10 @@
  *                   files merged: every table of the databases (meta's
  *                   times and command line aside, every row sorted) and the
  *                   report are identical
+ *   caps            1 thread and 2 (read-ahead) with the capture layer's
+ *                   connection table evicting, the analyzer's connection
+ *                   table evicting open connections, holes given up at
+ *                   once: identical too
  *   ids             a connection's id is the number of the record (packet)
  *                   that opened it
  *   options         --threads values
@@ -558,16 +562,19 @@ static const struct {
     int shard;
 } runs[] = {{"1", 0}, {"2", 0}, {"2", 1}, {"3", 0}, {"5", 0}};
 
-/* analyze the files with each of runs[]: the same exit code, messages,
- * database and report. (With 5 workers, several have no connection of their
- * own in the small captures.) With N >= 2 the store writes on its writer
- * thread: the redirects and commands rows carry their rowid, so a row that
- * thread dropped or wrote out of order changes the dump. */
-static void check_same_results(const char *const *files, size_t n_files)
+/* analyze the files with the first n_runs of runs[], each with the
+ * arguments `extra` too (NULL-terminated, may be NULL): the same exit code,
+ * messages, database and report. (With 5 workers, several have no
+ * connection of their own in the small captures.) With N >= 2 the store
+ * writes on its writer thread: the redirects and commands rows carry their
+ * rowid, so a row that thread dropped or wrote out of order changes the
+ * dump. */
+static void check_same_results_with(const char *const *files, size_t n_files,
+                                    const char *const *extra, size_t n_runs)
 {
     char *base_db = NULL, *base_report = NULL, *base_err = NULL;
     int base_rc = 0;
-    for (size_t k = 0; k < sizeof runs / sizeof runs[0]; k++) {
+    for (size_t k = 0; k < n_runs; k++) {
         const char *args[40];
         size_t n = 0;
         char name[32];
@@ -587,6 +594,8 @@ static void check_same_results(const char *const *files, size_t n_files)
         args[n++] = "--threads";
         args[n++] = runs[k].threads;
         args[n++] = "-q";
+        for (size_t i = 0; extra && extra[i]; i++)
+            args[n++] = extra[i];
         args[n] = NULL;
         if (runs[k].shard)
             setenv("SLOTSCOPE_THREADS_SHARD", "1", 1);
@@ -621,6 +630,12 @@ static void check_same_results(const char *const *files, size_t n_files)
     free(base_db);
     free(base_report);
     free(base_err);
+}
+
+/* check_same_results_with every run of runs[], nothing extra. */
+static void check_same_results(const char *const *files, size_t n_files)
+{
+    check_same_results_with(files, n_files, NULL, sizeof runs / sizeof runs[0]);
 }
 
 /* The synthetic capture: same results; every connection's id is the number
@@ -695,6 +710,46 @@ static void test_merged_files(void **state)
     check_same_results(files, 3);
 }
 
+/* The caps reached, one thread and read-ahead (--threads 2; sharding
+ * shares the caps out, see cli/parallel.c): the capture layer's connection
+ * table evicting, the analyzer's evicting connections still open (it
+ * writes their counters of that moment: read-ahead's copies of the
+ * connections must be as fresh as the tracker's), and holes given up as
+ * gaps at once. On the synthetic capture and two with loss and
+ * reordering. */
+static void test_caps_read_ahead(void **state)
+{
+    static const char *const caps[][3] = {{"--set", "capture_connections=8", NULL},
+                                          {"--set", "max_conns=16", NULL},
+                                          {"--set", "ooo_bytes_per_conn=0", NULL}};
+    char synthetic[1024]; /* tmp's buffers are reused */
+    const char *files[] = {synthetic, SS_FIXTURES "/gen/lossy.pcap",
+                           SS_FIXTURES "/gen/impaired.pcap"};
+    sqlite3 *db;
+    (void)state;
+    snprintf(synthetic, sizeof synthetic, "%s", tmp("synthetic3.pcap"));
+    assert_true(runs[0].threads[0] == '1' && runs[1].threads[0] == '2' && !runs[1].shard);
+    write_capture(files[0]);
+    for (size_t c = 0; c < sizeof caps / sizeof caps[0]; c++) {
+        for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
+            check_same_results_with(&files[f], 1, caps[c], 2);
+            /* the cap was reached (tmp("1") is the one-thread database) */
+            assert_int_equal(sqlite3_open_v2(tmp("1"), &db, SQLITE_OPEN_READONLY, NULL),
+                             SQLITE_OK);
+            if (c == 0)
+                assert_true(th_sql_int(db, "SELECT value FROM counters WHERE name = "
+                                           "'evicted_connections'", NULL) > 0);
+            else if (c == 1)
+                assert_true(th_sql_int(db, "SELECT value FROM counters WHERE name = "
+                                           "'evicted_conns'", NULL) > 0);
+            else if (f > 0)
+                assert_true(th_sql_int(db, "SELECT value FROM counters WHERE name = 'gaps'",
+                                       NULL) > 0);
+            sqlite3_close(db);
+        }
+    }
+}
+
 /* --threads takes 0 (one per core) to 64. */
 static void test_threads_option(void **state)
 {
@@ -745,6 +800,7 @@ int main(void)
         cmocka_unit_test(test_fixtures_cluster_gen),
         cmocka_unit_test(test_fixtures_capture_cli),
         cmocka_unit_test(test_merged_files),
+        cmocka_unit_test(test_caps_read_ahead),
         cmocka_unit_test(test_threads_option),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
