@@ -2,14 +2,16 @@
  * parallel.c - `--threads N`: the capture and resp stages on N worker threads,
  * the analysis on the calling thread, with exactly the results of one thread.
  *
- * Two layouts. --threads 2 reads ahead: the reader thread below fills the
- * input ring and the calling thread runs one tracker, resp and the analysis
- * on it, in order (read_ahead): the same results by construction, and only
- * the records cross threads. --threads 3 and more shard the connections
+ * Two layouts. --threads 2 reads ahead: the reader thread below reads the
+ * source and runs the one tracker (decoding, the flow table, reassembly);
+ * its events cross in an event ring and the calling thread replays them to
+ * resp and the analysis, in order (see "read-ahead" below): the same
+ * results by construction. --threads 3 and more shard the connections
  * between N workers as described below (SLOTSCOPE_THREADS_SHARD in the
  * environment makes --threads 2 shard too, for tests). Why: where the CPU
  * goes with real.pcap (615 MB, 5.3 million commands) on 2 cores (perf
- * samples per thread; wall: best and median of 10 runs, the machine shared):
+ * samples per thread; wall: best and median of 10 runs, the machine shared;
+ * measured before later speed-ups of resp and the analysis):
  *   one thread         0.50 s CPU (reading 0.1 s of it); wall 0.50, 0.52
  *   sharded, 2 workers 0.74 s CPU: reader 0.13, workers 0.2 each, merger
  *                      0.2 (analysis 0.1, unpacking and merging the rest):
@@ -19,6 +21,13 @@
  *   read-ahead         0.56 s CPU: reader 0.12 (the kernel's copy of the
  *                      file is most of it), calling thread 0.45; wall
  *                      0.45, 0.46-0.51
+ * The tracker then moved from the calling thread to the reader (events
+ * instead of records in the ring). Later figures, with --db: calling thread
+ * 0.34 -> 0.33 s (perf samples; callgrind on real-150k.pcap, calling thread
+ * 1,148 -> 1,096 million instructions: the tracker's ~68 million gone, the
+ * replay's ~26 million come), reader 0.13 -> 0.18 s; wall unchanged at
+ * ~0.38-0.42 s while other work kept both cores busy (load 2), where one
+ * thread took 0.35 s: the layouts pay only with a core to spare.
  * Tried and dropped (in the history): worker 0 reading the source itself
  * (it became the critical thread: wall 0.55); "duo", worker 1 on the
  * calling thread with its events merged unpacked (wall 0.39 at best, but
@@ -61,7 +70,8 @@
  * finished record r (its watermark): nothing smaller can still come.
  *
  * Where N sharded threads may differ from one (none of it happens in the
- * tests; read-ahead runs the one-thread pipeline and differs in nothing):
+ * tests; read-ahead replays the one tracker's events to the one resp
+ * pipeline and differs in nothing, caps included):
  *  - the caps on the whole capture and resp state (live connections,
  *    out-of-order bytes, requests in flight) are shared out: each worker
  *    gets 1/N of each (worker_caps), so memory stays within the one-thread
@@ -78,10 +88,12 @@
  *  - live: the analyzer is flushed by the capture time of the events handed
  *    on (and a clock event every 0.1 s), not of every packet.
  *
- * Memory stays bounded: the input ring (records and bytes), each worker's
- * event ring and its ring of kept raw replies (CLUSTER SLOTS/SHARDS/NODES)
- * have fixed sizes; a full ring makes its producer wait. The copies of open
- * connections number the live connections of the workers.
+ * Memory stays bounded: the input ring (records and bytes), read-ahead's
+ * event ring, each worker's event ring and its ring of kept raw replies
+ * (CLUSTER SLOTS/SHARDS/NODES) have fixed sizes (the input and read-ahead
+ * rings grow only to twice a record or event larger than half of them); a
+ * full ring makes its producer wait. The copies of open connections number
+ * the live connections of the tracker(s).
  *
  * Synchronisation: one mutex and condition variables, taken once per batch
  * (IN_BATCH records, or a quarter of an event ring), never per record or
@@ -247,8 +259,8 @@ struct par {
     par_opts o;
     worker *w;
     unsigned n;
-    int read_ahead;                /* --threads 2: worker 0's stages on the calling
-                                      thread, fed by the reader (see par_new) */
+    int read_ahead;                /* --threads 2: the tracker on the reader, worker
+                                      0's resp on the calling thread (see par_new) */
     cap_source *src;
     pthread_t reader;
     int reader_started;
