@@ -25,9 +25,12 @@
  * instead of records in the ring). Later figures, with --db: calling thread
  * 0.34 -> 0.33 s (perf samples; callgrind on real-150k.pcap, calling thread
  * 1,148 -> 1,087 million instructions: the tracker's ~68 million gone, the
- * replay's ~18 million come), reader 0.13 -> 0.18 s; wall unchanged at
- * ~0.38-0.42 s while other work kept both cores busy (load 2), where one
- * thread took 0.35 s: the layouts pay only with a core to spare.
+ * replay's ~18 million come), reader 0.13 -> 0.18 s. Wall (hyperfine, 15
+ * runs, both binaries in one run, load ~1): 0.300 +- 0.009 -> 0.275 +-
+ * 0.005 s (best 0.292 -> 0.267; user 0.31 both), where the bare libpcap
+ * read takes 0.147 and one thread 0.385. While other work kept both cores
+ * busy (load 2) both took ~0.38-0.42 s and one thread without --db 0.35:
+ * the layouts pay only with a core to spare.
  * Tried and dropped (in the history): worker 0 reading the source itself
  * (it became the critical thread: wall 0.55); "duo", worker 1 on the
  * calling thread with its events merged unpacked (wall 0.39 at best, but
