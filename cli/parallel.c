@@ -339,7 +339,7 @@ struct par {
     uint64_t ra_tail;              /* event bytes the calling thread is done with */
     uint64_t ra_wake_at;           /* the reader waits for ra_tail to reach this */
     int ra_reader_done;            /* joined: the tracker is the calling thread's */
-    cap_stats ra_cs;               /* the tracker's counters, as of the last request */
+    cap_stats ra_cs;               /* the tracker's counters, as last published */
     /* the calling thread's own: its copies of the open connections, by slot */
     _Alignas(64) uint64_t ra_c_tail, ra_c_head;
     const uint8_t *ra_c_ring;      /* the ring as last seen */
@@ -780,8 +780,9 @@ static void *worker_main(void *arg)
 
 /* ---------------------------------------------------------------- reader */
 
-/* Serve the merger's requests: the inputs so far, the progress. Mutex held;
- * the source is the reader's alone while it runs. */
+/* Serve the merger's requests: the inputs so far, the progress (and with
+ * read-ahead the tracker's counters, every time). Mutex held; the source
+ * and the tracker are the reader's alone while it runs. */
 static void reader_serve_request(struct par *p)
 {
     unsigned req = atomic_load_explicit(&p->request, memory_order_relaxed);
@@ -793,9 +794,11 @@ static void reader_serve_request(struct par *p)
         if (n > p->n_inputs)
             n = p->n_inputs;
         memcpy(p->inputs, in, n * sizeof *in);
-        if (p->read_ahead)
-            p->ra_cs = *cap_tracker_stats(p->ra_tracker);
     }
+    /* read-ahead: the tracker's counters at every publish, unasked (a copy
+     * per IN_BATCH records), so that even the first snapshot has them */
+    if (p->read_ahead)
+        p->ra_cs = *cap_tracker_stats(p->ra_tracker);
     if (preq != p->rd_progress_gen) {
         p->rd_progress_gen = preq;
         cap_source_progress(p->src, &p->done_bytes, &p->total_bytes);
