@@ -1355,9 +1355,13 @@ static void merge(struct par *p, int final)
  * open connections, which resp and the analyzer get instead (resp hangs its
  * state on copy->user). A copy is made at the OPEN, takes the CLOSE's
  * counters, and after every record that was a segment of its connection
- * takes the counters of then (RA_UPDATE: the analyzer, evicting a
- * connection at its own cap, writes the counters of that moment, as with
- * one thread). The reader numbers the open connections with small slots
+ * takes the counters of then (RA_UPDATE, or appended to the record's DATA:
+ * the analyzer, evicting a connection at its own cap, writes the counters
+ * of that moment, as with one thread). Counters taken after the record are
+ * exact because nothing reads a connection's counters during its own
+ * record's events: the analyzer reads them at its CLOSE (which carries
+ * them) and when it evicts it for another connection's OPEN or command,
+ * and one record is a segment of one connection only. The reader numbers the open connections with small slots
  * (in cap_conn.user of its tracker's connections, which nothing else uses
  * there): the copy of slot i is the calling thread's copies[i], found
  * without a lookup. A slot is reused only after its CLOSE, which the
