@@ -163,6 +163,7 @@ typedef struct report {
     uint64_t clients, clients_aware, clients_nodes; /* client records seen */
     uint64_t dropped;            /* records beyond a cap (not shown, in the db) */
     int interrupted;             /* read from a database whose run never finished */
+    char stopped_by[16];         /* the run was stopped early by this signal ("" if not) */
     uint32_t *finding_index;     /* open-addressing id -> findings[] + 1 */
     uint32_t *latency_index;     /* (scope, key, redirected) -> latency[] + 1 */
     uint64_t *client_set;        /* hashes of client names seen, flags in bits 0-1 */
@@ -239,6 +240,20 @@ int pipeline_run(pipeline *p, cap_source *src);
  * 0, or -1 when the database failed (printed). */
 int pipeline_finish(pipeline *p, cap_source *src);
 void pipeline_free(pipeline *p);
+/* Before pipeline_finish: the run was stopped early by `why` (a signal's
+ * name): recorded in the database (meta stopped_by) and in the report. */
+void pipeline_note_stop(pipeline *p, const char *why);
+
+/* ---------------------------------------------------------------- stop (stop.c) */
+
+/* SIGINT and SIGTERM (and, when duration_s > 0, SIGALRM after duration_s
+ * seconds) break src's loop: the pipeline then finishes as at its end. */
+void cli_stop_on_signals(cap_source *src, double duration_s);
+/* Back to the default handlers: a second Ctrl-C ends the process at once. */
+void cli_stop_restore(void);
+/* "SIGINT", "SIGTERM", "SIGALRM" for the signal that asked for a stop since
+ * cli_stop_on_signals, or NULL. */
+const char *cli_stop_signal_name(void);
 
 /* ---------------------------------------------------------------- threads */
 

@@ -5,6 +5,10 @@
  * the database when asked, and prints the incident report (text or JSON
  * lines). An input that fails half-way is reported in one line; what was read
  * before is still analysed, stored and printed, and the exit code is 1.
+ * Ctrl-C (SIGINT) or SIGTERM stops the reading: what was read is analysed,
+ * stored (the database closed, with its indexes) and printed the same way,
+ * marked as stopped, and the exit code is 1; a second Ctrl-C ends the
+ * process at once.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,7 +30,9 @@ static void print_help(void)
     fputs(cli_analysis_options_help, stdout);
     fputs("\nsettings for --set NAME=VALUE:\n", stdout);
     cli_print_settings_help(stdout);
-    fputs("\nexit codes: 0 ok, 1 runtime error (the report still shows what was read),\n"
+    fputs("\nCtrl-C or SIGTERM stops the reading: what was read is analysed, stored and\n"
+          "printed, marked as stopped (exit code 1); a second Ctrl-C ends at once.\n"
+          "\nexit codes: 0 ok, 1 runtime error or stopped (the report still shows what was read),\n"
           "2 usage error, 3 findings with --fail-on-findings\n", stdout);
 }
 
@@ -83,8 +89,16 @@ static int analyze(const cli_opts *o)
         cap_source_free(src);
         return EXIT_RUNTIME;
     }
+    cli_stop_on_signals(src, 0);
     if (pipeline_run(p, src) < 0)
         status = EXIT_RUNTIME;
+    cli_stop_restore();
+    if (cli_stop_signal_name()) {
+        pipeline_note_stop(p, cli_stop_signal_name());
+        cli_error("stopped by %s: %s what was read until then", cli_stop_signal_name(),
+                  o->db ? "the report and the database hold" : "the report holds");
+        status = EXIT_RUNTIME;
+    }
     if (pipeline_finish(p, src) != 0)
         status = EXIT_RUNTIME;
     print_report(o, &rep);

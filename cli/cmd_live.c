@@ -16,11 +16,9 @@
 #include <grp.h>
 #include <inttypes.h>
 #include <pwd.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/time.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -44,59 +42,12 @@ static const char live_usage[] =
     "\n"
     "analysis options:\n";
 
-/* The source the signal handler stops; set before handlers are installed. */
-static cap_source *live_source;
-
-/* SIGINT, SIGTERM, SIGALRM: ask the capture loop to return. Nothing else is
- * async-signal-safe enough to do here. */
-static void on_stop_signal(int sig)
-{
-    int saved_errno = errno; /* pcap_breakloop must not disturb the interrupted code */
-    (void)sig;
-    if (live_source)
-        cap_source_break(live_source);
-    errno = saved_errno;
-}
-
 static void print_help(void)
 {
     fputs(live_usage, stdout);
     fputs(cli_analysis_options_help, stdout);
     fputs("\nsettings for --set NAME=VALUE:\n", stdout);
     cli_print_settings_help(stdout);
-}
-
-/* Install the stop handler (no SA_RESTART: the capture's wait must return). */
-static void install_handlers(double duration_s)
-{
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_stop_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGALRM, &sa, NULL);
-    if (duration_s > 0) {
-        struct itimerval it;
-        memset(&it, 0, sizeof it);
-        it.it_value.tv_sec = (time_t)duration_s;
-        it.it_value.tv_usec = (suseconds_t)((duration_s - (double)(time_t)duration_s) * 1e6);
-        if (it.it_value.tv_sec == 0 && it.it_value.tv_usec == 0)
-            it.it_value.tv_usec = 1;
-        setitimer(ITIMER_REAL, &it, NULL);
-    }
-}
-
-/* After the capture loop: a second Ctrl-C ends the process at once (the
- * database stays consistent: every commit is atomic). */
-static void restore_handlers(void)
-{
-    struct itimerval off;
-    memset(&off, 0, sizeof off);
-    setitimer(ITIMER_REAL, &off, NULL);
-    signal(SIGINT, SIG_DFL);
-    signal(SIGTERM, SIG_DFL);
-    signal(SIGALRM, SIG_IGN);
 }
 
 /* Switch to user's groups, gid and uid. 0, or -1 printed. */
@@ -142,14 +93,13 @@ static int run_live(const cli_opts *o, cap_source *src)
     p = pipeline_new(o, &rep, 1);
     if (!p)
         return EXIT_RUNTIME;
-    live_source = src;
-    install_handlers(o->duration_s);
+    cli_stop_on_signals(src, o->duration_s);
     if (!o->quiet)
         fprintf(stderr, "slotscope: listening on %s%s%s, Ctrl-C to stop\n", o->iface,
                 o->filter ? " with filter " : "", o->filter ? o->filter : "");
     if (pipeline_run(p, src) < 0)
         status = EXIT_RUNTIME;
-    restore_handlers();
+    cli_stop_restore();
     if (pipeline_finish(p, src) != 0)
         status = EXIT_RUNTIME;
     if (o->json)
@@ -162,7 +112,6 @@ static int run_live(const cli_opts *o, cap_source *src)
         status = EXIT_FINDINGS;
     pipeline_free(p);
     report_free(&rep);
-    live_source = NULL;
     return status;
 }
 

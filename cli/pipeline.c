@@ -428,6 +428,13 @@ int pipeline_finish(pipeline *p, cap_source *src)
     return ret;
 }
 
+void pipeline_note_stop(pipeline *p, const char *why)
+{
+    snprintf(p->rep->stopped_by, sizeof p->rep->stopped_by, "%s", why);
+    if (p->st)
+        store_meta(p->st, "stopped_by", why);
+}
+
 void pipeline_free(pipeline *p)
 {
     if (!p)

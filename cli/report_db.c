@@ -124,6 +124,12 @@ static void row_end(report *r, sqlite3_stmt *st)
     r->interrupted = sqlite3_column_int(st, 0) == 0;
 }
 
+/* A run stopped early by a signal wrote meta stopped_by (pipeline_note_stop). */
+static void row_stopped(report *r, sqlite3_stmt *st)
+{
+    snprintf(r->stopped_by, sizeof r->stopped_by, "%s", col_text(st, 0));
+}
+
 static void row_clients(report *r, sqlite3_stmt *st)
 {
     r->clients = col_uint(st, 0);
@@ -170,6 +176,7 @@ int report_load_db(report *r, sqlite3 *db, char *err, size_t err_size)
         {"SELECT count(*), coalesce(sum(cluster_aware <> 0), 0), coalesce(sum(is_node <> 0), 0)"
          " FROM clients", row_clients},
         {"SELECT count(*) FROM meta WHERE key = 'end_us'", row_end},
+        {"SELECT value FROM meta WHERE key = 'stopped_by'", row_stopped},
     };
     for (size_t i = 0; i < sizeof reads / sizeof reads[0]; i++)
         if (each_row(db, reads[i].sql, reads[i].fn, r, err, err_size) != 0)

@@ -103,7 +103,9 @@ static void print_totals(const report *r, FILE *out)
     j = jbegin(out, "report");
     jstr(&j, "slotscope_version", SLOTSCOPE_VERSION);
     jname(&j, "finished");
-    fputs(r->interrupted ? "false" : "true", out);
+    fputs(r->interrupted || r->stopped_by[0] ? "false" : "true", out);
+    if (r->stopped_by[0])
+        jstr(&j, "stopped_by", r->stopped_by);
     jint(&j, "first_us", first);
     jint(&j, "last_us", last);
     juint(&j, "inputs", r->n_inputs);

@@ -558,6 +558,9 @@ void report_print_text(const report *r, FILE *out)
     fputs("slotscope incident report\n\nWhat happened\n", out);
     if (r->interrupted)
         fputs("  note         the run was interrupted: this is what it had committed\n", out);
+    else if (r->stopped_by[0])
+        fprintf(out, "  note         the run was interrupted by %s: this is what it read until then\n",
+                r->stopped_by);
     print_span(r, out);
     print_inputs(r, out);
     print_traffic(r, out);

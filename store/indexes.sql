@@ -9,10 +9,11 @@
 --   on bench/data/real.pcap (12,527 redirects, 6,495 connections): 21.9k
 --   instructions per redirect row with its three index inserts, 6.8k without
 --   them; building all of them at close costs 2.7k per index entry (119M for
---   the ~44k entries). A run that reaches store_close (the end, or live's
---   SIGINT/SIGTERM) has them; the database of a run killed before (analyze
---   dies by a signal; SIGKILL; power loss) holds its committed rows but no
---   index: queries still give the same answers, only slower.
+--   the ~44k entries). A run that reaches store_close (the end, or a stop by
+--   SIGINT/SIGTERM, which analyze and live both finish properly) has them;
+--   the database of a run killed before (SIGKILL, a second Ctrl-C, a crash,
+--   power loss) holds its committed rows but no index: queries still give
+--   the same answers, only slower.
 -- "IF NOT EXISTS" because store_close runs this text in both cases.
 CREATE INDEX IF NOT EXISTS redirects_client ON redirects (client, ts_us);
 CREATE INDEX IF NOT EXISTS redirects_slot ON redirects (slot, ts_us);
