@@ -324,6 +324,30 @@ int cap_source_next(cap_source *src, cap_record *rec, char *err, size_t err_size
  * rec is NULL when a live read returned: a moment to hand on what was
  * gathered. */
 typedef void (*cap_record_fn)(void *ctx, const cap_record *rec);
+/* Chunk mode (cap_source_chunks): called by the source on its reading
+ * thread before it goes on in chunk k (0, 1, ...); returns once chunk k was
+ * read, by cap_source_fill_chunk on this thread or another. */
+typedef void (*cap_chunk_fn)(void *ctx, uint64_t k);
+/* Chunk mode, for a reader thread whose records are used later by another
+ * thread, which can also share the reading: the file is read in chunks
+ * (1 MiB) into `slots` slots in turn, chunk k into slot k % slots, and the
+ * bytes of a record stay where they were handed out until their slot is
+ * read into again. So: chunk k may be read (cap_source_fill_chunk) once the
+ * source called fn for chunk k - slots + 2 (it is then done with slot
+ * k % slots itself) and the user is done with the records handed out
+ * before the call for chunk k - slots + 1; chunks are read in order, each
+ * once. The records handed out before the call for chunk 0 stay valid until
+ * cap_source_free. Only one regular classic pcap file read in place (not
+ * libpcap's buffers: pcapng, several files, live) can do it, and only
+ * before its first record: 1 when the source does it from now on, 0 when
+ * not (out of memory too; record bytes are then valid during the call
+ * only). */
+int cap_source_chunks(cap_source *src, unsigned slots, cap_chunk_fn fn, void *ctx);
+/* Read chunk k of a source in chunk mode (see cap_source_chunks): from any
+ * thread, under the rules given there. 1 when it was read whole, 0 when it
+ * is short (the end of the file, or a read error, which the source reports
+ * as usual when it gets there): later chunks need no reading. */
+int cap_source_fill_chunk(cap_source *src, uint64_t k);
 /* cap_source_run with a record callback instead of a tracker (same loops, same
  * counting of the inputs). Live drop counts go to the inputs' kernel_drops and
  * if_drops only (no tracker to add them to). */

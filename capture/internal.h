@@ -396,6 +396,11 @@ void cap_reasm_clear(cap_tracker *t, cap_flow *f, int side);
  * cap_pcapfile reads (its MAXIMUM_SNAPLEN); a larger one is a bad record. */
 #define CAP_PCAPFILE_MAX_CAPLEN 262144u
 
+/* Most slots of chunk mode, and the room before a slot's chunk for the
+ * unread end of the previous one (a record at most). */
+#define CAP_PCAPFILE_SLOTS_MAX 16u
+#define CAP_PCAPFILE_HEADROOM (16u + CAP_PCAPFILE_MAX_CAPLEN)
+
 /* A classic pcap file (pcap-savefile(5)) read with read(2) into one buffer,
  * records handed out in place. Only files whose every record libpcap would
  * hand out unchanged are taken (version 2.4, the plain magics in either byte
@@ -415,6 +420,17 @@ typedef struct cap_pcapfile {
     int dlt;                 /* DLT_ value of the link type */
     int fd;                  /* the open file (owned by the caller) */
     char errbuf[160];        /* libpcap's text for the last error */
+    /* chunk mode (cap_pcapfile_chunks): buf is the first buffer or a slot */
+    uint8_t *first_buf;      /* the buffer of open, kept until close */
+    uint8_t *slot_buf[CAP_PCAPFILE_SLOTS_MAX]; /* CAP_PCAPFILE_HEADROOM + chunk */
+    size_t slot_got[CAP_PCAPFILE_SLOTS_MAX];   /* bytes of its chunk read */
+    int slot_errno[CAP_PCAPFILE_SLOTS_MAX];    /* the read failed after them */
+    unsigned n_slots;        /* 0: not in chunk mode */
+    size_t chunk;            /* bytes of file per chunk */
+    uint64_t chunk_base;     /* file offset of chunk 0 */
+    uint64_t next_chunk;     /* the chunk the reader takes next */
+    cap_chunk_fn chunk_fn;   /* makes sure a chunk is read (see capture.h) */
+    void *chunk_ctx;
 } cap_pcapfile;
 
 /* One record as cap_pcapfile_next hands it out: the times are libpcap's
@@ -434,7 +450,19 @@ int cap_pcapfile_open(cap_pcapfile *f, int fd, size_t bufsize);
 /* The next record: 1 and *rec filled, 0 at the end, -1 on an error with
  * libpcap's text in f->errbuf ("truncated dump file; ..." for a cut file). */
 int cap_pcapfile_next(cap_pcapfile *f, cap_pcapfile_rec *rec);
-/* Free the buffer (the fd stays the caller's). */
+/* Chunk mode (see cap_source_chunks): after the bytes already read, the
+ * file is read in chunks of the open buffer's size (at least
+ * CAP_PCAPFILE_HEADROOM) by cap_pcapfile_fill_chunk into n slots
+ * (2 .. CAP_PCAPFILE_SLOTS_MAX) in turn, chunk k into slot k % n, with pread
+ * (a regular file only). Before taking chunk k the reader calls fn(ctx, k),
+ * which returns once chunk k is in its slot; the unread end of the chunk
+ * before is then copied in front of it. 0, or -1 (not a regular file, a
+ * buffer too small, out of memory: f unchanged). */
+int cap_pcapfile_chunks(cap_pcapfile *f, unsigned n, cap_chunk_fn fn, void *ctx);
+/* Read chunk k into its slot: from any thread, while no other uses it. 1
+ * when read whole, 0 when short (the end of the file or a read error). */
+int cap_pcapfile_fill_chunk(cap_pcapfile *f, uint64_t k);
+/* Free the buffer(s) (the fd stays the caller's). */
 void cap_pcapfile_close(cap_pcapfile *f);
 
 #endif /* SLOTSCOPE_CAPTURE_INTERNAL_H */

@@ -6,6 +6,11 @@
  * packet buffer. Here the file is read(2) straight into one large buffer and
  * records are handed out where they lie: a record cut by the end of the
  * buffer is moved to the front before the next read, nothing else is copied.
+ * In chunk mode (cap_pcapfile_chunks, for a reader thread whose consumer
+ * uses the bytes later and shares the reading) the file is read with pread
+ * in fixed chunks into several slots in turn, by either thread, and the cut
+ * record is copied in front of the next chunk instead: handed-out bytes
+ * stay put until their slot is read into again.
  *
  * The format is pcap-savefile(5): a 24-byte file header (magic, version 2.4,
  * thiszone, sigfigs, snaplen, link type), then records of a 16-byte header
@@ -39,6 +44,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "capture/internal.h"
@@ -98,6 +104,29 @@ static int linktype_to_dlt(uint32_t linktype)
     return -1;
 }
 
+/* Chunk mode: go on in the next chunk (see internal.h), read by then; the
+ * unread end of the buffer, less than a record (need <=
+ * CAP_PCAPFILE_HEADROOM), is copied in front of it. A short chunk is the end
+ * of the file or a read error, as a short read(2) would be. */
+static void next_chunk(cap_pcapfile *f)
+{
+    uint64_t k = f->next_chunk++;
+    unsigned slot = (unsigned)(k % f->n_slots);
+    size_t have = f->end - f->pos;
+    f->chunk_fn(f->chunk_ctx, k);
+    memcpy(f->slot_buf[slot] + CAP_PCAPFILE_HEADROOM - have, f->buf + f->pos, have);
+    f->buf = f->slot_buf[slot];
+    f->size = CAP_PCAPFILE_HEADROOM + f->chunk;
+    f->pos = CAP_PCAPFILE_HEADROOM - have;
+    f->end = CAP_PCAPFILE_HEADROOM + f->slot_got[slot];
+    if (f->slot_got[slot] < f->chunk) {
+        if (f->slot_errno[slot] != 0)
+            f->read_errno = f->slot_errno[slot];
+        else
+            f->eof = 1;
+    }
+}
+
 /* Make room for need bytes from pos: move the unread tail to the front, and
  * grow the buffer when even a whole one is too small (a record is at most
  * RECORD_HEADER_LEN + CAP_PCAPFILE_MAX_CAPLEN bytes, which bounds it).
@@ -127,6 +156,10 @@ static long fill(cap_pcapfile *f, size_t need)
 {
     while (f->end - f->pos < need && !f->eof && f->read_errno == 0) {
         ssize_t n;
+        if (f->n_slots > 0) {
+            next_chunk(f);
+            continue;
+        }
         if (f->pos + need > f->size && make_room(f, need) != 0)
             return -1;
         n = read(f->fd, f->buf + f->end, f->size - f->end);
@@ -248,10 +281,68 @@ int cap_pcapfile_next(cap_pcapfile *f, cap_pcapfile_rec *rec)
     return 1;
 }
 
-/* Free the buffer. */
+/* Chunk mode (see internal.h). */
+int cap_pcapfile_chunks(cap_pcapfile *f, unsigned n, cap_chunk_fn fn, void *ctx)
+{
+    struct stat st;
+    if (n < 2 || n > CAP_PCAPFILE_SLOTS_MAX || f->n_slots > 0 || f->buf == NULL ||
+        f->size < CAP_PCAPFILE_HEADROOM || fstat(f->fd, &st) != 0 || !S_ISREG(st.st_mode))
+        return -1;
+    for (unsigned i = 0; i < n; i++) {
+        f->slot_buf[i] = malloc(CAP_PCAPFILE_HEADROOM + f->size);
+        if (f->slot_buf[i] == NULL) {
+            while (i-- > 0)
+                free(f->slot_buf[i]);
+            return -1;
+        }
+    }
+    f->first_buf = f->buf;
+    f->chunk = f->size;
+    f->chunk_base = f->consumed + (f->end - f->pos); /* the next byte to read */
+    f->next_chunk = 0;
+    f->chunk_fn = fn;
+    f->chunk_ctx = ctx;
+    f->n_slots = n;
+    return 0;
+}
+
+/* Read chunk k into its slot with pread: the reading position of the file
+ * is not used, so any thread may read any chunk. 1 when the chunk was read
+ * whole, 0 when it is short (the end of the file, or a read error). */
+int cap_pcapfile_fill_chunk(cap_pcapfile *f, uint64_t k)
+{
+    unsigned slot = (unsigned)(k % f->n_slots);
+    uint8_t *to = f->slot_buf[slot] + CAP_PCAPFILE_HEADROOM;
+    uint64_t at = f->chunk_base + k * f->chunk;
+    size_t got = 0;
+    int err = 0;
+    while (got < f->chunk) {
+        ssize_t n = pread(f->fd, to + got, f->chunk - got, (off_t)(at + got));
+        if (n > 0)
+            got += (size_t)n;
+        else if (n == 0)
+            break;
+        else if (errno != EINTR) {
+            err = errno;
+            break;
+        }
+    }
+    f->slot_got[slot] = got;
+    f->slot_errno[slot] = err;
+    return got == f->chunk;
+}
+
+/* Free the buffer(s). */
 void cap_pcapfile_close(cap_pcapfile *f)
 {
-    free(f->buf);
+    if (f->n_slots > 0) {
+        for (unsigned i = 0; i < f->n_slots; i++)
+            free(f->slot_buf[i]);
+        f->n_slots = 0;
+        free(f->first_buf);
+    } else {
+        free(f->buf);
+    }
     f->buf = NULL;
     f->size = f->pos = f->end = 0;
 }

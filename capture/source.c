@@ -643,6 +643,25 @@ int cap_source_run_records(cap_source *src, cap_record_fn fn, void *ctx, char *e
     return rc;
 }
 
+/* Chunk mode (see capture.h): only for one file read by pcapfile.c, before
+ * its first record. */
+int cap_source_chunks(cap_source *src, unsigned slots, cap_chunk_fn fn, void *ctx)
+{
+    input *in;
+    if (src->live != NULL || src->n != 1 || src->used_next || src->primed)
+        return 0;
+    in = &src->inputs[0];
+    if (!in->own || in->packets > 0 || in->pcap != NULL)
+        return 0;
+    return cap_pcapfile_chunks(&in->pf, slots, fn, ctx) == 0;
+}
+
+/* Read chunk k (see capture.h). */
+int cap_source_fill_chunk(cap_source *src, uint64_t k)
+{
+    return cap_pcapfile_fill_chunk(&src->inputs[0].pf, k);
+}
+
 /* Ask cap_source_run to return soon: async-signal-safe (a flag, and
  * pcap_breakloop, which only sets a flag and wakes the poll). */
 void cap_source_break(cap_source *src)

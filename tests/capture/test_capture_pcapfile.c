@@ -3,7 +3,9 @@
  * reader, against libpcap itself: the same files are read by both, record by
  * record (times, lengths, bytes, the error text), for each magic in each byte
  * order, records straddling the read buffer, records larger than it, odd
- * lengths, a file cut at every byte, nanosecond times, and the link types.
+ * lengths, a file cut at every byte, nanosecond times, and the link types;
+ * chunk mode (cap_pcapfile_chunks) the same way, and the bytes of records
+ * handed out staying in place as long as cap_source_chunks promises.
  */
 #include <fcntl.h>
 #include <pcap/pcap.h>
@@ -130,6 +132,87 @@ static void own_close(cap_pcapfile *pf)
     cap_pcapfile_close(pf);
 }
 
+/* Chunk mode in compare (when chunking is set): the test plays the user of
+ * cap_source_chunks. Its callback reads the chunk asked for (eager: every
+ * chunk the rules allow, as another thread may); every record handed out is
+ * kept (where it lies, a copy of its bytes, the callback's calls before it)
+ * and checked to be still in place as long as promised. */
+typedef struct kept_rec {
+    const uint8_t *data;
+    uint8_t *copy;
+    uint32_t len;
+    uint64_t taken;          /* chunks the reader went on in before it */
+} kept_rec;
+
+typedef struct chunking_t {
+    cap_pcapfile *pf;
+    unsigned slots;
+    int eager;
+    uint64_t taken;          /* calls of the callback */
+    uint64_t filled;         /* chunks read */
+    kept_rec *recs;
+    size_t n, cap;
+} chunking_t;
+
+static chunking_t *chunking;
+
+/* Every kept record still promised is unchanged: those handed out before
+ * the first chunk (the open buffer is kept), and those handed out after the
+ * call for chunk filled - slots (the latest chunk read, filled - 1, may
+ * overwrite only what came before the call for filled - slots). */
+static void chunk_check_kept(const chunking_t *c)
+{
+    for (size_t i = 0; i < c->n; i++) {
+        const kept_rec *r = &c->recs[i];
+        if (r->taken == 0 || r->taken + c->slots >= c->filled + 1)
+            assert_memory_equal(r->data, r->copy, r->len);
+    }
+}
+
+/* cap_chunk_fn of the test: chunks asked for in order, each read once. */
+static void chunk_fn(void *ctx, uint64_t k)
+{
+    chunking_t *c = ctx;
+    uint64_t last = c->eager ? k + c->slots - 2 : k;
+    assert_int_equal(k, c->taken);
+    c->taken++;
+    while (c->filled <= last) {
+        cap_pcapfile_fill_chunk(c->pf, c->filled);
+        c->filled++;
+    }
+    chunk_check_kept(c);
+}
+
+/* Keep a record handed out in chunk mode, and check the kept ones. */
+static void chunk_keep(chunking_t *c, const cap_pcapfile_rec *rec)
+{
+    kept_rec *r;
+    if (c->n == c->cap) {
+        c->cap = c->cap ? 2 * c->cap : 256;
+        c->recs = realloc(c->recs, c->cap * sizeof *c->recs);
+        assert_non_null(c->recs);
+    }
+    r = &c->recs[c->n++];
+    r->data = rec->data;
+    r->len = rec->caplen;
+    r->taken = c->taken;
+    r->copy = malloc(rec->caplen + 1);
+    assert_non_null(r->copy);
+    memcpy(r->copy, rec->data, rec->caplen);
+    chunk_check_kept(c);
+}
+
+/* Forget the kept records. */
+static void chunk_reset(chunking_t *c)
+{
+    for (size_t i = 0; i < c->n; i++)
+        free(c->recs[i].copy);
+    free(c->recs);
+    c->recs = NULL;
+    c->n = c->cap = 0;
+    c->taken = c->filled = 0;
+}
+
 /* Read path with libpcap and with cap_pcapfile (buffer bufsize), record by
  * record, and assert that both give the same: link type, times, lengths,
  * bytes, and the same end (the same error text). The file must be one
@@ -146,6 +229,10 @@ static outcome compare(const char *path, size_t bufsize)
         fail_msg("libpcap cannot open %s: %s", path, errbuf);
     assert_int_equal(own_open(path, bufsize, &pf), 1);
     assert_int_equal(pf.dlt, pcap_datalink(p));
+    if (chunking) {
+        chunking->pf = &pf;
+        assert_int_equal(cap_pcapfile_chunks(&pf, chunking->slots, chunk_fn, chunking), 0);
+    }
     for (;;) {
         struct pcap_pkthdr *hdr;
         const u_char *data;
@@ -170,10 +257,14 @@ static outcome compare(const char *path, size_t bufsize)
         assert_int_equal(rec.len, hdr->len);
         if (hdr->caplen > 0)
             assert_memory_equal(rec.data, data, hdr->caplen);
+        if (chunking)
+            chunk_keep(chunking, &rec);
         o.records++;
     }
     pcap_close(p);
     own_close(&pf);
+    if (chunking)
+        chunk_reset(chunking);
     return o;
 }
 
@@ -572,6 +663,71 @@ static void test_run_records_and_break(void **state)
     cap_source_free(s.src);
 }
 
+/* Chunk mode (the file in chunks of the open buffer's size, read with pread
+ * into 2, 3 or 8 slots in turn, each chunk when asked for or as early as
+ * allowed): the same records and end as libpcap, on a file of ~3 MB whose
+ * records of up to the largest size straddle the chunks, and on a smaller
+ * one cut at bytes around every chunk's end; bytes handed out stay in place
+ * as promised (chunk_check_kept). A pipe is no file for it. */
+static void test_chunk_mode(void **state)
+{
+    static const unsigned slots[] = {2, 3, 8};
+    const size_t chunk = CAP_PCAPFILE_HEADROOM;
+    chunking_t c;
+    pfile f, g;
+    outcome o;
+    uint32_t n = 0;
+    int fds[2];
+    cap_pcapfile pf;
+    (void)state;
+    pf_start(&f, 0xa1b2c3d4u, 0, 2, 4, 0, 1);
+    while (f.len < 3u << 20) {
+        uint32_t len = n % 17 == 5 ? CAP_PCAPFILE_MAX_CAPLEN : (n * 7919u) % 70001u;
+        pf_record(&f, n, n, len, len);
+        n++;
+    }
+    pf_save(&f, "pf_chunks.pcap", f.len);
+    for (size_t i = 0; i < sizeof slots / sizeof slots[0]; i++) {
+        for (int eager = 0; eager <= 1; eager++) {
+            memset(&c, 0, sizeof c);
+            c.slots = slots[i];
+            c.eager = eager;
+            chunking = &c;
+            o = compare("pf_chunks.pcap", chunk);
+            chunking = NULL;
+            assert_int_equal(o.end, 0);
+            assert_int_equal(o.records, n);
+        }
+    }
+    /* cut around the end of the open buffer and of each chunk after it */
+    pf_start(&g, 0xa1b2c3d4u, 1, 2, 4, 65535, 1);
+    for (n = 0; g.len < 3 * chunk + 50000; n++)
+        pf_record(&g, n, n, 1000 + (n * 37u) % 3000u, 5000);
+    for (size_t b = chunk; b < g.len; b += chunk) {
+        for (size_t cut = b - 40; cut <= b + 40 && cut <= g.len; cut += 3) {
+            pf_save(&g, "pf_chunks_cut.pcap", cut);
+            memset(&c, 0, sizeof c);
+            c.slots = 2;
+            c.eager = (cut & 1) != 0;
+            chunking = &c;
+            o = compare("pf_chunks_cut.pcap", chunk);
+            chunking = NULL;
+            assert_true(o.records > 0);
+        }
+    }
+    /* not a regular file: refused, the reader unchanged */
+    assert_int_equal(pipe(fds), 0);
+    assert_int_equal(write(fds[1], g.data, 4096), 4096);
+    close(fds[1]);
+    assert_int_equal(cap_pcapfile_open(&pf, fds[0], chunk), 1);
+    assert_int_equal(cap_pcapfile_chunks(&pf, 2, chunk_fn, NULL), -1);
+    assert_int_equal(pf.n_slots, 0);
+    cap_pcapfile_close(&pf);
+    close(fds[0]);
+    free(f.data);
+    free(g.data);
+}
+
 /* Every test, in a scratch folder: the files are written by relative name. */
 static int run_all(void *ctx)
 {
@@ -587,6 +743,7 @@ static int run_all(void *ctx)
         cmocka_unit_test(test_left_to_libpcap),
         cmocka_unit_test(test_progress),
         cmocka_unit_test(test_run_records_and_break),
+        cmocka_unit_test(test_chunk_mode),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
