@@ -31,6 +31,20 @@
  * read takes 0.147 and one thread 0.385. While other work kept both cores
  * busy (load 2) both took ~0.38-0.42 s and one thread without --db 0.35:
  * the layouts pay only with a core to spare.
+ * Captures of large values (bench/data/gen-1G-s1.pcap, 1 GB, values resp
+ * skips by length) had the reader critical instead: the kernel's copy of
+ * the file (0.12 s; as much with mmap), the tracker, and a copy of every
+ * payload byte into the event ring, against ~0.06 s on the calling thread;
+ * --threads 2 took as long as one thread (0.23 s), on gen-256M longer
+ * (0.08 vs 0.07). Since, a single regular pcap file is read in chunks that
+ * stay in memory until replayed: DATA events refer to their bytes instead
+ * of copying them, and the calling thread reads chunks itself whenever it
+ * would wait (see "References and shared reading"). hyperfine, 12 runs,
+ * mean (min), old -> new: gen-1G --threads 2 0.228 (0.218) -> 0.186
+ * (0.177) s, one thread 0.23 both; gen-256M 0.080 (0.069) -> 0.061 (0.056),
+ * one thread 0.071; real.pcap unchanged (--threads 2 0.255 both, 15 runs;
+ * callgrind on real-150k: calling thread 1,077.1 -> 1,077.9 million
+ * instructions, reader 135.1 -> 123.0).
  * Tried and dropped (in the history): worker 0 reading the source itself
  * (it became the critical thread: wall 0.55); "duo", worker 1 on the
  * calling thread with its events merged unpacked (wall 0.39 at best, but
@@ -92,7 +106,7 @@
  *    on (and a clock event every 0.1 s), not of every packet.
  *
  * Memory stays bounded: the input ring (records and bytes), read-ahead's
- * event ring, each worker's event ring and its ring of kept raw replies
+ * event ring and chunks of the file (RA_KEEP_BUFFERS), each worker's event ring and its ring of kept raw replies
  * (CLUSTER SLOTS/SHARDS/NODES) have fixed sizes (the input and read-ahead
  * rings grow only to twice a record or event larger than half of them); a
  * full ring makes its producer wait. The copies of open connections number
@@ -137,6 +151,11 @@
 #define KEY_END UINT64_MAX         /* "record" of the events of the end */
 #define TIME_EVERY_US 100000       /* live: a clock event per 0.1 s of capture time */
 #define MAX_WORKERS 64
+#ifndef PAR_TINY_RINGS
+#define RA_KEEP_BUFFERS 8u         /* read-ahead: chunks of the file in memory */
+#else
+#define RA_KEEP_BUFFERS 3u
+#endif
 
 typedef struct ra_ev ra_ev;     /* read-ahead's events (see "read-ahead") */
 
@@ -334,17 +353,25 @@ struct par {
     int ra_direct;                 /* joined: each event is replayed as written */
     ra_ev *ra_last;                /* the record's latest event, NULL: none yet */
     uint64_t ra_last_at;           /* ... where it starts */
+    int ra_keep;                   /* the source reads in chunks (see "References") */
+    uintptr_t ra_rec_lo, ra_rec_hi; /* the record in the tracker: its bytes */
     /* under the mutex */
     _Alignas(64) uint64_t ra_published; /* event bytes published */
     uint64_t ra_tail;              /* event bytes the calling thread is done with */
     uint64_t ra_wake_at;           /* the reader waits for ra_tail to reach this */
     int ra_reader_done;            /* joined: the tracker is the calling thread's */
     cap_stats ra_cs;               /* the tracker's counters, as last published */
+    uint64_t ck_taken;             /* chunks the source went on in (ra_chunk) */
+    uint64_t ck_claimed;           /* chunks being read or read (in order) */
+    uint64_t ck_ready[RA_KEEP_BUFFERS]; /* by slot: the chunk read into it, + 1 */
+    uint64_t ck_left[RA_KEEP_BUFFERS];  /* by slot: ra_head when its chunk was left */
+    int ck_short;                  /* a chunk was short: the file ends there */
     /* the calling thread's own: its copies of the open connections, by slot */
     _Alignas(64) uint64_t ra_c_tail, ra_c_head;
     const uint8_t *ra_c_ring;      /* the ring as last seen */
     size_t ra_c_mask;
     unsigned ra_c_events;          /* events replayed since the tail was shown */
+    size_t ra_c_ref_bytes;         /* bytes referenced since (RA_DATA_REF) */
     cap_conn **ra_copies;          /* blocks of RA_BLOCK copies */
     size_t ra_n_blocks;
 };
@@ -1370,6 +1397,7 @@ static void merge(struct par *p, int final)
 
 #define RA_BLOCK 256u              /* copies allocated at once */
 #define RA_SHOW_EVERY 256u         /* events replayed between showing the tail */
+#define RA_SHOW_REF_BYTES (256u << 10) /* ... or referenced bytes replayed */
 
 typedef enum ra_kind {
     RA_OPEN = CAP_EV_OPEN,         /* body: cap_conn */
@@ -1377,6 +1405,7 @@ typedef enum ra_kind {
     RA_GAP = CAP_EV_GAP,           /* no body; arg: gap_len */
     RA_CLOSE = CAP_EV_CLOSE,       /* body: cap_conn */
     RA_UPDATE,                     /* body: the counters (RA_COUNTERS); arg: last_record */
+    RA_DATA_REF,                   /* DATA, body: where its len bytes lie (a pointer) */
     RA_SKIP                        /* the rest of the ring is unused */
 } ra_kind;
 
@@ -1386,10 +1415,10 @@ struct ra_ev {
     uint8_t kind;                  /* an ra_kind */
     uint8_t dir;                   /* the cap_event's dir */
     uint8_t reason;                /* CLOSE: a cap_close_reason */
-    uint8_t counters;              /* DATA: RA_UPDATE's body follows the bytes
-                                      (padded), arg is last_record */
+    uint8_t counters;              /* DATA (_REF): RA_UPDATE's body follows the
+                                      body (padded), arg is last_record */
     uint32_t slot;                 /* the connection's slot */
-    uint32_t len;                  /* DATA: bytes that follow */
+    uint32_t len;                  /* DATA: bytes that follow (_REF: referenced) */
     int64_t ts_us;
     uint64_t arg;                  /* GAP: gap_len; UPDATE: last_record */
 };
@@ -1429,6 +1458,99 @@ static int ra_slot_take(struct par *p, uint32_t *slot)
     }
     *slot = p->ra_slots++;
     return 0;
+}
+
+/*
+ * References and shared reading. A DATA's bytes are copied into the ring,
+ * except with one regular classic pcap file read in place, which the source
+ * then reads in chunks (cap_source_chunks): 1 MiB chunks read with pread
+ * into RA_KEEP_BUFFERS slots in turn, a record's bytes staying where they
+ * are until their slot is read into again. A DATA whose bytes lie in the
+ * record being tracked (in-order data, by far the most) crosses as a
+ * pointer to them (RA_DATA_REF); bytes elsewhere (the tracker's reassembled
+ * out-of-order data; libpcap's buffers of pcapng, several files or live)
+ * are copied as before. Each chunk is read by whichever thread gets to it
+ * first: the reader when the source needs it (ra_chunk), the calling
+ * thread when it has replayed everything and would wait (ra_prefetch). A
+ * slot is read into once the source has left its previous chunk behind
+ * (two chunks on, the cut record copied out of it) and the calling thread
+ * has replayed every event written before the source left it (ck_left).
+ * Why: with large values (gen-1G-s1.pcap, 1 GB; resp skips the values by
+ * length) the reader was the critical thread: the kernel's copy of the file
+ * (~0.12 s of ~0.19 s for one thread) plus the tracker plus copying every
+ * payload byte into the ring, while the calling thread had little to do.
+ */
+
+/* Whether chunk k's slot may be read into, the calling thread being done
+ * with the events before ring position tail. Mutex held. */
+static int ra_slot_free(const struct par *p, uint64_t k, uint64_t tail)
+{
+    if (k < RA_KEEP_BUFFERS)
+        return 1; /* never used */
+    return k + 3 <= p->ck_taken + RA_KEEP_BUFFERS &&
+           tail >= p->ck_left[(k - RA_KEEP_BUFFERS) % RA_KEEP_BUFFERS];
+}
+
+/* Read chunk k, claimed by this thread (mutex held; released meanwhile). */
+static void ra_fill(struct par *p, uint64_t k)
+{
+    int whole;
+    p->ck_claimed = k + 1;
+    pthread_mutex_unlock(&p->mu);
+    whole = cap_source_fill_chunk(p->src, k);
+    pthread_mutex_lock(&p->mu);
+    p->ck_ready[k % RA_KEEP_BUFFERS] = k + 1;
+    if (!whole)
+        p->ck_short = 1;
+}
+
+/* cap_chunk_fn, on the reader thread: the source goes on in chunk k. Left
+ * behind: chunk k - 1 (every event since is after ra_head now). Returns
+ * once chunk k is read: by the calling thread already, or now by this one
+ * (once its slot is free), or waits while the calling thread reads it. */
+static void ra_chunk(void *ctx, uint64_t k)
+{
+    struct par *p = ctx;
+    reader_show(p); /* the calling thread may start on what was read */
+    pthread_mutex_lock(&p->mu);
+    if (k > 0)
+        p->ck_left[(k - 1) % RA_KEEP_BUFFERS] = p->ra_head;
+    p->ck_taken = k + 1;
+    while (p->ck_ready[k % RA_KEEP_BUFFERS] != k + 1) {
+        if (p->ck_claimed == k && ra_slot_free(p, k, p->ra_tail)) {
+            ra_fill(p, k);
+            break;
+        }
+        /* woken by ra_fetch once the tail passed ra_wake_at, or by the
+         * calling thread's ra_prefetch when chunk k is read */
+        p->ra_wake_at = p->ck_claimed == k
+                            ? p->ck_left[(k - RA_KEEP_BUFFERS) % RA_KEEP_BUFFERS] : 0;
+        p->reader_waiting = 1;
+        pthread_cond_wait(&p->room_cv, &p->mu);
+        p->reader_waiting = 0;
+    }
+    p->ra_tail_seen = p->ra_tail;
+    pthread_mutex_unlock(&p->mu);
+}
+
+/* On the calling thread, with nothing to replay: read the next chunk when
+ * its slot is free and the source is not far behind. 1 when it did. */
+static int ra_prefetch(struct par *p)
+{
+    uint64_t k;
+    int did = 0;
+    if (!p->ra_keep)
+        return 0;
+    pthread_mutex_lock(&p->mu);
+    k = p->ck_claimed;
+    if (!p->ck_short && !p->eof && ra_slot_free(p, k, p->ra_c_tail)) {
+        ra_fill(p, k);
+        if (p->reader_waiting)
+            pthread_cond_signal(&p->room_cv);
+        did = 1;
+    }
+    pthread_mutex_unlock(&p->mu);
+    return did;
 }
 
 /* Wait until the calling thread has freed room for `need` more bytes
@@ -1543,6 +1665,15 @@ static void ra_conn_event(struct par *p, const cap_event *ev, uint32_t slot)
     ra_end(p, h);
 }
 
+/* Whether a DATA's bytes lie in the record being tracked, which the source
+ * keeps (see "References"): then they cross as a pointer. */
+static int ra_in_record(const struct par *p, const cap_event *ev)
+{
+    uintptr_t d = (uintptr_t)ev->data;
+    return ev->len > 0 && d >= p->ra_rec_lo && d < p->ra_rec_hi &&
+           ev->len <= p->ra_rec_hi - d;
+}
+
 /* The tracker's callback, on the reader thread (joined: on the calling
  * thread): the event into the ring. */
 static void ra_on_event(void *ctx, const cap_event *ev)
@@ -1565,13 +1696,20 @@ static void ra_on_event(void *ctx, const cap_event *ev)
         ra_conn_event(p, ev, slot);
         break;
     case CAP_EV_DATA:
-        h = ra_begin(p, RA_DATA, slot, ev, ev_round(sizeof(ra_ev) + ev->len));
+        if (ra_in_record(p, ev)) {
+            h = ra_begin(p, RA_DATA_REF, slot, ev, ev_round(sizeof(ra_ev) + sizeof ev->data));
+            if (h)
+                memcpy(h + 1, &ev->data, sizeof ev->data);
+        } else {
+            h = ra_begin(p, RA_DATA, slot, ev, ev_round(sizeof(ra_ev) + ev->len));
+            if (h)
+                memcpy(h + 1, ev->data, ev->len);
+        }
         if (!h) {
             ra_oom(p);
             return;
         }
         h->len = (uint32_t)ev->len;
-        memcpy(h + 1, ev->data, ev->len);
         ra_end(p, h);
         break;
     case CAP_EV_GAP:
@@ -1601,7 +1739,8 @@ static int ra_update_in_data(struct par *p, const cap_conn *c, uint32_t slot)
     ra_ev *h = p->ra_last;
     size_t phys = (size_t)(p->ra_head & (p->ra_size - 1));
     size_t need = ev_round(RA_COUNTERS);
-    if (!h || h->kind != RA_DATA || h->slot != slot || p->ra_last_at < p->ra_shown ||
+    if (!h || (h->kind != RA_DATA && h->kind != RA_DATA_REF) || h->slot != slot ||
+        p->ra_last_at < p->ra_shown ||
         phys == 0 || phys + need > p->ra_size ||
         p->ra_head + need - p->ra_tail_seen > p->ra_size)
         return 0;
@@ -1643,8 +1782,13 @@ static void ra_record(void *ctx, const cap_record *rec)
     }
     p->rd_pos++;
     p->ra_last = NULL;
+    if (p->ra_keep) { /* its bytes may cross as references */
+        p->ra_rec_lo = (uintptr_t)rec->data;
+        p->ra_rec_hi = p->ra_rec_lo + rec->caplen;
+    }
     cap_tracker_packet_at(p->ra_tracker, p->rd_pos, rec->linktype, rec->ts_us, rec->data,
                           rec->caplen, rec->wirelen);
+    p->ra_rec_lo = p->ra_rec_hi = 0; /* events made later (the end) copy */
     ra_update(p);
     if (p->rd_pos - p->rd_shown >= IN_BATCH || p->ra_head - p->ra_shown >= p->ra_size / 4)
         reader_show(p);
@@ -1710,6 +1854,11 @@ static void ra_replay(struct par *p, const ra_ev *h)
         ev.data = body;
         ev.len = h->len;
         break;
+    case RA_DATA_REF:
+        ev.kind = CAP_EV_DATA;
+        memcpy(&ev.data, body, sizeof ev.data);
+        ev.len = h->len;
+        break;
     case RA_GAP:
         ev.gap_len = h->arg;
         break;
@@ -1719,8 +1868,9 @@ static void ra_replay(struct par *p, const ra_ev *h)
     resp_on_capture_event(p->w[0].rp, &ev);
     if (p->o.tick)
         p->o.tick(p->o.tick_ctx, ev.ts_us);
-    if (h->kind == RA_DATA && h->counters) { /* see ra_update_in_data */
-        memcpy((uint8_t *)c + RA_COUNTERS_OFF, body + ev_round(h->len), RA_COUNTERS);
+    if (h->counters) { /* see ra_update_in_data */
+        size_t at = ev_round(h->kind == RA_DATA ? h->len : sizeof ev.data);
+        memcpy((uint8_t *)c + RA_COUNTERS_OFF, body + at, RA_COUNTERS);
         c->last_record = h->arg;
     }
 }
@@ -1774,6 +1924,7 @@ static int ra_fetch(struct par *p, int wait)
     more = p->ra_c_head > p->ra_c_tail;
     pthread_mutex_unlock(&p->mu);
     p->ra_c_events = 0;
+    p->ra_c_ref_bytes = 0;
     return more;
 }
 
@@ -1783,13 +1934,22 @@ static void read_ahead(struct par *p)
 {
     for (;;) {
         const ra_ev *h;
-        if (p->ra_c_tail == p->ra_c_head && !ra_fetch(p, 1))
-            break;
+        if (p->ra_c_tail == p->ra_c_head && !ra_fetch(p, 0)) {
+            if (ra_prefetch(p)) /* rather than wait: see "References" */
+                continue;
+            if (!ra_fetch(p, 1))
+                break;
+        }
         h = ra_next(p->ra_c_ring, p->ra_c_mask + 1, &p->ra_c_tail, p->ra_c_head);
-        if (h)
+        if (h) {
             ra_replay(p, h);
-        if (++p->ra_c_events >= RA_SHOW_EVERY)
-            ra_fetch(p, 0); /* the reader may reuse what was replayed */
+            if (h->kind == RA_DATA_REF)
+                p->ra_c_ref_bytes += h->len;
+        }
+        /* the reader may reuse what was replayed: the ring, and the file
+         * buffers once a good part of one was replayed */
+        if (++p->ra_c_events >= RA_SHOW_EVERY || p->ra_c_ref_bytes >= RA_SHOW_REF_BYTES)
+            ra_fetch(p, 0);
     }
 }
 
@@ -1931,6 +2091,8 @@ int par_run(par *p, cap_source *src, char *err, size_t err_size)
     }
     memcpy(p->inputs, in, n * sizeof *in);
     p->n_inputs = n;
+    if (p->read_ahead) /* see "References" */
+        p->ra_keep = cap_source_chunks(src, RA_KEEP_BUFFERS, ra_chunk, p);
     /* Threads inherit the mask: only the reader unblocks the stop signals. */
     stop_signals(&stop);
     pthread_sigmask(SIG_BLOCK, &stop, &old);

@@ -13,8 +13,9 @@
  *                   counters add up to the single tracker's
  *   end to end      slotscope analyze with 1, 2 (read-ahead and sharded), 3
  *                   and 5 threads on that capture, on every fixture capture
- *                   of tests/fixtures (cluster, gen, capture, cli) and on two
- *                   files merged: every table of the databases (meta's
+ *                   of tests/fixtures (cluster, gen, capture, cli), on a
+ *                   capture of large values (~16 MB) and on two files
+ *                   merged: every table of the databases (meta's
  *                   times and command line aside, every row sorted) and the
  *                   report are identical
  *   caps            1 thread and 2 (read-ahead) with the capture layer's
@@ -700,6 +701,91 @@ static void test_fixtures_capture_cli(void **state)
     check_dir("cli", cli, sizeof cli / sizeof cli[0]);
 }
 
+/* Send len bytes from one side of c in segments of at most 9000 bytes. */
+static void send_split(pg_conv *c, int from_server, const char *data, size_t len)
+{
+    while (len > 0) {
+        size_t n = len < 9000 ? len : 9000;
+        assert_int_equal(pg_conv_send(c, from_server, data, n), 0);
+        data += n;
+        len -= n;
+    }
+}
+
+/* A capture of large values, ~16 MB: more than read-ahead keeps of a file
+ * (cli/parallel.c, "References"), so its chunks are read by both threads
+ * and their slots reused, and most DATA events cross as references. Four
+ * connections SET and GET 20,000-byte values in 9000-byte segments; every
+ * seventh SET has its two halves swapped (reassembled bytes, which are
+ * copied). Same results with every --threads. */
+static void test_large_values(void **state)
+{
+    static char value[20000], msg[20100];
+    const char *path = tmp("large.pcap");
+    const char *files[] = {path};
+    pg_file *f = pg_file_open(path, PG_PCAP, DLT_EN10MB, 65535);
+    pg_conv c[4];
+    pg_packet t;
+    int64_t now = T0;
+    sqlite3 *db;
+    (void)state;
+    assert_non_null(f);
+    for (size_t i = 0; i < sizeof value; i++)
+        value[i] = (char)('a' + i % 26);
+    for (int i = 0; i < 4; i++) {
+        pg_packet_init(&t);
+        t.src = "10.0.0.9";
+        t.dst = "10.0.1.1";
+        t.sport = (uint16_t)(41000 + i);
+        t.dport = 7000;
+        pg_conv_init(&c[i], &t, 5000u * (unsigned)i + 1, 700000u + (unsigned)i, now);
+        c[i].file = f;
+        assert_int_equal(pg_conv_handshake(&c[i]), 0);
+    }
+    for (int n = 0; n < 100; n++) {
+        for (int i = 0; i < 4; i++) {
+            int len = snprintf(msg, sizeof msg, "*3\r\n$3\r\nSET\r\n$%d\r\nbig:%04d\r\n$%zu\r\n",
+                               8, n, sizeof value);
+            memcpy(msg + len, value, sizeof value);
+            len += (int)sizeof value;
+            memcpy(msg + len, "\r\n", 2);
+            len += 2;
+            c[i].ts_us = now;
+            if (n % 7 == 3) {
+                uint32_t seq = c[i].next[0];
+                int half = len / 2;
+                assert_int_equal(pg_conv_send_at(&c[i], 0, seq + (uint32_t)half, PG_ACK,
+                                                 msg + half, (size_t)(len - half)), 0);
+                assert_int_equal(pg_conv_send_at(&c[i], 0, seq, PG_ACK, msg, (size_t)half), 0);
+                c[i].next[0] += (uint32_t)len;
+            } else {
+                send_split(&c[i], 0, msg, (size_t)len);
+            }
+            assert_int_equal(pg_conv_send(&c[i], 1, "+OK\r\n", 5), 0);
+            len = snprintf(msg, sizeof msg, "*2\r\n$3\r\nGET\r\n$%d\r\nbig:%04d\r\n", 8, n);
+            assert_int_equal(pg_conv_send(&c[i], 0, msg, (size_t)len), 0);
+            len = snprintf(msg, sizeof msg, "$%zu\r\n", sizeof value);
+            memcpy(msg + len, value, sizeof value);
+            len += (int)sizeof value;
+            memcpy(msg + len, "\r\n", 2);
+            len += 2;
+            send_split(&c[i], 1, msg, (size_t)len);
+            now += 500;
+        }
+    }
+    for (int i = 0; i < 4; i++) {
+        c[i].ts_us = now;
+        assert_int_equal(pg_conv_close(&c[i]), 0);
+    }
+    assert_true(pg_file_offset(f) > 12L << 20);
+    assert_int_equal(pg_file_close(f), 0);
+    check_same_results(files, 1);
+    /* the values were followed: every command answered (one-thread run) */
+    assert_int_equal(sqlite3_open_v2(tmp("1"), &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    assert_int_equal(th_sql_int(db, "SELECT COUNT(*) FROM commands", NULL), 800);
+    sqlite3_close(db);
+}
+
 /* Two files merged by time (and the synthetic one, a third). */
 static void test_merged_files(void **state)
 {
@@ -800,6 +886,7 @@ int main(void)
         cmocka_unit_test(test_fixtures_cluster_gen),
         cmocka_unit_test(test_fixtures_capture_cli),
         cmocka_unit_test(test_merged_files),
+        cmocka_unit_test(test_large_values),
         cmocka_unit_test(test_caps_read_ahead),
         cmocka_unit_test(test_threads_option),
     };
