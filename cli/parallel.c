@@ -39,12 +39,20 @@
  * (0.08 vs 0.07). Since, a single regular pcap file is read in chunks that
  * stay in memory until replayed: DATA events refer to their bytes instead
  * of copying them, and the calling thread reads chunks itself whenever it
- * would wait (see "References and shared reading"). hyperfine, 12 runs,
- * mean (min), old -> new: gen-1G --threads 2 0.228 (0.218) -> 0.186
- * (0.177) s, one thread 0.23 both; gen-256M 0.080 (0.069) -> 0.061 (0.056),
- * one thread 0.071; real.pcap unchanged (--threads 2 0.255 both, 15 runs;
- * callgrind on real-150k: calling thread 1,077.1 -> 1,077.9 million
- * instructions, reader 135.1 -> 123.0).
+ * would wait, from two chunks on (see "References and shared reading").
+ * hyperfine, 15 runs, mean +- sd (min), old -> new, --threads 2:
+ *   gen-1G    0.221 +- 0.007 (0.210) -> 0.131 +- 0.004 (0.123) s; one
+ *             thread 0.209-0.227 (old and new)
+ *   gen-256M  0.066 +- 0.004 (0.062) -> 0.055 +- 0.006 (0.046); one 0.063
+ *   real.pcap 0.252 +- 0.004 (0.245) -> 0.258 +- 0.014 (0.242); one 0.365
+ * On real.pcap the calling thread stays the critical one and does the same
+ * work (callgrind, real-150k: 1,077.1 -> 1,077.9 million instructions; the
+ * reader 135.1 -> 122.9); alternating the two binaries 25 times the median
+ * was 0.260 -> 0.270 s, within the spread of such runs but perhaps the
+ * reader's pread into 10 MiB of slots (instead of one 1 MiB buffer) taking
+ * cache from the calling thread. Reading the next chunk on the calling
+ * thread too (instead of from two on) made it the critical thread on
+ * gen-1G (0.170 s): the reader waited for that very chunk.
  * Tried and dropped (in the history): worker 0 reading the source itself
  * (it became the critical thread: wall 0.55); "duo", worker 1 on the
  * calling thread with its events merged unpacked (wall 0.39 at best, but
@@ -154,8 +162,9 @@
 #ifndef PAR_TINY_RINGS
 #define RA_KEEP_BUFFERS 8u         /* read-ahead: chunks of the file in memory */
 #else
-#define RA_KEEP_BUFFERS 3u
+#define RA_KEEP_BUFFERS 5u
 #endif
+#define RA_PREFETCH_FROM 2u        /* the calling thread reads chunks this far on */
 
 typedef struct ra_ev ra_ev;     /* read-ahead's events (see "read-ahead") */
 
@@ -362,7 +371,7 @@ struct par {
     int ra_reader_done;            /* joined: the tracker is the calling thread's */
     cap_stats ra_cs;               /* the tracker's counters, as last published */
     uint64_t ck_taken;             /* chunks the source went on in (ra_chunk) */
-    uint64_t ck_claimed;           /* chunks being read or read (in order) */
+    uint64_t ck_claimed[RA_KEEP_BUFFERS]; /* by slot: the chunk being read into it, + 1 */
     uint64_t ck_ready[RA_KEEP_BUFFERS]; /* by slot: the chunk read into it, + 1 */
     uint64_t ck_left[RA_KEEP_BUFFERS];  /* by slot: ra_head when its chunk was left */
     int ck_short;                  /* a chunk was short: the file ends there */
@@ -1471,7 +1480,8 @@ static int ra_slot_take(struct par *p, uint32_t *slot)
  * out-of-order data; libpcap's buffers of pcapng, several files or live)
  * are copied as before. Each chunk is read by whichever thread gets to it
  * first: the reader when the source needs it (ra_chunk), the calling
- * thread when it has replayed everything and would wait (ra_prefetch). A
+ * thread, a little ahead, when it has replayed everything and would wait
+ * (ra_prefetch). A
  * slot is read into once the source has left its previous chunk behind
  * (two chunks on, the cut record copied out of it) and the calling thread
  * has replayed every event written before the source left it (ck_left).
@@ -1495,7 +1505,7 @@ static int ra_slot_free(const struct par *p, uint64_t k, uint64_t tail)
 static void ra_fill(struct par *p, uint64_t k)
 {
     int whole;
-    p->ck_claimed = k + 1;
+    p->ck_claimed[k % RA_KEEP_BUFFERS] = k + 1;
     pthread_mutex_unlock(&p->mu);
     whole = cap_source_fill_chunk(p->src, k);
     pthread_mutex_lock(&p->mu);
@@ -1517,14 +1527,14 @@ static void ra_chunk(void *ctx, uint64_t k)
         p->ck_left[(k - 1) % RA_KEEP_BUFFERS] = p->ra_head;
     p->ck_taken = k + 1;
     while (p->ck_ready[k % RA_KEEP_BUFFERS] != k + 1) {
-        if (p->ck_claimed == k && ra_slot_free(p, k, p->ra_tail)) {
+        int theirs = p->ck_claimed[k % RA_KEEP_BUFFERS] == k + 1;
+        if (!theirs && ra_slot_free(p, k, p->ra_tail)) {
             ra_fill(p, k);
             break;
         }
         /* woken by ra_fetch once the tail passed ra_wake_at, or by the
          * calling thread's ra_prefetch when chunk k is read */
-        p->ra_wake_at = p->ck_claimed == k
-                            ? p->ck_left[(k - RA_KEEP_BUFFERS) % RA_KEEP_BUFFERS] : 0;
+        p->ra_wake_at = theirs ? 0 : p->ck_left[(k - RA_KEEP_BUFFERS) % RA_KEEP_BUFFERS];
         p->reader_waiting = 1;
         pthread_cond_wait(&p->room_cv, &p->mu);
         p->reader_waiting = 0;
@@ -1533,17 +1543,22 @@ static void ra_chunk(void *ctx, uint64_t k)
     pthread_mutex_unlock(&p->mu);
 }
 
-/* On the calling thread, with nothing to replay: read the next chunk when
- * its slot is free and the source is not far behind. 1 when it did. */
+/* On the calling thread, with nothing to replay: read the first chunk not
+ * yet claimed from RA_PREFETCH_FROM chunks after the source's on, when its
+ * slot is free. Not the source's next chunk, which it would often need
+ * while this thread is still reading it (a read of 1 MiB takes ~0.12 ms,
+ * the tracker's work on it less): the reader reads it, and the reading
+ * shares itself out by who has time. 1 when it read one. */
 static int ra_prefetch(struct par *p)
 {
-    uint64_t k;
     int did = 0;
     if (!p->ra_keep)
         return 0;
     pthread_mutex_lock(&p->mu);
-    k = p->ck_claimed;
-    if (!p->ck_short && !p->eof && ra_slot_free(p, k, p->ra_c_tail)) {
+    for (uint64_t k = p->ck_taken + RA_PREFETCH_FROM;
+         !did && !p->ck_short && !p->eof && ra_slot_free(p, k, p->ra_c_tail); k++) {
+        if (p->ck_claimed[k % RA_KEEP_BUFFERS] == k + 1)
+            continue; /* read or being read */
         ra_fill(p, k);
         if (p->reader_waiting)
             pthread_cond_signal(&p->room_cv);
