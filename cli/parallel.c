@@ -47,10 +47,11 @@
  *   real.pcap 0.252 +- 0.004 (0.245) -> 0.258 +- 0.014 (0.242); one 0.365
  * On real.pcap the calling thread stays the critical one and does the same
  * work (callgrind, real-150k: 1,077.1 -> 1,077.9 million instructions; the
- * reader 135.1 -> 122.9); alternating the two binaries 25 times the median
- * was 0.260 -> 0.270 s, within the spread of such runs but perhaps the
- * reader's pread into 10 MiB of slots (instead of one 1 MiB buffer) taking
- * cache from the calling thread. Reading the next chunk on the calling
+ * reader 135.1 -> 122.9; it reads 8 of the 586 chunks). Alternating the
+ * two binaries run by run, the median went 0.266 -> 0.277 s in one series
+ * of 40 and 0.258 -> 0.259 in one of 30: within the spread of such series,
+ * or a little cache taken by the reader's pread into 10 MiB of slots
+ * instead of one 1 MiB buffer. Reading the next chunk on the calling
  * thread too (instead of from two on) made it the critical thread on
  * gen-1G (0.170 s): the reader waited for that very chunk.
  * Tried and dropped (in the history): worker 0 reading the source itself
