@@ -51,7 +51,10 @@
  * two binaries run by run, the median went 0.266 -> 0.277 s in one series
  * of 40 and 0.258 -> 0.259 in one of 30: within the spread of such series,
  * or a little cache taken by the reader's pread into 10 MiB of slots
- * instead of one 1 MiB buffer. Reading the next chunk on the calling
+ * instead of one 1 MiB buffer. A later 30-run series settled it: 8 slots
+ * were slower on real.pcap (0.276 -> 0.301 s), 5 slots are within the
+ * noise of the old code (0.281 s) and keep most of the gain on gen-1G
+ * (0.159 s; see RA_KEEP_BUFFERS). Reading the next chunk on the calling
  * thread too (instead of from two on) made it the critical thread on
  * gen-1G (0.170 s): the reader waited for that very chunk.
  * Tried and dropped (in the history): worker 0 reading the source itself
@@ -160,10 +163,16 @@
 #define KEY_END UINT64_MAX         /* "record" of the events of the end */
 #define TIME_EVERY_US 100000       /* live: a clock event per 0.1 s of capture time */
 #define MAX_WORKERS 64
+/* read-ahead: chunks of the file in memory. 5 rather than 8: on real.pcap
+ * (small commands) 8 chunks (10 MiB) made --threads 2 slower, 0.276 ->
+ * 0.301 s (hyperfine, 30 runs each, same run; the kernel's copy into chunks
+ * no longer in cache costs ~15 ms more system time), 5 gave 0.281 s; on
+ * gen-1G (large values) 5 gave 0.159 s against 0.154 s with 8 and 0.224 s
+ * with 4 (0.233 s before chunks were kept). */
 #ifndef PAR_TINY_RINGS
-#define RA_KEEP_BUFFERS 8u         /* read-ahead: chunks of the file in memory */
-#else
 #define RA_KEEP_BUFFERS 5u
+#else
+#define RA_KEEP_BUFFERS 4u
 #endif
 #define RA_PREFETCH_FROM 2u        /* the calling thread reads chunks this far on */
 
