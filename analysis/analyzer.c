@@ -310,31 +310,52 @@ static inline int32_t conn_find(an_analyzer *an, const cap_conn *cc, int64_t ts)
     return i;
 }
 
+/* Recency is kept per epoch of AN_LRU_EPOCH commands: an entry moves to the
+ * LRU tail at most once per epoch, so interleaved connections do not relink
+ * at every command, and an eviction takes an entry last active at most one
+ * epoch after the least recently active one. Near the cap (where evictions
+ * come) every activity moves its entry. Is connection entry i due to move? */
+static inline int conn_relink_due(const an_analyzer *an, int32_t i, const an_cn *cn)
+{
+    return an->conn_lru_tail != i &&
+           (cn->lru_epoch != an->lru_epoch || an->nconns + AN_LRU_EPOCH > an->cfg.max_conns);
+}
+
+/* The same for client entry ci. */
+static inline int cli_relink_due(const an_analyzer *an, int32_t ci, const an_cli *c)
+{
+    return an->cli_lru_tail != ci &&
+           (c->lru_epoch != an->lru_epoch || an->nclients + AN_LRU_EPOCH > an->cfg.max_clients);
+}
+
+/* Move connection entry i to the LRU tail, in the current epoch. */
+static inline void conn_relink(an_analyzer *an, int32_t i)
+{
+    an->conns[i].lru_epoch = an->lru_epoch;
+    LRU_UNLINK(an->conns, i, an->conn_lru_head, an->conn_lru_tail);
+    LRU_PUSH(an->conns, i, an->conn_lru_head, an->conn_lru_tail);
+}
+
+/* Move client entry ci to the LRU tail, in the current epoch. */
+static inline void cli_relink(an_analyzer *an, int32_t ci)
+{
+    an->clients[ci].lru_epoch = an->lru_epoch;
+    LRU_UNLINK(an->clients, ci, an->cli_lru_head, an->cli_lru_tail);
+    LRU_PUSH(an->clients, ci, an->cli_lru_head, an->cli_lru_tail);
+}
+
 /* Mark entry i, of connection cc, as the most recently active (with its
  * client). */
 static inline an_cn *conn_touch(an_analyzer *an, int32_t i, const cap_conn *cc, int64_t ts)
 {
     an_cn *cn = &an->conns[i];
-    /* Recency is kept per epoch of AN_LRU_EPOCH commands: an entry moves to
-     * the LRU tail at most once per epoch, so interleaved connections do not
-     * relink at every command, and an eviction takes an entry last active at
-     * most one epoch after the least recently active one. Near the cap
-     * (where evictions come) every activity moves its entry. */
-    if (an->conn_lru_tail != i &&
-        (cn->lru_epoch != an->lru_epoch || an->nconns + AN_LRU_EPOCH > an->cfg.max_conns)) {
-        cn->lru_epoch = an->lru_epoch;
-        LRU_UNLINK(an->conns, i, an->conn_lru_head, an->conn_lru_tail);
-        LRU_PUSH(an->conns, i, an->conn_lru_head, an->conn_lru_tail);
-    }
+    if (conn_relink_due(an, i, cn))
+        conn_relink(an, i);
     an_cli *c = &an->clients[cn->client];
-    if (!c->used || c->gen != cn->client_gen) {
+    if (!c->used || c->gen != cn->client_gen)
         conn_reclient(an, cn, cc, ts);
-    } else if (an->cli_lru_tail != cn->client &&
-               (c->lru_epoch != an->lru_epoch || an->nclients + AN_LRU_EPOCH > an->cfg.max_clients)) {
-        c->lru_epoch = an->lru_epoch;
-        LRU_UNLINK(an->clients, cn->client, an->cli_lru_head, an->cli_lru_tail);
-        LRU_PUSH(an->clients, cn->client, an->cli_lru_head, an->cli_lru_tail);
-    }
+    else if (cli_relink_due(an, cn->client, c))
+        cli_relink(an, cn->client);
     return cn;
 }
 
@@ -883,11 +904,9 @@ quick_count(an_analyzer *an, const resp_command *cmd, int32_t i, an_cn *cn, an_c
     if (cmd->req.nkeys > 0)
         an->st.keyed_commands++;
     unsigned taken = QUICK_TAKEN;
-    if (an->conn_lru_tail != i &&
-        (cn->lru_epoch != an->lru_epoch || an->nconns + AN_LRU_EPOCH > an->cfg.max_conns))
+    if (conn_relink_due(an, i, cn))
         taken |= QUICK_CONN_RELINK;
-    if (an->cli_lru_tail != cn->client &&
-        (cli->lru_epoch != an->lru_epoch || an->nclients + AN_LRU_EPOCH > an->cfg.max_clients))
+    if (cli_relink_due(an, cn->client, cli))
         taken |= QUICK_CLI_RELINK;
     return taken;
 }
@@ -977,17 +996,10 @@ static __attribute__((noinline)) void quick_relink(an_analyzer *an, const resp_c
                                                    unsigned what)
 {
     int32_t i = (int32_t)((uint32_t)cmd->conn_word - 1);
-    an_cn *cn = &an->conns[i];
-    if (what & QUICK_CONN_RELINK) {
-        cn->lru_epoch = an->lru_epoch;
-        LRU_UNLINK(an->conns, i, an->conn_lru_head, an->conn_lru_tail);
-        LRU_PUSH(an->conns, i, an->conn_lru_head, an->conn_lru_tail);
-    }
-    if (what & QUICK_CLI_RELINK) {
-        an->clients[cn->client].lru_epoch = an->lru_epoch;
-        LRU_UNLINK(an->clients, cn->client, an->cli_lru_head, an->cli_lru_tail);
-        LRU_PUSH(an->clients, cn->client, an->cli_lru_head, an->cli_lru_tail);
-    }
+    if (what & QUICK_CONN_RELINK)
+        conn_relink(an, i);
+    if (what & QUICK_CLI_RELINK)
+        cli_relink(an, an->conns[i].client);
 }
 
 /* A command quick_command found to be on a node link, with nothing pending
