@@ -301,19 +301,36 @@ static void test_keys_through_resp(void **state)
 /* ---------------------------------------------------------------- fast paths */
 
 /* The key positions of command c for argc arguments, straight from its key
- * specs, when they are all "index N, range lastkey L >= 0, step S": the
- * server's getKeysUsingKeySpecs for that shape. Returns 0 for another shape. */
-static int reference_keys(const an_cmd *c, int argc, char *out, size_t n)
+ * specs, when they are all "index N, range": the server's rule
+ * (getKeysUsingKeySpecs) for that shape, last = first + lastkey, or, when
+ * lastkey < 0, argc + lastkey, or with a limit first + (argc - first) /
+ * limit + lastkey; a spec whose range does not fit the request gives no
+ * keys. to_end: only commands with a spec that runs to the end (lastkey < 0:
+ * MSET, MGET, DEL; at most 3 specs); otherwise only those whose specs all
+ * end at a fixed position. Returns 0 for another shape. */
+static int reference_keys(const an_cmd *c, int argc, int to_end, char *out, size_t n)
 {
-    int is_key[64] = {0};
-    if (c->proc != AN_PROC_NONE || (c->flags & AN_CMD_CONTAINER))
+    int is_key[64] = {0}, runs_to_end = 0;
+    if (c->proc != AN_PROC_NONE || (c->flags & AN_CMD_CONTAINER) || (to_end && c->nspecs > 3))
         return 0;
     for (unsigned i = 0; i < c->nspecs; i++) {
         const an_keyspec *s = &an_keyspecs[c->spec0 + i];
-        if (s->bs_type != AN_BS_INDEX || s->fk_type != AN_FK_RANGE || s->a < 0)
+        if (s->bs_type != AN_BS_INDEX || s->fk_type != AN_FK_RANGE)
             return 0;
-        int first = s->bs_arg, last = s->bs_arg + s->a, step = s->step > 0 ? s->step : 1;
-        if (last >= argc || first >= argc)
+        runs_to_end |= s->a < 0;
+    }
+    if (runs_to_end != to_end)
+        return 0;
+    for (unsigned i = 0; i < c->nspecs; i++) {
+        const an_keyspec *s = &an_keyspecs[c->spec0 + i];
+        int first = s->bs_arg, step = s->step > 0 ? s->step : 1, last;
+        if (s->a >= 0)
+            last = first + s->a;
+        else if (s->b == 0)
+            last = argc + s->a;
+        else
+            last = first + (argc - first) / s->b + s->a;
+        if (last >= argc || last < first || first >= argc)
             continue; /* rejected by the server: no keys from this spec */
         for (int p = first; p <= last && p < 64; p += step)
             is_key[p] = 1;
@@ -342,7 +359,7 @@ static void test_keys_fixed_positions_every_command(void **state)
             continue; /* subcommands are reached through their container */
         for (int argc = 1; argc <= 12; argc++) {
             char want[256], have[256];
-            if (!reference_keys(c, argc, want, sizeof want))
+            if (!reference_keys(c, argc, 0, want, sizeof want))
                 break;
             const char *argv[12];
             memcpy(argv, args, sizeof argv);
@@ -354,46 +371,6 @@ static void test_keys_fixed_positions_every_command(void **state)
         }
     }
     assert_true(checked > 100 * 12); /* most commands have fixed key positions */
-}
-
-/* The key positions of command c for argc arguments when its key specs are
- * all "index N, range" and at least one runs to the end of the request
- * (lastkey < 0: MSET, MGET, DEL): the server's rule, last = argc + lastkey, or
- * with a limit, first + (argc - first) / limit + lastkey. Returns 0 for
- * another shape. */
-static int reference_keys_to_end(const an_cmd *c, int argc, char *out, size_t n)
-{
-    int is_key[64] = {0}, to_end = 0;
-    if (c->proc != AN_PROC_NONE || (c->flags & AN_CMD_CONTAINER) || c->nspecs > 3)
-        return 0;
-    for (unsigned i = 0; i < c->nspecs; i++) {
-        const an_keyspec *s = &an_keyspecs[c->spec0 + i];
-        if (s->bs_type != AN_BS_INDEX || s->fk_type != AN_FK_RANGE)
-            return 0;
-        to_end |= s->a < 0;
-    }
-    if (!to_end)
-        return 0;
-    for (unsigned i = 0; i < c->nspecs; i++) {
-        const an_keyspec *s = &an_keyspecs[c->spec0 + i];
-        int first = s->bs_arg, step = s->step > 0 ? s->step : 1, last;
-        if (s->a >= 0)
-            last = first + s->a;
-        else if (s->b == 0)
-            last = argc + s->a;
-        else
-            last = first + (argc - first) / s->b + s->a;
-        if (last >= argc || last < first || first >= argc)
-            continue; /* rejected by the server: no keys from this spec */
-        for (int p = first; p <= last && p < 64; p += step)
-            is_key[p] = 1;
-    }
-    size_t len = 0;
-    out[0] = 0;
-    for (int p = 1; p < argc && p < 64; p++)
-        if (is_key[p])
-            len += (size_t)snprintf(out + len, n - len, "%s%d", len ? "," : "", p);
-    return 1;
 }
 
 /* For every command whose keys run to the end of the request, and every
@@ -416,7 +393,7 @@ static void test_keys_to_end_every_command(void **state)
             continue;
         for (int argc = 1; argc <= 40; argc++) {
             char want[256], have[256];
-            if (!reference_keys_to_end(c, argc, want, sizeof want))
+            if (!reference_keys(c, argc, 1, want, sizeof want))
                 break;
             argv[0] = c->name;
             keys_of(argc, argv, have, sizeof have);
