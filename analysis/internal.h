@@ -169,7 +169,6 @@ typedef struct an_memo {
     int32_t moved_from, moved_to;
     int64_t ask_ts;              /* last ASK reply received, 0 if none */
     int32_t ask_from, ask_to;
-    uint32_t moved_n;            /* MOVEDs received for the slot */
 } an_memo;
 
 /* ---------------------------------------------------------------- clients */

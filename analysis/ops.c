@@ -235,7 +235,6 @@ static void learn(an_analyzer *an, an_cmdctx *x, const an_attempt *cur)
             m->moved_ts = cur->reply_us;
             m->moved_from = cur->node;
             m->moved_to = cur->target;
-            m->moved_n++;
         }
         if (cur->target != AN_NONE && an->owner[slot] != cur->target) {
             an->owner[slot] = (int16_t)cur->target;

@@ -141,7 +141,6 @@ typedef struct rq_dec {
     /* inline */
     uint8_t in_state;        /* IN_* */
     uint8_t in_hex;          /* first hex digit of \xHH */
-    uint8_t in_quote;        /* '"' or '\'' of the current quoted arg */
     uint8_t in_arg_open;     /* an argument has started */
     uint32_t in_len;         /* bytes of the inline line so far */
     uint32_t argc_expected;  /* from "*<n>" */
@@ -189,7 +188,6 @@ typedef struct rp_dec {
     uint8_t ltype;           /* type byte of the current line/bulk */
     uint8_t crlf_left;
     uint8_t top_set;         /* the top-level (non-attribute) value started */
-    uint8_t popped_attr;     /* the value just completed was an attribute */
     uint64_t off;
     uint64_t msg_off;
     uint64_t bulk_left;
