@@ -78,6 +78,7 @@ static int analyze(const cli_opts *o)
     cap_source *src;
     pipeline *p;
     report rep;
+    const char *stopped_by;
     int status = EXIT_OK;
 
     src = cap_open_files(o->files, o->n_files, err, sizeof err);
@@ -93,9 +94,10 @@ static int analyze(const cli_opts *o)
     if (pipeline_run(p, src) < 0)
         status = EXIT_RUNTIME;
     cli_stop_restore();
-    if (cli_stop_signal_name()) {
-        pipeline_note_stop(p, cli_stop_signal_name());
-        cli_error("stopped by %s: %s what was read until then", cli_stop_signal_name(),
+    stopped_by = cli_stop_signal_name();
+    if (stopped_by) {
+        pipeline_note_stop(p, stopped_by);
+        cli_error("stopped by %s: %s what was read until then", stopped_by,
                   o->db ? "the report and the database hold" : "the report holds");
         status = EXIT_RUNTIME;
     }
