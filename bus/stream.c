@@ -248,12 +248,14 @@ void bus_stream_feed(bus_stream *s, const uint8_t *data, size_t len, int64_t ts_
 {
     while (len > 0) {
         size_t used;
-        if (s->skip > 0) {
+        if (s->have > 0) { /* a message's kept part, split over chunks */
+            used = gather(s, data, len, ts_us);
+        } else if (s->skip > 0) { /* the rest of a long message */
             used = s->skip < len ? (size_t)s->skip : len;
             s->skip -= used;
         } else if (!s->synced) {
             used = s->n_carry ? search_carry(s, data, len) : search(s, data, len);
-        } else if (s->have > 0 || len < PREFIX_LEN) {
+        } else if (len < PREFIX_LEN) {
             used = gather(s, data, len, ts_us);
         } else if (begin_message(s, data) != 0) {
             s->st.skipped_bytes += 1; /* not a message: rescan after this byte */

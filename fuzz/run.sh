@@ -11,7 +11,7 @@
 #                 fuzz/seeds/TARGET those that add coverage (libFuzzer -merge=1)
 #   --build-only  build, run nothing
 #   TARGET...     some of: fuzz_pcap fuzz_pcapfile fuzz_resp fuzz_resp_decode
-#                 fuzz_redirect fuzz_cluster_replies (default: all)
+#                 fuzz_redirect fuzz_cluster_replies fuzz_bus (default: all)
 #
 # Each target reads fuzz/seeds/TARGET and fuzz/regressions/TARGET (read only;
 # fuzz_resp_decode also those of fuzz_resp, whose input format it shares) and
@@ -29,7 +29,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 
-all_targets=(fuzz_pcap fuzz_pcapfile fuzz_resp fuzz_resp_decode fuzz_redirect fuzz_cluster_replies)
+all_targets=(fuzz_pcap fuzz_pcapfile fuzz_resp fuzz_resp_decode fuzz_redirect fuzz_cluster_replies fuzz_bus)
 seconds=60
 seeds=0
 build_only=0

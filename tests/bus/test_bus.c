@@ -476,6 +476,7 @@ static void test_stream_long_message(void **state)
         assert_int_equal(s.n, 2);
         assert_int_equal(s.type[0], BUS_PUBLISH);
         assert_int_equal(s.whole[0], 0);
+        assert_int_equal(s.sender0[0], '1'); /* the header itself, not payload */
         assert_int_equal(s.type[1], BUS_AUTH_ACK);
         assert_int_equal(st->header_only, 1);
         assert_int_equal(st->bad, 0);

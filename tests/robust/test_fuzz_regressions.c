@@ -126,10 +126,17 @@ static void test_cluster_replies(void **state)
     replay_target("fuzz_cluster_replies", NULL, ss_fuzz_cluster_replies);
 }
 
+static void test_bus(void **state)
+{
+    (void)state;
+    replay_target("fuzz_bus", NULL, ss_fuzz_bus);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pcap),
+        cmocka_unit_test(test_bus),
         cmocka_unit_test(test_pcapfile),
         cmocka_unit_test(test_resp),
         cmocka_unit_test(test_resp_decode),
