@@ -74,7 +74,9 @@ typedef enum cap_side_source {
     CAP_SIDE_SYN = 0,   /* the handshake was seen */
     CAP_SIDE_PORT = 1,  /* one side's port is a configured server port */
     CAP_SIDE_SHAPE = 2, /* the shape hook recognised a request */
-    CAP_SIDE_GUESS = 3  /* nothing to go on: the lower port is taken as server */
+    CAP_SIDE_GUESS = 3, /* nothing to go on: the lower port is taken as server */
+    CAP_SIDE_KNOWN = 4  /* one side was shown to serve earlier in the capture (a
+                           handshake's server; see cap_servers) */
 } cap_side_source;
 
 /* One TCP connection as the tracker sees it. Owned by the tracker; valid from
@@ -123,7 +125,7 @@ typedef enum cap_close_reason {
 
 /* "fin", "rst", "idle", "evicted", "end", "reused"; "?" for other values. */
 const char *cap_close_reason_name(int reason);
-/* "syn", "port", "shape", "guess"; "?" for other values. */
+/* "syn", "port", "shape", "guess", "known"; "?" for other values. */
 const char *cap_side_source_name(int side_source);
 
 /* One event. Pointers are valid only during the callback. */
@@ -149,6 +151,25 @@ typedef void (*cap_event_fn)(void *ctx, const cap_event *ev);
  * configured port says which side is the server. */
 typedef int (*cap_shape_fn)(const uint8_t *data, size_t len);
 
+/* ---------------------------------------------------------------- known servers */
+
+/* Endpoints the capture has shown to be servers (a SYN's receiver, a
+ * SYN-ACK's sender), each stamped with the record that showed it. A tracker
+ * orients a connection picked up mid-stream at record r by the stamps below
+ * r only (servers.c says why that keeps every --threads alike). Capped;
+ * what does not fit is counted (cap_servers_dropped). One writer thread,
+ * any number of readers. */
+typedef struct cap_servers cap_servers;
+
+/* An empty table; NULL on out of memory. */
+cap_servers *cap_servers_new(void);
+/* Accepts NULL. */
+void cap_servers_free(cap_servers *s);
+/* 1 when ep was shown to serve by a record numbered below `before`. */
+int cap_servers_known(const cap_servers *s, const cap_endpoint *ep, uint64_t before);
+/* Endpoints not kept because the table was full. */
+uint64_t cap_servers_dropped(const cap_servers *s);
+
 /* ---------------------------------------------------------------- tracker */
 
 /* Limits and hints; fill with cap_config_defaults, then change what you need. */
@@ -161,6 +182,12 @@ typedef struct cap_config {
     size_t ooo_bytes_per_conn;  /* out-of-order bytes held per connection */
     size_t ooo_bytes_total;     /* out-of-order bytes held in all */
     cap_shape_fn shape;         /* see cap_shape_fn; may be NULL */
+    cap_servers *servers;       /* NULL: the tracker keeps its own table of
+                                   known servers, noting every record it is
+                                   fed. Else the caller's, shared by several
+                                   trackers: the caller notes every record
+                                   (cap_record_route) before any tracker is
+                                   fed it, and the trackers only read it */
 } cap_config;
 
 /* Sensible defaults: 262144 connections, 300 s idle, 1 MiB per connection and
@@ -199,6 +226,8 @@ typedef struct cap_stats {
     uint64_t if_drops;             /* live: packets the interface dropped */
     uint64_t late_packets;         /* packets of a connection after its CLOSE (late
                                       ACKs, retransmitted FINs, data after a RST) */
+    uint64_t known_servers_dropped; /* servers shown by a handshake but not kept:
+                                      the table of known servers was full */
 } cap_stats;
 
 typedef struct cap_tracker cap_tracker;
@@ -357,6 +386,10 @@ int cap_source_run_records(cap_source *src, cap_record_fn fn, void *ctx, char *e
  * same for both directions of a connection): 1 and *hash set; 0 when the
  * record is not a TCP segment cap_tracker_packet would follow. */
 int cap_record_flow_hash(const cap_record *rec, uint32_t *hash);
+/* cap_record_flow_hash for record number `index` that also notes in s (may
+ * be NULL) the server the record shows, if it is a SYN or a SYN-ACK: what a
+ * tracker with its own table notes when fed the record. */
+int cap_record_route(const cap_record *rec, uint64_t index, cap_servers *s, uint32_t *hash);
 
 /* The inputs and what was read from each (n set to their count). */
 const cap_input_info *cap_source_inputs(const cap_source *src, size_t *n);

@@ -6,6 +6,7 @@
  *   flows.c    the connection table: hash by 4-tuple, LRU lists, free list
  *   reasm.c    per-direction reassembly: in-order delivery, holes, gaps
  *   tracker.c  the glue: lifecycle, server side, events, statistics
+ *   servers.c  endpoints shown to be servers, stamped by record
  *   pcapfile.c classic pcap files read in place (read(2), no libpcap copies)
  *   source.c   capture files (merged by time) and live interfaces
  */
@@ -358,6 +359,9 @@ struct cap_tracker {
     int64_t linger_us;       /* how long a closed flow absorbs late packets */
     uint8_t have_time;       /* now_us is valid */
     cap_conn *touched;       /* see cap_tracker_touched */
+    cap_servers *servers;    /* known servers: cfg.servers, or own_servers */
+    cap_servers *own_servers; /* the tracker's own (cfg.servers NULL), which it
+                                 fills itself */
     uint8_t server_port[65536 / 8]; /* bitmap of server ports */
 };
 
@@ -366,6 +370,11 @@ static inline cap_dir cap_dir_of(const cap_flow *f, int side)
 {
     return side == f->server ? CAP_TO_CLIENT : CAP_TO_SERVER;
 }
+
+/* Note in s (NULL: nothing) the server that segment p of record index shows
+ * (its receiver for a SYN, its sender for a SYN-ACK). 1 when the table was
+ * full and it was not kept. */
+int cap_servers_note_pkt(cap_servers *s, uint64_t index, const cap_pkt *p);
 
 /* Send one event downstream (DATA and GAP also update the counters). */
 void cap_emit_data(cap_tracker *t, cap_flow *f, int side, int64_t ts_us,

@@ -9,8 +9,9 @@
  * idle timeout passed, by looking at the head of a list kept in activity order.
  *
  * Which side is the server, in order of trust: the handshake (the SYN's sender
- * is the client), a configured server port, the caller's shape hook on the
- * first payload bytes, the lower port.
+ * is the client), a configured server port, an endpoint an earlier handshake
+ * showed to serve (servers.c), the caller's shape hook on the first payload
+ * bytes, the lower port.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -87,6 +88,16 @@ cap_tracker *cap_tracker_new(const cap_config *cfg, cap_event_fn fn, void *ctx)
     if (t->cfg.idle_timeout_us > 0 && t->cfg.idle_timeout_us < LINGER_MAX_US)
         t->linger_us = t->cfg.idle_timeout_us;
     t->expire_at = INT64_MAX;
+    t->servers = t->cfg.servers;
+    if (t->servers == NULL) {
+        t->own_servers = t->servers = cap_servers_new();
+        if (t->servers == NULL) {
+            cap_pool_destroy(&t->pool);
+            cap_flows_destroy(&t->flows);
+            free(t);
+            return NULL;
+        }
+    }
     load_server_ports(t);
     return t;
 }
@@ -109,6 +120,7 @@ void cap_tracker_free(cap_tracker *t)
     clear_list(t, &t->flows.closed);
     cap_pool_destroy(&t->pool);
     cap_flows_destroy(&t->flows);
+    cap_servers_free(t->own_servers);
     free(t);
 }
 
@@ -144,6 +156,17 @@ static int server_by_port(const cap_tracker *t, const cap_flow *f)
     int p0 = is_server_port(t, f->ep[0].port), p1 = is_server_port(t, f->ep[1].port);
     if (p0 != p1)
         return p0 ? 0 : 1;
+    return -1;
+}
+
+/* Decide the server from what earlier records showed (known servers): 0 or
+ * 1 (an ep index), -1 when neither or both sides are known. */
+static int server_by_known(const cap_tracker *t, const cap_flow *f)
+{
+    int k0 = cap_servers_known(t->servers, &f->ep[0], t->index);
+    int k1 = cap_servers_known(t->servers, &f->ep[1], t->index);
+    if (k0 != k1)
+        return k0 ? 0 : 1;
     return -1;
 }
 
@@ -347,6 +370,10 @@ static cap_flow *new_flow(cap_tracker *t, const cap_pkt *p, uint32_t hash, int64
         if (by_port >= 0) {
             f->server = (uint8_t)by_port;
             f->pub.side_source = CAP_SIDE_PORT;
+            f->side_known = 1;
+        } else if ((by_port = server_by_known(t, f)) >= 0) {
+            f->server = (uint8_t)by_port;
+            f->pub.side_source = CAP_SIDE_KNOWN;
             f->side_known = 1;
         } else if (t->cfg.shape == NULL) {
             decide_by_guess(f);
@@ -584,6 +611,8 @@ void cap_tracker_packet_at(cap_tracker *t, uint64_t index, int linktype, int64_t
     t->stats.tcp_packets++;
     if (p.payload_missing > 0)
         t->stats.truncated++;
+    if (t->own_servers != NULL && (p.flags & TCP_SYN))
+        t->stats.known_servers_dropped += (uint64_t)cap_servers_note_pkt(t->own_servers, index, &p);
     on_segment(t, &p, ts_us);
 }
 

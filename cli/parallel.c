@@ -304,6 +304,10 @@ struct par {
     unsigned n;
     int read_ahead;                /* --threads 2: the tracker on the reader, worker
                                       0's resp on the calling thread (see par_new) */
+    cap_servers *servers;          /* sharded: the known servers, which the reader
+                                      notes record by record before handing each
+                                      on, and the workers' trackers read (the
+                                      stamps keep it deterministic: servers.c) */
     cap_source *src;
     pthread_t reader;
     int reader_started;
@@ -447,6 +451,7 @@ static void cap_stats_add(cap_stats *t, const cap_stats *s)
     t->kernel_drops += s->kernel_drops;
     t->if_drops += s->if_drops;
     t->late_packets += s->late_packets;
+    t->known_servers_dropped += s->known_servers_dropped;
 }
 
 /* Live drop counts live in the inputs (no single tracker gets them). */
@@ -951,7 +956,7 @@ static void reader_record(void *ctx, const cap_record *rec)
     d->caplen = rec->caplen;
     d->wirelen = rec->wirelen;
     d->linktype = rec->linktype;
-    d->worker = p->n > 1 && cap_record_flow_hash(rec, &hash)
+    d->worker = cap_record_route(rec, p->rd_pos + 1, p->servers, &hash) && p->n > 1
                     ? (uint32_t)(((uint64_t)hash * p->n) >> 32) : 0;
     p->rd_off = start + rec->caplen;
     p->rd_pos++;
@@ -1986,6 +1991,7 @@ static void worker_caps(const struct par *p, cap_config *cc, resp_config *rc)
 {
     *cc = p->o.cap;
     *rc = p->o.resp;
+    cc->servers = p->servers; /* NULL with read-ahead: the tracker's own */
     cc->max_connections = (cc->max_connections + p->n - 1) / p->n;
     cc->ooo_bytes_total = (cc->ooo_bytes_total + p->n - 1) / p->n;
     rc->max_inflight_total = (rc->max_inflight_total + p->n - 1) / p->n;
@@ -2053,11 +2059,12 @@ par *par_new(const par_opts *o)
         p->bytes_size = IN_BYTES;
         p->recs = malloc(IN_RECORDS * sizeof *p->recs);
         p->bytes = malloc(p->bytes_size);
+        p->servers = cap_servers_new();
     }
     p->w = aligned_alloc(64, p->n * sizeof *p->w);
     if (p->w)
         memset(p->w, 0, p->n * sizeof *p->w);
-    if ((p->read_ahead ? !p->ra_ring : !p->recs || !p->bytes) || !p->w) {
+    if ((p->read_ahead ? !p->ra_ring : !p->recs || !p->bytes || !p->servers) || !p->w) {
         par_free(p);
         return NULL;
     }
@@ -2197,6 +2204,7 @@ void par_counters(par *p, cap_stats *cs, resp_stats *rs)
             resp_stats_add(rs, &p->w[i].rs);
         }
         pthread_mutex_unlock(&p->mu);
+        cs->known_servers_dropped += cap_servers_dropped(p->servers); /* one table */
     }
     if (p->joined) {
         size_t n = 0;
@@ -2259,6 +2267,7 @@ void par_free(par *p)
     free(p->map_ids);
     free(p->map_conns);
     free(p->w);
+    cap_servers_free(p->servers);
     free(p->recs);
     free(p->bytes);
     free(p->inputs);
