@@ -129,6 +129,9 @@ typedef struct an_connection {
     uint64_t gaps;
     uint8_t out_of_sync;
     uint8_t mid_stream;
+    const char *kind;             /* "client", "replication" (a replication link,
+                                     PSYNC seen or recognised mid-stream), "node"
+                                     (other node-to-node traffic: MIGRATE) */
     const cap_conn *conn;         /* all capture counters */
     const resp_conn_stats *resp;  /* all resp counters */
 } an_connection;

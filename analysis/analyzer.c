@@ -171,6 +171,17 @@ static void conn_emit(an_analyzer *an, an_cn *cn, const resp_conn_stats *st)
         r.last_us = cn->cc->last_us;
     }
     r.mid_stream = cn->mid_stream;
+    r.kind = st && st->replication ? "replication" : cn->node_link ? "node" : "client";
+    if (st && st->replication_reversed && cn->cc) {
+        /* the replica is the client of a replication link, whichever way
+         * the capture layer first took it */
+        an_copy_str(r.src, sizeof r.src, cn->dst);
+        an_copy_str(r.dst, sizeof r.dst, cn->src);
+        if (an->cfg.client_by != AN_CLIENT_BY_CONN)
+            cap_addr_format(&cn->cc->server.addr, r.client, sizeof r.client);
+        else
+            cap_endpoint_format(&cn->cc->server, r.client, sizeof r.client);
+    }
     r.out_of_sync = st ? st->out_of_sync : 0;
     r.conn = cn->cc;
     r.resp = st;
@@ -1049,6 +1060,22 @@ static uint64_t on_conn_word(void *ctx, const cap_conn *conn)
     return conn_word_of(an, conn_find(an, conn, conn->first_us));
 }
 
+/* A replication link resp recognised without its PSYNC: a node-to-node
+ * link (never judged), and what it teaches the registry. Found reversed,
+ * its master is the capture's client side, and the "node" made for its
+ * server side was the replica's source endpoint. */
+static void on_midstream_link(an_analyzer *an, an_cn *cn, const resp_conn_stats *st)
+{
+    const cap_conn *cc = cn->cc;
+    mark_node_link(an, cn);
+    if (st->replication_reversed) {
+        an_nodes_phantom(an, cn->node);
+        an_nodes_learn_link(an, an_node_by_endpoint(an, &cc->client), &cc->server.addr);
+    } else {
+        an_nodes_learn_link(an, cn->node, &cc->client.addr);
+    }
+}
+
 static void on_conn_close(void *ctx, const cap_conn *conn, const resp_conn_stats *st)
 {
     an_analyzer *an = ctx;
@@ -1057,6 +1084,8 @@ static void on_conn_close(void *ctx, const cap_conn *conn, const resp_conn_stats
     if (i == AN_NONE)
         return;
     an->conns[i].cc = conn;
+    if (st && st->replication_midstream)
+        on_midstream_link(an, &an->conns[i], st);
     conn_emit(an, &an->conns[i], st);
     conn_drop(an, i);
 }

@@ -135,6 +135,10 @@ typedef struct an_nd {
     size_t map_len;             /* its length, 0: none */
     char map_kind;
     uint64_t map_version;       /* reg_version then */
+    uint8_t phantom;            /* made for the server side of a replication link
+                                   found reversed (it is the replica's source
+                                   endpoint, not a node): not reported while
+                                   nothing else names it (an_nodes_emit) */
 } an_nd;
 
 /* ---------------------------------------------------------------- views.c */
@@ -455,6 +459,12 @@ int32_t an_node_by_id(an_analyzer *an, const char *id, size_t len);
 int an_nodes_learn_map(an_analyzer *an, const char *sub, int32_t node, const resp_reply *r);
 /* A replica connected to master (REPLCONF listening-port). */
 void an_nodes_learn_replica(an_analyzer *an, const cap_addr *host, uint16_t port, int32_t master);
+/* A replication link recognised without its PSYNC (no REPLCONF listening-port
+ * on the wire): master serves it, its replica connects from host. */
+void an_nodes_learn_link(an_analyzer *an, int32_t master, const cap_addr *host);
+/* The node made for a connection's server side was no node (a replication
+ * link found reversed): leave it out of the report unless named otherwise. */
+void an_nodes_phantom(an_analyzer *an, int32_t node);
 void an_nodes_emit(an_analyzer *an);
 void an_nodes_free(an_analyzer *an);
 

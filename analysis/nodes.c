@@ -274,6 +274,39 @@ void an_nodes_learn_replica(an_analyzer *an, const cap_addr *host, uint16_t port
         node_set_role(an, master, "master", AN_NONE);
 }
 
+/* The replica's listening port is not on the wire: the replica is the one
+ * node observed at host other than the master, if there is exactly one
+ * (one node per host, as usual outside test setups); else only the master
+ * is learnt. */
+void an_nodes_learn_link(an_analyzer *an, int32_t master, const cap_addr *host)
+{
+    char addr[CAP_ENDPOINT_STRLEN], pre[CAP_ENDPOINT_STRLEN + 4];
+    int32_t only = AN_NONE, n = 0;
+    if (master == AN_NONE)
+        return;
+    if (!an->nodes[master].pub.role[0])
+        node_set_role(an, master, "master", AN_NONE);
+    cap_addr_format(host, addr, sizeof addr);
+    snprintf(pre, sizeof pre, host->family == 6 ? "[%s]:" : "%s:", addr);
+    for (uint32_t k = 0; k < an->nnodes; k++)
+        if ((int32_t)k != master && !an->nodes[k].phantom &&
+            strncmp(an->nodes[k].pub.observed, pre, strlen(pre)) == 0) {
+            only = (int32_t)k;
+            n++;
+        }
+    if (n == 1 && !an->nodes[only].pub.role[0])
+        node_set_role(an, only, "replica", master);
+}
+
+void an_nodes_phantom(an_analyzer *an, int32_t node)
+{
+    if (node == AN_NONE || (uint32_t)node >= an->nnodes)
+        return;
+    an_nd *n = &an->nodes[node];
+    if (n->pub.commands == 0 && !n->pub.role[0] && !n->pub.node_id[0] && !n->pub.announced[0])
+        n->phantom = 1;
+}
+
 /* ---------------------------------------------------------------- values */
 
 static int v_is_str(const resp_value *v)
@@ -667,6 +700,9 @@ void an_nodes_emit(an_analyzer *an)
     for (uint32_t i = 0; i < an->nnodes; i++) {
         an_nd *n = &an->nodes[i];
         n->pub.slots_owned = owned ? owned[i] : 0;
+        if (n->phantom && n->pub.commands == 0 && !n->pub.role[0] && !n->pub.node_id[0] &&
+            !n->pub.announced[0] && n->pub.slots_owned == 0)
+            continue;
         an->sink.node(an->sink.ctx, &n->pub);
     }
     free(owned);

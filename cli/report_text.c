@@ -503,6 +503,13 @@ static void print_loss(const report *r, FILE *out)
             " evicted (table full)\n",
             report_counter(r, "mid_stream"), report_counter(r, "out_of_sync_connections"),
             report_counter(r, "evicted_connections"));
+    if (report_counter(r, "replication_midstream") > 0)
+        fprintf(out,
+                "  replication  %" PRIu64 " links, %" PRIu64 " recognised without their PSYNC"
+                " (%" PRIu64 " oriented the wrong way round at first)\n",
+                report_counter(r, "replication_connections"),
+                report_counter(r, "replication_midstream"),
+                report_counter(r, "replication_reversed"));
     fprintf(out,
             "  pairing      %" PRIu64 " unpaired requests, %" PRIu64 " unpaired replies, %" PRIu64
             " resyncs (%s skipped), %" PRIu64 " protocol errors\n",
@@ -519,7 +526,8 @@ static void print_caps(const report *r, FILE *out)
     static const char *const names[] = {"evicted_clients", "evicted_ops", "evicted_conns",
                                         "evicted_memos", "dropped_findings", "view_drops",
                                         "latency_slots_dropped", "map_errors", "dropped_requests",
-                                        "limit_hits", "malformed", "time_backwards"};
+                                        "limit_hits", "malformed", "time_backwards",
+                                        "known_servers_dropped"};
     int any = 0;
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         uint64_t v = report_counter(r, names[i]);

@@ -25,7 +25,7 @@
 _Static_assert(RD_LBUF >= RESP_ERRTEXT_MAX - 1, "the line buffer holds an error text");
 
 /* What a captured bulk payload is for. */
-enum { CAP_NONE = 0, CAP_ERRTEXT = 1, CAP_ELEM0 = 2 };
+enum { CAP_NONE = 0, CAP_ERRTEXT = 1, CAP_ELEM0 = 2, CAP_ELEM1 = 3 };
 
 void rp_init(rc_conn *c)
 {
@@ -141,6 +141,7 @@ static void rp_begin(rc_conn *c, uint64_t pos, int64_t ts)
     d->top_idx = 0;
     d->elem0_set = 0;
     d->elem0_len = 0;
+    d->elem1_set = 0;
     d->elem2_set = 0;
     d->status_len = 0;
     d->status_monitor = 0;
@@ -352,6 +353,10 @@ static int rp_num(rc_conn *c, uint8_t t, int64_t v)
             d->cap_dst = d->elem0;
             d->cap_max = RD_ELEM0_MAX;
             d->cap_what = CAP_ELEM0;
+        } else if (c->repl_watch && t == '$' && at_elem(d, 1)) {
+            d->cap_dst = d->elem1;
+            d->cap_max = sizeof d->elem1;
+            d->cap_what = CAP_ELEM1;
         }
         d->state = RP_BULK;
         return LN_CONT;
@@ -409,6 +414,9 @@ static void rp_bulk_done(rc_conn *c)
     } else if (d->cap_what == CAP_ELEM0) {
         d->elem0_len = (uint8_t)d->cap_len;
         d->elem0_set = 1;
+    } else if (d->cap_what == CAP_ELEM1) {
+        d->elem1_len = (uint8_t)d->cap_len;
+        d->elem1_set = 1;
     }
     d->cap_dst = NULL;
     d->cap_what = CAP_NONE;

@@ -537,6 +537,75 @@ static void try_regain_sync(rc_conn *c)
         c->synced = 1;
 }
 
+/* ---------------------------------------------------------------- mid-stream replication */
+
+/*
+ * A replication link picked up without its PSYNC. A replica sends its master
+ * REPLCONF ACK <offset> every second and nothing else; its master sends the
+ * stream of write commands (PINGs, now and then REPLCONF GETACK *) and gets
+ * no reply. On a connection picked up mid-stream that has paired nothing
+ * yet (repl_watch), whole messages tell (never the chunking):
+ *   - a REPLCONF ACK request, or a REPLCONF GETACK "reply": the link,
+ *     oriented right. The master's side is not decoded from then on, and
+ *     what it had sent that was counted as replies was its stream.
+ *   - a REPLCONF ACK "reply", on a connection that only the shape of its
+ *     first bytes or the port order oriented: the link the wrong way round
+ *     (the master spoke first, its commands looked like requests). The
+ *     master's commands queued as requests are dropped unemitted, and
+ *     neither side is decoded from then on.
+ */
+
+/* The master's side is a replication stream from now on. */
+static PAIR_RARE void repl_found(rc_conn *c, int mid)
+{
+    c->repl_watch = 0;
+    c->repl_mid = (uint8_t)mid;
+    c->replication = 1;
+    c->st.replication = 1;
+    c->st.replication_midstream = 1;
+    /* Nothing was paired (repl_watch): the replies counted so far were the
+     * master's stream (when it spoke before the replica's first ACK). */
+    c->st.unpaired_replies = 0;
+    c->st.replies = 0;
+    rp_sink(c);
+    if (mid != REPL_MID_CLIENT)
+        return;
+    /* What was queued was the master's stream, not requests. */
+    c->st.replication_reversed = 1;
+    c->st.replication_skipped += c->count;
+    c->st.requests -= c->count; /* decoded, never emitted */
+    c->rp->inflight_total -= c->count;
+    c->count = 0;
+    c->noreply_queued = 0;
+    c->head = 0;
+    c->rq.in_msg = 0;
+    c->rep = &c->reply;
+}
+
+/* A whole reply on a watched connection: 1 when it was a replication link's
+ * REPLCONF (the link is then recognised; the reply is not paired). */
+static PAIR_RARE int repl_reply(rc_conn *c)
+{
+    const rp_dec *d = &c->rpd;
+    int weak = c->cc->side_source == CAP_SIDE_SHAPE || c->cc->side_source == CAP_SIDE_GUESS;
+    if (c->st.paired > 0) { /* a reply answered a request: a client's */
+        c->repl_watch = 0;
+        return 0;
+    }
+    if (c->rep->type != RESP_T_ARRAY || !d->elem0_set || !d->elem1_set ||
+        !rd_eq_ci(d->elem0, d->elem0_len, "REPLCONF"))
+        return 0;
+    if (rd_eq_ci(d->elem1, d->elem1_len, "GETACK")) {
+        repl_found(c, REPL_MID_SERVER);
+        return 1;
+    }
+    if (weak && rd_eq_ci(d->elem1, d->elem1_len, "ACK")) {
+        repl_found(c, REPL_MID_CLIENT);
+        return 1;
+    }
+    return 0;
+}
+
 /* ---------------------------------------------------------------- requests */
 
 /* Make an entry ready for a request starting at ts. Field by field: a
@@ -936,6 +1005,8 @@ void pair_request_done(rc_conn *c)
     request_modes(c, e);
     e->keep = (uint8_t)(e->cmd.req.name[0] == 'C' && resp_keep_reply(&e->cmd.req));
     e->uncertain = (uint8_t)!c->synced;
+    if (c->repl_watch && e->kind == RQK_REPLCONF_ACK && c->st.paired == 0)
+        repl_found(c, REPL_MID_SERVER); /* the ACK itself is a request as ever */
     if (c->cur_dropped) {
         /* The FIFO lost a position: pairing after this point is unknown. */
         c->cur_dropped = 0;
@@ -1281,6 +1352,8 @@ static PAIR_APART void reply_done_general(rc_conn *c, rq_entry *h, resp_type t)
  * effects); the rest goes to reply_done_general. */
 void pair_reply_done(rc_conn *c)
 {
+    if (c->repl_watch && repl_reply(c))
+        return;
     rq_entry *h = reply_head(c);
     resp_type t = c->rep->type;
     if (h != NULL && h->kind < RQK_SUB && !h->uncertain && t != RESP_T_PUSH && !c->monitor &&
@@ -1306,6 +1379,7 @@ static rc_conn *conn_new(resp_pipeline *rp, cap_conn *cc)
     c->cc = cc;
     c->rp = rp;
     c->synced = cc->saw_syn ? 1 : 0;
+    c->repl_watch = cc->saw_syn ? 0 : 1;
     c->reply_since_loss = 0;
     rq_init(c);
     rp_init(c);
@@ -1341,6 +1415,9 @@ void resp_conn_stats_add(resp_conn_stats *t, const resp_conn_stats *s)
     t->monitor += s->monitor;
     t->subscribed += s->subscribed;
     t->replication += s->replication;
+    t->replication_midstream += s->replication_midstream;
+    t->replication_reversed += s->replication_reversed;
+    t->replication_skipped += s->replication_skipped;
 }
 
 /* Add one pipeline's totals into another's (one pipeline per worker thread). */
@@ -1453,6 +1530,8 @@ void resp_on_capture_event(void *vrp, const cap_event *ev)
             return;
         if (ev->data == NULL || ev->len == 0)
             return;
+        if (c->repl_mid == REPL_MID_CLIENT)
+            return; /* neither side is decoded */
         if (ev->dir == CAP_TO_SERVER)
             rq_feed(c, ev->data, ev->len, ev->ts_us);
         else
@@ -1462,7 +1541,11 @@ void resp_on_capture_event(void *vrp, const cap_event *ev)
         if (c == NULL && (c = conn_new(rp, cc)) == NULL)
             return;
         /* A gap inside a value whose length is known costs nothing but the
-         * value's bytes; anything else loses the pairing. */
+         * value's bytes; anything else loses the pairing. A replication
+         * stream recognised mid-stream is not paired: nothing to lose. */
+        if (c->repl_mid == REPL_MID_CLIENT ||
+            (c->repl_mid == REPL_MID_SERVER && ev->dir == CAP_TO_CLIENT))
+            return;
         if (ev->dir == CAP_TO_SERVER) {
             if (rq_skip_gap(c, ev->gap_len, ev->ts_us))
                 return;

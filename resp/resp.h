@@ -264,8 +264,17 @@ typedef struct resp_conn_stats {
                                    connections; hence not a uint8_t) */
     uint32_t monitor;           /* the connection entered MONITOR */
     uint32_t subscribed;        /* the connection entered pub/sub */
-    uint32_t replication;       /* PSYNC/SYNC seen: the server side is a
-                                   replication stream, no longer decoded */
+    uint32_t replication;       /* PSYNC/SYNC seen, or recognised mid-stream:
+                                   the master's side is a replication stream,
+                                   no longer decoded */
+    uint32_t replication_midstream; /* recognised without its PSYNC: the replica
+                                   sent REPLCONF ACK, or the master GETACK or
+                                   commands before any request (pair.c) */
+    uint32_t replication_reversed; /* of those, links the capture layer had
+                                   oriented the wrong way round: the master is
+                                   cap_conn.client; neither side was decoded */
+    uint64_t replication_skipped; /* requests of the master's stream dropped
+                                   unemitted when such a link was recognised */
 } resp_conn_stats;
 
 /* Totals over all connections. */

@@ -204,6 +204,11 @@ typedef struct rp_dec {
     uint8_t elem0[RD_ELEM0_MAX];
     uint8_t elem0_len;
     uint8_t elem0_set;
+    uint8_t elem1[8];        /* a top-level aggregate's 2nd element, kept only
+                                on a connection watched for replication
+                                (REPLCONF ACK or GETACK, pair.c) */
+    uint8_t elem1_len;
+    uint8_t elem1_set;
     int64_t elem2;           /* integer third element (subscribe count) */
     uint8_t elem2_set;
     uint8_t status[RD_STATUS_MAX];
@@ -255,6 +260,11 @@ typedef struct rc_conn {
     uint64_t seq;
     /* server-side modes (known when a reply is paired) */
     uint8_t resp3, monitor, replication;
+    uint8_t repl_watch;       /* picked up mid-stream and nothing paired yet:
+                                 may be a replication link (pair.c, repl_*) */
+    uint8_t repl_mid;         /* recognised mid-stream as a replication link:
+                                 REPL_MID_SERVER (the server side is the
+                                 master), REPL_MID_CLIENT (the client side is) */
     /* synchronisation of the pairing */
     uint8_t synced;
     uint8_t reply_since_loss;  /* a reply completed since the pairing was lost */
@@ -280,6 +290,8 @@ typedef struct rc_conn {
     uint8_t tx_hello;         /* the last queued HELLO's protocol (0 none) */
     uint8_t tx_modes;         /* a queued CLIENT REPLY changes the client's modes */
 } rc_conn;
+
+enum { REPL_MID_NONE = 0, REPL_MID_SERVER = 1, REPL_MID_CLIENT = 2 };
 
 struct resp_pipeline {
     resp_config cfg;
@@ -611,6 +623,11 @@ static inline int rd_eq_ci(const uint8_t *p, size_t n, const char *word)
 void rd_resync_start(rd_resync *rs, int is_req, int at_boundary);
 /* Is s/n (any case) one of Redis 7's command names (resync.c's table)? */
 int rd_known_command(const uint8_t *s, size_t n);
+
+/* What data starts with (shape.c): REPLCONF ACK (sent by a replica to its
+ * master), REPLCONF GETACK (sent by a master to its replica), or neither. */
+enum { RD_RC_NONE = 0, RD_RC_ACK = 1, RD_RC_GETACK = 2 };
+int rd_replconf_at(const uint8_t *data, size_t len);
 /* Scan for a boundary. Returns 1 when found: *pp is just past the candidate
  * line's LF (requests: the '$' after it is not consumed), rs->type is the
  * candidate's type byte ('i' for a whole inline command), rs->full its line

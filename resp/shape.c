@@ -7,7 +7,8 @@
  * name, or an inline command. An array reply can look like a multibulk, so a
  * '*' counts as a request only when its first element is a known command name
  * (resync.c's table of Redis 7 commands; as a reply when it is a pub/sub
- * message word).
+ * message word). REPLCONF GETACK is the exception among commands: a master
+ * sends it, inside its replication stream, so its sender is the server.
  */
 #include "resp/resp_internal.h"
 
@@ -24,10 +25,39 @@ static long shape_num(const uint8_t *d, size_t len, size_t *i)
     return v;
 }
 
+int rd_replconf_at(const uint8_t *d, size_t len)
+{
+    size_t i = 1;
+    long n;
+    if (d == NULL || len < 16 || d[0] != '*')
+        return RD_RC_NONE;
+    n = shape_num(d, len, &i);
+    if (n < 2 || i >= len || d[i] != '$')
+        return RD_RC_NONE;
+    i++;
+    if (shape_num(d, len, &i) != 8 || len - i < 10 || !rd_eq_ci(d + i, 8, "REPLCONF") ||
+        d[i + 8] != '\r' || d[i + 9] != '\n')
+        return RD_RC_NONE;
+    i += 10;
+    if (i >= len || d[i] != '$')
+        return RD_RC_NONE;
+    i++;
+    n = shape_num(d, len, &i);
+    if (n <= 0 || (size_t)n > len - i)
+        return RD_RC_NONE;
+    if (rd_eq_ci(d + i, (size_t)n, "ACK"))
+        return RD_RC_ACK;
+    if (rd_eq_ci(d + i, (size_t)n, "GETACK"))
+        return RD_RC_GETACK;
+    return RD_RC_NONE;
+}
+
 int resp_shape(const uint8_t *data, size_t len)
 {
     if (data == NULL || len == 0)
         return 0;
+    if (rd_replconf_at(data, len) == RD_RC_GETACK)
+        return -1; /* from a master to its replica: the sender serves */
     switch (data[0]) {
     case '+': case '-': case ':': case '$': case '_': case ',': case '#': case '!':
     case '=': case '(': case '%': case '~': case '>': case '|':

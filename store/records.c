@@ -160,6 +160,7 @@ static void write_connection(void *ctx, const an_connection *c)
     store_set_uint(st, 12, c->gaps);
     store_set_int(st, 16, c->out_of_sync);
     store_set_int(st, 17, c->mid_stream);
+    store_set_text(st, 27, c->kind ? c->kind : "client");
     set_conn_capture(st, c);
     set_conn_resp(st, c);
     store_row_end(s, st);

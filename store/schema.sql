@@ -80,7 +80,7 @@ CREATE TABLE connections (
     out_of_order      INTEGER NOT NULL,
     out_of_sync       INTEGER NOT NULL,
     mid_stream        INTEGER NOT NULL,
-    side_source       TEXT NOT NULL,   -- how the server side was found: syn, port, shape, guess
+    side_source       TEXT NOT NULL,   -- how the server side was found: syn, port, known, shape, guess
     requests          INTEGER NOT NULL,
     replies           INTEGER NOT NULL,
     pushes            INTEGER NOT NULL,
@@ -88,7 +88,10 @@ CREATE TABLE connections (
     unpaired_replies  INTEGER NOT NULL,
     resyncs           INTEGER NOT NULL,
     skipped_bytes     INTEGER NOT NULL,
-    protocol_errors   INTEGER NOT NULL
+    protocol_errors   INTEGER NOT NULL,
+    kind              TEXT NOT NULL    -- client; replication (a replication link, with or
+                                       -- without its PSYNC: never paired nor judged);
+                                       -- node (other node-to-node traffic: MIGRATE)
 );
 
 -- One row per MOVED, ASK, TRYAGAIN, CROSSSLOT or CLUSTERDOWN reply. node is who

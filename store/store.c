@@ -103,9 +103,9 @@ static const char *const stmt_sql[ST_COUNT] = {
         " bytes_to_server, bytes_to_client, packets_to_server, packets_to_client,"
         " commands, gaps, gap_bytes, retransmits, out_of_order, out_of_sync, mid_stream,"
         " side_source, requests, replies, pushes, unpaired_requests, unpaired_replies,"
-        " resyncs, skipped_bytes, protocol_errors)"
+        " resyncs, skipped_bytes, protocol_errors, kind)"
         " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15,"
-        " ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26)",
+        " ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27)",
     [ST_REDIRECT] =
         "INSERT INTO redirects (ts_us, client, conn, node, kind, slot, target, command,"
         " key, latency_us) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
@@ -743,6 +743,7 @@ static void each_cap_counter(const cap_stats *c, store_counter_fn fn, void *ctx)
     fn(ctx, "kernel_drops", c->kernel_drops);
     fn(ctx, "if_drops", c->if_drops);
     fn(ctx, "late_packets", c->late_packets);
+    fn(ctx, "known_servers_dropped", c->known_servers_dropped);
 }
 
 /* RESP decoder and pairing counters. */
@@ -759,6 +760,9 @@ static void each_resp_counter(const resp_stats *r, store_counter_fn fn, void *ct
     fn(ctx, "protocol_errors", r->total.protocol_errors);
     fn(ctx, "gaps_bridged", r->total.gaps_bridged);
     fn(ctx, "replication_connections", r->total.replication);
+    fn(ctx, "replication_midstream", r->total.replication_midstream);
+    fn(ctx, "replication_reversed", r->total.replication_reversed);
+    fn(ctx, "replication_skipped", r->total.replication_skipped);
     fn(ctx, "out_of_sync_connections", r->total.out_of_sync);
     fn(ctx, "resp_connections", r->connections);
     fn(ctx, "dropped_requests", r->dropped_requests);
