@@ -567,6 +567,8 @@ static PAIR_RARE void repl_found(rc_conn *c, int mid)
      * master's stream (when it spoke before the replica's first ACK). */
     c->st.unpaired_replies = 0;
     c->st.replies = 0;
+    if (c->rep != &c->reply)
+        reply_detach(c, c->rep); /* a reply half decoded into an entry */
     rp_sink(c);
     if (mid != REPL_MID_CLIENT)
         return;
