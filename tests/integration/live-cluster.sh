@@ -12,7 +12,7 @@ set -euo pipefail
 TEST_BIN=${1:?usage: live-cluster.sh TEST_CLUSTER_BINARY}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 
-skip() { echo "SKIP: $*"; exit 77; }
+. "$(dirname "$0")/../helpers/skip.sh"
 command -v redis-server >/dev/null || skip "redis-server not installed"
 command -v redis-cli >/dev/null || skip "redis-cli not installed"
 command -v tcpdump >/dev/null || skip "tcpdump not installed"
