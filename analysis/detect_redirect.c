@@ -144,7 +144,7 @@ void an_detect_tryagain_storm(an_analyzer *an, an_attempt_ctx *a)
     an_op *op = a->op;
     if (!op || !a->prev || a->prev->reply != RESP_ERR_TRYAGAIN)
         return;
-    int fast = a->cur->start_us - a->prev->reply_us < an->cfg.tryagain_min_backoff_us;
+    int fast = an_tryagain_fast(&an->cfg, a->prev, a->cur);
     if (op->storm_reported) {
         /* the reported storm goes on: one more retry */
         an_fnd *f = an_fnd_at(an, op->storm);

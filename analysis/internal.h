@@ -579,6 +579,14 @@ typedef struct an_attempt_ctx {
     int32_t found[AN_OP_FINDINGS]; /* findings this attempt occurred in */
     uint8_t nfound;
 } an_attempt_ctx;
+/* A retry after TRYAGAIN sent sooner than cfg.tryagain_min_backoff_us after
+ * that reply is a fast one (a retry exactly at the backoff is not). The one
+ * rule for tryagain_storm and the operation's tally. */
+static inline int an_tryagain_fast(const an_config *cfg, const an_attempt *tryagain,
+                                   const an_attempt *retry)
+{
+    return retry->start_us - tryagain->reply_us < cfg->tryagain_min_backoff_us;
+}
 /* Note that the attempt occurred in finding f (AN_NONE ignored): the
  * operation is charged to it. */
 void an_attempt_found(an_attempt_ctx *a, int32_t f);

@@ -304,7 +304,7 @@ void an_ops_on_command(an_analyzer *an, an_cmdctx *x)
             if (op->nretries < AN_OP_FIRST_RETRIES)
                 op->retries[op->nretries++] = cur;
             op->tryagains++;
-            if (cur.start_us - prev.reply_us < an->cfg.tryagain_min_backoff_us)
+            if (an_tryagain_fast(&an->cfg, &prev, &cur))
                 op->fast_tryagains++;
             op->ntrail = 0;
             op->trail_repeats = 0;

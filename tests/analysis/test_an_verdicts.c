@@ -303,6 +303,60 @@ static void test_given_up_operation_in_latency(void **state)
     sc_free(&s);
 }
 
+/* ---------------------------------------------------------------- boundaries */
+
+/* 11 retries, each gap after the TRYAGAIN reply given: at exactly the
+ * backoff (1000 us) a retry is not fast, 1 us sooner it is. The retry's
+ * tally ("fast_retries") and the storm's threshold follow the same rule. */
+static void tryagain_at(int64_t gap, size_t *storms, char *evidence, size_t n)
+{
+    sc s;
+    sc_init(&s, NULL);
+    int c = sc_conn(&s, 15, 40000, S);
+    int64_t t = 1000;
+    for (int i = 0; i < 11; i++, t += 100 + gap)
+        sc_do(&s, c, t, 100, TRYAGAIN, "MGET", k1, k2, NULL);
+    sc_do(&s, c, t, 100, "*2", "MGET", k1, k2, NULL);
+    sc_finish(&s, 20000000);
+    *storms = sc_count(&s, AN_TRYAGAIN_STORM);
+    const an_finding *f = sc_find(&s, AN_TRYAGAIN_STORM, "127.0.0.15");
+    snprintf(evidence, n, "%s", f ? sc_evidence(&s, f) : "");
+    sc_free(&s);
+}
+
+static void test_tryagain_exactly_at_backoff(void **state)
+{
+    (void)state;
+    size_t storms;
+    char ev[4096];
+    tryagain_at(1000, &storms, ev, sizeof ev);
+    assert_int_equal(storms, 0);
+    tryagain_at(999, &storms, ev, sizeof ev);
+    assert_int_equal(storms, 1);
+    assert_non_null(strstr(ev, "\"retries\":11,\"fast_retries\":11"));
+}
+
+/* ASKING on another connection that comes after the retry was sent cannot
+ * have been meant for it: asking_missing, not asking_other_connection; one
+ * sent at the very time of the retry is (the pool handed out two). */
+static void test_asking_other_connection_after_retry(void **state)
+{
+    (void)state;
+    for (int late = 0; late <= 1; late++) {
+        sc s;
+        sc_init(&s, NULL);
+        int cs = sc_conn(&s, 6, 40000, S), t1 = sc_conn(&s, 6, 40001, T);
+        int t2 = sc_conn(&s, 6, 40002, T);
+        sc_do(&s, cs, 1000, 100, ASK_T, "GET", k1, NULL);
+        sc_do(&s, t1, 1300 + late, 50, "+OK", "ASKING", NULL);
+        sc_do(&s, t2, 1300, 100, MOVED_S, "GET", k1, NULL);
+        sc_finish(&s, 20000000);
+        assert_int_equal(sc_total_clients(&s), 1);
+        assert_int_equal(sc_count(&s, late ? AN_ASKING_MISSING : AN_ASKING_OTHER_CONNECTION), 1);
+        sc_free(&s);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -317,6 +371,8 @@ int main(void)
         cmocka_unit_test(test_summary_names_first_occurrence),
         cmocka_unit_test(test_setslot_ids_and_stable),
         cmocka_unit_test(test_given_up_operation_in_latency),
+        cmocka_unit_test(test_tryagain_exactly_at_backoff),
+        cmocka_unit_test(test_asking_other_connection_after_retry),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
