@@ -84,7 +84,9 @@ void an_detect_redirect_loop(an_analyzer *an, an_attempt_ctx *a)
  * An occurrence is a command for slot s (first attempt or retry) sent to node
  * S after the client received "-MOVED s T" from S (T != S), that S answers
  * with MOVED again: the client knew and paid an extra round trip anyway.
- * Retries that follow an ASK to S are not counted (the ASK sent them there).
+ * Retries that follow an ASK to S are not counted (the ASK sent them there),
+ * nor a retry sent back to S right after S's MOVED for it (the operation
+ * bounced on its own: redirect_loop when it repeats).
  * Commands already in flight when the first MOVED arrived are not counted
  * (they were sent before it). Reads bounced by a replica for want of
  * READONLY are readonly_missing instead; a client that never follows any
@@ -103,12 +105,20 @@ void an_detect_moved_ignored(an_analyzer *an, an_attempt_ctx *a)
         return; /* sent there by an ASK, not by its map */
     if (a->nfound > 0)
         return; /* already explained (ask_cached): one mistake, one finding */
+    if (!a->first)
+        return; /* a retry is the operation's own redirect handling (redirect_loop) */
     an_memo *m = an_memo_get(an, x->cn->client, x->slot, 0);
-    if (!m || m->moved_ts == 0 || m->moved_ts > cur->start_us || m->moved_from != cur->node ||
-        m->moved_to == cur->node || m->moved_to == AN_NONE)
+    if (!m || m->moved_ts == 0 || m->moved_ts > cur->start_us)
         return;
-    if (m->ask_ts > m->moved_ts && m->ask_to == m->moved_from)
-        return; /* a later ASK sent it back there: what that MOVED taught is over */
+    /* S bounced the slot before (and has not served it, nor been named by an
+     * ASK, since); nodes past the 64th are judged by the last MOVED alone */
+    int known = cur->node >= 0 && cur->node < 64
+                    ? (int)((m->moved_nodes >> cur->node) & 1u)
+                    : m->moved_from == cur->node && m->moved_to != cur->node &&
+                          m->moved_to != AN_NONE &&
+                          !(m->ask_ts > m->moved_ts && m->ask_to == m->moved_from);
+    if (!known)
+        return;
     const an_nd *nd = cur->node != AN_NONE ? &an->nodes[cur->node] : NULL;
     if (nd && strcmp(nd->pub.role, "replica") == 0 && x->info &&
         (x->info->flags & AN_CMD_READONLY) && !x->cn->readonly)

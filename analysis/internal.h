@@ -183,6 +183,9 @@ typedef struct an_memo {
     int32_t cprev, cnext;        /* the same client's memos */
     int64_t moved_ts;            /* last MOVED reply received, 0 if none */
     int32_t moved_from, moved_to;
+    uint64_t moved_nodes;        /* bit n: node n (< 64) answered MOVED for the
+                                    slot and has not served it, nor been named
+                                    by an ASK, since */
     int64_t ask_ts;              /* last ASK reply received, 0 if none */
     int32_t ask_from, ask_to;
 } an_memo;

@@ -236,7 +236,24 @@ static void trail_push(an_op *op, const an_attempt *t)
     op->trail[op->ntrail++] = *t;
 }
 
-/* Remember what the client was told about the slot. */
+/* The bit of node n in an_memo.moved_nodes (0: not tracked). */
+static uint64_t node_bit(int32_t n)
+{
+    return n >= 0 && n < 64 ? (uint64_t)1 << n : 0;
+}
+
+/* Did a replica bounce this read for want of READONLY (readonly_missing's,
+ * not a MOVED the client should learn from for moved_ignored)? */
+static int readonly_bounce(const an_analyzer *an, const an_cmdctx *x, const an_attempt *cur)
+{
+    const an_nd *nd = cur->node != AN_NONE ? &an->nodes[cur->node] : NULL;
+    return nd && strcmp(nd->pub.role, "replica") == 0 && x->info &&
+           (x->info->flags & AN_CMD_READONLY) && !x->cn->readonly;
+}
+
+/* Remember what the client was told about the slot: the last MOVED and ASK,
+ * and which nodes bounced it with MOVED (a node leaves that set when it
+ * serves the slot again or an ASK points at it). */
 static void learn(an_analyzer *an, an_cmdctx *x, const an_attempt *cur)
 {
     const resp_reply *r = &x->cmd->reply;
@@ -247,6 +264,8 @@ static void learn(an_analyzer *an, an_cmdctx *x, const an_attempt *cur)
             m->moved_ts = cur->reply_us;
             m->moved_from = cur->node;
             m->moved_to = cur->target;
+            if (cur->target != cur->node && !readonly_bounce(an, x, cur))
+                m->moved_nodes |= node_bit(cur->node);
         }
         if (cur->target != AN_NONE && an->owner[slot] != cur->target) {
             an->owner[slot] = (int16_t)cur->target;
@@ -258,7 +277,13 @@ static void learn(an_analyzer *an, an_cmdctx *x, const an_attempt *cur)
             m->ask_ts = cur->reply_us;
             m->ask_from = cur->node;
             m->ask_to = cur->target;
+            m->moved_nodes &= ~node_bit(cur->target);
         }
+    } else if (slot >= 0 && slot < AN_SLOTS && (an->slot_busy[slot] & AN_SLOT_MEMOS) &&
+               cur->reply != RESP_ERR_TRYAGAIN && cur->reply != RESP_ERR_CROSSSLOT) {
+        an_memo *m = an_memo_get(an, x->cn->client, slot, 0);
+        if (m)
+            m->moved_nodes &= ~node_bit(cur->node); /* it serves the slot again */
     }
 }
 

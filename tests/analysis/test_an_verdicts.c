@@ -83,6 +83,34 @@ static void test_later_ask_back_ends_moved(void **state)
     sc_free(&s);
 }
 
+/* A client that keeps a map and bounces a slot off S, then U (both answer
+ * MOVED to T), then keeps sending new commands for it to S: each is
+ * moved_ignored at S, though U's MOVED came in between (every node that
+ * bounced the slot is remembered, not only the last). */
+static void test_moved_ignored_remembers_every_node(void **state)
+{
+    (void)state;
+    sc s;
+    sc_init(&s, NULL);
+    int cs = sc_conn(&s, 10, 40000, S), ct = sc_conn(&s, 10, 40001, T);
+    int cu = sc_conn(&s, 10, 40002, 30312);
+    sc_do(&s, cs, 1000, 100, MOVED_T, "GET", k1, NULL);
+    sc_do(&s, ct, 1200, 100, "$", "GET", k1, NULL);
+    sc_do(&s, cu, 2000, 100, MOVED_T, "GET", k2, NULL);
+    sc_do(&s, ct, 2200, 100, "$", "GET", k2, NULL);
+    for (int i = 0; i < 3; i++) {
+        sc_do(&s, cs, 3000 + i * 1000, 100, MOVED_T, "GET", k1, NULL);
+        sc_do(&s, ct, 3200 + i * 1000, 100, "$", "GET", k1, NULL);
+    }
+    sc_finish(&s, 20000000);
+    const an_finding *f = sc_find(&s, AN_MOVED_IGNORED, "127.0.0.10");
+    assert_non_null(f);
+    assert_int_equal(f->count, 3);
+    assert_string_equal(f->node, "127.0.0.1:30310");
+    assert_int_equal(sc_total_clients(&s), 1);
+    sc_free(&s);
+}
+
 /* ---------------------------------------------------------------- class 2 */
 
 /* One bounce caused by a missing ASKING, then the client gets it right:
@@ -149,6 +177,24 @@ static void test_loop_summary_one_node(void **state)
     assert_non_null(f);
     assert_null(strstr(f->summary, "between nodes"));
     assert_non_null(strstr(f->summary, "127.0.0.1:30310"));
+    sc_free(&s);
+}
+
+/* The retries of such a loop, by a client that follows redirects, are the
+ * loop's: not also moved_ignored (they are not new commands sent by a map). */
+static void test_loop_retries_not_moved_ignored(void **state)
+{
+    (void)state;
+    sc s;
+    sc_init(&s, NULL);
+    int cs = sc_conn(&s, 13, 40000, S), ct = sc_conn(&s, 13, 40001, T);
+    sc_do(&s, cs, 500, 100, MOVED_T, "GET", k2, NULL); /* it follows redirects */
+    sc_do(&s, ct, 700, 100, "$", "GET", k2, NULL);
+    loop_at_one_node(&s, cs, ct, 1000, k1);
+    sc_finish(&s, 20000000);
+    assert_int_equal(sc_count(&s, AN_REDIRECT_LOOP), 1);
+    assert_int_equal(sc_count(&s, AN_MOVED_IGNORED), 0);
+    assert_int_equal(sc_total_clients(&s), 1);
     sc_free(&s);
 }
 
@@ -362,9 +408,11 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ask_cached_is_not_also_moved_ignored),
         cmocka_unit_test(test_later_ask_back_ends_moved),
+        cmocka_unit_test(test_moved_ignored_remembers_every_node),
         cmocka_unit_test(test_one_bounce_is_asking_missing_only),
         cmocka_unit_test(test_one_bounce_is_asking_interleaved_only),
         cmocka_unit_test(test_loop_summary_one_node),
+        cmocka_unit_test(test_loop_retries_not_moved_ignored),
         cmocka_unit_test(test_loop_cost_within_wall_time),
         cmocka_unit_test(test_below_threshold_does_not_hide_unfollowed),
         cmocka_unit_test(test_unfollowed_judged_after_close),
