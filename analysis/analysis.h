@@ -147,8 +147,10 @@ typedef struct an_migration {
     int64_t importing_us, migrating_us; /* SETSLOT times, 0 if not seen */
     uint64_t asks, tryagains, moveds;
     uint64_t keys_migrated;             /* MIGRATE keys seen */
-    uint8_t complete;                   /* the window has an end */
+    uint8_t complete;                   /* the window has an end: 1 the flip,
+                                           AN_MIG_ABORTED SETSLOT STABLE */
 } an_migration;
+#define AN_MIG_ABORTED 2
 
 /* Latency of logical operations, direct vs redirected, for one scope. */
 typedef enum an_scope { AN_SCOPE_CLIENT = 0, AN_SCOPE_SLOT, AN_SCOPE_NODE, AN_SCOPE_ALL } an_scope;

@@ -204,7 +204,9 @@ static void conn_drop(an_analyzer *an, int32_t i)
 const char *an_conn_src(const an_analyzer *an, uint64_t id, int32_t client)
 {
     int32_t i = an_map_find(&an->conn_map, conn_hash(id), conn_eq, an, &id);
-    return i != AN_NONE ? an->conns[i].src : an_client_name(an, client);
+    if (i != AN_NONE)
+        return an->conns[i].src;
+    return client == AN_NONE ? NULL : an_client_name(an, client);
 }
 
 /* The client name of a connection per cfg.client_by. */
@@ -666,6 +668,7 @@ static void on_asking(an_analyzer *an, an_cmdctx *x)
     an->asking_ring_pos++;
     memset(a, 0, sizeof *a);
     a->host = an->clients[cn->client].host;
+    an_copy_str(a->src, sizeof a->src, cn->src);
     a->conn = cn->id;
     a->node = x->node;
     a->ts = x->cmd->req.start_us;

@@ -49,9 +49,9 @@ void an_detect_asking(an_analyzer *an, an_attempt_ctx *a)
         }
     }
     an_event ev[3];
-    char rb[RESP_ERRTEXT_MAX + 8];
+    an_evtext rb;
     size_t n = 0;
-    an_event_from_attempt(an, &ev[n++], a->op, prev, "ask", rb, sizeof rb);
+    an_event_from_attempt(an, &ev[n++], a->op, prev, "ask", &rb);
     char summary[AN_SUMMARY_MAX];
     const char *client = an_client_name(an, x->cn->client);
     an_finding_kind kind;
@@ -62,7 +62,7 @@ void an_detect_asking(an_analyzer *an, an_attempt_ctx *a)
         ev[n].what = "ASKING on another connection";
         ev[n].ts_us = other->ts;
         ev[n].conn = other->conn;
-        ev[n].src = client;
+        ev[n].src = other->src;
         ev[n].dst = an_node_name(an, other->node);
         ev[n].cmd = "ASKING";
         ev[n].reply = "";
@@ -97,8 +97,8 @@ void an_detect_asking(an_analyzer *an, an_attempt_ctx *a)
 void an_detect_asking_interleaved(an_analyzer *an, an_cmdctx *x, an_op *op, int64_t asking_ts)
 {
     an_event ev[3];
-    char rb[RESP_ERRTEXT_MAX + 8];
-    an_event_from_attempt(an, &ev[0], op, &op->last, "ask", rb, sizeof rb);
+    an_evtext rb;
+    an_event_from_attempt(an, &ev[0], op, &op->last, "ask", &rb);
     memset(&ev[1], 0, sizeof ev[1]);
     ev[1].what = "ASKING";
     ev[1].ts_us = asking_ts;

@@ -65,8 +65,8 @@ void an_detect_crossslot(an_analyzer *an, an_attempt_ctx *a)
     an_note_add_name(f, x->cmd->req.name[0] ? x->cmd->req.name : "?");
     an_event ev;
     an_event_from(&ev, x, "keys in different slots");
-    char summary[AN_SUMMARY_MAX];
-    snprintf(summary, sizeof summary, "%s sends multi-key commands whose keys are in different "
-             "slots: %s", client, f->note);
-    an_finding_occur(an, i, a->cur->start_us, 0, summary, &ev, 1);
+    /* the summary lists every command seen, so it follows each occurrence */
+    snprintf(f->f.summary, sizeof f->f.summary, "%s sends multi-key commands whose keys are in "
+             "different slots: %s", client, f->note);
+    an_finding_occur(an, i, a->cur->start_us, 0, NULL, &ev, 1);
 }

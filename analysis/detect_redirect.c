@@ -14,17 +14,29 @@
 
 #include "analysis/internal.h"
 
+/* Do two redirected attempts show the same redirect (same node, ASKING
+ * state, reply kind and target)? */
+static int same_redirect(const an_attempt *a, const an_attempt *b)
+{
+    return a->node == b->node && a->asked == b->asked && a->reply == b->reply &&
+           a->target == b->target;
+}
+
 /*
- * redirect_loop: one operation bounced between nodes. Counted once per
+ * redirect_loop: one operation went round in a loop. Counted once per
  * operation when, among its MOVED/ASK-answered attempts since its last
- * TRYAGAIN, the same redirect repeats (same node, same ASKING state, same
- * reply kind, same target: A -> B -> A -> B), or their number exceeds
- * cfg.loop_max_redirects (default 5). TRYAGAIN restarts the count, since a
- * client correctly retrying a split multi-key command walks source -> target
- * -> source again. Reported even when another finding explains why (a
- * client that never sends ASKING bounces source -> target -> source: both
- * asking_missing and redirect_loop). Aggregated per (client, "", slot); the
- * evidence lists the attempts.
+ * TRYAGAIN, a redirect repeats an earlier one (same node, same ASKING state,
+ * same reply kind, same target) more than once in all (A -> B -> A -> B), or
+ * their number exceeds cfg.loop_max_redirects (default 5). One repeat is not a
+ * loop: an operation that bounced once (S -ASK-> T -MOVED-> S -ASK-> T, with
+ * ASKING at last) and then completed is explained by the finding that caused
+ * the bounce (asking_missing, asking_interleaved). TRYAGAIN restarts the
+ * count, since a client correctly retrying a split multi-key command walks
+ * source -> target -> source again. A real loop is reported even when another
+ * finding explains why (a client that never sends ASKING bounces until its
+ * own cap: asking_missing and redirect_loop). Aggregated per (client, "",
+ * slot); the evidence lists the attempts; the summary says whether the
+ * redirects came from several nodes or all from one.
  */
 void an_detect_redirect_loop(an_analyzer *an, an_attempt_ctx *a)
 {
@@ -32,26 +44,36 @@ void an_detect_redirect_loop(an_analyzer *an, an_attempt_ctx *a)
     if (!op || op->loop_reported || op->ntrail == 0)
         return;
     const an_attempt *cur = &op->trail[op->ntrail - 1];
-    int repeated = 0;
-    for (uint32_t i = 0; i + 1 < op->ntrail; i++) {
-        const an_attempt *t = &op->trail[i];
-        if (t->node == cur->node && t->asked == cur->asked && t->reply == cur->reply &&
-            t->target == cur->target)
-            repeated = 1;
-    }
-    if (!repeated && op->seg_redirects <= an->cfg.loop_max_redirects)
+    for (uint32_t i = 0; i + 1 < op->ntrail; i++)
+        if (same_redirect(&op->trail[i], cur)) {
+            if (op->trail_repeats < UINT8_MAX)
+                op->trail_repeats++;
+            break;
+        }
+    int looped = op->trail_repeats >= 2;
+    if (!looped && op->seg_redirects <= an->cfg.loop_max_redirects)
         return;
     op->loop_reported = 1;
     an_event ev[AN_OP_TRAIL];
-    char rb[AN_OP_TRAIL][RESP_ERRTEXT_MAX + 8];
-    for (uint32_t i = 0; i < op->ntrail; i++)
-        an_event_from_attempt(an, &ev[i], op, &op->trail[i], "redirected attempt", rb[i],
-                              sizeof rb[i]);
+    an_evtext rb[AN_OP_TRAIL];
+    int one_node = 1;
+    for (uint32_t i = 0; i < op->ntrail; i++) {
+        an_event_from_attempt(an, &ev[i], op, &op->trail[i], "redirected attempt", &rb[i]);
+        if (op->trail[i].node != op->trail[0].node)
+            one_node = 0;
+    }
     char summary[AN_SUMMARY_MAX];
     const char *client = an_client_name(an, op->client);
-    snprintf(summary, sizeof summary,
-             "%s: %s (slot %d) bounced between nodes: %u redirects in one operation%s", client,
-             op->name, (int)op->slot, op->redirects, repeated ? ", the same redirect twice" : "");
+    if (one_node)
+        snprintf(summary, sizeof summary,
+                 "%s: %s (slot %d) was redirected %u times in one operation, every time by %s%s",
+                 client, op->name, (int)op->slot, op->redirects, an_node_name(an, cur->node),
+                 looped ? ", the same redirect again and again" : "");
+    else
+        snprintf(summary, sizeof summary,
+                 "%s: %s (slot %d) bounced between nodes: %u redirects in one operation%s",
+                 client, op->name, (int)op->slot, op->redirects,
+                 looped ? ", the same redirects again" : "");
     int32_t f = an_finding_hit(an, AN_REDIRECT_LOOP, client, AN_NONE, op->slot, cur->start_us,
                                1, summary, ev, op->ntrail);
     an_attempt_found(a, f);
@@ -62,7 +84,9 @@ void an_detect_redirect_loop(an_analyzer *an, an_attempt_ctx *a)
  * An occurrence is a command for slot s (first attempt or retry) sent to node
  * S after the client received "-MOVED s T" from S (T != S), that S answers
  * with MOVED again: the client knew and paid an extra round trip anyway.
- * Retries that follow an ASK to S are not counted (the ASK sent them there).
+ * Retries that follow an ASK to S are not counted (the ASK sent them there),
+ * nor a retry sent back to S right after S's MOVED for it (the operation
+ * bounced on its own: redirect_loop when it repeats).
  * Commands already in flight when the first MOVED arrived are not counted
  * (they were sent before it). Reads bounced by a replica for want of
  * READONLY are readonly_missing instead; a client that never follows any
@@ -79,9 +103,21 @@ void an_detect_moved_ignored(an_analyzer *an, an_attempt_ctx *a)
         return;
     if (a->prev && a->prev->reply == RESP_ERR_ASK && cur->node == a->prev->target)
         return; /* sent there by an ASK, not by its map */
+    if (a->nfound > 0)
+        return; /* already explained (ask_cached): one mistake, one finding */
+    if (!a->first)
+        return; /* a retry is the operation's own redirect handling (redirect_loop) */
     an_memo *m = an_memo_get(an, x->cn->client, x->slot, 0);
-    if (!m || m->moved_ts == 0 || m->moved_ts > cur->start_us || m->moved_from != cur->node ||
-        m->moved_to == cur->node || m->moved_to == AN_NONE)
+    if (!m || m->moved_ts == 0 || m->moved_ts > cur->start_us)
+        return;
+    /* S bounced the slot before (and has not served it, nor been named by an
+     * ASK, since); nodes past the 64th are judged by the last MOVED alone */
+    int known = cur->node >= 0 && cur->node < 64
+                    ? (int)((m->moved_nodes >> cur->node) & 1u)
+                    : m->moved_from == cur->node && m->moved_to != cur->node &&
+                          m->moved_to != AN_NONE &&
+                          !(m->ask_ts > m->moved_ts && m->ask_to == m->moved_from);
+    if (!known)
         return;
     const an_nd *nd = cur->node != AN_NONE ? &an->nodes[cur->node] : NULL;
     if (nd && strcmp(nd->pub.role, "replica") == 0 && x->info &&
@@ -118,7 +154,7 @@ void an_detect_tryagain_storm(an_analyzer *an, an_attempt_ctx *a)
     an_op *op = a->op;
     if (!op || !a->prev || a->prev->reply != RESP_ERR_TRYAGAIN)
         return;
-    int fast = a->cur->start_us - a->prev->reply_us < an->cfg.tryagain_min_backoff_us;
+    int fast = an_tryagain_fast(&an->cfg, a->prev, a->cur);
     if (op->storm_reported) {
         /* the reported storm goes on: one more retry */
         an_fnd *f = an_fnd_at(an, op->storm);
@@ -149,14 +185,13 @@ void an_detect_tryagain_storm(an_analyzer *an, an_attempt_ctx *a)
         f->tally[2] = op->tryagains;
     an_note_add_name(f, op->name);
     an_event ev[2 + AN_OP_FIRST_RETRIES];
-    char rb[1 + AN_OP_FIRST_RETRIES][RESP_ERRTEXT_MAX + 8];
+    an_evtext rb[1 + AN_OP_FIRST_RETRIES];
     size_t n = 0;
-    an_event_from_attempt(an, &ev[n], op, &op->first, "first attempt", rb[n], sizeof rb[n]);
+    an_event_from_attempt(an, &ev[n], op, &op->first, "first attempt", &rb[n]);
     n++;
     /* the first retries, unless one of them is the retry at hand */
     for (uint32_t k = 0; k < op->nretries && k + 1 < op->tryagains; k++, n++)
-        an_event_from_attempt(an, &ev[n], op, &op->retries[k], "retry after TRYAGAIN", rb[n],
-                              sizeof rb[n]);
+        an_event_from_attempt(an, &ev[n], op, &op->retries[k], "retry after TRYAGAIN", &rb[n]);
     an_event_from(&ev[n++], a->x, "retry that crossed the threshold");
     f->stale = 1;
     an_finding_occur(an, i, op->first.start_us, 0, NULL, ev, n);
@@ -188,19 +223,24 @@ void an_detect_storm_refresh(an_analyzer *an, an_fnd *f)
  * no command with the same name and first key from the same host within
  * cfg.op_window_us after the redirect (judged 2 * op_window_us later, or at
  * the end of the capture when the window has passed or the client sent other
- * commands after the redirect). The client is not cluster-aware, and the
- * error reached the application. Not reported when another finding already
- * explains the operation. Aggregated per (client, node that redirected,
+ * commands after the redirect, or the connection the redirect came on has
+ * closed). The client is not cluster-aware, and the error reached the
+ * application. Not reported when another finding already explains the
+ * operation (a visible one: an occurrence below its kind's threshold does
+ * not hide it). Aggregated per (client, node that redirected,
  * slot). Evidence: the redirected command and its reply.
  */
 void an_detect_unfollowed(an_analyzer *an, an_op *op, int64_t now_us)
 {
     (void)now_us;
-    if (op->nfnd > 0)
-        return;
+    for (uint8_t i = 0; i < op->nfnd; i++) {
+        const an_fnd *f = an_fnd_at(an, op->fnd[i]);
+        if (f && f->visible)
+            return; /* explained; one below its threshold explains nothing */
+    }
     an_event ev;
-    char rb[RESP_ERRTEXT_MAX + 8];
-    an_event_from_attempt(an, &ev, op, &op->last, "redirect not followed", rb, sizeof rb);
+    an_evtext rb;
+    an_event_from_attempt(an, &ev, op, &op->last, "redirect not followed", &rb);
     char summary[AN_SUMMARY_MAX];
     const char *client = an_client_name(an, op->client);
     snprintf(summary, sizeof summary, "%s never retried %s (slot %d) after %s from %s", client,

@@ -211,7 +211,9 @@ void an_finding_occur(an_analyzer *an, int32_t idx, int64_t ts_us, an_severity s
     f->f.count++;
     if (sev && sev > f->f.severity)
         f->f.severity = sev;
-    if (summary)
+    /* the summary tells of the first occurrence, as the first evidence event
+     * does (later occurrences only add evidence) */
+    if (summary && f->f.count == 1)
         an_copy_str(f->f.summary, sizeof f->f.summary, summary);
     for (size_t e = 0; ev && e < nev; e++)
         an_finding_append_event(f, &ev[e]);
@@ -268,12 +270,25 @@ void an_finding_set_tail(an_analyzer *an, int32_t idx, const an_event *e)
         f->dirty = 1;
 }
 
-void an_finding_add_latency(an_analyzer *an, int32_t idx, int64_t extra_us)
+void an_finding_add_latency(an_analyzer *an, int32_t idx, int64_t from_us, int64_t to_us)
 {
-    if (idx < 0 || (uint32_t)idx >= an->nfindings || extra_us <= 0)
+    if (idx < 0 || (uint32_t)idx >= an->nfindings || to_us <= from_us)
         return;
     an_fnd *f = an->findings[idx];
-    f->f.extra_latency_us += extra_us;
+    if (an_span_add(&f->cost, from_us, to_us) == 0)
+        return;
+    f->f.extra_latency_us = f->cost.total;
+    if (f->visible)
+        f->dirty = 1;
+}
+
+void an_finding_set_span(an_analyzer *an, int32_t idx, const an_span *s)
+{
+    an_fnd *f = an_fnd_at(an, idx);
+    if (!f)
+        return;
+    f->cost = *s;
+    f->f.extra_latency_us = s->total;
     if (f->visible)
         f->dirty = 1;
 }
@@ -354,13 +369,26 @@ void an_event_from(an_event *e, an_cmdctx *x, const char *what)
 }
 
 void an_event_from_attempt(an_analyzer *an, an_event *e, const an_op *op, const an_attempt *t,
-                           const char *what, char *reply_buf, size_t reply_size)
+                           const char *what, an_evtext *buf)
 {
+    char *reply_buf = buf->reply;
+    size_t reply_size = sizeof buf->reply;
     memset(e, 0, sizeof *e);
     e->what = what;
     e->ts_us = t->start_us;
     e->conn = t->conn;
-    e->src = op ? an_conn_src(an, t->conn, op->client) : "";
+    e->src = "";
+    if (op) {
+        /* the connection's endpoint, also when it has closed since */
+        cap_endpoint ep = {op->host, t->cport};
+        const char *live = an_conn_src(an, t->conn, AN_NONE);
+        if (live)
+            e->src = live;
+        else if (t->cport && cap_endpoint_format(&ep, buf->src, sizeof buf->src))
+            e->src = buf->src;
+        else
+            e->src = an_client_name(an, op->client);
+    }
     e->dst = an_node_name(an, t->node);
     e->cmd = op ? op->name : "";
     e->key = op ? op->key_text : "";

@@ -90,6 +90,22 @@ void an_key_text(const an_config *cfg, const char *key, size_t len, uint32_t ful
 void an_redact(uint64_t seed, const char *key, size_t len, uint32_t full_len,
                char *out, size_t out_size);
 
+/* The wall time covered by a set of intervals [from, to), overlaps counted
+ * once: a finding's cost (the operations it covers may overlap). Up to
+ * AN_SPAN_PARTS disjoint parts are kept; when more are needed the earliest is
+ * given up and nothing before its end is counted again (floor), so the total
+ * never exceeds the union's length (it may fall short of it when operations
+ * end far out of order). */
+#define AN_SPAN_PARTS 4
+typedef struct an_span {
+    int64_t total;               /* covered time counted so far */
+    int64_t floor;               /* nothing before this is added */
+    int64_t from[AN_SPAN_PARTS], to[AN_SPAN_PARTS]; /* sorted, disjoint */
+    uint8_t n;
+} an_span;
+/* Add [from, to); returns the time newly covered. */
+int64_t an_span_add(an_span *s, int64_t from, int64_t to);
+
 /* ---------------------------------------------------------------- latency.c */
 
 #define AN_HIST_SUB 8                      /* buckets per power of two */
@@ -171,6 +187,9 @@ typedef struct an_memo {
     int32_t cprev, cnext;        /* the same client's memos */
     int64_t moved_ts;            /* last MOVED reply received, 0 if none */
     int32_t moved_from, moved_to;
+    uint64_t moved_nodes;        /* bit n: node n (< 64) answered MOVED for the
+                                    slot and has not served it, nor been named
+                                    by an ASK, since */
     int64_t ask_ts;              /* last ASK reply received, 0 if none */
     int32_t ask_from, ask_to;
 } an_memo;
@@ -241,6 +260,7 @@ typedef struct an_attempt {
     int32_t target;              /* MOVED/ASK target node, else AN_NONE */
     uint8_t asked;               /* ASKING came right before on its connection */
     uint8_t reply;               /* resp_err_class */
+    uint16_t cport;              /* the client's port on that connection */
     int64_t start_us, req_us, reply_us;
 } an_attempt;
 
@@ -269,6 +289,7 @@ typedef struct an_op {
     an_attempt first;
     an_attempt trail[AN_OP_TRAIL]; /* redirected attempts since the last TRYAGAIN */
     uint8_t ntrail;
+    uint8_t trail_repeats;       /* trail entries equal to an earlier one */
     uint8_t loop_reported, storm_reported;
     an_attempt retries[AN_OP_FIRST_RETRIES]; /* its first TRYAGAIN retries */
     uint8_t nretries;
@@ -330,6 +351,7 @@ typedef struct an_fnd {
                                     command names seen) */
     char extra[400];             /* kind-specific JSON members added to the
                                     evidence object (",\"window\":{...}") */
+    an_span cost;                /* extra_latency_us: its operations' time */
 } an_fnd;
 
 /* ---------------------------------------------------------------- timeline.c */
@@ -344,6 +366,7 @@ typedef struct an_mig_ev {
     char src[AN_NAME_MAX];       /* client endpoint */
     char cmd[RESP_NAME_MAX];
     char arg[RESP_ARG_PREFIX + 1];
+    char other_id[41];            /* SETSLOT: the node id as sent */
 } an_mig_ev;
 enum { AN_MIG_IMPORTING = 0, AN_MIG_MIGRATING, AN_MIG_NODE, AN_MIG_FIRST_ASK, AN_MIG_LAST_ASK,
        AN_MIG_EVS };
@@ -351,7 +374,7 @@ enum { AN_MIG_IMPORTING = 0, AN_MIG_MIGRATING, AN_MIG_NODE, AN_MIG_FIRST_ASK, AN
 typedef struct an_mig {
     an_migration pub;
     int32_t source, target;      /* node indexes, AN_NONE if unknown */
-    int64_t extra_us;            /* redirect cost of operations in the window */
+    an_span cost;                /* redirect cost of operations in the window */
     uint8_t stuck_reported;
     uint8_t aborted;             /* SETSLOT STABLE */
     int32_t finding;             /* its migration_stuck finding, or AN_NONE */
@@ -374,6 +397,7 @@ typedef struct an_ask_rec {
 /* A recent ASKING. */
 typedef struct an_asking_rec {
     cap_addr host;
+    char src[AN_NAME_MAX];       /* its connection's client endpoint */
     uint64_t conn;
     int32_t node;
     int64_t ts;
@@ -442,7 +466,7 @@ const char *an_client_name(const an_analyzer *an, int32_t client);
 int32_t an_client_find(const an_analyzer *an, const char *name);
 const char *an_node_name(const an_analyzer *an, int32_t node);
 /* The client endpoint of connection id while it is tracked, else the name of
- * client (for evidence about earlier attempts). */
+ * client (AN_NONE: NULL) (for evidence about earlier attempts). */
 const char *an_conn_src(const an_analyzer *an, uint64_t id, int32_t client);
 
 /* nodes.c */
@@ -518,7 +542,11 @@ void an_finding_set_tail(an_analyzer *an, int32_t idx, const an_event *e);
 /* Forget the evidence events (the detector rebuilds them). */
 void an_finding_clear_events(an_fnd *f);
 void an_finding_append_event(an_fnd *f, const an_event *e);
-void an_finding_add_latency(an_analyzer *an, int32_t idx, int64_t extra_us);
+/* Charge finding idx an operation's extra time [from_us, to_us): its cost
+ * grows by the part no earlier operation of it covered. */
+void an_finding_add_latency(an_analyzer *an, int32_t idx, int64_t from_us, int64_t to_us);
+/* Its cost becomes span s (migration_stuck: its window's operations so far). */
+void an_finding_set_span(an_analyzer *an, int32_t idx, const an_span *s);
 /* Add a command name to f->note ("MSET, MGET, DEL"), once; " ..." when full. */
 void an_note_add_name(an_fnd *f, const char *name);
 void an_findings_emit(an_analyzer *an, int all);
@@ -564,6 +592,14 @@ typedef struct an_attempt_ctx {
     int32_t found[AN_OP_FINDINGS]; /* findings this attempt occurred in */
     uint8_t nfound;
 } an_attempt_ctx;
+/* A retry after TRYAGAIN sent sooner than cfg.tryagain_min_backoff_us after
+ * that reply is a fast one (a retry exactly at the backoff is not). The one
+ * rule for tryagain_storm and the operation's tally. */
+static inline int an_tryagain_fast(const an_config *cfg, const an_attempt *tryagain,
+                                   const an_attempt *retry)
+{
+    return retry->start_us - tryagain->reply_us < cfg->tryagain_min_backoff_us;
+}
 /* Note that the attempt occurred in finding f (AN_NONE ignored): the
  * operation is charged to it. */
 void an_attempt_found(an_attempt_ctx *a, int32_t f);
@@ -587,16 +623,20 @@ void an_tl_stuck_refresh(an_analyzer *an, an_fnd *f);
 
 /* Fill an evidence event from a command context. */
 void an_event_from(an_event *e, an_cmdctx *x, const char *what);
-/* The same for an earlier attempt (no command at hand). */
+/* Text an event about an earlier attempt points to. */
+typedef struct an_evtext {
+    char reply[RESP_ERRTEXT_MAX + 8];
+    char src[AN_NAME_MAX];
+} an_evtext;
+/* The same for an earlier attempt (no command at hand); buf holds its text. */
 void an_event_from_attempt(an_analyzer *an, an_event *e, const an_op *op,
-                           const an_attempt *t, const char *what, char *reply_buf,
-                           size_t reply_size);
+                           const an_attempt *t, const char *what, an_evtext *buf);
 
 /* timeline.c */
 void an_tl_redirect(an_analyzer *an, an_cmdctx *x);
 void an_tl_setslot(an_analyzer *an, an_cmdctx *x);
 void an_tl_migrate(an_analyzer *an, an_cmdctx *x);
-void an_tl_op_cost(an_analyzer *an, int32_t slot, int64_t extra_us);
+void an_tl_op_cost(an_analyzer *an, int32_t slot, int64_t from_us, int64_t to_us);
 void an_tl_check(an_analyzer *an, int64_t now_us, int at_end);
 void an_tl_emit(an_analyzer *an);
 void an_tl_free(an_analyzer *an);
@@ -610,6 +650,11 @@ void an_tl_free(an_analyzer *an);
 void an_lat_record(an_analyzer *an, int32_t client, int32_t node, int32_t slot,
                    const an_attempt *first, const an_attempt *final, uint32_t attempts,
                    uint32_t askings);
+/* An operation given up after a redirect (no retry came): redirected, its
+ * time and extra time both first request to last reply. */
+void an_lat_record_given_up(an_analyzer *an, int32_t client, int32_t node, int32_t slot,
+                            const an_attempt *first, const an_attempt *last, uint32_t attempts,
+                            uint32_t askings);
 /* The overall summaries (all_lat) as the sum of every node's and nonode_lat. */
 void an_lat_sum_all(struct an_analyzer *an);
 /* The histogram of l, allocated at its first use (NULL: out of memory, the

@@ -148,6 +148,15 @@ void an_lat_record(an_analyzer *an, int32_t client, int32_t node, int32_t slot,
     lat_add_op(an, client, node, slot, r, total, r ? extra : 0, rt);
 }
 
+void an_lat_record_given_up(an_analyzer *an, int32_t client, int32_t node, int32_t slot,
+                            const an_attempt *first, const an_attempt *last, uint32_t attempts,
+                            uint32_t askings)
+{
+    int64_t total = last->reply_us - first->req_us;
+    uint64_t rt = (uint64_t)(attempts ? attempts - 1 : 0) + askings;
+    lat_add_op(an, client, node, slot, 1, total, total, rt);
+}
+
 /* The histogram of l, allocated at its first sample. */
 an_hist *an_lat_hist(an_lat *l)
 {

@@ -135,30 +135,42 @@ void an_attempt_found(an_attempt_ctx *a, int32_t f)
     finding_set_add(a->found, &a->nfound, f);
 }
 
-/* The operation's extra time, to each finding it occurred in. */
-static void charge_findings(an_analyzer *an, const an_op *op, int64_t extra_us)
+/* The operation's extra time (from its first request to end_us), to each
+ * finding it occurred in and to its slot's migration window. */
+static void charge_findings(an_analyzer *an, const an_op *op, int64_t end_us)
 {
     for (uint8_t i = 0; i < op->nfnd; i++)
-        an_finding_add_latency(an, op->fnd[i], extra_us);
+        an_finding_add_latency(an, op->fnd[i], op->first.req_us, end_us);
+    an_tl_op_cost(an, op->slot, op->first.req_us, end_us);
 }
 
-/* Judge an operation that waits no more, then free it. */
+/* Judge an operation that waits no more, then free it. At the end of the
+ * input, one still inside its retry window is judged when the client cannot
+ * retry it any more or has moved on: the connection the redirect came on has
+ * closed, or the client sent other commands since. The others are counted in
+ * abandoned_ops. A judged operation is a redirected one that ended there: its
+ * time (first request to last reply) goes to the latency summaries. */
 static void op_judge(an_analyzer *an, int32_t i, int64_t now_us, int at_end)
 {
     an_op *op = &an->ops[i];
     int redirect = op->last.reply == RESP_ERR_MOVED || op->last.reply == RESP_ERR_ASK;
-    int64_t spent = op->last.reply_us - op->first.req_us;
     if (redirect) {
         const an_cli *c = &an->clients[op->client];
         int window_passed = now_us - op->last.reply_us >= an->cfg.op_window_us;
         int moved_on = c->used && c->last_start_us > op->last.reply_us;
-        if (!at_end || window_passed || moved_on)
+        int closed = an_conn_src(an, op->last.conn, AN_NONE) == NULL;
+        if (!at_end || window_passed || moved_on || closed) {
             an_detect_unfollowed(an, op, now_us);
-        else
+        } else {
             an->st.abandoned_ops++;
+            charge_findings(an, op, op->last.reply_us);
+            op_free(an, i);
+            return;
+        }
     }
-    charge_findings(an, op, spent);
-    an_tl_op_cost(an, op->slot, spent);
+    an_lat_record_given_up(an, op->client, op->first.node, op->slot, &op->first, &op->last,
+                           op->attempts, op->askings);
+    charge_findings(an, op, op->last.reply_us);
     op_free(an, i);
 }
 
@@ -224,7 +236,24 @@ static void trail_push(an_op *op, const an_attempt *t)
     op->trail[op->ntrail++] = *t;
 }
 
-/* Remember what the client was told about the slot. */
+/* The bit of node n in an_memo.moved_nodes (0: not tracked). */
+static uint64_t node_bit(int32_t n)
+{
+    return n >= 0 && n < 64 ? (uint64_t)1 << n : 0;
+}
+
+/* Did a replica bounce this read for want of READONLY (readonly_missing's,
+ * not a MOVED the client should learn from for moved_ignored)? */
+static int readonly_bounce(const an_analyzer *an, const an_cmdctx *x, const an_attempt *cur)
+{
+    const an_nd *nd = cur->node != AN_NONE ? &an->nodes[cur->node] : NULL;
+    return nd && strcmp(nd->pub.role, "replica") == 0 && x->info &&
+           (x->info->flags & AN_CMD_READONLY) && !x->cn->readonly;
+}
+
+/* Remember what the client was told about the slot: the last MOVED and ASK,
+ * and which nodes bounced it with MOVED (a node leaves that set when it
+ * serves the slot again or an ASK points at it). */
 static void learn(an_analyzer *an, an_cmdctx *x, const an_attempt *cur)
 {
     const resp_reply *r = &x->cmd->reply;
@@ -235,6 +264,8 @@ static void learn(an_analyzer *an, an_cmdctx *x, const an_attempt *cur)
             m->moved_ts = cur->reply_us;
             m->moved_from = cur->node;
             m->moved_to = cur->target;
+            if (cur->target != cur->node && !readonly_bounce(an, x, cur))
+                m->moved_nodes |= node_bit(cur->node);
         }
         if (cur->target != AN_NONE && an->owner[slot] != cur->target) {
             an->owner[slot] = (int16_t)cur->target;
@@ -246,7 +277,13 @@ static void learn(an_analyzer *an, an_cmdctx *x, const an_attempt *cur)
             m->ask_ts = cur->reply_us;
             m->ask_from = cur->node;
             m->ask_to = cur->target;
+            m->moved_nodes &= ~node_bit(cur->target);
         }
+    } else if (slot >= 0 && slot < AN_SLOTS && (an->slot_busy[slot] & AN_SLOT_MEMOS) &&
+               cur->reply != RESP_ERR_TRYAGAIN && cur->reply != RESP_ERR_CROSSSLOT) {
+        an_memo *m = an_memo_get(an, x->cn->client, slot, 0);
+        if (m)
+            m->moved_nodes &= ~node_bit(cur->node); /* it serves the slot again */
     }
 }
 
@@ -257,6 +294,7 @@ void an_ops_on_command(an_analyzer *an, an_cmdctx *x)
     an_attempt cur;
     memset(&cur, 0, sizeof cur);
     cur.conn = x->cn->id;
+    cur.cport = x->cn->cc ? x->cn->cc->client.port : 0;
     cur.node = x->node;
     cur.target = x->target;
     cur.asked = (uint8_t)x->asked;
@@ -291,9 +329,10 @@ void an_ops_on_command(an_analyzer *an, an_cmdctx *x)
             if (op->nretries < AN_OP_FIRST_RETRIES)
                 op->retries[op->nretries++] = cur;
             op->tryagains++;
-            if (cur.start_us - prev.reply_us < an->cfg.tryagain_min_backoff_us)
+            if (an_tryagain_fast(&an->cfg, &prev, &cur))
                 op->fast_tryagains++;
             op->ntrail = 0;
+            op->trail_repeats = 0;
             op->seg_redirects = 0;
         }
         if (prev.target != AN_NONE && cur.node == prev.target)
@@ -353,9 +392,7 @@ void an_ops_on_command(an_analyzer *an, an_cmdctx *x)
     if (op) {
         an_lat_record(an, op->client, op->first.node, op->slot, &op->first, &op->last,
                       op->attempts, op->askings);
-        int64_t extra = op->last.req_us - op->first.req_us;
-        charge_findings(an, op, extra);
-        an_tl_op_cost(an, op->slot, extra);
+        charge_findings(an, op, op->last.req_us);
         op_free(an, (int32_t)(op - an->ops));
     } else {
         an_lat_record(an, x->cn->client, x->node, x->slot, &cur, &cur, 1, 0);

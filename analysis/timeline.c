@@ -42,6 +42,13 @@ static void put_text(char *dst, size_t size, const char *src)
 /* Keep a command of the window as evidence: what x sent, to whom. */
 static void mig_ev_set(an_mig_ev *e, const an_cmdctx *x, int32_t target, const char *arg)
 {
+    const resp_request *r = &x->cmd->req;
+    e->other_id[0] = 0;
+    if (x->cmd->req.nargs >= 4 && r->arg_len[3] == r->arg_full_len[3] &&
+        r->arg_len[3] < sizeof e->other_id && !strcmp(r->name, "CLUSTER")) {
+        memcpy(e->other_id, r->args[3], r->arg_len[3]);
+        e->other_id[r->arg_len[3]] = 0;
+    }
     e->ts_us = x->cmd->req.start_us;
     e->conn = x->cn->id;
     e->node = x->node;
@@ -243,7 +250,7 @@ void an_tl_setslot(an_analyzer *an, an_cmdctx *x)
             an->nodes[x->node].migrating_slot = -1;
         if (m && !m->pub.complete) {
             m->aborted = 1;
-            m->pub.complete = 1;
+            m->pub.complete = AN_MIG_ABORTED;
             mig_changed(an, m, ts);
         }
     }
@@ -281,14 +288,14 @@ void an_tl_migrate(an_analyzer *an, an_cmdctx *x)
     mig_changed(an, m, 0);
 }
 
-void an_tl_op_cost(an_analyzer *an, int32_t slot, int64_t extra_us)
+void an_tl_op_cost(an_analyzer *an, int32_t slot, int64_t from_us, int64_t to_us)
 {
-    if (slot < 0 || slot >= AN_SLOTS || extra_us <= 0)
+    if (slot < 0 || slot >= AN_SLOTS || to_us <= from_us)
         return;
     an_mig *m = an->migs[slot];
     if (m && !m->pub.complete) {
-        m->extra_us += extra_us;
-        an_finding_add_latency(an, m->finding, extra_us);
+        an_span_add(&m->cost, from_us, to_us);
+        an_finding_add_latency(an, m->finding, from_us, to_us);
     }
 }
 
@@ -333,8 +340,8 @@ static void stuck_event(an_analyzer *an, an_fnd *f, const an_mig *m, int which)
         snprintf(reply, sizeof reply, "-ASK %d %s", (int)m->pub.slot,
                  an_node_name(an, e->target));
     } else {
-        const char *other = "?";
-        if (e->target != AN_NONE && (uint32_t)e->target < an->nnodes)
+        const char *other = e->other_id[0] ? e->other_id : "?";
+        if (!e->other_id[0] && e->target != AN_NONE && (uint32_t)e->target < an->nnodes)
             other = an->nodes[e->target].pub.node_id[0] ? an->nodes[e->target].pub.node_id
                                                        : an_node_name(an, e->target);
         /* what has room for 31 bytes of the argument after "SETSLOT " */
@@ -429,7 +436,7 @@ void an_detect_migration_stuck(an_analyzer *an, an_mig *m, int64_t now_us, int a
         return;
     m->finding = i;
     f->stale = 1;
-    an_finding_add_latency(an, i, m->extra_us);
+    an_finding_set_span(an, i, &m->cost);
     int64_t last = m->pub.last_ask_us > window_end(m) ? m->pub.last_ask_us : window_end(m);
     if (last > f->f.last_us)
         f->f.last_us = last;

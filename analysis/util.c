@@ -308,3 +308,53 @@ void an_key_text(const an_config *cfg, const char *key, size_t len, uint32_t ful
     }
     out[o] = 0;
 }
+
+/* ---------------------------------------------------------------- spans */
+
+int64_t an_span_add(an_span *s, int64_t from, int64_t to)
+{
+    if (from < s->floor)
+        from = s->floor;
+    if (to <= from)
+        return 0;
+    /* parts overlapping or touching [from, to) merge into it */
+    int64_t covered = 0, lo = from, hi = to;
+    uint8_t w = 0, at = 0, placed = 0;
+    int64_t nf[AN_SPAN_PARTS + 1], nt[AN_SPAN_PARTS + 1];
+    for (uint8_t i = 0; i < s->n; i++) {
+        if (s->to[i] < from || s->from[i] > to) {
+            if (!placed && s->from[i] > to) {
+                at = w++;
+                placed = 1;
+            }
+            nf[w] = s->from[i];
+            nt[w++] = s->to[i];
+            continue;
+        }
+        int64_t a = s->from[i] > from ? s->from[i] : from;
+        int64_t b = s->to[i] < to ? s->to[i] : to;
+        if (b > a)
+            covered += b - a;
+        if (s->from[i] < lo)
+            lo = s->from[i];
+        if (s->to[i] > hi)
+            hi = s->to[i];
+    }
+    if (!placed)
+        at = w++;
+    nf[at] = lo;
+    nt[at] = hi;
+    uint8_t first = 0;
+    if (w > AN_SPAN_PARTS) { /* give up the earliest part */
+        s->floor = nt[0];
+        first = 1;
+    }
+    s->n = 0;
+    for (uint8_t i = first; i < w; i++) {
+        s->from[s->n] = nf[i];
+        s->to[s->n++] = nt[i];
+    }
+    int64_t added = (to - from) - covered;
+    s->total += added;
+    return added;
+}

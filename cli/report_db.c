@@ -71,7 +71,7 @@ static void row_migration(report *r, sqlite3_stmt *st)
     m.tryagains = col_uint(st, 9);
     m.moveds = col_uint(st, 10);
     m.keys_migrated = col_uint(st, 11);
-    m.complete = sqlite3_column_int(st, 12) != 0;
+    m.complete = (uint8_t)sqlite3_column_int(st, 12);
     report_add_migration(r, &m);
 }
 

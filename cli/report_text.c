@@ -177,7 +177,7 @@ static void print_nodes(const report *r, FILE *out)
             cli_print_safe(out, n->announced);
         }
         if (n->node_id[0])
-            fprintf(out, ", id %.8s", n->node_id);
+            fprintf(out, ", id %s", n->node_id);
         fputc('\n', out);
     }
     if (r->n_nodes > TEXT_MAX_NODES)
@@ -237,7 +237,9 @@ static void print_migration_run(const report *r, size_t i, size_t n, int days, F
         fprintf(out, ", %" PRIu64 " keys moved", keys);
     if (flip)
         fprintf(out, ", owner changed %s", fmt_time(a, sizeof a, flip, days));
-    fputs(m->complete ? "\n" : ", no end seen\n", out);
+    fputs(m->complete == AN_MIG_ABORTED ? ", aborted (SETSLOT STABLE)\n"
+          : m->complete                ? "\n"
+                                       : ", no end seen\n", out);
 }
 
 static void print_migrations(const report *r, FILE *out)
@@ -263,11 +265,11 @@ static void print_migrations(const report *r, FILE *out)
 /* ---------------------------------------------------------------- findings */
 
 /* One event of a finding's evidence on one line:
- *   22:13:20.260 ask: GET {user:1}.f29 (conn 57 127.0.2.10 -> 127.0.0.1:7000) -> -ASK 1000 ...
+ *   22:13:20.260 ask: GET {user:1}.f29 (conn 57 127.0.2.10:41000 -> 127.0.0.1:7000) -> -ASK 1000 ...
  * Fields that are missing are left out. */
 static void print_event(json_span ev, int days, FILE *out)
 {
-    char what[128], cmd[64], key[160], conn[32], src[80], dst[80], reply[200], ts[32], t[48];
+    char what[128], cmd[160], key[160], conn[32], src[80], dst[80], reply[200], ts[32], t[48];
     json_text(json_member(ev, "what"), what, sizeof what);
     json_text(json_member(ev, "cmd"), cmd, sizeof cmd);
     json_text(json_member(ev, "key"), key, sizeof key);
@@ -512,12 +514,16 @@ static void print_loss(const report *r, FILE *out)
                 report_counter(r, "replication_reversed"));
     fprintf(out,
             "  pairing      %" PRIu64 " unpaired requests, %" PRIu64 " unpaired replies, %" PRIu64
-            " resyncs (%s skipped), %" PRIu64 " protocol errors\n",
+            " resyncs (message boundary found again), %s skipped unparsed (after a gap or"
+            " garbage, or cut by a close), %" PRIu64 " protocol errors\n",
             report_counter(r, "unpaired_requests"), report_counter(r, "unpaired_replies"),
             report_counter(r, "resyncs"), fmt_bytes(b, sizeof b, report_counter(r, "skipped_bytes")),
             report_counter(r, "protocol_errors"));
     fprintf(out, "  commands     %" PRIu64 " not in the command table (their keys are unknown)\n",
             report_counter(r, "unknown_commands"));
+    fprintf(out, "  operations   %" PRIu64 " still waiting for a retry at the end, not judged"
+            " (abandoned_ops), %" PRIu64 " dropped unjudged (evicted_ops)\n",
+            report_counter(r, "abandoned_ops"), report_counter(r, "evicted_ops"));
 }
 
 /* Caps that were hit anywhere: tables that were full, records not shown. */

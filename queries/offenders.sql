@@ -19,7 +19,9 @@
 --   findings_extra_ms  the sum of the findings' extra_latency_us: an operation
 --                      counts once per finding that covers it (it can exceed
 --                      the real cost; do not add it to anything).
---   cost_ms            what clients are ranked by: the larger of
+--   cost_ms            what clients are ranked by after their worst
+--                      severity (the text report's order of findings:
+--                      severity, then cost, then occurrences): the larger of
 --                      redirect_extra_ms and the costliest single finding.
 --                      Neither counts an operation twice, and the finding
 --                      also sees operations that never ended, so it is a lower
@@ -43,5 +45,5 @@ SELECT f.client,
   LEFT JOIN latency l ON l.scope = 'client' AND l.key = f.client AND l.redirected = 1
  WHERE f.client <> ''
  GROUP BY f.client
- ORDER BY max(coalesce(l.extra_us, 0), max(f.extra_latency_us)) DESC, max(f.severity_level) DESC,
+ ORDER BY max(f.severity_level) DESC, max(coalesce(l.extra_us, 0), max(f.extra_latency_us)) DESC,
           sum(f.count) DESC, f.client;

@@ -790,6 +790,30 @@ static int in_finish(rc_conn *c)
     return 0;
 }
 
+/* An inline line the server rejects whole when it ends ("-ERR Protocol
+ * error: unbalanced quotes in request", sdssplitargs failing, then it closes
+ * the connection): a request that ran no command, without name or keys, so
+ * that the error pairs with it. Counted as a protocol error. */
+static void rq_rejected(rc_conn *c, uint64_t pos, int64_t ts)
+{
+    rq_dec *d = &c->rq;
+    resp_request *r = &c->cur->cmd.req;
+    c->st.protocol_errors++;
+    r->name[0] = 0;
+    r->nkeys = 0;
+    r->nargs = 0;
+    r->slot = -1;
+    r->multi_slot = 0;
+    r->key0_len = 0;
+    r->key0_full_len = 0;
+    d->argi = 0;
+    d->in_arg_open = 0;
+    d->in_state = IN_SPACE;
+    d->in_bad = 0;
+    d->inline_seen = 1;
+    rq_complete(c, pos, ts);
+}
+
 /* ---------------------------------------------------------------- feed */
 
 /* A resynchronisation found a whole inline command, held in the line buffer
@@ -1009,6 +1033,7 @@ void rq_feed(rc_conn *c, const uint8_t *base, size_t n, int64_t ts)
                 d->in_state = IN_SPACE;
                 d->in_len = 0;
                 d->in_arg_open = 0;
+                d->in_bad = 0;
                 d->state = RQ_INLINE;
             }
             break;
@@ -1118,17 +1143,14 @@ void rq_feed(rc_conn *c, const uint8_t *base, size_t n, int64_t ts)
             }
             d->in_len += (uint32_t)len;
             const uint8_t *bad = stop;
-            if (in_tokens(c, p, stop, &bad) != 0) {
-                p = bad;
-                rq_error(c, rq_pos(d, base, p), 0, 0);
-                break;
-            }
+            if (!d->in_bad && in_tokens(c, p, stop, &bad) != 0)
+                d->in_bad = 1; /* the rest of the line is not split */
             p = stop;
             if (nl == NULL)
                 break;
             p = nl + 1;
-            if (in_finish(c) != 0) { /* "unbalanced quotes in request" */
-                rq_error(c, rq_pos(d, base, p), 0, 1); /* the line has ended */
+            if (d->in_bad || in_finish(c) != 0) { /* "unbalanced quotes in request" */
+                rq_rejected(c, rq_pos(d, base, p), ts);
                 break;
             }
             if (d->argi == 0) {

@@ -142,6 +142,8 @@ typedef struct rq_dec {
     uint8_t in_state;        /* IN_* */
     uint8_t in_hex;          /* first hex digit of \xHH */
     uint8_t in_arg_open;     /* an argument has started */
+    uint8_t in_bad;          /* unbalanced quotes: the server rejects the
+                                line at its end (answering an error) */
     uint32_t in_len;         /* bytes of the inline line so far */
     uint32_t argc_expected;  /* from "*<n>" */
     uint32_t argi;           /* index of the argument being read */

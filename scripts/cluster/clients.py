@@ -462,6 +462,8 @@ class RedirectLoop(Client):
                 hops += 1
                 if hops >= self.CAP:
                     break
+                if reply.kind == "ASK":         # followed without ASKING
+                    self.did["ask_followed_without_asking"] += 1
                 port = reply.target_port()
             if hops > LOOP_MAX_REDIRECTS:
                 self.did["operation_over_redirect_cap"] += 1
@@ -914,8 +916,11 @@ def write_expected(sc, out, correct, broken, rp, s1_window, s2_window):
 
     Lines (tab-separated; '#' starts a comment):
       set       NAME=VALUE          a threshold to pass as --set
-      finding   CLIENT KIND SLOT    CLIENT '-' for cluster-side findings;
-                                    SLOT '*' when several slots are involved
+      finding   CLIENT KIND SLOT COUNT
+                                    CLIENT '-' for cluster-side findings; SLOT
+                                    -1 for the kinds kept per client and node
+                                    (readonly_missing, crossslot); COUNT the
+                                    occurrences the client's mistakes make
       clean     CLIENT ROLE         a client that must have no finding at all
       redirect  KIND COUNT          a redirect kind the clients received (the
                                     COUNT is a lower bound, seen by the clients)
@@ -937,11 +942,24 @@ def write_expected(sc, out, correct, broken, rp, s1_window, s2_window):
                "asking_other_connection": sc.s1, "asking_interleaved": sc.s1,
                "redirect_loop": sc.s1, "moved_ignored": sc.s1,
                "tryagain_storm": sc.s1}
+    # occurrences per finding, from what the client did (docs/findings.md):
+    # moved_ignored's first MOVED teaches, only the later ones count; one
+    # storming operation; one unfollowed redirect per (client, node, slot)
+    count_of = {"ask_cached": lambda d: d["direct_to_importing_moved"],
+                "asking_missing": lambda d: d["ask_followed_without_asking"],
+                "asking_other_connection": lambda d: d["asking_on_other_connection"],
+                "asking_interleaved": lambda d: d["asking_spent_on_other_command"],
+                "redirect_loop": lambda d: d["operation_over_redirect_cap"],
+                "moved_ignored": lambda d: d["moved"] - 1,
+                "tryagain_storm": lambda d: 1,
+                "redirect_unfollowed": lambda d: 1,
+                "readonly_missing": lambda d: d["replica_moved"],
+                "crossslot": lambda d: d["crossslot"]}
     for c in broken:
         for item in c.expected():
-            kind, slot = item if isinstance(item, tuple) else (item, slot_of.get(item, "*"))
-            lines.append("finding\t%s\t%s\t%s" % (c.addr, kind, slot))
-    lines.append("finding\t-\tmigration_stuck\t%d" % sc.s2)
+            kind, slot = item if isinstance(item, tuple) else (item, slot_of.get(item, -1))
+            lines.append("finding\t%s\t%s\t%s\t%d" % (c.addr, kind, slot, count_of[kind](c.did)))
+    lines.append("finding\t-\tmigration_stuck\t%d\t1" % sc.s2)
     lines.append("clean\t127.0.0.1\tredis-cli -c, one process per command "
                  "(and the admin commands of cluster.sh / redis-cli --cluster, "
                  "and MIGRATE's connections between nodes)")

@@ -120,6 +120,8 @@ for attempt in 1 2 3; do
     [ "$attempt" -lt 3 ] || die "packets dropped in 3 attempts: machine too busy"
 done
 SIZE=$(stat -c %s "$WORK/capture.pcap")
+# what the wire says, decoded by tshark (independent of slotscope)
+"$PYTHON" "$HERE/wire-truth.py" "$WORK/capture.pcap" "$BASE" >>"$WORK/expected.tsv"
 
 if [ -n "$OUT" ]; then
     mkdir -p "$OUT"

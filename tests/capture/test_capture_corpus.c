@@ -16,6 +16,8 @@
 
 #include <cmocka.h>
 
+#include "tests/helpers/skip.h"
+
 #include "capture/capture.h"
 
 /* Most connections in one fixture. */
@@ -146,8 +148,10 @@ static uint64_t check_generated(const char *name)
     FILE *fp;
     uint64_t gaps;
     snprintf(path, sizeof path, "%s/gen/%s", SS_FIXTURES, name);
-    if (access(path, R_OK) != 0 || system("command -v tshark >/dev/null 2>&1") != 0)
-        skip();
+    if (access(path, R_OK) != 0)
+        SS_SKIP("a generated capture is missing");
+    if (system("command -v tshark >/dev/null 2>&1") != 0)
+        SS_SKIP("tshark is not installed");
     snprintf(cmd, sizeof cmd, "'%s/scripts/tshark-conv.sh' '%s'", SS_SOURCE_DIR, path);
     fp = popen(cmd, "r");
     assert_non_null(fp);

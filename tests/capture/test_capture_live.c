@@ -19,6 +19,8 @@
 
 #include <cmocka.h>
 
+#include "tests/helpers/skip.h"
+
 #include "capture/capture.h"
 
 /* Our port (the capture tests own 30000-30099). */
@@ -75,7 +77,7 @@ static cap_source *open_lo(const char *filter)
     opts.filter = filter;
     opts.buffer_mb = 4;
     if (geteuid() != 0)
-        skip();
+        SS_SKIP("capturing on lo needs root");
     src = cap_open_live(&opts, err, sizeof err);
     if (src == NULL)
         fail_msg("cannot capture on lo: %s", err);
@@ -163,7 +165,7 @@ static void test_live_errors(void **state)
     cap_live_opts opts;
     (void)state;
     if (geteuid() != 0)
-        skip();
+        SS_SKIP("capturing on lo needs root");
     memset(&opts, 0, sizeof opts);
     opts.iface = "nosuch-if0";
     assert_null(cap_open_live(&opts, err, sizeof err));

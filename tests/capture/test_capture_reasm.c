@@ -1199,6 +1199,34 @@ static void test_ooo_global_cap(void **state)
     assert_int_equal(cap_tracker_stats(f->t)->ooo_dropped, 1);
 }
 
+/* Held segments that fill the per-connection cap exactly fit (the cap is a
+ * limit, not a bound to stay under); one byte less and the second does not. */
+static void test_ooo_cap_exact(void **state)
+{
+    fx *f = *state;
+    for (int less = 0; less <= 1; less++) {
+        pg_conv c;
+        uint32_t s;
+        f->cfg.ooo_bytes_per_conn = 2 * (size_t)cap_pool_cost(4, 1) - (size_t)less;
+        fx_restart(f);
+        conv_start(f, &c, NULL, 100, 5000);
+        pg_conv_handshake(&c);
+        s = c.next[0];
+        client_at(&c, s + 4, "BBBB");  /* held */
+        client_at(&c, s + 12, "DDDD"); /* held: the cap is now full, exactly */
+        client_at(&c, s, "AAAA");      /* delivers BBBB */
+        client_at(&c, s + 8, "CCCC");  /* in order: delivers DDDD */
+        cap_tracker_finish(f->t, c.ts_us);
+        if (!less) {
+            assert_string_equal(evlog_stream(&f->log, 1, CAP_TO_SERVER), "AAAABBBBCCCCDDDD");
+            assert_int_equal(cap_tracker_stats(f->t)->ooo_dropped, 0);
+            assert_int_equal(cap_tracker_stats(f->t)->gaps, 0);
+        } else {
+            assert_int_equal(cap_tracker_stats(f->t)->ooo_dropped, 1);
+        }
+    }
+}
+
 /* Segments absurdly far from the expected sequence number are dropped and
  * counted, not turned into gigabyte gaps. */
 static void test_out_of_window(void **state)
@@ -1250,6 +1278,25 @@ static void test_data_after_fin(void **state)
     assert_int_equal(cap_tracker_stats(f->t)->out_of_window, 1);
 }
 
+/* A retransmission whose last byte is the last before the FIN is a
+ * retransmission (nothing new, nothing lost), not data after the FIN; one
+ * byte further would be. */
+static void test_retransmit_ending_at_fin(void **state)
+{
+    fx *f = *state;
+    pg_conv c;
+    uint32_t s;
+    conv_start(f, &c, NULL, 100, 5000);
+    pg_conv_handshake(&c);
+    s = c.next[0];
+    assert_int_equal(pg_conv_send_at(&c, 0, s, PG_FIN | PG_ACK, "bye", 3), 0);
+    client_at(&c, s + 1, "ye");
+    cap_tracker_finish(f->t, c.ts_us);
+    assert_string_equal(evlog_stream(&f->log, 1, CAP_TO_SERVER), "bye");
+    assert_int_equal(cap_tracker_stats(f->t)->retransmitted, 1);
+    assert_int_equal(cap_tracker_stats(f->t)->out_of_window, 0);
+    assert_int_equal(cap_tracker_stats(f->t)->gaps, 0);
+}
 
 /* The flow hash spreads endpoints whose address and port vary together (a
  * client subnet with a port range, NAT): 100000 clients of one server over
@@ -1365,6 +1412,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_ooo_global_cap, setup, teardown),
         cmocka_unit_test_setup_teardown(test_out_of_window, setup, teardown),
         cmocka_unit_test_setup_teardown(test_time_backwards, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ooo_cap_exact, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_retransmit_ending_at_fin, setup, teardown),
         cmocka_unit_test_setup_teardown(test_data_after_fin, setup, teardown),
         cmocka_unit_test(test_addr),
         cmocka_unit_test(test_flow_hash_spread),

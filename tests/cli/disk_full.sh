@@ -10,14 +10,14 @@ set -u
 bin=$1
 fixtures=$2
 
-if [ "$(id -u)" != 0 ]; then echo "skipped: mounting a small tmpfs needs root"; exit 77; fi
-command -v sqlite3 >/dev/null || { echo "skipped: no sqlite3"; exit 77; }
+. "$(dirname "$0")/../helpers/skip.sh"
+if [ "$(id -u)" != 0 ]; then skip "mounting a small tmpfs needs root"; fi
+command -v sqlite3 >/dev/null || skip "no sqlite3"
 dir=$(mktemp -d /tmp/ss_full_XXXXXX)
 mkdir "$dir/fs"
 if ! mount -t tmpfs -o size=512k tmpfs "$dir/fs" 2>/dev/null; then
     rm -rf "$dir"
-    echo "skipped: cannot mount tmpfs"
-    exit 77
+    skip "cannot mount a tmpfs here"
 fi
 trap 'umount "$dir/fs"; rm -rf "$dir"' EXIT
 fail() { echo "FAIL: $*"; cat "$dir/err"; exit 1; }

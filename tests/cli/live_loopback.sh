@@ -15,9 +15,10 @@ set -u
 bin=$1
 port=30410
 
-if [ "$(id -u)" != 0 ]; then echo "skipped: a live capture needs root"; exit 77; fi
+. "$(dirname "$0")/../helpers/skip.sh"
+if [ "$(id -u)" != 0 ]; then skip "a live capture needs root"; fi
 for tool in redis-server redis-cli sqlite3; do
-    command -v $tool >/dev/null || { echo "skipped: no $tool"; exit 77; }
+    command -v $tool >/dev/null || skip "no $tool"
 done
 
 dir=$(mktemp -d /tmp/ss_live_XXXXXX)

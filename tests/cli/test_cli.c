@@ -347,6 +347,29 @@ static void test_findings_capture(void **state)
     assert_contains(out_text, "client");
 }
 
+/* The report says what it saw whole (issue 13): node ids of 40 hex digits,
+ * SETSLOT's node ids, both endpoints of an evidence event whose connection
+ * closed before it was judged, the operations left unjudged, and a migration
+ * that SETSLOT STABLE ended shown as aborted. */
+static void test_report_verdicts(void **state)
+{
+    const char *db = tmp("v.db");
+    (void)state;
+    assert_int_equal(run("analyze", SS_FIXTURES "/cluster/reshard.pcap", "--db", db), 0);
+    assert_contains(out_text, "id 6f2d7c4062ca9fb096810e749fa6ee48ca40ecca\n");
+    assert_contains(out_text, "IMPORTING f429aae808d00f3ec46f6f41851c03af0795b70c (conn ");
+    assert_contains(out_text, "(conn 2422 127.0.0.18:36081 -> 127.0.0.1:30100)");
+    assert_contains(out_text, "(conn 2212 127.0.0.13:49925 -> 127.0.0.1:30101)");
+    assert_contains(out_text, "0 still waiting for a retry at the end, not judged (abandoned_ops)");
+    sqlite3 *h;
+    assert_int_equal(sqlite3_open(db, &h), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(h, "UPDATE slot_migrations SET complete = 2 WHERE slot = 9380",
+                                  NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(h);
+    assert_int_equal(run("report", db), 0);
+    assert_contains(out_text, "5 ASK, 3 keys moved, aborted (SETSLOT STABLE)\n");
+}
+
 /* --redact-keys: no key of the capture is stored in clear. */
 static void test_redact_keys(void **state)
 {
@@ -397,6 +420,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_truncated_capture, setup, teardown),
         cmocka_unit_test_setup_teardown(test_queries, setup, teardown),
         cmocka_unit_test_setup_teardown(test_findings_capture, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_report_verdicts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_redact_keys, setup, teardown),
         cmocka_unit_test_setup_teardown(test_capture_settings, setup, teardown),
     };

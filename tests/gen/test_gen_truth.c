@@ -9,15 +9,17 @@
  * put in the capture on purpose:
  *
  *   finding   client kind slot count node   every finding the analyzer must
- *             report (client, kind, slot and count must match; any other
- *             finding is a false positive)
+ *             report (client, kind, slot, count and node must match; any
+ *             other finding is a false positive)
  *   redirect  KIND N        rows of the redirects table per kind
  *   command   NAME N        rows of the commands table per command name (the
  *             first word, so "CLUSTER|SLOTS" counts as CLUSTER)
  *   counter   NAME N        rows of the counters table; "reordered" is
  *             compared with out_of_order when the capture has no gap (a
  *             segment held behind a lost one is out of order too)
- *   migration slot src dst complete
+ *   migration slot src dst complete   every migration window: exactly one
+ *             row of slot_migrations per line, with its source, target and
+ *             completeness (1: ended, 0: open); no other window
  *
  * Every mismatch is printed, then the fixture fails, so one run tells all
  * that differs. The bench/gen/ model's meaning of each count is at the top of
@@ -47,7 +49,15 @@ typedef struct truth_finding {
     char kind[NAME_MAX_LEN];
     long slot;
     long long count;
+    char node[NAME_MAX_LEN];
 } truth_finding;
+
+/* One "migration" line. */
+typedef struct truth_migration {
+    long slot;
+    char src[NAME_MAX_LEN], dst[NAME_MAX_LEN];
+    int complete;
+} truth_migration;
 
 /* A name and a number ("redirect", "command" and "counter" lines). */
 typedef struct truth_value {
@@ -61,6 +71,8 @@ typedef struct truth {
     size_t n_findings;
     truth_value redirects[8], commands[64], counters[64];
     size_t n_redirects, n_commands, n_counters;
+    truth_migration migrations[MAX_ROWS];
+    size_t n_migrations;
 } truth;
 
 /* Copy a tab-separated field into dst (NUL-terminated); returns the next one. */
@@ -93,6 +105,7 @@ static void load_truth(const char *path, truth *t)
         fail_msg("cannot open truth file '%s'", path);
     memset(t, 0, sizeof *t);
     char line[512], type[32], a[NAME_MAX_LEN], b[NAME_MAX_LEN], c[NAME_MAX_LEN], d[NAME_MAX_LEN];
+    char e[NAME_MAX_LEN];
     while (fgets(line, sizeof line, f)) {
         if (line[0] == '#')
             continue;
@@ -101,13 +114,23 @@ static void load_truth(const char *path, truth *t)
         p = next_field(p, b, sizeof b);
         if (strcmp(type, "finding") == 0) {
             p = next_field(p, c, sizeof c);
-            next_field(p, d, sizeof d);
+            p = next_field(p, d, sizeof d);
+            next_field(p, e, sizeof e);
             assert_true(t->n_findings < MAX_ROWS);
             truth_finding *r = &t->findings[t->n_findings++];
             snprintf(r->client, sizeof r->client, "%s", a);
             snprintf(r->kind, sizeof r->kind, "%s", b);
             r->slot = strtol(c, NULL, 10);
             r->count = strtoll(d, NULL, 10);
+            snprintf(r->node, sizeof r->node, "%s", e);
+        } else if (strcmp(type, "migration") == 0) {
+            p = next_field(p, c, sizeof c);
+            assert_true(t->n_migrations < MAX_ROWS);
+            truth_migration *m = &t->migrations[t->n_migrations++];
+            m->slot = strtol(a, NULL, 10);
+            snprintf(m->src, sizeof m->src, "%s", b);
+            snprintf(m->dst, sizeof m->dst, "%s", c);
+            m->complete = (int)strtol(p, NULL, 10);
         } else if (strcmp(type, "redirect") == 0) {
             add_value(t->redirects, &t->n_redirects, 8, a, strtoll(b, NULL, 10));
         } else if (strcmp(type, "command") == 0) {
@@ -163,16 +186,19 @@ static int check_findings(sqlite3 *db, const truth *t, const char *name)
         sqlite3_bind_int64(st, 3, r->slot);
         int rows = 0;
         long long count = 0;
+        char node[NAME_MAX_LEN] = "";
         while (sqlite3_step(st) == SQLITE_ROW) {
             rows++;
             count = sqlite3_column_int64(st, 0);
+            const char *nd = (const char *)sqlite3_column_text(st, 1);
+            snprintf(node, sizeof node, "%s", nd ? nd : "");
         }
         sqlite3_finalize(st);
-        if (rows != 1 || count != r->count) {
-            print_error("%s: finding %s client '%s' slot %ld: expected 1 row with count %lld, "
-                        "got %d row(s)%s%lld\n",
-                        name, r->kind, r->client, r->slot, r->count, rows,
-                        rows ? ", last count " : "", rows ? count : 0LL);
+        if (rows != 1 || count != r->count || strcmp(node, r->node) != 0) {
+            print_error("%s: finding %s client '%s' slot %ld: expected 1 row with count %lld "
+                        "node '%s', got %d row(s)%s%lld node '%s'\n",
+                        name, r->kind, r->client, r->slot, r->count, r->node, rows,
+                        rows ? ", last count " : "", rows ? count : 0LL, node);
             bad++;
         }
     }
@@ -283,6 +309,42 @@ static int check_counters(sqlite3 *db, const truth *t, const char *name)
     return bad;
 }
 
+/* Migrations: one window per truth line (slot, source, target, complete),
+ * no other. */
+static int check_migrations(sqlite3 *db, const truth *t, const char *name)
+{
+    int bad = 0;
+    for (size_t i = 0; i < t->n_migrations; i++) {
+        const truth_migration *m = &t->migrations[i];
+        sqlite3_stmt *st = NULL;
+        sqlite3_prepare_v2(db, "SELECT source, target, complete FROM slot_migrations "
+                               "WHERE slot = ?1", -1, &st, NULL);
+        sqlite3_bind_int64(st, 1, m->slot);
+        int rows = 0, ok = 0;
+        while (sqlite3_step(st) == SQLITE_ROW) {
+            rows++;
+            const char *src = (const char *)sqlite3_column_text(st, 0);
+            const char *dst = (const char *)sqlite3_column_text(st, 1);
+            ok = src && dst && !strcmp(src, m->src) && !strcmp(dst, m->dst) &&
+                 (sqlite3_column_int(st, 2) != 0) == (m->complete != 0);
+        }
+        sqlite3_finalize(st);
+        if (rows != 1 || !ok) {
+            print_error("%s: migration of slot %ld %s -> %s complete %d: %d window(s)%s\n", name,
+                        m->slot, m->src, m->dst, m->complete, rows,
+                        rows == 1 ? " that differs" : "");
+            bad++;
+        }
+    }
+    long long rows = query_int(db, "SELECT count(*) FROM slot_migrations", NULL);
+    if (rows != (long long)t->n_migrations) {
+        print_error("%s: %lld migration windows, the truth has %zu\n", name, rows,
+                    t->n_migrations);
+        bad++;
+    }
+    return bad;
+}
+
 /* One fixture: analyze, then every check; fails if anything differs. */
 static void test_fixture(void **state)
 {
@@ -308,6 +370,7 @@ static void test_fixture(void **state)
     bad += check_redirects(db, &t, name);
     bad += check_commands(db, &t, name);
     bad += check_counters(db, &t, name);
+    bad += check_migrations(db, &t, name);
     sqlite3_close(db);
     if (bad)
         print_error("%s: %d mismatch(es) with the ground truth\n", name, bad);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # live-cluster.sh TEST_CLUSTER_BINARY - the integration test on a fresh capture.
 #
-# Starts a 3+3 node Redis Cluster on 127.0.0.1:30150-30155, captures the
+# Starts a 3+3 node Redis Cluster on 127.0.0.1:30150-30155 (SS_CLUSTER_BASE
+# moves it: BASE..BASE+5, bus BASE+10000..), captures the
 # reshard scenario of scripts/cluster/clients.py with tcpdump into a temporary
 # directory (scripts/cluster/make-fixtures.sh --out), then runs test_cluster on
 # that capture and its expected.tsv (SS_CLUSTER_DIR). Exit 77 (skipped) when
@@ -12,15 +13,16 @@ set -euo pipefail
 TEST_BIN=${1:?usage: live-cluster.sh TEST_CLUSTER_BINARY}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 
-skip() { echo "SKIP: $*"; exit 77; }
+. "$(dirname "$0")/../helpers/skip.sh"
 command -v redis-server >/dev/null || skip "redis-server not installed"
 command -v redis-cli >/dev/null || skip "redis-cli not installed"
 command -v tcpdump >/dev/null || skip "tcpdump not installed"
+command -v tshark >/dev/null || skip "tshark not installed (the wire's truth)"
 [ "$(id -u)" -eq 0 ] || skip "capturing on lo needs root"
 /usr/bin/python3 -c 'import redis' 2>/dev/null || skip "python3-redis not installed"
 
 OUT=$(mktemp -d /tmp/slotscope-live-cluster.XXXXXX)
 trap 'rm -rf "$OUT"' EXIT
 
-timeout 200 "$ROOT/scripts/cluster/make-fixtures.sh" --out "$OUT" --base 30150
+timeout 200 "$ROOT/scripts/cluster/make-fixtures.sh" --out "$OUT" --base "${SS_CLUSTER_BASE:-30150}"
 SS_CLUSTER_DIR="$OUT" "$TEST_BIN"

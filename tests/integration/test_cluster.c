@@ -12,15 +12,18 @@
  *
  * This test runs `slotscope analyze CAPTURE --db DB --set ...` (SS_BINARY) and
  * checks the database with SQLite's own API:
- *   - every expected (client, kind, slot) finding is there;
- *   - a broken client gets no kind of finding it was not built for, and no
- *     finding names a client the scenario does not know;
+ *   - every expected (client, kind, slot) finding is there once, with the
+ *     count of occurrences the client's mistakes make;
+ *   - no other finding: its (client, kind, slot) is expected, and no finding
+ *     names a client the scenario does not know;
  *   - the correct clients and the nodes' own connections get no finding at
  *     all, and were seen (so that "no finding" means something);
- *   - every redirect kind the clients received is in the redirects table, at
- *     least as often as the clients counted it;
- *   - each migration the scenario made is in slot_migrations, complete or
- *     still open as it was left.
+ *   - the redirects table holds exactly the redirects on the wire (decoded by
+ *     tshark: the wire_redirect lines), at least those the clients counted;
+ *   - one migration window per (slot, source, target) the scenario made and
+ *     no other, complete or still open as it was left, with the wire's ASK
+ *     count and first/last ASK times (wire_ask), and its flip after the last
+ *     ASK and no later than the first MOVED to the target (wire_moved).
  *
  * The live version (live-cluster.sh) makes a new capture and runs this same
  * program on it: the environment variable SS_CLUSTER_DIR then names the
@@ -41,7 +44,7 @@
 #include "tests/helpers/child.h"
 #include "tests/helpers/dbq.h"
 
-#define MAX_LINES 128
+#define MAX_LINES 256
 #define FIELD_MAX 160
 
 /* One line of expected.tsv, split at tabs. */
@@ -156,14 +159,24 @@ static const char *client_of(const char *field)
     return strcmp(field, "-") == 0 ? "" : field;
 }
 
-/* Is (client, kind) among the expected findings? */
-static int finding_expected(const char *client, const char *kind)
+/* Is (client, kind, slot) among the expected findings? */
+static int finding_expected(const char *client, const char *kind, int slot)
 {
     for (size_t i = 0; i < n_lines; i++)
         if (strcmp(lines[i].what, "finding") == 0 &&
-            strcmp(client_of(lines[i].f[0]), client) == 0 && strcmp(lines[i].f[1], kind) == 0)
+            strcmp(client_of(lines[i].f[0]), client) == 0 && strcmp(lines[i].f[1], kind) == 0 &&
+            strtol(lines[i].f[2], NULL, 10) == slot)
             return 1;
     return 0;
+}
+
+/* The expectation line of this kind whose first field is key, or NULL. */
+static const exp_line *line_for(const char *what, const char *key)
+{
+    for (size_t i = 0; i < n_lines; i++)
+        if (strcmp(lines[i].what, what) == 0 && strcmp(lines[i].f[0], key) == 0)
+            return &lines[i];
+    return NULL;
 }
 
 /* Is client named by a finding or clean line? */
@@ -203,25 +216,26 @@ static void test_expected_findings(void **state)
         const exp_line *e = &lines[i];
         if (strcmp(e->what, "finding") != 0)
             continue;
-        long long n;
-        if (strcmp(e->f[2], "*") == 0)
-            n = query_int("SELECT count(*) FROM findings WHERE client = ?1 AND kind = ?2",
-                          client_of(e->f[0]), e->f[1], NULL);
-        else
-            n = query_int("SELECT count(*) FROM findings WHERE client = ?1 AND kind = ?2 "
-                          "AND slot = CAST(?3 AS INTEGER)",
-                          client_of(e->f[0]), e->f[1], e->f[2]);
-        if (n <= 0) {
-            fprintf(stderr, "missing finding: client '%s' kind %s slot %s\n", e->f[0], e->f[1],
-                    e->f[2]);
+        long long rows = query_int("SELECT count(*) FROM findings WHERE client = ?1 AND "
+                                   "kind = ?2 AND slot = CAST(?3 AS INTEGER)",
+                                   client_of(e->f[0]), e->f[1], e->f[2]);
+        long long count = query_int("SELECT coalesce(sum(count), 0) FROM findings WHERE "
+                                    "client = ?1 AND kind = ?2 AND slot = CAST(?3 AS INTEGER)",
+                                    client_of(e->f[0]), e->f[1], e->f[2]);
+        char *end = NULL;
+        long long want = strtoll(e->f[3], &end, 10);
+        if (!e->f[3][0] || *end || rows != 1 || count != want) {
+            fprintf(stderr, "finding: client '%s' kind %s slot %s: %lld rows, count %lld, "
+                    "expected 1 row, count %s\n", e->f[0], e->f[1], e->f[2], rows, count,
+                    e->f[3][0] ? e->f[3] : "(none given)");
             missing++;
         }
     }
     assert_int_equal(missing, 0);
 }
 
-/* No finding that the scenario did not cause: each finding's (client, kind)
- * is expected. */
+/* No finding that the scenario did not cause: each finding's (client, kind,
+ * slot) is expected. */
 static void test_no_unexpected_findings(void **state)
 {
     (void)state;
@@ -236,7 +250,7 @@ static void test_no_unexpected_findings(void **state)
         const char *client = (const char *)sqlite3_column_text(st, 0);
         const char *kind = (const char *)sqlite3_column_text(st, 1);
         rows++;
-        if (!finding_expected(client, kind)) {
+        if (!finding_expected(client, kind, sqlite3_column_int(st, 2))) {
             fprintf(stderr, "unexpected finding: client '%s'%s kind %s slot %d: %s\n", client,
                     client_known(client) ? "" : " (unknown client)", kind,
                     sqlite3_column_int(st, 2), (const char *)sqlite3_column_text(st, 3));
@@ -270,50 +284,99 @@ static void test_clean_clients(void **state)
     assert_int_equal(bad, 0);
 }
 
-/* Every redirect kind the clients received, at least as often. */
+/* Exactly the redirects on the wire (tshark), and at least those the clients
+ * counted. */
 static void test_redirects(void **state)
 {
     (void)state;
-    size_t bad = 0;
+    size_t bad = 0, wire = 0;
     for (size_t i = 0; i < n_lines; i++) {
         const exp_line *e = &lines[i];
-        if (strcmp(e->what, "redirect") != 0)
+        int exact = strcmp(e->what, "wire_redirect") == 0;
+        if (!exact && strcmp(e->what, "redirect") != 0)
             continue;
+        wire += exact;
         long long n = query_int("SELECT count(*) FROM redirects WHERE upper(kind) = upper(?1)",
                                 e->f[0], NULL, NULL);
         long long want = strtoll(e->f[1], NULL, 10);
-        if (want <= 0 || n < want) {
-            fprintf(stderr, "redirects of kind %s: %lld in the database, clients got %lld\n",
-                    e->f[0], n, want);
+        if (exact ? n != want : (want <= 0 || n < want)) {
+            fprintf(stderr, "redirects of kind %s: %lld in the database, %s %lld\n", e->f[0], n,
+                    exact ? "on the wire" : "clients got", want);
             bad++;
         }
     }
+    assert_int_equal(wire, 4);
     assert_int_equal(bad, 0);
 }
 
-/* Each migration the scenario made, between the right nodes, complete or
- * still open as it was left. */
+/* One column of the migration window of (slot, source, target). */
+static long long mig_col(const exp_line *e, const char *col)
+{
+    char sql[200];
+    snprintf(sql, sizeof sql, "SELECT %s FROM slot_migrations WHERE slot = CAST(?1 AS INTEGER) "
+             "AND source = ?2 AND target = ?3", col);
+    return query_int(sql, e->f[0], e->f[1], e->f[2]);
+}
+
+/* Check one migration line against its window; returns the problems found. */
+static size_t check_migration(const exp_line *e)
+{
+    size_t bad = 0;
+    long long rows = mig_col(e, "count(*)");
+    long long slot_rows = query_int("SELECT count(*) FROM slot_migrations WHERE slot = "
+                                    "CAST(?1 AS INTEGER)", e->f[0], NULL, NULL);
+    if (rows != 1 || slot_rows != 1) {
+        fprintf(stderr, "migration of slot %s %s -> %s: %lld windows (%lld for the slot), "
+                "expected one\n", e->f[0], e->f[1], e->f[2], rows, slot_rows);
+        return 1;
+    }
+    int complete = strcmp(e->f[3], "complete") == 0;
+    long long done = mig_col(e, "complete"), flip = mig_col(e, "flip_us");
+    long long asks = mig_col(e, "asks"), first = mig_col(e, "first_ask_us");
+    long long last = mig_col(e, "last_ask_us");
+    const exp_line *w = line_for("wire_ask", e->f[0]);
+    long long want_asks = w ? strtoll(w->f[1], NULL, 10) : 0;
+    long long want_first = w ? strtoll(w->f[2], NULL, 10) : 0;
+    long long want_last = w ? strtoll(w->f[3], NULL, 10) : 0;
+    if (done != (complete ? 1 : 0) || (complete ? flip <= 0 : flip != 0)) {
+        fprintf(stderr, "migration of slot %s: complete %lld, flip %lld, expected %s\n",
+                e->f[0], done, flip, e->f[3]);
+        bad++;
+    }
+    if (asks != want_asks || first != want_first || last != want_last) {
+        fprintf(stderr, "migration of slot %s: %lld ASK %lld .. %lld, the wire %lld ASK "
+                "%lld .. %lld\n", e->f[0], asks, first, last, want_asks, want_first, want_last);
+        bad++;
+    }
+    /* the flip: after the last ASK, no later than the first MOVED to the target */
+    for (size_t i = 0; complete && i < n_lines; i++) {
+        const exp_line *m = &lines[i];
+        if (strcmp(m->what, "wire_moved") || strcmp(m->f[0], e->f[0]) || strcmp(m->f[1], e->f[2]))
+            continue;
+        long long moved = strtoll(m->f[2], NULL, 10);
+        if (flip > moved || flip < want_last) {
+            fprintf(stderr, "migration of slot %s: flip %lld, last ASK %lld, first MOVED to "
+                    "the target %lld\n", e->f[0], flip, want_last, moved);
+            bad++;
+        }
+    }
+    return bad;
+}
+
+/* One window per (slot, source, target) the scenario made, and no other. */
 static void test_migrations(void **state)
 {
     (void)state;
-    size_t bad = 0;
-    for (size_t i = 0; i < n_lines; i++) {
-        const exp_line *e = &lines[i];
-        if (strcmp(e->what, "migration") != 0)
-            continue;
-        int complete = strcmp(e->f[3], "complete") == 0;
-        long long n = query_int("SELECT count(*) FROM slot_migrations WHERE slot = "
-                                "CAST(?1 AS INTEGER) AND source = ?2 AND target = ?3",
-                                e->f[0], e->f[1], e->f[2]);
-        long long done = query_int("SELECT count(*) FROM slot_migrations WHERE slot = "
-                                   "CAST(?1 AS INTEGER) AND source = ?2 AND target = ?3 "
-                                   "AND complete = 1",
-                                   e->f[0], e->f[1], e->f[2]);
-        if (n <= 0 || (complete ? done <= 0 : done != 0)) {
-            fprintf(stderr, "migration of slot %s %s -> %s (%s): %lld rows, %lld complete\n",
-                    e->f[0], e->f[1], e->f[2], e->f[3], n, done);
-            bad++;
+    size_t bad = 0, expected = 0;
+    for (size_t i = 0; i < n_lines; i++)
+        if (strcmp(lines[i].what, "migration") == 0) {
+            expected++;
+            bad += check_migration(&lines[i]);
         }
+    long long rows = query_int("SELECT count(*) FROM slot_migrations", NULL, NULL, NULL);
+    if (rows != (long long)expected) {
+        fprintf(stderr, "%lld migration windows, the scenario made %zu\n", rows, expected);
+        bad++;
     }
     assert_int_equal(bad, 0);
 }

@@ -479,22 +479,27 @@ static void test_inline(void **state)
     assert_int_equal(h.closed.paired, 2);
     h_free(&h);
 
-    /* unbalanced quotes: a protocol error */
-    h_init(&h, 1, NULL);
-    h_open(&h);
-    h_str(&h, CAP_TO_SERVER, "SET \"abc\r\n");
-    h_close(&h);
-    assert_int_equal(h.closed.protocol_errors, 1);
-    assert_int_equal(h.ncmds, 0);
-    h_free(&h);
-
-    /* closing quote followed by a non-space */
-    h_init(&h, 1, NULL);
-    h_open(&h);
-    h_str(&h, CAP_TO_SERVER, "SET \"abc\"x 1\r\n");
-    h_close(&h);
-    assert_int_equal(h.closed.protocol_errors, 1);
-    h_free(&h);
+    /* unbalanced quotes: a protocol error; the server rejects the line whole
+     * (no SET runs) and its error answers that line, split anywhere */
+    static const char *const bad[] = {"SET \"abc\r\n", "SET \"abc\"x 1\r\n", "\"abc\r\n"};
+    for (size_t b = 0; b < sizeof bad / sizeof bad[0]; b++)
+        for (size_t cut = 1; cut < strlen(bad[b]); cut++) {
+            h_init(&h, 1, NULL);
+            h_open(&h);
+            h_data(&h, CAP_TO_SERVER, bad[b], cut);
+            h_str(&h, CAP_TO_SERVER, bad[b] + cut);
+            h_str(&h, CAP_TO_CLIENT, "-ERR Protocol error: unbalanced quotes in request\r\n");
+            h_close(&h);
+            assert_int_equal(h.closed.protocol_errors, 1);
+            assert_int_equal(h.ncmds, 1);
+            assert_string_equal(h.cmds[0].req.name, "");
+            assert_int_equal(h.cmds[0].req.nkeys, 0);
+            assert_int_equal(h.cmds[0].req.slot, -1);
+            assert_int_equal(h.cmds[0].reply.err, RESP_ERR_OTHER);
+            assert_int_equal(h.closed.paired, 1);
+            assert_int_equal(h.closed.unpaired_replies, 0);
+            h_free(&h);
+        }
 }
 
 /* ---------------------------------------------------------------- limits */

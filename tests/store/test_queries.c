@@ -296,7 +296,7 @@ static void run_query(const char *name, const char *client, char *out, size_t si
 
 static char out[16384];
 
-/* Clients with findings, ranked by cost_ms: the larger of the client's
+/* Clients with findings, ranked by worst severity, then by cost_ms: the larger of the client's
  * redirected operations' extra time (latency table) and its costliest single
  * finding, so no operation is counted twice:
  *   10.0.0.6  max(9 ms latency, 9 ms asking_missing)               = 9.0
@@ -309,10 +309,11 @@ static void test_offenders(void **state)
 {
     (void)state;
     run_query("offenders", NULL, out, sizeof out);
+    /* ranked as the report ranks: worst severity first, then cost */
     assert_string_equal(out,
-        "10.0.0.6|warning|1|asking_missing|2|9.0|9.0|9.0|50|2|1\n"
         "10.0.0.7|error|1|redirect_unfollowed|1|8.5|0.0|8.5|20|0|0\n"
-        "10.0.0.5|error|2|ask_cached,moved_ignored|7|8.0|8.0|10.0|100|5|1\n");
+        "10.0.0.5|error|2|ask_cached,moved_ignored|7|8.0|8.0|10.0|100|5|1\n"
+        "10.0.0.6|warning|1|asking_missing|2|9.0|9.0|9.0|50|2|1\n");
 }
 
 /* Kinds, worst severity then most cost first; then every finding. */

@@ -151,12 +151,16 @@ static void write_every_record(store *s, const cap_conn *conn)
     an_node n = {.slots_owned = 5461, .commands = 99};
     an_client c = {.first_us = 1, .last_us = 2, .connections = 3, .commands = 40,
                    .redirects = 5, .findings = 1, .cluster_aware = 1};
-    resp_conn_stats rs = {.requests = 40, .replies = 39, .unpaired_requests = 1, .resyncs = 2};
+    /* every column a value of its own, so a column written from another fails */
+    resp_conn_stats rs = {.requests = 40, .replies = 39, .pushes = 4, .unpaired_requests = 1,
+                          .unpaired_replies = 5, .resyncs = 2, .skipped_bytes = 77,
+                          .protocol_errors = 6};
     an_connection ac = {.id = 7, .first_us = conn->first_us, .last_us = conn->last_us,
                         .bytes_to_server = 1000, .bytes_to_client = 2000, .commands = 40,
                         .gaps = 1, .out_of_sync = 1, .mid_stream = 0, .conn = conn, .resp = &rs};
     an_migration m = {.slot = 3999, .first_ask_us = 10, .last_ask_us = 20, .flip_us = 21,
-                      .asks = 6, .tryagains = 1, .moveds = 2, .keys_migrated = 8, .complete = 1};
+                      .importing_us = 7, .migrating_us = 9, .asks = 6, .tryagains = 1,
+                      .moveds = 2, .keys_migrated = 8, .complete = AN_MIG_ABORTED};
     an_latency l = {.scope = AN_SCOPE_CLIENT, .redirected = 1, .count = 5, .p50_us = 300,
                     .p90_us = 400, .p99_us = 500, .max_us = 600, .total_us = 1800,
                     .extra_us = 900, .extra_round_trips = 5};
@@ -252,11 +256,13 @@ static void test_round_trip(void **state)
                                " AND gaps=1 AND gap_bytes=100 AND retransmits=2 AND out_of_order=3"
                                " AND out_of_sync=1 AND mid_stream=0 AND side_source='syn'"
                                " AND requests=40 AND replies=39 AND unpaired_requests=1"
-                               " AND resyncs=2"), 1);
+                               " AND resyncs=2 AND pushes=4 AND unpaired_replies=5"
+                               " AND skipped_bytes=77 AND protocol_errors=6"), 1);
     assert_int_equal(q_int(db, "SELECT count(*) FROM slot_migrations WHERE slot=3999"
                                " AND source='10.0.0.1:7000' AND target='10.0.0.2:7001'"
                                " AND first_ask_us=10 AND last_ask_us=20 AND flip_us=21 AND asks=6"
-                               " AND tryagains=1 AND moveds=2 AND keys_migrated=8 AND complete=1"), 1);
+                               " AND tryagains=1 AND moveds=2 AND keys_migrated=8 AND complete=2"
+                               " AND importing_us=7 AND migrating_us=9"), 1);
     assert_int_equal(q_int(db, "SELECT count(*) FROM latency WHERE scope='client'"
                                " AND key='10.0.0.5' AND redirected=1 AND count=5 AND p50_us=300"
                                " AND p90_us=400 AND p99_us=500 AND max_us=600 AND total_us=1800"
