@@ -20,6 +20,8 @@
  *     other kind; a library the truth calls clean gets no finding at all;
  *   - no cluster-side finding (every migration of the scenario ended within
  *     seconds, the truth says so with `cluster_findings 0`).
+ * test_truth_reproduced first runs truth.py (/usr/bin/python3) on the
+ * fixture and requires the committed truth, tshark's lines aside.
  * Every check runs and each failure is printed with its reason before the
  * test fails, so one run shows all that differs. For a kind both report, the
  * occurrences and slots of each are printed as a note, not checked: truth.py
@@ -282,6 +284,50 @@ static void test_library(void **state)
         fail_msg("%d check(s) failed for %s (listed above)", failures, lib_name);
 }
 
+/* Lines of text that are not comments and not tshark's (truth.py writes
+ * those only with --tshark), joined with newlines. */
+static char *truth_lines(const char *text)
+{
+    size_t n = strlen(text), k = 0;
+    char *out = malloc(n + 1);
+    assert_non_null(out);
+    for (const char *p = text; *p;) {
+        const char *e = strchr(p, '\n');
+        size_t len = e ? (size_t)(e - p) + 1 : strlen(p);
+        if (*p != '#' && strncmp(p, "tshark_", 7) != 0) {
+            memcpy(out + k, p, len);
+            k += len;
+        }
+        p += len;
+    }
+    out[k] = 0;
+    return out;
+}
+
+/* The committed truth is what truth.py says of the committed capture: the
+ * fixture and its verdict cannot drift apart. */
+static void test_truth_reproduced(void **state)
+{
+    (void)state;
+    char script[512], pcap[512], events[512], tsv[512];
+    th_run r;
+    snprintf(script, sizeof script, "%s/scripts/libs/truth.py", SS_SOURCE_DIR);
+    snprintf(pcap, sizeof pcap, "%s/libs/%s.pcap.gz", SS_FIXTURES, lib_name);
+    snprintf(events, sizeof events, "%s/libs/events.json", SS_FIXTURES);
+    snprintf(tsv, sizeof tsv, "%s/libs/%s.truth.tsv", SS_FIXTURES, lib_name);
+    assert_int_equal(th_exec("/usr/bin/python3", TH_ARGS(script, pcap, events), &r, NULL, NULL, 0), 0);
+    if (th_exit_code(&r) != 0)
+        fail_msg("truth.py failed: %s", r.err);
+    char *committed = th_slurp(tsv, NULL);
+    assert_non_null(committed);
+    char *want = truth_lines(committed), *got = truth_lines(r.out);
+    assert_string_equal(got, want);
+    free(want);
+    free(got);
+    free(committed);
+    th_run_free(&r);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -290,6 +336,7 @@ int main(int argc, char **argv)
     }
     lib_name = argv[1];
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_truth_reproduced),
         cmocka_unit_test(test_library),
     };
     return cmocka_run_group_tests_name(lib_name, tests, NULL, NULL);
