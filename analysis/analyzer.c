@@ -818,6 +818,8 @@ static __attribute__((noinline)) void on_command_full(an_analyzer *an, const res
     if (is_redirect_class(cmd->reply.err)) {
         on_redirect_reply(an, &x);
         an_tl_redirect(an, &x);
+    } else {
+        an_tl_served(an, &x);
     }
     if (x.slot >= 0 && req->name[0]) {
         an_ops_on_command(an, &x);
@@ -879,7 +881,8 @@ static __attribute__((noinline)) void on_command_general(an_analyzer *an,
     if (special == AN_SP_NONE && !cn->asking_pending && !cn->node_link &&
         cmd->outcome == RESP_OK && !is_redirect_class(cmd->reply.err) &&
         (slot < 0 ||
-         (!cmd->in_multi && !(an->slot_busy[slot] & (AN_SLOT_OPS | AN_SLOT_MEMOS))))) {
+         (!cmd->in_multi &&
+          !(an->slot_busy[slot] & (AN_SLOT_OPS | AN_SLOT_MEMOS | AN_SLOT_MIG))))) {
         if (an->sink.command)
             emit_command(an, cmd, cn->client, info, slot);
         if (slot >= 0 && req->name[0]) {
@@ -973,7 +976,8 @@ static inline unsigned quick_command(an_analyzer *an, const resp_command *cmd)
     an_lat *node_lat = NULL;
     an_hist *cli_hist = NULL, *node_hist = NULL;
     if (slot >= 0) {
-        if (cmd->in_multi || (an->slot_busy[slot] & (AN_SLOT_OPS | AN_SLOT_MEMOS | AN_SLOT_LAT)))
+        if (cmd->in_multi ||
+            (an->slot_busy[slot] & (AN_SLOT_OPS | AN_SLOT_MEMOS | AN_SLOT_LAT | AN_SLOT_MIG)))
             return 0;
         const an_vblock *b = cli->view.blocks;
         if (!b || node < 0 || node >= 0xfffe)

@@ -27,7 +27,9 @@
 #define AN_NONE (-1)
 #define AN_CONN_CACHE 1024           /* direct-mapped: connection id -> entry */
 #define AN_LRU_EPOCH 64              /* commands per recency epoch (power of 2) */
-enum { AN_SLOT_OPS = 1, AN_SLOT_MEMOS = 2, AN_SLOT_LAT = 4 }; /* slot_busy bits */
+/* slot_busy bits; AN_SLOT_MIG: a migration window of the slot is open with a
+ * known target (timeline.c watches its commands for the target serving it) */
+enum { AN_SLOT_OPS = 1, AN_SLOT_MEMOS = 2, AN_SLOT_LAT = 4, AN_SLOT_MIG = 8 };
 
 /* ---------------------------------------------------------------- util.c */
 
@@ -636,6 +638,11 @@ void an_event_from_attempt(an_analyzer *an, an_event *e, const an_op *op,
 void an_tl_redirect(an_analyzer *an, an_cmdctx *x);
 void an_tl_setslot(an_analyzer *an, an_cmdctx *x);
 void an_tl_migrate(an_analyzer *an, an_cmdctx *x);
+/* A keyed command answered without error: when its node is the target of
+ * the slot's open window and no ASKING covered it, the target owns the slot,
+ * so the window has ended (the flip, for captures that see neither SETSLOT
+ * NODE nor a MOVED to the target). */
+void an_tl_served(an_analyzer *an, const an_cmdctx *x);
 void an_tl_op_cost(an_analyzer *an, int32_t slot, int64_t from_us, int64_t to_us);
 void an_tl_check(an_analyzer *an, int64_t now_us, int at_end);
 void an_tl_emit(an_analyzer *an);

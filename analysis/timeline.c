@@ -10,8 +10,10 @@
  *
  * From the wire, a window opens at the first of: SETSLOT IMPORTING/MIGRATING,
  * an ASK for the slot, a TRYAGAIN for it; and closes at the flip: the first
- * MOVED for the slot pointing at the target, or SETSLOT NODE (or STABLE,
- * aborted). One window per slot at a time: an ASK to another target, or any
+ * MOVED for the slot pointing at the target, SETSLOT NODE (or STABLE,
+ * aborted), or the target answering a command for the slot that no ASKING
+ * covered (an importing node answers those with MOVED: it serves them only
+ * once it owns the slot; a client that refreshed its map sees no MOVED). One window per slot at a time: an ASK to another target, or any
  * migration event after a closed window, starts a new one (the old one is
  * emitted). Cost: the extra time of operations on the slot that ended while
  * the window was open.
@@ -117,6 +119,17 @@ static int32_t reply_slot(const an_cmdctx *x)
     return x->slot;
 }
 
+/* Keep the slot's AN_SLOT_MIG bit: set while its window is open with a known
+ * target, so that its commands reach an_tl_served. */
+static void mig_mark(an_analyzer *an, int32_t slot)
+{
+    const an_mig *m = an->migs[slot];
+    if (m && !m->pub.complete && m->target != AN_NONE)
+        an->slot_busy[slot] |= AN_SLOT_MIG;
+    else
+        an->slot_busy[slot] &= (uint8_t)~AN_SLOT_MIG;
+}
+
 static void close_window(an_mig *m, int64_t ts)
 {
     if (m->pub.complete)
@@ -138,7 +151,7 @@ void an_tl_redirect(an_analyzer *an, an_cmdctx *x)
         int other = m && m->target != AN_NONE && x->target != AN_NONE && m->target != x->target;
         m = mig_open(an, slot, other);
         if (!m)
-            return;
+            break;
         if (m->source == AN_NONE)
             m->source = x->node;
         if (m->target == AN_NONE)
@@ -157,7 +170,7 @@ void an_tl_redirect(an_analyzer *an, an_cmdctx *x)
     }
     case RESP_ERR_MOVED:
         if (!m || m->pub.complete)
-            return;
+            break;
         m->pub.moveds++;
         if (m->target != AN_NONE && x->target == m->target)
             close_window(m, ts);
@@ -173,6 +186,7 @@ void an_tl_redirect(an_analyzer *an, an_cmdctx *x)
     default:
         break;
     }
+    mig_mark(an, slot);
 }
 
 /* Integer value of kept argument i, or -1. */
@@ -198,7 +212,7 @@ static int arg_eq(const resp_request *r, unsigned i, const char *w)
 }
 
 /* CLUSTER SETSLOT <slot> IMPORTING|MIGRATING|NODE <id> | STABLE, answered OK. */
-void an_tl_setslot(an_analyzer *an, an_cmdctx *x)
+static void setslot_apply(an_analyzer *an, an_cmdctx *x)
 {
     const resp_request *r = &x->cmd->req;
     long slot = arg_num(r, 1);
@@ -256,6 +270,14 @@ void an_tl_setslot(an_analyzer *an, an_cmdctx *x)
     }
 }
 
+void an_tl_setslot(an_analyzer *an, an_cmdctx *x)
+{
+    setslot_apply(an, x);
+    long slot = arg_num(&x->cmd->req, 1);
+    if (slot >= 0 && slot < AN_SLOTS)
+        mig_mark(an, (int32_t)slot);
+}
+
 /* MIGRATE host port key|"" db timeout [...] [KEYS k...]: keys moved. The slot
  * is the key's; in the KEYS form (empty key argument) the slot named by the
  * last CLUSTER GETKEYSINSLOT on the connection, else the slot the node is
@@ -286,6 +308,22 @@ void an_tl_migrate(an_analyzer *an, an_cmdctx *x)
         m->source = x->node;
     m->pub.keys_migrated += n;
     mig_changed(an, m, 0);
+    mig_mark(an, slot);
+}
+
+void an_tl_served(an_analyzer *an, const an_cmdctx *x)
+{
+    int32_t slot = x->slot;
+    if (slot < 0 || slot >= AN_SLOTS || !(an->slot_busy[slot] & AN_SLOT_MIG) || x->asked ||
+        x->cmd->reply.err != RESP_ERR_NONE)
+        return;
+    an_mig *m = an->migs[slot];
+    if (!m || m->pub.complete || x->node == AN_NONE || x->node != m->target)
+        return;
+    int64_t ts = x->cmd->reply.ts_us;
+    close_window(m, ts);
+    mig_changed(an, m, ts);
+    mig_mark(an, slot);
 }
 
 void an_tl_op_cost(an_analyzer *an, int32_t slot, int64_t from_us, int64_t to_us)
@@ -462,5 +500,6 @@ void an_tl_free(an_analyzer *an)
     for (int s = 0; s < AN_SLOTS; s++) {
         free(an->migs[s]);
         an->migs[s] = NULL;
+        an->slot_busy[s] &= (uint8_t)~AN_SLOT_MIG;
     }
 }

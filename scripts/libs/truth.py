@@ -1,0 +1,574 @@
+#!/usr/bin/python3
+"""truth.py - what each client library did, decided from the wire alone.
+
+  scripts/libs/truth.py CAPTURE[.pcap|.pcap.gz] EVENTS.json [--tshark] > NAME.truth.tsv
+
+An independent reading of a capture made by scripts/libs/scenario.py, for the
+real-library fixtures: it shares no code with slotscope (own pcap reader, own
+TCP reassembly, own RESP decoder) and never reads slotscope's output. EVENTS is
+the scenario's events.json: the node ports, and the node roles before and after
+the failover (a fact of the cluster, recorded by the driver, used only to know
+whether a MOVED came from a replica).
+
+Per client (source address) it counts the requests sent and the redirect
+replies received (MOVED, ASK, TRYAGAIN, CROSSSLOT, CLUSTERDOWN), and decides
+each mistake with slotscope's documented definitions and default thresholds
+(DESIGN.md, `slotscope analyze --help`):
+
+  a retry     the same command (name and every argument) from the same client,
+              sent within OP_WINDOW after the redirect reply; the chain of
+              retries of one command is one operation
+  asking_missing / asking_other_connection / asking_interleaved
+              an ASK's retry to the target whose connection's previous request
+              is not ASKING: ASKING sent on another connection of the client to
+              the target since the ASK (other_connection), or on the same one
+              with requests between (interleaved), or not at all (missing)
+  ask_cached  >= ASK_CACHED_MIN commands, none a retry, for a slot the client
+              got ASK for, sent without ASKING to that ASK's target and
+              answered MOVED by it (it does not own the slot yet)
+  moved_ignored
+              >= MOVED_IGNORED_MIN commands, none a retry, for a slot sent to a
+              node that had answered MOVED for that slot (a master, or a replica
+              on a READONLY connection), bounced again
+  readonly_missing
+              >= 1 command answered MOVED by a replica on a connection that had
+              not sent READONLY
+  redirect_loop
+              an operation with more than LOOP_MAX MOVED/ASK redirects, or the
+              same redirect (node and reply) three times or more
+  tryagain_storm
+              an operation with >= TRYAGAIN_MIN retries sent sooner than
+              TRYAGAIN_BACKOFF after their TRYAGAIN, or more than TRYAGAIN_MAX
+  redirect_unfollowed
+              a MOVED or ASK with no retry (at all, before the end of the input)
+  crossslot   any CROSSSLOT reply
+
+Output (tab-separated, '#' comments): `client ADDR NAME`, `commands ADDR N`,
+`redirects ADDR KIND N`, `kind ADDR KIND N SLOTS` (N = occurrences), and
+`clean ADDR` for a client with no mistake, `cluster_findings N` (0: every
+migration phase of the scenario ended well within migration_stuck's 60 s).
+Comments `# evidence KIND: ...` show up to three commands behind each kind. With --tshark, tshark's own RESP
+dissector counts the requests and redirect errors per client too
+(`tshark_commands`, `tshark_redirects`), as a cross-check of this decoder.
+"""
+import collections, gzip, json, struct, subprocess, sys
+
+OP_WINDOW = 5.0
+LOOP_MAX = 5
+MOVED_IGNORED_MIN = 3
+ASK_CACHED_MIN = 2
+TRYAGAIN_MIN = 10
+TRYAGAIN_BACKOFF = 0.001
+TRYAGAIN_MAX = 50
+MIGRATION_STUCK_S = 60.0
+EVIDENCE_MAX = 3       # commands kept per kind, printed as comments
+READS = {b"GET", b"MGET", b"EXISTS", b"STRLEN", b"GETRANGE", b"TTL", b"TYPE"}
+REDIRECTS = ("MOVED", "ASK", "TRYAGAIN", "CROSSSLOT", "CLUSTERDOWN")
+KEYLESS = {b"ASKING", b"READONLY", b"READWRITE", b"CLUSTER", b"PING", b"INFO", b"HELLO",
+           b"CLIENT", b"COMMAND", b"AUTH", b"SELECT", b"QUIT", b"ECHO", b"CONFIG"}
+
+
+# ---- pcap ---------------------------------------------------------------
+def packets(path):
+    """(ts, src, sport, dst, dport, seq, flags, payload) of each TCP/IPv4 packet."""
+    raw = open(path, "rb").read()
+    if raw[:2] == b"\x1f\x8b":
+        raw = gzip.decompress(raw)
+    magic = raw[:4]
+    endian = {b"\xd4\xc3\xb2\xa1": "<", b"\x4d\x3c\xb2\xa1": "<",
+              b"\xa1\xb2\xc3\xd4": ">", b"\xa1\xb2\x3c\x4d": ">"}.get(magic)
+    if not endian:
+        raise SystemExit("truth.py: %s is not a pcap file" % path)
+    nano = magic in (b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\x3c\x4d")
+    link = struct.unpack(endian + "I", raw[20:24])[0]
+    off = 24
+    while off + 16 <= len(raw):
+        sec, frac, incl, _ = struct.unpack(endian + "IIII", raw[off:off + 16])
+        data = raw[off + 16:off + 16 + incl]
+        off += 16 + incl
+        ts = sec + frac / (1e9 if nano else 1e6)
+        if link == 1:
+            if len(data) < 14 or data[12:14] != b"\x08\x00":
+                continue
+            ip = data[14:]
+        elif link == 113:
+            if len(data) < 16 or data[14:16] != b"\x08\x00":
+                continue
+            ip = data[16:]
+        elif link == 0:
+            ip = data[4:]
+        else:
+            raise SystemExit("truth.py: link type %d not supported" % link)
+        if len(ip) < 20 or ip[0] >> 4 != 4 or ip[9] != 6:
+            continue
+        ihl = (ip[0] & 15) * 4
+        total = struct.unpack(">H", ip[2:4])[0]
+        tcp = ip[ihl:total]
+        if len(tcp) < 20:
+            continue
+        sport, dport, seq = struct.unpack(">HHI", tcp[:8])
+        doff = (tcp[12] >> 4) * 4
+        src = ".".join(map(str, ip[12:16]))
+        dst = ".".join(map(str, ip[16:20]))
+        yield ts, src, sport, dst, dport, seq, tcp[13], tcp[doff:]
+
+
+# ---- RESP ---------------------------------------------------------------
+class Incomplete(Exception):
+    pass
+
+
+def resp_line(buf, pos):
+    end = buf.find(b"\r\n", pos)
+    if end < 0:
+        raise Incomplete
+    return buf[pos:end], end + 2
+
+
+def resp_value(buf, pos):
+    """One RESP2/RESP3 value at pos: ((type, value), next_pos). Errors are
+    (b'-', text); aggregates hold lists of values."""
+    if pos >= len(buf):
+        raise Incomplete
+    t = buf[pos:pos + 1]
+    line, pos = resp_line(buf, pos + 1)
+    if t in (b"+", b"-", b":", b",", b"#", b"(", b"_"):
+        return (t, line), pos
+    if t in (b"$", b"!", b"="):
+        n = int(line)
+        if n < 0:
+            return (t, None), pos
+        if len(buf) < pos + n + 2:
+            raise Incomplete
+        return (t, buf[pos:pos + n]), pos + n + 2
+    if t in (b"*", b">", b"~", b"%", b"|"):
+        n = int(line)
+        if n < 0:
+            return (t, None), pos
+        items = []
+        for _ in range(n * (2 if t in (b"%", b"|") else 1)):
+            v, pos = resp_value(buf, pos)
+            items.append(v)
+        if t == b"|":   # an attribute precedes the real value
+            return resp_value(buf, pos)
+        return (t, items), pos
+    raise ValueError("bad RESP type %r" % t)
+
+
+def resp_request(buf, pos):
+    """One request: (argv, next_pos); inline commands are split at spaces."""
+    if pos >= len(buf):
+        raise Incomplete
+    if buf[pos:pos + 1] == b"*":
+        (t, items), pos = resp_value(buf, pos)
+        return [v for _, v in items or []], pos
+    line, pos = resp_line(buf, pos)
+    return line.split(), pos
+
+
+# ---- TCP ----------------------------------------------------------------
+class Half:
+    """One direction of a connection: in-order bytes, messages as they complete."""
+    def __init__(self):
+        self.next_seq = None
+        self.buf = b""
+        self.pending = {}
+
+    def add(self, seq, data, syn):
+        """Take one segment; True when new in-order bytes arrived."""
+        if syn:
+            self.next_seq = (seq + 1) & 0xFFFFFFFF
+            return False
+        if not data:
+            return False
+        if self.next_seq is None:
+            self.next_seq = seq           # joined mid-stream
+        self.pending[seq] = data
+        grew = True
+        before = len(self.buf)
+        while grew:
+            grew = False
+            for s, d in list(self.pending.items()):
+                behind = (self.next_seq - s) & 0xFFFFFFFF   # bytes of d already had
+                if behind >= 0x80000000:
+                    continue                  # still in the future: keep
+                del self.pending[s]
+                if behind < len(d):
+                    self.buf += d[behind:]
+                    self.next_seq = (s + len(d)) & 0xFFFFFFFF
+                    grew = True
+                # else a retransmission of bytes already had: dropped
+        return len(self.buf) > before
+
+
+def commands(path, node_ports):
+    """Every request with its reply, in the order the requests were sent:
+    dicts with t, t_reply, client, conn, node, argv, name, reply."""
+    conns, out, nconn = {}, [], 0
+    for ts, src, sport, dst, dport, seq, flags, data in packets(path):
+        if dport in node_ports and sport not in node_ports:
+            key, to_server = (src, sport, dst, dport), True
+        elif sport in node_ports and dport not in node_ports:
+            key, to_server = (dst, dport, src, sport), False
+        else:
+            continue
+        c = conns.get(key)
+        if c is None or (flags & 0x02 and to_server and c["closed"]):
+            nconn += 1
+            c = conns[key] = {"id": nconn, "up": Half(), "down": Half(), "upos": 0,
+                              "dpos": 0, "queue": collections.deque(), "closed": False,
+                              "readonly": False, "prev": None}
+        if flags & 0x05:
+            c["closed"] = True
+        half = c["up"] if to_server else c["down"]
+        if not half.add(seq, data, bool(flags & 0x02)):
+            continue
+        if to_server:
+            while True:
+                try:
+                    argv, c["upos"] = resp_request(half.buf, c["upos"])
+                except Incomplete:
+                    break
+                if not argv:
+                    continue
+                name = argv[0].upper()
+                cmd = {"t": ts, "t_reply": None, "client": key[0], "conn": c["id"],
+                       "node": key[3], "cport": key[1], "argv": argv, "name": name, "reply": None,
+                       "prev": c["prev"], "readonly": c["readonly"], "seq": len(out)}
+                if name == b"READONLY":
+                    c["readonly"] = True
+                elif name == b"READWRITE":
+                    c["readonly"] = False
+                c["prev"] = cmd
+                c["queue"].append(cmd)
+                out.append(cmd)
+        else:
+            while True:
+                try:
+                    v, c["dpos"] = resp_value(half.buf, c["dpos"])
+                except Incomplete:
+                    break
+                if v[0] == b">" or not c["queue"]:
+                    continue   # a push, or a reply to nothing seen
+                cmd = c["queue"].popleft()
+                cmd["reply"], cmd["t_reply"] = v, ts
+    return out
+
+
+# ---- Cluster facts -----------------------------------------------------
+def key_slot(key):
+    s = key.find(b"{")
+    if s >= 0:
+        e = key.find(b"}", s + 1)
+        if e > s + 1:
+            key = key[s + 1:e]
+    crc = 0
+    for b in key:
+        crc ^= b << 8
+        for _ in range(8):
+            crc = ((crc << 1) ^ 0x1021) if crc & 0x8000 else (crc << 1)
+            crc &= 0xFFFF
+    return crc % 16384
+
+
+def cmd_slot(cmd):
+    if cmd["name"] in KEYLESS or len(cmd["argv"]) < 2:
+        return None
+    return key_slot(cmd["argv"][1])
+
+
+def redirect_of(cmd):
+    """(kind, slot, target port) of a redirect reply, or None."""
+    r = cmd["reply"]
+    if not r or r[0] != b"-":
+        return None
+    words = r[1].split()
+    if not words or words[0].decode(errors="replace") not in REDIRECTS:
+        return None
+    kind = words[0].decode()
+    slot = int(words[1]) if kind in ("MOVED", "ASK") and len(words) > 2 else cmd_slot(cmd)
+    target = int(words[2].rsplit(b":", 1)[1]) if kind in ("MOVED", "ASK") and len(words) > 2 else None
+    return kind, slot, target
+
+
+class Roles:
+    """Which ports are replicas at a time, from the scenario's role snapshots."""
+    def __init__(self, events):
+        self.snaps = []
+        for e in events["events"]:
+            if "roles" in e:
+                reps = {p for ps in e["roles"]["replicas"].values() for p in ps}
+                self.snaps.append((e["ts"], reps))
+
+    def is_replica(self, port, t):
+        cur = self.snaps[0][1] if self.snaps else set()
+        for ts, reps in self.snaps:
+            if ts <= t:
+                cur = reps
+        return port in cur
+
+
+# ---- Judgment ------------------------------------------------------------
+def judge(cmds, roles):
+    by_client = collections.defaultdict(list)
+    for c in cmds:
+        by_client[c["client"]].append(c)
+    result = {}
+    for client, cs in by_client.items():
+        result[client] = judge_client(cs, roles)
+    return result
+
+
+def find_retry(cs, i):
+    """Index in cs of the retry of cs[i] (same argv, sent after its reply,
+    within OP_WINDOW), or None."""
+    c = cs[i]
+    for j in range(i + 1, len(cs)):
+        d = cs[j]
+        if d["t"] > c["t_reply"] + OP_WINDOW:
+            return None
+        if d["argv"] == c["argv"] and d["t"] >= c["t_reply"]:
+            return j
+    return None
+
+
+def judge_client(cs, roles):
+    kinds = collections.defaultdict(lambda: [0, set(), []])
+    redirects = collections.Counter()
+    retry_of = {}          # index -> index of the attempt it retries
+    unfollowed = []        # MOVED/ASK answers never retried
+    for i, c in enumerate(cs):
+        rd = redirect_of(c) if c["t_reply"] is not None else None
+        if not rd:
+            continue
+        redirects[rd[0]] += 1
+        if rd[0] == "CROSSSLOT":
+            add(kinds, "crossslot", rd[1], ev=c)
+        if rd[0] not in ("MOVED", "ASK", "TRYAGAIN"):
+            continue
+        j = find_retry(cs, i)
+        if j is None:
+            if rd[0] != "TRYAGAIN":
+                unfollowed.append(i)
+            continue
+        retry_of.setdefault(j, i)
+        if rd[0] == "ASK" and cs[j]["node"] == rd[2]:
+            judge_asking(cs, i, j, kinds, rd[1])
+    loops = judge_ops(cs, retry_of, kinds)
+    for i in unfollowed:
+        if i not in loops:     # a loop's give-up is part of that loop
+            add(kinds, "redirect_unfollowed", redirect_of(cs[i])[1], ev=cs[i])
+    judge_stale(cs, retry_of, roles, kinds)
+    return {"commands": len(cs), "redirects": redirects, "kinds": kinds}
+
+
+def add(kinds, kind, slot, n=1, ev=None, note=""):
+    """Count n occurrences of kind for slot; ev: a command shown as evidence."""
+    k = kinds[kind]
+    k[0] += n
+    k[1].add(-1 if slot is None else slot)
+    if ev is not None and len(k[2]) < EVIDENCE_MAX:
+        k[2].append((ev, note))
+
+
+def judge_asking(cs, i, j, kinds, slot):
+    """The ASK cs[i], retried by cs[j] at the target: was ASKING right before?"""
+    r = cs[j]
+    if r["prev"] is not None and r["prev"]["name"] == b"ASKING":
+        return
+    t_ask = cs[i]["t_reply"]
+    same = other = False
+    for d in cs[i + 1:j]:
+        if d["name"] == b"ASKING" and d["t"] >= t_ask and d["node"] == r["node"]:
+            if d["conn"] == r["conn"]:
+                same = True
+            else:
+                other = True
+    if same:
+        add(kinds, "asking_interleaved", slot, ev=r)
+    elif other:
+        add(kinds, "asking_other_connection", slot, ev=r)
+    else:
+        add(kinds, "asking_missing", slot, ev=r)
+
+
+def judge_ops(cs, retry_of, kinds):
+    """Walk each operation (first attempt and its retries) for loops and
+    storms; returns the indexes of the attempts of looping operations."""
+    nxt = {i: j for j, i in retry_of.items()}
+    looped = set()
+    for start in range(len(cs)):
+        if start in retry_of:
+            continue
+        chain, i = [start], start
+        while i in nxt:
+            i = nxt[i]
+            chain.append(i)
+        if len(chain) < 2:
+            continue
+        same, fast, tries = collections.Counter(), 0, 0
+        slot = cmd_slot(cs[start])
+        for a, b in zip(chain, chain[1:]):
+            if redirect_of(cs[a])[0] == "TRYAGAIN":
+                tries += 1
+                if cs[b]["t"] - cs[a]["t_reply"] < TRYAGAIN_BACKOFF:
+                    fast += 1
+            else:
+                same[(cs[a]["node"], cs[a]["reply"][1])] += 1
+        loop = max_run_moved_ask(cs, chain) > LOOP_MAX or (same and max(same.values()) >= 3)
+        if loop:
+            add(kinds, "redirect_loop", slot, ev=cs[chain[0]],
+                note="%d attempts, %d MOVED/ASK, the last answered %s" % (
+                    len(chain), sum(same.values()), short_reply(cs[chain[-1]])))
+            looped.update(chain)
+        if fast >= TRYAGAIN_MIN or tries > TRYAGAIN_MAX:
+            add(kinds, "tryagain_storm", slot, ev=cs[chain[0]],
+                note="%d TRYAGAIN retries, %d sooner than %.0f ms" % (tries, fast, TRYAGAIN_BACKOFF * 1e3))
+    return looped
+
+
+def max_run_moved_ask(cs, chain):
+    best = run = 0
+    for a in chain[:-1]:
+        rd = redirect_of(cs[a])
+        run = 0 if rd[0] == "TRYAGAIN" else run + 1
+        best = max(best, run)
+    return best
+
+
+def judge_stale(cs, retry_of, roles, kinds):
+    """ask_cached, moved_ignored and readonly_missing over independent commands."""
+    asked = {}      # slot -> set of ASK targets learned
+    moved_from = {} # slot -> nodes that answered MOVED for it (not for want of READONLY)
+    ask_cached = collections.Counter()
+    ignored = collections.Counter()
+    first_ev = {}
+    for i, c in enumerate(cs):
+        if c["t_reply"] is None:
+            continue
+        rd = redirect_of(c)
+        slot = cmd_slot(c)
+        independent = i not in retry_of
+        asking = c["prev"] is not None and c["prev"]["name"] == b"ASKING"
+        if rd and rd[0] == "MOVED":
+            replica = roles.is_replica(c["node"], c["t"])
+            if replica and not c["readonly"] and c["name"] in READS:
+                add(kinds, "readonly_missing", rd[1], ev=c)
+            elif independent and not asking and rd[1] in asked and c["node"] in asked[rd[1]]:
+                ask_cached[rd[1]] += 1
+                first_ev.setdefault(("ask_cached", rd[1]), c)
+            elif independent and c["node"] in moved_from.get(rd[1], ()):
+                ignored[rd[1]] += 1
+                first_ev.setdefault(("moved_ignored", rd[1]), c)
+            if not replica or c["readonly"] or c["name"] not in READS:
+                moved_from.setdefault(rd[1], set()).add(c["node"])
+        if rd and rd[0] == "ASK":
+            asked.setdefault(rd[1], set()).add(rd[2])
+            # an ASK that points back at a node ends what its MOVED taught
+            moved_from.get(rd[1], set()).discard(rd[2])
+        if slot is not None and rd is None and c["node"] in moved_from.get(slot, ()):
+            moved_from[slot].discard(c["node"])   # the node serves it again
+    for slot, n in ask_cached.items():
+        if n >= ASK_CACHED_MIN:
+            add(kinds, "ask_cached", slot, n, ev=first_ev[("ask_cached", slot)])
+    for slot, n in ignored.items():
+        if n >= MOVED_IGNORED_MIN:
+            add(kinds, "moved_ignored", slot, n, ev=first_ev[("moved_ignored", slot)])
+
+
+# ---- tshark cross-check ------------------------------------------------
+def tshark_counts(path, node_ports):
+    """Requests and redirect errors per client, by tshark's RESP dissector."""
+    lo, hi = min(node_ports), max(node_ports)
+    r = subprocess.run(["tshark", "-r", path, "-d", "tcp.port==%d-%d,resp" % (lo, hi),
+                        "-Y", "resp", "-T", "fields", "-E", "occurrence=a", "-E",
+                        "aggregator=|", "-e", "ip.src", "-e", "ip.dst", "-e", "tcp.dstport",
+                        "-e", "resp.array.length", "-e", "resp.error"],
+                       capture_output=True, text=True, timeout=600)
+    cmds, reds = collections.Counter(), collections.Counter()
+    for line in r.stdout.splitlines():
+        f = line.split("\t")
+        if len(f) < 5:
+            continue
+        if int(f[2]) in node_ports:
+            cmds[f[0]] += len([x for x in f[3].split("|") if x])
+        else:
+            for e in f[4].split("|"):
+                w = e.split(" ")[0]
+                if w in REDIRECTS:
+                    reds[(f[1], w)] += 1
+    return cmds, reds
+
+
+def short_reply(c):
+    r = c["reply"]
+    reply = b"-" if r is None else (r[0] + (r[1] if isinstance(r[1], bytes) else b"[...]"))
+    return reply[:60].decode(errors="replace")
+
+
+def describe(c):
+    """A command as evidence: time, connection (client port), node, argv, reply."""
+    argv = b" ".join(c["argv"])[:80]
+    return "%.6f %s:%d -> 127.0.0.1:%d %s => %s%s" % (
+        c["t"], c["client"], c["cport"], c["node"], argv.decode(errors="replace"),
+        short_reply(c),
+        " (after ASKING)" if c["prev"] is not None and c["prev"]["name"] == b"ASKING" else "")
+
+
+def longest_migration(events):
+    """The longest of the scenario's migration phases (reshard, hand
+    migration, rebalance), in seconds, from the driver's own times."""
+    begin, longest = {}, 0.0
+    for e in events["events"]:
+        w = e["what"]
+        if w.endswith("_begin"):
+            begin[w[:-6]] = e["ts"]
+        elif w.endswith("_end") and w[:-4] in begin and w[:-4] != "failover":
+            longest = max(longest, e["ts"] - begin[w[:-4]])
+    return longest
+
+
+def main():
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    if len(args) != 2:
+        raise SystemExit("usage: truth.py CAPTURE EVENTS.json [--tshark]")
+    events = json.load(open(args[1]))
+    base = events["base"]
+    node_ports = set(range(base, base + 20))
+    res = judge(commands(args[0], node_ports), Roles(events))
+    names = {}
+    for e in events["events"]:
+        if e["what"] == "libraries_started":
+            names = {a: n for n, a in e["libs"].items()}
+    print("# written by scripts/libs/truth.py from the capture alone; do not edit")
+    print("# thresholds: op_window %.0f s, loop > %d, moved_ignored >= %d, ask_cached >= %d,"
+          " tryagain_storm >= %d retries < %.0f ms or > %d" % (OP_WINDOW, LOOP_MAX,
+          MOVED_IGNORED_MIN, ASK_CACHED_MIN, TRYAGAIN_MIN, TRYAGAIN_BACKOFF * 1e3, TRYAGAIN_MAX))
+    longest = longest_migration(events)
+    print("# the scenario's longest migration phase took %.1f s (migration_stuck: > %.0f s)"
+          % (longest, MIGRATION_STUCK_S))
+    print("cluster_findings\t%d" % (0 if longest <= MIGRATION_STUCK_S else 1))
+    tc = tr = None
+    if "--tshark" in sys.argv:
+        tc, tr = tshark_counts(args[0], node_ports)
+    for client in sorted(res):
+        r = res[client]
+        print("client\t%s\t%s" % (client, names.get(client, "-")))
+        print("commands\t%s\t%d" % (client, r["commands"]))
+        for k in REDIRECTS:
+            print("redirects\t%s\t%s\t%d" % (client, k, r["redirects"].get(k, 0)))
+        for k in sorted(r["kinds"]):
+            n, slots, evs = r["kinds"][k]
+            print("kind\t%s\t%s\t%d\t%s" % (client, k, n, ",".join(map(str, sorted(slots)))))
+            for e, note in evs:
+                print("# evidence %s: %s%s" % (k, describe(e), " [%s]" % note if note else ""))
+        if not r["kinds"]:
+            print("clean\t%s" % client)
+        if tc is not None:
+            print("tshark_commands\t%s\t%d" % (client, tc.get(client, 0)))
+            for k in REDIRECTS:
+                print("tshark_redirects\t%s\t%s\t%d" % (client, k, tr.get((client, k), 0)))
+
+
+if __name__ == "__main__":
+    main()

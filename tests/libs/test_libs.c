@@ -1,0 +1,343 @@
+/*
+ * test_libs.c - slotscope on captures of real Redis Cluster client libraries.
+ *
+ *   test_libs NAME     (ctest: libs_NAME, one per library)
+ *
+ * tests/fixtures/libs/NAME.pcap.gz is one library's traffic (its own
+ * 127.0.0.x) through a live reshard, a hand migration with a long ASK window
+ * and TRYAGAIN, a manual failover and a rebalance, cut from the capture of
+ * scripts/libs/scenario.py. NAME.truth.tsv is what that library did, decided
+ * from the capture alone by scripts/libs/truth.py (its own pcap reader, TCP
+ * reassembly and RESP decoder, and tshark's RESP dissector for the counts),
+ * never from slotscope's output. See docs/clients.md.
+ *
+ * The capture is gunzipped (zlib) into a scratch folder, analysed with
+ * `slotscope analyze --db`, and the database is checked against the truth:
+ *   - the truth agrees with tshark on the requests and redirect replies;
+ *   - slotscope counts the same requests (clients.commands) and, per kind,
+ *     the same redirects (redirects table) for the library's address;
+ *   - every kind of finding the truth requires is reported for it, and no
+ *     other kind; a library the truth calls clean gets no finding at all;
+ *   - no cluster-side finding (every migration of the scenario ended within
+ *     seconds, the truth says so with `cluster_findings 0`).
+ * test_truth_reproduced first runs truth.py (/usr/bin/python3) on the
+ * fixture and requires the committed truth, tshark's lines aside.
+ * Every check runs and each failure is printed with its reason before the
+ * test fails, so one run shows all that differs. For a kind both report, the
+ * occurrences and slots of each are printed as a note, not checked: truth.py
+ * counts occurrences by its own rules (its docstring), slotscope per finding.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <sqlite3.h>
+#include <zlib.h>
+
+#include "tests/helpers/child.h"
+#include "tests/helpers/dbq.h"
+
+#define MAX_KINDS 16
+#define NAME_MAX_LEN 64
+
+static const char *const redirect_kinds[] = {"MOVED", "ASK", "TRYAGAIN", "CROSSSLOT",
+                                             "CLUSTERDOWN"};
+#define N_REDIRECT_KINDS (sizeof redirect_kinds / sizeof redirect_kinds[0])
+
+/* What truth.py decided for the one library of a fixture. */
+typedef struct truth {
+    char addr[NAME_MAX_LEN];
+    int64_t commands, tshark_commands;
+    int64_t redirects[N_REDIRECT_KINDS], tshark_redirects[N_REDIRECT_KINDS];
+    char kinds[MAX_KINDS][NAME_MAX_LEN];
+    int64_t kind_count[MAX_KINDS];            /* occurrences, as truth.py counts */
+    char kind_slots[MAX_KINDS][512];
+    size_t n_kinds;
+    int clean;
+    int64_t cluster_findings;
+} truth;
+
+static const char *lib_name;
+static int failures;
+
+/* Print one failed check and count it (the test fails at the end). */
+static void check_failed(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "CHECK FAILED [%s] ", lib_name);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    failures++;
+}
+
+static int redirect_index(const char *kind)
+{
+    for (size_t i = 0; i < N_REDIRECT_KINDS; i++)
+        if (strcmp(kind, redirect_kinds[i]) == 0)
+            return (int)i;
+    return -1;
+}
+
+/* Split line at tabs into at most n fields; returns how many. */
+static size_t split_tabs(char *line, char **f, size_t n)
+{
+    size_t k = 0;
+    char *save = NULL;
+    for (char *t = strtok_r(line, "\t\r\n", &save); t && k < n; t = strtok_r(NULL, "\t\r\n", &save))
+        f[k++] = t;
+    return k;
+}
+
+/* Read NAME.truth.tsv (one client). 0, or -1 with a message. */
+static int load_truth(const char *path, truth *t)
+{
+    char buf[1024];
+    char *f[6];
+    FILE *fp = fopen(path, "r");
+    memset(t, 0, sizeof *t);
+    t->commands = t->tshark_commands = t->cluster_findings = -1;
+    for (size_t i = 0; i < N_REDIRECT_KINDS; i++)
+        t->redirects[i] = t->tshark_redirects[i] = -1;
+    if (!fp) {
+        fprintf(stderr, "cannot open '%s'\n", path);
+        return -1;
+    }
+    while (fgets(buf, sizeof buf, fp)) {
+        if (buf[0] == '#' || buf[0] == '\n')
+            continue;
+        size_t n = split_tabs(buf, f, 6);
+        if (n >= 3 && strcmp(f[0], "client") == 0) {
+            if (t->addr[0]) {
+                fprintf(stderr, "%s: more than one client\n", path);
+                fclose(fp);
+                return -1;
+            }
+            snprintf(t->addr, sizeof t->addr, "%s", f[1]);
+        } else if (n >= 3 && strcmp(f[0], "commands") == 0) {
+            t->commands = strtoll(f[2], NULL, 10);
+        } else if (n >= 3 && strcmp(f[0], "tshark_commands") == 0) {
+            t->tshark_commands = strtoll(f[2], NULL, 10);
+        } else if (n >= 4 && (strcmp(f[0], "redirects") == 0 || strcmp(f[0], "tshark_redirects") == 0)) {
+            int i = redirect_index(f[2]);
+            if (i >= 0)
+                (f[0][0] == 't' ? t->tshark_redirects : t->redirects)[i] = strtoll(f[3], NULL, 10);
+        } else if (n >= 3 && strcmp(f[0], "kind") == 0 && t->n_kinds < MAX_KINDS) {
+            t->kind_count[t->n_kinds] = n >= 4 ? strtoll(f[3], NULL, 10) : -1;
+            snprintf(t->kind_slots[t->n_kinds], sizeof t->kind_slots[0], "%s", n >= 5 ? f[4] : "");
+            snprintf(t->kinds[t->n_kinds++], NAME_MAX_LEN, "%s", f[2]);
+        } else if (n >= 2 && strcmp(f[0], "clean") == 0) {
+            t->clean = 1;
+        } else if (n >= 2 && strcmp(f[0], "cluster_findings") == 0) {
+            t->cluster_findings = strtoll(f[1], NULL, 10);
+        }
+    }
+    fclose(fp);
+    if (!t->addr[0] || t->commands < 0 || t->tshark_commands < 0 || t->cluster_findings < 0) {
+        fprintf(stderr, "%s: client, commands, tshark_commands or cluster_findings missing\n", path);
+        return -1;
+    }
+    return 0;
+}
+
+/* Gunzip src into dst. 0, or -1. */
+static int gunzip(const char *src, const char *dst)
+{
+    char buf[65536];
+    int n, rc = 0;
+    gzFile in = gzopen(src, "rb");
+    FILE *out = fopen(dst, "wb");
+    if (!in || !out) {
+        fprintf(stderr, "cannot open '%s' or '%s'\n", src, dst);
+        rc = -1;
+    }
+    while (rc == 0 && (n = gzread(in, buf, sizeof buf)) > 0)
+        if (fwrite(buf, 1, (size_t)n, out) != (size_t)n)
+            rc = -1;
+    if (rc == 0 && n < 0)
+        rc = -1;
+    if (in)
+        gzclose(in);
+    if (out && fclose(out) != 0)
+        rc = -1;
+    return rc;
+}
+
+/* Run slotscope analyze CAPTURE --db DB. Its exit code, or -1. */
+static int analyze(const char *capture, const char *db)
+{
+    th_run r;
+    if (th_slotscope(TH_ARGS("analyze", capture, "--db", db, "--quiet"), &r, NULL, NULL, 0) != 0)
+        return -1;
+    int rc = th_exit_code(&r);
+    if (rc != 0)
+        fprintf(stderr, "slotscope: %s", r.err);
+    th_run_free(&r);
+    return rc;
+}
+
+/* The truth's index of kind, or -1. */
+static int truth_kind(const truth *t, const char *kind)
+{
+    for (size_t i = 0; i < t->n_kinds; i++)
+        if (strcmp(t->kinds[i], kind) == 0)
+            return (int)i;
+    return -1;
+}
+
+/* The truth's own counts against tshark's (a broken fixture, not slotscope). */
+static void check_truth_vs_tshark(const truth *t)
+{
+    if (t->commands != t->tshark_commands)
+        check_failed("truth counts %lld requests, tshark %lld", (long long)t->commands,
+                     (long long)t->tshark_commands);
+    for (size_t i = 0; i < N_REDIRECT_KINDS; i++)
+        if (t->redirects[i] != t->tshark_redirects[i])
+            check_failed("truth counts %lld %s, tshark %lld", (long long)t->redirects[i],
+                         redirect_kinds[i], (long long)t->tshark_redirects[i]);
+}
+
+static void check_counts(sqlite3 *db, const truth *t)
+{
+    int64_t n = th_sql_int_p(db, "SELECT commands FROM clients WHERE name = ?1", t->addr);
+    if (n != t->commands)
+        check_failed("commands: slotscope %lld, truth %lld", (long long)n, (long long)t->commands);
+    for (size_t i = 0; i < N_REDIRECT_KINDS; i++) {
+        n = th_sql_int_p(db, "SELECT count(*) FROM redirects WHERE client = ?1 AND kind = ?2",
+                         t->addr, redirect_kinds[i]);
+        if (n != t->redirects[i])
+            check_failed("%s redirects: slotscope %lld, truth %lld", redirect_kinds[i],
+                         (long long)n, (long long)t->redirects[i]);
+    }
+}
+
+static void check_kinds(sqlite3 *db, const truth *t)
+{
+    sqlite3_stmt *st;
+    for (size_t i = 0; i < t->n_kinds; i++) {
+        int64_t n = th_sql_int_p(db, "SELECT count(*) FROM findings WHERE client = ?1 AND kind = ?2",
+                                 t->addr, t->kinds[i]);
+        if (n <= 0)
+            check_failed("kind %s: required by the truth, not reported", t->kinds[i]);
+    }
+    assert_int_equal(sqlite3_prepare_v2(db, "SELECT kind, count(*), sum(count), group_concat(DISTINCT slot) "
+                                            "FROM findings WHERE client = ?1 GROUP BY kind",
+                                        -1, &st, NULL), SQLITE_OK);
+    sqlite3_bind_text(st, 1, t->addr, -1, SQLITE_STATIC);
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        const char *kind = (const char *)sqlite3_column_text(st, 0);
+        if (t->clean)
+            check_failed("kind %s reported (%d findings, %lld occurrences, slots %s): the truth says clean",
+                         kind, sqlite3_column_int(st, 1), (long long)sqlite3_column_int64(st, 2),
+                         (const char *)sqlite3_column_text(st, 3));
+        else if (truth_kind(t, kind) < 0)
+            check_failed("kind %s reported (%d findings, %lld occurrences, slots %s): not in the truth",
+                         kind, sqlite3_column_int(st, 1), (long long)sqlite3_column_int64(st, 2),
+                         (const char *)sqlite3_column_text(st, 3));
+        else /* not a check: occurrences and slots are counted by different rules */
+            printf("note [%s] %s: slotscope %d findings, %lld occurrences, slots %s; "
+                   "truth %lld occurrences, slots %s\n", lib_name, kind, sqlite3_column_int(st, 1),
+                   (long long)sqlite3_column_int64(st, 2), (const char *)sqlite3_column_text(st, 3),
+                   (long long)t->kind_count[truth_kind(t, kind)], t->kind_slots[truth_kind(t, kind)]);
+    }
+    sqlite3_finalize(st);
+    int64_t cluster = th_sql_int(db, "SELECT count(*) FROM findings WHERE client = ''", NULL);
+    if (cluster != t->cluster_findings) {
+        check_failed("cluster-side findings: slotscope %lld, truth %lld", (long long)cluster,
+                     (long long)t->cluster_findings);
+        assert_int_equal(sqlite3_prepare_v2(db, "SELECT kind, slot, summary FROM findings WHERE client = ''",
+                                            -1, &st, NULL), SQLITE_OK);
+        while (sqlite3_step(st) == SQLITE_ROW)
+            fprintf(stderr, "    cluster-side: %s slot %d: %s\n", (const char *)sqlite3_column_text(st, 0),
+                    sqlite3_column_int(st, 1), (const char *)sqlite3_column_text(st, 2));
+        sqlite3_finalize(st);
+    }
+}
+
+static void test_library(void **state)
+{
+    (void)state;
+    char dir[64], path[512], capture[512], dbpath[512];
+    truth t;
+    sqlite3 *db = NULL;
+    snprintf(path, sizeof path, "%s/libs/%s.truth.tsv", SS_FIXTURES, lib_name);
+    assert_int_equal(load_truth(path, &t), 0);
+    assert_int_equal(th_tmpdir_new("ss_libs", dir, sizeof dir), 0);
+    snprintf(path, sizeof path, "%s/libs/%s.pcap.gz", SS_FIXTURES, lib_name);
+    snprintf(capture, sizeof capture, "%s", th_path(dir, "capture.pcap"));
+    snprintf(dbpath, sizeof dbpath, "%s", th_path(dir, "db"));
+    assert_int_equal(gunzip(path, capture), 0);
+    assert_int_equal(analyze(capture, dbpath), 0);
+    assert_int_equal(sqlite3_open_v2(dbpath, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    check_truth_vs_tshark(&t);
+    check_counts(db, &t);
+    check_kinds(db, &t);
+    sqlite3_close(db);
+    assert_int_equal(th_tmpdir_remove(dir), 0);
+    if (failures)
+        fail_msg("%d check(s) failed for %s (listed above)", failures, lib_name);
+}
+
+/* Lines of text that are not comments and not tshark's (truth.py writes
+ * those only with --tshark), joined with newlines. */
+static char *truth_lines(const char *text)
+{
+    size_t n = strlen(text), k = 0;
+    char *out = malloc(n + 1);
+    assert_non_null(out);
+    for (const char *p = text; *p;) {
+        const char *e = strchr(p, '\n');
+        size_t len = e ? (size_t)(e - p) + 1 : strlen(p);
+        if (*p != '#' && strncmp(p, "tshark_", 7) != 0) {
+            memcpy(out + k, p, len);
+            k += len;
+        }
+        p += len;
+    }
+    out[k] = 0;
+    return out;
+}
+
+/* The committed truth is what truth.py says of the committed capture: the
+ * fixture and its verdict cannot drift apart. */
+static void test_truth_reproduced(void **state)
+{
+    (void)state;
+    char script[512], pcap[512], events[512], tsv[512];
+    th_run r;
+    snprintf(script, sizeof script, "%s/scripts/libs/truth.py", SS_SOURCE_DIR);
+    snprintf(pcap, sizeof pcap, "%s/libs/%s.pcap.gz", SS_FIXTURES, lib_name);
+    snprintf(events, sizeof events, "%s/libs/events.json", SS_FIXTURES);
+    snprintf(tsv, sizeof tsv, "%s/libs/%s.truth.tsv", SS_FIXTURES, lib_name);
+    assert_int_equal(th_exec("/usr/bin/python3", TH_ARGS(script, pcap, events), &r, NULL, NULL, 0), 0);
+    if (th_exit_code(&r) != 0)
+        fail_msg("truth.py failed: %s", r.err);
+    char *committed = th_slurp(tsv, NULL);
+    assert_non_null(committed);
+    char *want = truth_lines(committed), *got = truth_lines(r.out);
+    assert_string_equal(got, want);
+    free(want);
+    free(got);
+    free(committed);
+    th_run_free(&r);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: test_libs NAME (a fixture in tests/fixtures/libs)\n");
+        return 2;
+    }
+    lib_name = argv[1];
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_truth_reproduced),
+        cmocka_unit_test(test_library),
+    };
+    return cmocka_run_group_tests_name(lib_name, tests, NULL, NULL);
+}
