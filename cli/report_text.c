@@ -514,8 +514,8 @@ static void print_loss(const report *r, FILE *out)
                 report_counter(r, "replication_reversed"));
     fprintf(out,
             "  pairing      %" PRIu64 " unpaired requests, %" PRIu64 " unpaired replies, %" PRIu64
-            " resyncs (message boundary found again), %s skipped unparsed (after a gap or"
-            " garbage, or cut by a close), %" PRIu64 " protocol errors\n",
+            " resyncs (searches for a message boundary), %s skipped unparsed (while"
+            " searching, or cut by a gap or a close), %" PRIu64 " protocol errors\n",
             report_counter(r, "unpaired_requests"), report_counter(r, "unpaired_replies"),
             report_counter(r, "resyncs"), fmt_bytes(b, sizeof b, report_counter(r, "skipped_bytes")),
             report_counter(r, "protocol_errors"));

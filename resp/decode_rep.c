@@ -36,8 +36,9 @@ void rp_init(rc_conn *c)
     if (c->cc->saw_syn) {
         d->state = RP_TYPE;
     } else {
-        d->state = RP_RESYNC;
+        d->state = RP_RESYNC; /* picked up mid-stream: search the first boundary */
         rd_resync_start(&d->rs, 0, 1);
+        d->rs.uncounted = 1;
     }
 }
 
@@ -62,6 +63,9 @@ static void rp_drop(rc_conn *c, uint64_t pos, int at_boundary)
     rp_dec *d = &c->rpd;
     if (d->in_msg)
         c->st.skipped_bytes += pos - d->msg_off;
+    if (d->state != RP_RESYNC)
+        c->st.resyncs++; /* it lost its place: a search begins (a loss while
+                            searching is part of the same search) */
     d->in_msg = 0;
     d->depth = 0;
     d->line.len = 0;
@@ -657,12 +661,15 @@ void rp_feed(rc_conn *c, const uint8_t *base, size_t len, int64_t ts)
 
         case RP_RESYNC: {
             int64_t skipped = 0;
+            if (d->rs.uncounted) { /* the first search of a mid-stream connection */
+                d->rs.uncounted = 0;
+                c->st.resyncs++;
+            }
             int found = rd_resync_scan(&d->rs, &d->line, &p, end, ts, &skipped,
                                        cfg->max_bulk_reply);
             c->st.skipped_bytes += (uint64_t)skipped;
             if (!found)
                 break;
-            c->st.resyncs++;
             uint8_t t = d->rs.type;
             d->state = RP_TYPE;
             rp_begin(c, rp_pos(d, base, p) - d->rs.cand, d->rs.cand_start_us);

@@ -547,6 +547,9 @@ static void rq_drop(rc_conn *c, uint64_t pos, int at_boundary)
         d->in_msg = 0;
         pair_request_abandon(c);
     }
+    if (d->state != RQ_RESYNC)
+        c->st.resyncs++; /* it lost its place: a search begins (a loss while
+                            searching is part of the same search) */
     d->line.len = 0;
     d->state = RQ_RESYNC;
     rq_resync_start(c, at_boundary);
@@ -619,8 +622,9 @@ void rq_init(rc_conn *c)
     if (c->cc->saw_syn) {
         c->rq.state = RQ_START;
     } else {
-        c->rq.state = RQ_RESYNC;
+        c->rq.state = RQ_RESYNC; /* picked up mid-stream: search the first boundary */
         rq_resync_start(c, 1);
+        c->rq.rs.uncounted = 1;
     }
 }
 
@@ -846,7 +850,6 @@ static void rq_resynced_inline(rc_conn *c, uint64_t pos, int64_t ts)
 static void rq_resynced(rc_conn *c, uint64_t pos, int64_t ts)
 {
     rq_dec *d = &c->rq;
-    c->st.resyncs++;
     pair_clean_start(c);
     if (d->rs.type == 'i') {
         rq_resynced_inline(c, pos, ts);
@@ -1164,6 +1167,10 @@ void rq_feed(rc_conn *c, const uint8_t *base, size_t n, int64_t ts)
 
         case RQ_RESYNC: {
             int64_t skipped = 0;
+            if (d->rs.uncounted) { /* the first search of a mid-stream connection */
+                d->rs.uncounted = 0;
+                c->st.resyncs++;
+            }
             int found = rd_resync_scan(&d->rs, &d->line, &p, end, ts, &skipped,
                                        cfg->max_bulk_request);
             c->st.skipped_bytes += (uint64_t)skipped;

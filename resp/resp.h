@@ -254,8 +254,13 @@ typedef struct resp_conn_stats {
     uint64_t paired;            /* commands emitted with a reply */
     uint64_t unpaired_requests; /* requests that never got a reply */
     uint64_t unpaired_replies;  /* replies with no request to pair with */
-    uint64_t resyncs;           /* times the decoder re-found a message boundary */
-    uint64_t skipped_bytes;     /* bytes thrown away while resynchronising */
+    uint64_t resyncs;           /* searches for a message boundary begun: at
+                                   the start of a connection picked up
+                                   mid-stream, and each time a decoder lost
+                                   its place (garbage, a protocol error, a gap
+                                   it could not bridge); found or not */
+    uint64_t skipped_bytes;     /* bytes thrown away: while searching, and of
+                                   messages cut by a gap or by the close */
     uint64_t protocol_errors;   /* malformed input seen */
     uint64_t gaps_bridged;      /* capture gaps that fell inside a bulk payload
                                    of known length and were skipped without

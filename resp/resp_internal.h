@@ -60,6 +60,9 @@ typedef struct rd_resync {
     uint64_t full;       /* candidate line length (without CRLF) */
     int64_t cand_start_us; /* capture time of the candidate's type byte */
     uint64_t seen;       /* bytes scanned since rd_resync_start */
+    uint8_t uncounted;   /* the first search of a connection picked up
+                            mid-stream: counted in resyncs at its first byte
+                            (a side that never sends searched nothing) */
 } rd_resync;
 
 /* ---------------------------------------------------------------- requests */
