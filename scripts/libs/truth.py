@@ -44,7 +44,8 @@ each mistake with slotscope's documented definitions and default thresholds
   crossslot   any CROSSSLOT reply
 
 Output (tab-separated, '#' comments): `client ADDR NAME`, `commands ADDR N`,
-`redirects ADDR KIND N`, `kind ADDR KIND N SLOTS` (N = occurrences), and
+`redirects ADDR KIND N`, `kind ADDR KIND N SLOTS` (N = occurrences; SLOTS
+-1 for readonly_missing and crossslot, which are per client), and
 `clean ADDR` for a client with no mistake, `cluster_findings N` (0: every
 migration phase of the scenario ended well within migration_stuck's 60 s).
 Comments `# evidence KIND: ...` show up to three commands behind each kind. With --tshark, tshark's own RESP
@@ -61,6 +62,7 @@ TRYAGAIN_MIN = 10
 TRYAGAIN_BACKOFF = 0.001
 TRYAGAIN_MAX = 50
 MIGRATION_STUCK_S = 60.0
+PER_CLIENT_KINDS = ("readonly_missing", "crossslot")
 EVIDENCE_MAX = 3       # commands kept per kind, printed as comments
 READS = {b"GET", b"MGET", b"EXISTS", b"STRLEN", b"GETRANGE", b"TTL", b"TYPE"}
 REDIRECTS = ("MOVED", "ASK", "TRYAGAIN", "CROSSSLOT", "CLUSTERDOWN")
@@ -292,20 +294,25 @@ def redirect_of(cmd):
 
 
 class Roles:
-    """Which ports are replicas at a time, from the scenario's role snapshots."""
+    """Which ports are replicas at a time, from the scenario's role snapshots.
+    During a failover (failover_begin .. failover_end) the old master counts
+    as a replica from the start: it is demoted somewhere in that span, and a
+    MOVED from it for its own slots there means it was."""
     def __init__(self, events):
-        self.snaps = []
+        self.snaps, self.demoted = [], []
         for e in events["events"]:
             if "roles" in e:
                 reps = {p for ps in e["roles"]["replicas"].values() for p in ps}
                 self.snaps.append((e["ts"], reps))
+            if e["what"] == "failover_begin":
+                self.demoted.append((e["ts"], e["old_master"]))
 
     def is_replica(self, port, t):
         cur = self.snaps[0][1] if self.snaps else set()
         for ts, reps in self.snaps:
             if ts <= t:
                 cur = reps
-        return port in cur
+        return port in cur or any(ts <= t and p == port for ts, p in self.demoted)
 
 
 # ---- Judgment ------------------------------------------------------------
@@ -363,7 +370,11 @@ def judge_client(cs, roles):
 
 
 def add(kinds, kind, slot, n=1, ev=None, note=""):
-    """Count n occurrences of kind for slot; ev: a command shown as evidence."""
+    """Count n occurrences of kind for slot; ev: a command shown as evidence.
+    readonly_missing and crossslot findings are about no one slot (slot -1,
+    docs/findings.md): their slots are in the evidence only."""
+    if kind in PER_CLIENT_KINDS:
+        slot = None
     k = kinds[kind]
     k[0] += n
     k[1].add(-1 if slot is None else slot)
