@@ -182,6 +182,9 @@ typedef struct an_sink {
 
 /* ---------------------------------------------------------------- config */
 
+/* Bytes of the --redact-keys key (keyed BLAKE2b, see analysis/util.c). */
+#define AN_REDACT_KEY_BYTES 32
+
 typedef enum an_client_by { AN_CLIENT_BY_HOST = 0, AN_CLIENT_BY_CONN = 1 } an_client_by;
 
 /* Thresholds and options; fill with an_config_defaults. Every threshold is
@@ -220,10 +223,14 @@ typedef struct an_config {
                                         2048; a slot gets one at its first
                                         redirected operation) */
     uint64_t max_view_bytes;         /* all clients' slot views (default 64 MiB) */
-    uint64_t redact_seed;            /* key of the redaction hash (default fixed,
-                                        so hashes compare across runs) */
+    uint8_t redact_key[AN_REDACT_KEY_BYTES]; /* secret key of the redaction PRF
+                                        (an_redact_key_random, or the user's key
+                                        file); never stored or printed */
 } an_config;
 void an_config_defaults(an_config *cfg);
+/* A fresh random redaction key (libsodium's randombytes_buf): redacted keys
+ * then compare within this run only. 0, or -1 when libsodium cannot start. */
+int an_redact_key_random(an_config *cfg);
 /* Set a threshold by name ("loop_max_redirects=5"). 0 ok, -1 unknown name or
  * bad value. */
 int an_config_set(an_config *cfg, const char *assignment);

@@ -557,7 +557,7 @@ static void emit_command(an_analyzer *an, const resp_command *cmd, int32_t clien
     resp_command c = *cmd;
     if (c.req.key0_len) {
         char t[RESP_ARG_PREFIX + 1];
-        an_redact(an->cfg.redact_seed, c.req.key0, c.req.key0_len, c.req.key0_full_len, t, sizeof t);
+        an_redact(an->cfg.redact_key, c.req.key0, c.req.key0_len, c.req.key0_full_len, t, sizeof t);
         size_t n = strlen(t);
         memcpy(c.req.key0, t, n);
         c.req.key0_len = (uint8_t)n;
@@ -569,7 +569,7 @@ static void emit_command(an_analyzer *an, const resp_command *cmd, int32_t clien
         if (i == 0 && info && strchr(info->name, '|'))
             continue;
         char t[RESP_ARG_PREFIX + 1];
-        an_redact(an->cfg.redact_seed, c.req.args[i], c.req.arg_len[i], c.req.arg_full_len[i], t,
+        an_redact(an->cfg.redact_key, c.req.args[i], c.req.arg_len[i], c.req.arg_full_len[i], t,
                   sizeof t);
         size_t n = strlen(t);
         memcpy(c.req.args[i], t, n);

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sodium.h>
+
 #include "analysis/internal.h"
 
 static const char *const finding_names[AN_FINDING_KINDS] = {
@@ -83,7 +85,18 @@ void an_config_defaults(an_config *cfg)
     cfg->max_memos = 262144;
     cfg->max_slot_latency = 2048;
     cfg->max_view_bytes = 64u << 20;
-    cfg->redact_seed = 0x736c6f7473636f70ull; /* "slotscop" */
+    /* redact_key stays all zero until the caller sets one: a caller that
+     * redacts takes a random key (an_redact_key_random) or the user's. */
+    int sodium_rc = sodium_init(); /* before any other libsodium call; idempotent */
+    (void)sodium_rc;               /* a failure shows in an_redact_key_random */
+}
+
+int an_redact_key_random(an_config *cfg)
+{
+    if (sodium_init() < 0)
+        return -1;
+    randombytes_buf(cfg->redact_key, sizeof cfg->redact_key);
+    return 0;
 }
 
 /* One settable name: where it lives and its bounds. */
@@ -128,8 +141,6 @@ static const cfg_item items[] = {
      "slots with latency histograms (default 2048)"},
     {"max_view_bytes", I64(max_view_bytes), 0, 1ull << 40,
      "bytes for all clients' slot views (default 67108864)"},
-    {"redact_seed", I64(redact_seed), 0, UINT64_MAX,
-     "key of the --redact-keys hash (default fixed)"},
 };
 
 int an_config_set(an_config *cfg, const char *assignment)

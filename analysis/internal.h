@@ -58,9 +58,6 @@ int an_map_put(an_map *m, uint64_t h, int32_t val);
 /* Remove the entry (h, val). */
 void an_map_del(an_map *m, uint64_t h, int32_t val);
 
-/* The keyed hash of records (key redaction): its values are stable across
- * versions, so redacted keys compare across runs. Byte at a time. */
-uint64_t an_hash(const void *p, size_t n, uint64_t seed);
 /* Table hashes: 8 bytes at a time; values may change between versions. */
 uint64_t an_hash_fast(const void *p, size_t n, uint64_t seed);
 uint64_t an_hash_str(const char *s, uint64_t seed);
@@ -88,9 +85,10 @@ void an_buf_json_str(an_buf *b, const void *p, size_t n);
  * \xNN, cut to fit out; or "h:<16 hex>" when redacting. NUL-terminated. */
 void an_key_text(const an_config *cfg, const char *key, size_t len, uint32_t full_len,
                  char *out, size_t out_size);
-/* The redaction text of a key prefix and its full length. */
-void an_redact(uint64_t seed, const char *key, size_t len, uint32_t full_len,
-               char *out, size_t out_size);
+/* The redaction text "h:<16 hex>" of a key prefix (at most RESP_ARG_PREFIX
+ * bytes are read) and its full length, under the secret key. */
+void an_redact(const uint8_t key[AN_REDACT_KEY_BYTES], const char *text, size_t len,
+               uint32_t full_len, char *out, size_t out_size);
 
 /* The wall time covered by a set of intervals [from, to), overlaps counted
  * once: a finding's cost (the operations it covers may overlap). Up to

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sodium.h>
+
 #include "analysis/internal.h"
 
 /* ---------------------------------------------------------------- map */
@@ -143,17 +145,6 @@ void an_map_del(an_map *m, uint64_t h, int32_t val)
 /* FNV-1a over the bytes, keyed by mixing the seed in first, then a
  * splitmix64 finaliser so that every input bit reaches every output bit. Not a
  * cryptographic MAC: it keeps key names out of records and spreads hash tables. */
-uint64_t an_hash(const void *p, size_t n, uint64_t seed)
-{
-    const uint8_t *b = p;
-    uint64_t h = 0xcbf29ce484222325ull ^ (seed * 0x9e3779b97f4a7c15ull);
-    for (size_t i = 0; i < n; i++) {
-        h ^= b[i];
-        h *= 0x100000001b3ull;
-    }
-    return an_mix64(h ^ (uint64_t)n);
-}
-
 uint64_t an_mix64(uint64_t x)
 {
     x ^= x >> 30;
@@ -271,11 +262,25 @@ void an_buf_json_str(an_buf *b, const void *p, size_t n)
 
 /* ---------------------------------------------------------------- keys */
 
-void an_redact(uint64_t seed, const char *key, size_t len, uint32_t full_len, char *out,
-               size_t out_size)
+/* Keyed BLAKE2b (libsodium's crypto_generichash with a 32-byte key) is a PRF:
+ * without the key, no dictionary of likely keys can be hashed to match, and
+ * one known key and its hash give nothing about the key of the others. The
+ * message is the full length (4 bytes, little-endian) then the kept prefix, so
+ * keys with one prefix and different lengths differ. 8 bytes of the 16-byte
+ * output are shown: a collision among 2^20 distinct keys has odds ~2^-25. */
+void an_redact(const uint8_t key[AN_REDACT_KEY_BYTES], const char *text, size_t len,
+               uint32_t full_len, char *out, size_t out_size)
 {
-    uint64_t h = an_hash(key, len, seed ^ ((uint64_t)full_len << 32));
-    snprintf(out, out_size, "h:%016llx", (unsigned long long)h);
+    uint8_t msg[4 + RESP_ARG_PREFIX];
+    uint8_t h[crypto_generichash_BYTES_MIN];
+    if (len > RESP_ARG_PREFIX)
+        len = RESP_ARG_PREFIX;
+    for (int i = 0; i < 4; i++)
+        msg[i] = (uint8_t)(full_len >> (8 * i));
+    memcpy(msg + 4, text, len);
+    crypto_generichash(h, sizeof h, msg, 4 + len, key, AN_REDACT_KEY_BYTES);
+    snprintf(out, out_size, "h:%02x%02x%02x%02x%02x%02x%02x%02x", h[0], h[1], h[2], h[3], h[4],
+             h[5], h[6], h[7]);
 }
 
 void an_key_text(const an_config *cfg, const char *key, size_t len, uint32_t full_len,
@@ -284,7 +289,7 @@ void an_key_text(const an_config *cfg, const char *key, size_t len, uint32_t ful
     if (out_size == 0)
         return;
     if (cfg->redact_keys) {
-        an_redact(cfg->redact_seed, key, len, full_len, out, out_size);
+        an_redact(cfg->redact_key, key, len, full_len, out, out_size);
         return;
     }
     /* printable ASCII as is; backslash and every other byte as \xNN, so the

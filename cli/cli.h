@@ -63,6 +63,7 @@ typedef struct cli_opts {
     int quiet;
     int fail_on_findings;
     int store_commands;
+    int redact_key_file;         /* the redaction key came from --redact-key-file */
     int help;
     unsigned threads;            /* --threads: capture+resp worker threads (1:
                                     none, the single-threaded pipeline) */

@@ -7,16 +7,22 @@
  * options. Analysis settings go straight into an an_config, server ports into
  * the capture config.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <sodium.h>
 
 #include "cli/cli.h"
 
 /* Which option a table entry is. */
 typedef enum opt_id {
     OPT_DB, OPT_FORCE, OPT_PORTS, OPT_CLIENT_BY, OPT_NODE_MAP, OPT_REDACT, OPT_STORE_COMMANDS,
-    OPT_JSON, OPT_QUIET, OPT_SET, OPT_FAIL_ON_FINDINGS, OPT_HELP, OPT_THREADS,
+    OPT_REDACT_KEY_FILE, OPT_JSON, OPT_QUIET, OPT_SET, OPT_FAIL_ON_FINDINGS, OPT_HELP, OPT_THREADS,
     OPT_IFACE, OPT_FILTER, OPT_DURATION, OPT_USER, OPT_BUFFER, OPT_SNAPLEN
 } opt_id;
 
@@ -37,6 +43,7 @@ static const opt_def opt_table[] = {
     {"client-by", 0, 1, 0, OPT_CLIENT_BY},
     {"node-map", 0, 1, 0, OPT_NODE_MAP},
     {"redact-keys", 0, 0, 0, OPT_REDACT},
+    {"redact-key-file", 0, 1, 0, OPT_REDACT_KEY_FILE},
     {"store-commands", 0, 0, 0, OPT_STORE_COMMANDS},
     {"json", 0, 0, 0, OPT_JSON},
     {"quiet", 'q', 0, 0, OPT_QUIET},
@@ -61,7 +68,10 @@ const char cli_analysis_options_help[] =
     "  --node-map ANNOUNCED=OBSERVED\n"
     "                         the cluster announces ANNOUNCED (host:port) for the node the\n"
     "                         capture sees as OBSERVED (NAT, containers); repeatable\n"
-    "  --redact-keys          show and store a stable hash (h:...) instead of each key\n"
+    "  --redact-keys          show and store a keyed hash (h:...) instead of each key,\n"
+    "                         under a random key made for this run (docs/cli.md)\n"
+    "  --redact-key-file FILE --redact-keys under the key in FILE (32 bytes, or 64 hex\n"
+    "                         digits; mode 0600): hashes then compare across runs\n"
     "  --store-commands       keep every paired command in the commands table\n"
     "  --set NAME=VALUE       a detector threshold or table cap (list below); repeatable\n"
     "  --json                 JSON lines (one object per record, \"type\" field) for jq\n"
@@ -223,6 +233,18 @@ static void append_word(char *list, size_t size, const char *word)
     snprintf(list + used, size - used, "%s%s", used ? " " : "", word);
 }
 
+/* The value of a hex digit, or -1. */
+static int hex_value(uint8_t c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
 /* A whole decimal integer in min..max: 0 and *out set, or -1. */
 static int parse_int_in(const char *v, long min, long max, long *out)
 {
@@ -231,6 +253,53 @@ static int parse_int_in(const char *v, long min, long max, long *out)
     if (!*v || *end || n < min || n > max)
         return -1;
     *out = n;
+    return 0;
+}
+
+/* The redaction key in path: exactly 32 bytes, or 64 hex digits and an optional
+ * newline. Refused when others may read or write it (like ssh's private keys):
+ * whoever has the key can hash a dictionary and undo the redaction. 0, or
+ * EXIT_USAGE printed. The key is never printed, even in part. */
+static int load_redact_key(cli_opts *o, const char *path)
+{
+    uint8_t raw[2 * AN_REDACT_KEY_BYTES + 2];
+    struct stat sb;
+    ssize_t n;
+    int fd = open(path, O_RDONLY | O_NOCTTY | O_NONBLOCK);
+    if (fd < 0)
+        return cli_usage_error(o->cmd, "cannot open the key file '%s': %s", path,
+                               strerror(errno));
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        return cli_usage_error(o->cmd, "the key file '%s' is not a regular file", path);
+    }
+    if (sb.st_mode & 077) {
+        close(fd);
+        return cli_usage_error(o->cmd, "the key file '%s' is open to others (mode %04o): "
+                               "chmod 600 it", path, (unsigned)(sb.st_mode & 07777));
+    }
+    n = read(fd, raw, sizeof raw);
+    close(fd);
+    if (n == AN_REDACT_KEY_BYTES) {
+        memcpy(o->an.redact_key, raw, AN_REDACT_KEY_BYTES);
+    } else if (n == 2 * AN_REDACT_KEY_BYTES ||
+               (n == 2 * AN_REDACT_KEY_BYTES + 1 && raw[n - 1] == '\n')) {
+        for (int i = 0; i < AN_REDACT_KEY_BYTES; i++) {
+            int hi = hex_value(raw[2 * i]), lo = hex_value(raw[2 * i + 1]);
+            if (hi < 0 || lo < 0) {
+                sodium_memzero(raw, sizeof raw);
+                return cli_usage_error(o->cmd, "the key file '%s' is not 64 hex digits", path);
+            }
+            o->an.redact_key[i] = (uint8_t)(hi << 4 | lo);
+        }
+    } else {
+        return cli_usage_error(o->cmd, "the key file '%s' holds %s%zd bytes: a key is 32 bytes, "
+                               "or 64 hex digits", path, n == (ssize_t)sizeof raw ? "at least " : "",
+                               n < 0 ? (ssize_t)0 : n);
+    }
+    sodium_memzero(raw, sizeof raw);
+    o->redact_key_file = 1;
+    o->an.redact_keys = 1;
     return 0;
 }
 
@@ -261,10 +330,17 @@ static int apply_opt(cli_opts *o, const opt_def *d, const char *v)
             return cli_usage_error(o->cmd, "bad --node-map '%s' (ANNOUNCED=OBSERVED, at most 64)", v);
         break;
     case OPT_REDACT: o->an.redact_keys = 1; break;
+    case OPT_REDACT_KEY_FILE: return load_redact_key(o, v);
     case OPT_STORE_COMMANDS: o->store_commands = 1; break;
     case OPT_JSON: o->json = 1; break;
     case OPT_QUIET: o->quiet = 1; break;
     case OPT_SET:
+        /* The old public seed: stored with the database, it let anyone with
+         * one known key undo the redaction. Refused, never stored. */
+        if (!strncmp(v, "redact_seed=", 12) || !strcmp(v, "redact_seed"))
+            return cli_usage_error(o->cmd, "--set redact_seed is gone: it was stored in the "
+                                   "database and did not protect the keys; keep a secret key "
+                                   "in a file and give --redact-key-file FILE");
         set_rc = cap_config_set(&o->cap, v);
         if (set_rc < 0 || (set_rc == 0 && an_config_set(&o->an, v) != 0))
             return cli_usage_error(o->cmd, "unknown setting or bad value in --set '%s'", v);
@@ -344,6 +420,8 @@ static int check_opts(cli_opts *o, int live)
         return cli_usage_error(o->cmd, "--force needs --db");
     if (o->store_commands && !o->db)
         return cli_usage_error(o->cmd, "--store-commands needs --db");
+    if (o->an.redact_keys && !o->redact_key_file && an_redact_key_random(&o->an) != 0)
+        return cli_error("cannot make a random key for --redact-keys (libsodium)");
     return 0;
 }
 

@@ -2,10 +2,16 @@
 # Build the fuzz targets with clang (libFuzzer + ASan + UBSan) and run each for
 # a while, one after the other (one core), from its seed corpus.
 #
-#   fuzz/run.sh [--smoke] [--seconds N] [--seeds] [--build-only] [TARGET...]
+#   fuzz/run.sh [--smoke] [--seconds N] [--long-inputs] [--max-len N] [--seeds]
+#               [--build-only] [TARGET...]
 #
 #   --smoke       about 20 s per target (what CI runs)
 #   --seconds N   N seconds per target (default 60)
+#   --long-inputs turn libFuzzer's length control off (-len_control=0): without
+#                 it, inputs grow slowly from a few bytes and stay around 1-8 KB
+#                 for minutes, so long pipelines, large CLUSTER replies and
+#                 multi-packet streams are barely explored
+#   --max-len N   largest input in bytes (default 65536)
 #   --seeds       first cut seeds from the fixture captures (tests/fixtures,
 #                 *.pcap and *.pcapng under 2 MiB) with fuzz_mkseeds, and add to
 #                 fuzz/seeds/TARGET those that add coverage (libFuzzer -merge=1)
@@ -31,6 +37,8 @@ root=$(pwd)
 
 all_targets=(fuzz_pcap fuzz_pcapfile fuzz_resp fuzz_resp_decode fuzz_redirect fuzz_cluster_replies fuzz_bus)
 seconds=60
+long_inputs=0
+max_len=65536
 seeds=0
 build_only=0
 targets=()
@@ -38,9 +46,11 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --smoke) seconds=20 ;;
     --seconds) seconds="$2"; shift ;;
+    --long-inputs) long_inputs=1 ;;
+    --max-len) max_len="$2"; shift ;;
     --seeds) seeds=1 ;;
     --build-only) build_only=1 ;;
-    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,33p' "$0"; exit 0 ;;
     fuzz_*) targets+=("$1") ;;
     *) echo "fuzz/run.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
@@ -101,6 +111,7 @@ for t in "${targets[@]}"; do
     done
   done
   extra=()
+  [ "$long_inputs" = 1 ] && extra+=(-len_control=0)
   if [ -f "$root/fuzz/dict/$t.dict" ]; then
     extra+=("-dict=$root/fuzz/dict/$t.dict")
   elif [ -f "$root/fuzz/dict/resp.dict" ]; then
@@ -110,7 +121,7 @@ for t in "${targets[@]}"; do
   set +e
   # shellcheck disable=SC2086
   "$build/fuzz/$t" "${dirs[@]}" -max_total_time="$seconds" -timeout=10 \
-    -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 \
+    -rss_limit_mb=2048 -max_len="$max_len" -print_final_stats=1 \
     -artifact_prefix="$artifacts/" "${extra[@]}" ${FUZZ_ARGS:-} >"$log" 2>&1
   rc=$?
   set -e

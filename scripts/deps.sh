@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Install what slotscope needs on Debian 12: the build (compiler, cmake, libpcap,
-# sqlite3, cmocka) and the tests (redis-server for a real cluster on loopback,
+# sqlite3, libsodium for the keyed hash of --redact-keys, cmocka) and the tests (redis-server for a real cluster on loopback,
 # tcpdump to capture it, tshark and redis-py to cross-check, clang for the
 # fuzzers). `scripts/deps.sh --list` only prints the package names.
 set -euo pipefail
 
 packages=(
   build-essential cmake pkg-config git
-  libpcap-dev libsqlite3-dev libcmocka-dev sqlite3 zlib1g-dev
+  libpcap-dev libsqlite3-dev libcmocka-dev sqlite3 zlib1g-dev libsodium-dev
   redis-server redis-tools python3 python3-redis tcpdump tshark tcpreplay
   clang libclang-rt-14-dev
 )

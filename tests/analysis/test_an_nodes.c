@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <sodium.h>
 
 #include "analysis/analysis.h"
 #include "analysis/internal.h"
@@ -247,6 +248,7 @@ static void test_redaction(void **state)
     an_config cfg;
     an_config_defaults(&cfg);
     cfg.redact_keys = 1;
+    assert_int_equal(an_redact_key_random(&cfg), 0);
     sc s;
     sc_init(&s, &cfg);
     const char *key = "user:secret-name";
@@ -276,11 +278,25 @@ static void test_redaction(void **state)
 
     /* another key gives another hash; without redaction the key shows */
     char h1[64], h2[64];
-    an_redact(cfg.redact_seed, "a", 1, 1, h1, sizeof h1);
-    an_redact(cfg.redact_seed, "b", 1, 1, h2, sizeof h2);
+    an_redact(cfg.redact_key, "a", 1, 1, h1, sizeof h1);
+    an_redact(cfg.redact_key, "b", 1, 1, h2, sizeof h2);
     assert_string_not_equal(h1, h2);
-    an_redact(cfg.redact_seed + 1, "a", 1, 1, h2, sizeof h2);
+    an_redact(cfg.redact_key, "a", 1, 2, h2, sizeof h2); /* same prefix, longer key */
     assert_string_not_equal(h1, h2);
+    uint8_t other[AN_REDACT_KEY_BYTES];
+    memcpy(other, cfg.redact_key, sizeof other);
+    other[31] ^= 1; /* one bit of the secret changes the hash */
+    an_redact(other, "a", 1, 1, h2, sizeof h2);
+    assert_string_not_equal(h1, h2);
+    /* keyed BLAKE2b, pinned: all-zero key, message 01 00 00 00 'a' */
+    uint8_t zero[AN_REDACT_KEY_BYTES] = {0};
+    uint8_t full[16];
+    crypto_generichash(full, sizeof full, (const uint8_t *)"\x01\0\0\0a", 5, zero, sizeof zero);
+    char want[32];
+    snprintf(want, sizeof want, "h:%02x%02x%02x%02x%02x%02x%02x%02x", full[0], full[1], full[2],
+             full[3], full[4], full[5], full[6], full[7]);
+    an_redact(zero, "a", 1, 1, h2, sizeof h2);
+    assert_string_equal(h2, want);
     char t[80];
     an_config_defaults(&cfg);
     an_key_text(&cfg, "a\r\n\x00z\\", 6, 6, t, sizeof t);
