@@ -61,7 +61,8 @@ static const opt_def opt_table[] = {
 
 const char cli_analysis_options_help[] =
     "  --db PATH              write everything to a SQLite database (see store/schema.sql)\n"
-    "  --force                replace an existing database\n"
+    "  --force                replace an existing database (only a regular file that is\n"
+    "                         empty or a SQLite database, not an input, not in use)\n"
     "  --ports LIST           server ports, e.g. 7000-7005,6379 (default: a built-in list);\n"
     "                         tells client from server on connections seen without SYN\n"
     "  --client-by host|conn  a client is a host (default) or one connection\n"

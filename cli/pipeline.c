@@ -255,7 +255,8 @@ static int open_store(pipeline *p)
      * queries during the run (store/indexes.sql). */
     store_opts so = {.force = o->force, .store_commands = o->store_commands,
                      .index_at_close = !p->live, .writer_thread = o->threads > 1,
-                     .command_line = cli_command_line};
+                     .command_line = cli_command_line,
+                     .inputs = (const char *const *)o->files, .n_inputs = o->n_files};
     p->st = store_open(o->db, &so, err, sizeof err);
     if (!p->st) {
         cli_error("%s", err);

@@ -7,7 +7,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake pkg-config git
-  libpcap-dev libsqlite3-dev libcmocka-dev sqlite3 zlib1g-dev libsodium-dev
+  libpcap-dev libsqlite3-dev libcmocka-dev sqlite3 zlib1g-dev libsodium-dev wamerican
   redis-server redis-tools python3 python3-redis tcpdump tshark tcpreplay
   clang libclang-rt-14-dev
 )

@@ -126,6 +126,7 @@ struct store {
     store_writer *writer;          /* opts.writer_thread: the thread that writes */
     atomic_int failed;             /* error[] is set (read by the other thread) */
     char error[1400];              /* first write error, "" if none */
+    int lock_fd;                   /* the database file, flock'ed for the run */
 };
 
 /* A new row for statement `which` inside an open transaction, its values all

@@ -45,6 +45,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -429,42 +430,171 @@ struct sqlite3 *store_db(store *s)
     return s ? s->db : NULL;
 }
 
-/* Remove path+suffix if it exists. 0, or -1 with err. */
-static int remove_file(const char *path, const char *suffix, char *err, size_t err_size)
+/* The files SQLite keeps next to a database (WAL mode, and a rollback journal
+ * at close). */
+static const char *const side_suffixes[] = {"-wal", "-shm", "-journal"};
+#define N_SIDE (sizeof side_suffixes / sizeof side_suffixes[0])
+
+/* What kind of file a mode is, for messages. */
+static const char *kind_of(mode_t m)
+{
+    if (S_ISREG(m)) return "a regular file";
+    if (S_ISDIR(m)) return "a directory";
+    if (S_ISLNK(m)) return "a symbolic link";
+    if (S_ISFIFO(m)) return "a FIFO";
+    if (S_ISCHR(m)) return "a character device";
+    if (S_ISBLK(m)) return "a block device";
+    if (S_ISSOCK(m)) return "a socket";
+    return "not a regular file";
+}
+
+/* Refuse a database path that is one of the inputs (same device and inode,
+ * through links): --force would replace the capture by the database. */
+static int check_not_input(const char *path, const store_opts *opts, char *err, size_t err_size)
+{
+    struct stat db, in;
+    if (stat(path, &db) != 0)
+        return 0;
+    for (size_t i = 0; i < opts->n_inputs; i++)
+        if (opts->inputs[i] && stat(opts->inputs[i], &in) == 0 && in.st_dev == db.st_dev &&
+            in.st_ino == db.st_ino)
+            return seterr(err, err_size, "database '%s' is the input '%s': not replaced", path,
+                          opts->inputs[i]);
+    return 0;
+}
+
+#define ONLY_REPLACES "--force replaces only a regular file that is empty or a SQLite database"
+
+/* With --force: may the existing file sb (lstat of path) be replaced? Only a
+ * regular file that is empty or starts with the SQLite header
+ * (https://sqlite.org/fileformat.html, "SQLite format 3\0"); never a FIFO,
+ * device, text file or symbolic link. fd: the file, open for reading. */
+static int check_replaceable(const char *path, const struct stat *sb, int fd, char *err,
+                             size_t err_size)
+{
+    static const char header[16] = "SQLite format 3";
+    char head[16];
+    struct stat to;
+    if (S_ISLNK(sb->st_mode))
+        return seterr(err, err_size, "'%s' is a symbolic link (to %s): " ONLY_REPLACES, path,
+                      stat(path, &to) == 0 ? kind_of(to.st_mode) : "nothing");
+    if (S_ISDIR(sb->st_mode))
+        return seterr(err, err_size, "cannot create '%s': Is a directory", path);
+    if (!S_ISREG(sb->st_mode))
+        return seterr(err, err_size, "'%s' is %s: " ONLY_REPLACES, path, kind_of(sb->st_mode));
+    if (sb->st_size == 0)
+        return 0;
+    if (fd < 0 || pread(fd, head, sizeof head, 0) != (ssize_t)sizeof head ||
+        memcmp(head, header, sizeof head) != 0)
+        return seterr(err, err_size, "'%s' is not a SQLite database (a regular file of %lld "
+                      "bytes): " ONLY_REPLACES, path, (long long)sb->st_size);
+    return 0;
+}
+
+/* A file SQLite keeps next to the database, left from another run (or
+ * planted): SQLite would follow a link or replay a stale WAL into the new
+ * database. Without force it is an error naming it; with force a regular file
+ * or a link (the link only) is removed, anything else is an error. All are
+ * checked before any is removed. */
+static int check_side_files(const char *path, int force, char *err, size_t err_size)
 {
     char name[1100];
-    snprintf(name, sizeof name, "%s%s", path, suffix);
-    if (unlink(name) != 0 && errno != ENOENT)
-        return seterr(err, err_size, "cannot remove '%s': %s", name, strerror(errno));
+    struct stat sb;
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t i = 0; i < N_SIDE; i++) {
+            snprintf(name, sizeof name, "%s%s", path, side_suffixes[i]);
+            if (lstat(name, &sb) != 0)
+                continue;
+            if (!force)
+                return seterr(err, err_size, "'%s' exists (%s) next to the database: remove "
+                              "it, or use --force", name, kind_of(sb.st_mode));
+            if (!S_ISREG(sb.st_mode) && !S_ISLNK(sb.st_mode))
+                return seterr(err, err_size, "'%s' is %s: not removed", name,
+                              kind_of(sb.st_mode));
+            if (pass == 1 && unlink(name) != 0 && errno != ENOENT)
+                return seterr(err, err_size, "cannot remove '%s': %s", name, strerror(errno));
+        }
     return 0;
+}
+
+/* Lock fd for this run (flock, beside SQLite's own fcntl locks, which it does
+ * not touch): a second run with --force then refuses to replace a database
+ * that is still being written. 0, or -1 with err. */
+static int lock_run(int fd, const char *path, char *err, size_t err_size)
+{
+    if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+        return 0;
+    if (errno == EWOULDBLOCK)
+        return seterr(err, err_size, "database '%s' is being written by another run (it is "
+                      "locked): not replaced", path);
+    return seterr(err, err_size, "cannot lock '%s': %s", path, strerror(errno));
+}
+
+/* With force, an existing path: check it may go, hold its lock (so that no
+ * run is still writing it), then remove it. 0, or -1 with err. */
+static int replace_existing(const char *path, const struct stat *sb, char *err, size_t err_size)
+{
+    int fd = S_ISREG(sb->st_mode) ? open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) : -1;
+    int rc = check_replaceable(path, sb, fd, err, err_size);
+    if (rc == 0 && fd < 0)
+        rc = seterr(err, err_size, "cannot open '%s': %s", path, strerror(errno));
+    if (rc == 0)
+        rc = lock_run(fd, path, err, err_size);
+    if (rc == 0 && unlink(path) != 0)
+        rc = seterr(err, err_size, "cannot remove '%s': %s", path, strerror(errno));
+    if (fd >= 0)
+        close(fd);
+    return rc;
 }
 
 /* Create the empty file ourselves, so that a missing directory, a read-only
  * file system or a permission problem gets the system's plain words instead of
  * SQLite's "unable to open database file". Refuses an existing file unless
- * force, in which case the old database and its WAL files are removed. */
-static int create_file(const char *path, int force, char *err, size_t err_size)
+ * force, and then replaces only what check_replaceable allows. Returns the new
+ * file's descriptor, locked for the run (lock_run), or -1 with err. */
+static int create_file(const char *path, const store_opts *opts, char *err, size_t err_size)
 {
-    struct stat sb;
-    int fd;
-    if (lstat(path, &sb) == 0) {
-        if (!force)
-            return seterr(err, err_size, "database '%s' exists (use --force)", path);
-        if (S_ISDIR(sb.st_mode))
-            return seterr(err, err_size, "cannot create '%s': Is a directory", path);
-        if (remove_file(path, "", err, err_size) || remove_file(path, "-wal", err, err_size) ||
-            remove_file(path, "-shm", err, err_size) ||
-            remove_file(path, "-journal", err, err_size))
-            return -1;
-    }
-    fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
+    struct stat sb, now;
+    int fd, exists = lstat(path, &sb) == 0;
+    if (check_not_input(path, opts, err, err_size) != 0)
+        return -1;
+    if (exists && !opts->force)
+        return seterr(err, err_size, "database '%s' exists (use --force)", path);
+    if (check_side_files(path, opts->force, err, err_size) != 0)
+        return -1;
+    if (exists && replace_existing(path, &sb, err, err_size) != 0)
+        return -1;
+    fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0) {
         if (errno == EEXIST)
             return seterr(err, err_size, "database '%s' exists (use --force)", path);
         return seterr(err, err_size, "cannot create '%s': %s", path, strerror(errno));
     }
-    close(fd);
-    return 0;
+    /* Locked, and still the file at path (another run may have replaced it
+     * between the open and the lock). */
+    if (lock_run(fd, path, err, err_size) != 0) {
+        close(fd);
+        return -1;
+    }
+    if (fstat(fd, &sb) != 0 || stat(path, &now) != 0 || sb.st_dev != now.st_dev ||
+        sb.st_ino != now.st_ino) {
+        close(fd);
+        return seterr(err, err_size, "database '%s' was replaced by another run while it was "
+                      "created", path);
+    }
+    return fd;
+}
+
+/* After a failed store_open: remove the database created for it and what
+ * SQLite made next to it (check_side_files saw none before). */
+static void remove_created(const char *path)
+{
+    char name[1100];
+    for (size_t i = 0; i < N_SIDE; i++) {
+        snprintf(name, sizeof name, "%s%s", path, side_suffixes[i]);
+        unlink(name);
+    }
+    unlink(path);
 }
 
 /* Run SQL text (schema, pragmas) on s->db. 0, or -1 with err. */
@@ -534,13 +664,18 @@ static void close_db(store *s)
     }
     sqlite3_close(s->db);
     s->db = NULL;
+    /* after SQLite's close: closing another descriptor of the file earlier
+     * would drop SQLite's own fcntl locks (POSIX locks are per process) */
+    if (s->lock_fd >= 0)
+        close(s->lock_fd);
+    s->lock_fd = -1;
 }
 
 store *store_open(const char *path, const store_opts *opts, char *err, size_t err_size)
 {
     store_opts defaults = {0};
     store *s;
-    int rc;
+    int rc, lock_fd;
 
     if (!opts)
         opts = &defaults;
@@ -548,13 +683,17 @@ store *store_open(const char *path, const store_opts *opts, char *err, size_t er
         seterr(err, err_size, "no database path given");
         return NULL;
     }
-    if (create_file(path, opts->force, err, err_size) != 0)
+    lock_fd = create_file(path, opts, err, err_size);
+    if (lock_fd < 0)
         return NULL;
     s = calloc(1, sizeof *s);
     if (!s) {
         seterr(err, err_size, "out of memory");
+        close(lock_fd);
+        remove_created(path);
         return NULL;
     }
+    s->lock_fd = lock_fd;
     snprintf(s->path, sizeof s->path, "%s", path);
     s->opts = *opts;
     s->opts.command_line = NULL;
@@ -564,7 +703,8 @@ store *store_open(const char *path, const store_opts *opts, char *err, size_t er
     /* NOMUTEX: one thread at a time uses a store (the pipeline's), so the
      * connection's own mutex, taken by every bind, step and reset, is not
      * needed (https://sqlite.org/threadsafe.html, "multi-thread" mode). */
-    rc = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
+    rc = sqlite3_open_v2(path, &s->db,
+                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW, NULL);
     if (rc != SQLITE_OK) {
         seterr(err, err_size, "cannot open '%s': %s", path,
                s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
@@ -594,6 +734,7 @@ store *store_open(const char *path, const store_opts *opts, char *err, size_t er
 fail:
     close_db(s);
     free(s);
+    remove_created(path);
     return NULL;
 }
 

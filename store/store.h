@@ -36,11 +36,17 @@ typedef struct store_opts {
     int writer_thread;         /* write on a thread of the store's own (--threads):
                                   the caller only queues the rows (store.c) */
     const char *command_line;  /* recorded in meta */
+    const char *const *inputs; /* the run's input files: never replaced (same */
+    size_t n_inputs;           /* device and inode as the database path) */
 } store_opts;
 
-/* Create the database at path. Refuses an existing file unless opts->force.
- * NULL on error with a one-line message in err ("database 'x.db' exists (use
- * --force)", "cannot create 'x.db': ..."). */
+/* Create the database at path. Refuses an existing file unless opts->force,
+ * and even then anything but a regular file that is empty or a SQLite
+ * database, one of opts->inputs, or a database another run holds (the file is
+ * locked, flock, until store_close). Refuses -wal/-shm/-journal files left
+ * next to path unless opts->force (then removes them). Leaves nothing behind
+ * when it fails. NULL on error with a one-line message in err ("database
+ * 'x.db' exists (use --force)", "cannot create 'x.db': ..."). */
 store *store_open(const char *path, const store_opts *opts, char *err, size_t err_size);
 /* Commit what is pending, write the end time, close. Returns 0, or -1 with err. */
 int store_close(store *s, char *err, size_t err_size);
