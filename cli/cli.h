@@ -40,9 +40,19 @@ enum { EXIT_OK = 0, EXIT_RUNTIME = 1, EXIT_USAGE = 2, EXIT_FINDINGS = 3 };
 int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* "slotscope CMD: <message>" and a hint to --help on stderr; returns EXIT_USAGE. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Print text to f with control characters shown as \xNN: capture bytes may
- * hold terminal escape sequences. */
+/* The one escaping path to a terminal: capture bytes (and a crafted
+ * database's) may hold terminal escape sequences. cli_safe_len says how many
+ * bytes at p (n available) may go out as they are: 1 for printable ASCII (and
+ * '\n' when keep_newline), 2-4 for a valid UTF-8 sequence other than a C1
+ * control (U+0080..U+009F); 0 when p[0] must be shown as \xNN. */
+size_t cli_safe_len(const unsigned char *p, size_t n, int keep_newline);
+/* Write n bytes of s to f through cli_safe_len (others as \xNN). */
+void cli_write_safe(FILE *f, const char *s, size_t n, int keep_newline);
+/* cli_write_safe of a NUL-terminated text, newlines escaped too. */
 void cli_print_safe(FILE *f, const char *text);
+/* Length of the valid UTF-8 sequence at p (1..4; p NUL-terminated), or 0 if
+ * it is not one: no overlong forms, no surrogates, nothing above U+10FFFF. */
+int cli_utf8_len(const unsigned char *p);
 
 /* ---------------------------------------------------------------- options */
 

@@ -138,15 +138,20 @@ static int has_param(const query_args *a, const char *key)
 
 /* ---------------------------------------------------------------- printing */
 
-/* Copy a value for display: control characters as \xNN, cut to CELL_MAX. */
+/* Copy a value for display: what cli_safe_len refuses as \xNN (the same rule
+ * as every other output), cut to CELL_MAX. */
 static void display_value(const char *v, char *out, size_t size)
 {
-    size_t o = 0;
-    for (const unsigned char *p = (const unsigned char *)v; *p && o + 5 < size; p++) {
-        if (*p < 0x20 || *p == 0x7f)
+    size_t o = 0, n = strlen(v), k;
+    for (const unsigned char *p = (const unsigned char *)v; *p && o + 5 < size; p += k, n -= k) {
+        k = cli_safe_len(p, n, 0);
+        if (k == 0) {
             o += (size_t)snprintf(out + o, size - o, "\\x%02x", *p);
-        else
-            out[o++] = (char)*p;
+            k = 1;
+        } else {
+            memcpy(out + o, p, k);
+            o += k;
+        }
     }
     out[o] = 0;
     if (o > CELL_MAX)
@@ -173,9 +178,11 @@ static void print_cells(char **cells, const size_t *width, int ncol)
 /* The header and the dashes under it. */
 static void print_header(sqlite3_stmt *st, const size_t *width, int ncol)
 {
-    for (int i = 0; i < ncol; i++)
-        printf("%s%-*s", i ? "  " : "", i == ncol - 1 ? 0 : (int)width[i],
-               sqlite3_column_name(st, i));
+    for (int i = 0; i < ncol; i++) {
+        char name[CELL_MAX * 4 + 8];
+        display_value(sqlite3_column_name(st, i), name, sizeof name);
+        printf("%s%-*s", i ? "  " : "", i == ncol - 1 ? 0 : (int)width[i], name);
+    }
     putchar('\n');
     for (int i = 0; i < ncol; i++) {
         printf("%s", i ? "  " : "");

@@ -14,9 +14,7 @@
 
 #include "cli/cli.h"
 
-/* Length of the valid UTF-8 sequence at p (1..4), or 0 if it is not one:
- * no overlong forms, no surrogates, nothing above U+10FFFF. */
-static int utf8_len(const unsigned char *p)
+int cli_utf8_len(const unsigned char *p)
 {
     unsigned c = p[0];
     if (c < 0x80)
@@ -52,8 +50,13 @@ void json_string(FILE *out, const char *s)
             p++;
         } else if (*p < 0x20 || *p == 0x7f) {
             fprintf(out, "\\u%04x", *p++);
-        } else if ((n = utf8_len(p)) > 0) {
-            /* utf8_len stops at the NUL: it never matches a continuation byte. */
+        } else if (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) {
+            /* a C1 control (U+0080..U+009F, CSI among them): escaped like C0,
+             * so that JSON printed on a terminal cannot drive it */
+            fprintf(out, "\\u%04x", p[1]);
+            p += 2;
+        } else if ((n = cli_utf8_len(p)) > 0) {
+            /* cli_utf8_len stops at the NUL: it never matches a continuation byte. */
             fwrite(p, 1, (size_t)n, out);
             p += n;
         } else {
@@ -147,7 +150,7 @@ static int parse_string(jp *j)
             }
             continue;
         }
-        n = utf8_len(p);
+        n = cli_utf8_len(p);
         if (n == 0)
             return 0;
         p += n;

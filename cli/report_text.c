@@ -6,7 +6,9 @@
  *   findings                ranked by impact, each with its evidence
  *   what the redirects cost redirect replies, direct vs redirected latency
  *   what the capture could not see   gaps, drops, mid-stream, out of sync, ...
- * Every string that came from the capture goes through cli_print_safe.
+ * Every string that came from the capture goes through cli_print_safe, and the
+ * whole text is rendered in memory and written through cli_write_safe at the
+ * end (print_escaped): one escaping path for every byte that reaches stdout.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -366,7 +368,7 @@ static void print_finding_subject(const rep_finding *f, FILE *out)
     }
 }
 
-void report_print_finding_line(const rep_finding *f, FILE *out)
+static void render_finding_line(const rep_finding *f, FILE *out)
 {
     char t[48], d[32];
     fprintf(out, "[%s] ", fmt_time(t, sizeof t, f->first_us, 0));
@@ -567,7 +569,7 @@ static void print_blind_spots(const report *r, FILE *out)
     print_input_errors(r, out);
 }
 
-void report_print_text(const report *r, FILE *out)
+static void render_text(const report *r, FILE *out)
 {
     fputs("slotscope incident report\n\nWhat happened\n", out);
     if (r->interrupted)
@@ -583,4 +585,44 @@ void report_print_text(const report *r, FILE *out)
     print_findings(r, out);
     print_cost(r, out);
     print_blind_spots(r, out);
+}
+
+/* Render into memory, then write it all through the one escaping path
+ * (cli_write_safe, newlines kept): whatever a printer above forgets, no byte
+ * of the capture or of a crafted database reaches the terminal as a control. */
+typedef void (*render_fn)(const void *what, FILE *out);
+
+static void print_escaped(render_fn render, const void *what, FILE *out)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&buf, &len);
+    if (!mem) {
+        fputs("slotscope: out of memory for the report\n", out);
+        return;
+    }
+    render(what, mem);
+    fclose(mem);
+    cli_write_safe(out, buf, len, 1);
+    free(buf);
+}
+
+static void render_text_fn(const void *r, FILE *out)
+{
+    render_text(r, out);
+}
+
+static void render_finding_line_fn(const void *f, FILE *out)
+{
+    render_finding_line(f, out);
+}
+
+void report_print_text(const report *r, FILE *out)
+{
+    print_escaped(render_text_fn, r, out);
+}
+
+void report_print_finding_line(const rep_finding *f, FILE *out)
+{
+    print_escaped(render_finding_line_fn, f, out);
 }
