@@ -7,7 +7,12 @@
  * records and the same errors. Several files are merged by timestamp: each
  * file keeps its current record (the reader's buffer stays valid until the
  * next read of that file, so nothing is copied) and a small binary heap picks
- * the earliest. A file that fails mid-way is reported and dropped; the
+ * the earliest. More files than the open-file limit allows (thousands of
+ * `tcpdump -C` rotations) are read lazily (files_next): each is opened once to
+ * check it and learn its first record's time, then closed ("parked"); it is
+ * opened again when that record reaches the heap's root, and closed at its
+ * end, so only files whose time ranges overlap are open at once. The order is
+ * the same either way (time, then file order). A file that fails mid-way is reported and dropped; the
  * records read before stay delivered and the other files go on. Records that
  * can still be framed (zero length, odd lengths, time going back) are handed
  * on: the tracker counts them as malformed or time_backwards and reading goes
@@ -26,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -62,6 +68,11 @@ typedef struct input {
                                 fields first, right after the counters */
     pcap_t *pcap;            /* libpcap's handle (NULL when closed or unused) */
     char *iobuf;             /* stdio buffer of the file (libpcap) */
+    /* lazy opening (many files): */
+    const char *path;        /* the caller's path (kept by the caller) */
+    int parked;              /* closed before its first record was handed out;
+                                cur.ts_us holds that record's time */
+    int finished;            /* read to its end and closed */
 } input;
 
 struct cap_source {
@@ -74,6 +85,8 @@ struct cap_source {
     int handed_out;          /* the heap root's record was returned */
     size_t errors_pending;   /* inputs with error_pending set */
     int used_next;           /* records were taken through files_next */
+    int lazy;                /* more files than may be open: see the top */
+    size_t bufsize;          /* read buffer of each file */
     pcap_t *live;            /* live handle, or NULL */
     cap_tracker *run_tracker; /* the tracker of a run (for the callbacks) */
     cap_record_fn run_fn;    /* or the record callback of a run */
@@ -236,6 +249,79 @@ static int open_file(const char *path, size_t bufsize, input *in, cap_input_info
     return 0;
 }
 
+/* Close an input's file and free its buffers (cap_source_free, or lazy
+ * opening); its counters stay. */
+static void close_input(input *in)
+{
+    if (in->pcap != NULL)
+        pcap_close(in->pcap); /* closes the FILE first */
+    in->pcap = NULL;
+    free(in->iobuf);
+    in->iobuf = NULL;
+    if (in->own) {
+        close(in->pf.fd);
+        cap_pcapfile_close(&in->pf);
+        in->own = 0;
+    }
+}
+
+/* Files that may be open at once: the open-file limit less what the rest of
+ * the process needs (database, WAL, threads, standard streams). */
+static size_t open_budget(void)
+{
+    struct rlimit rl;
+    const rlim_t reserve = 64;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
+        return SIZE_MAX;
+    return rl.rlim_cur > reserve + 8 ? (size_t)(rl.rlim_cur - reserve) : 8;
+}
+
+static int input_advance(cap_source *src, uint32_t i);
+static void input_failed(cap_source *src, uint32_t i, const char *what, const char *detail);
+
+/* Lazy opening: the first record of input i (just opened) is read for its
+ * time, then the file is closed. An input with no record is finished; a read
+ * error stays pending, reported when the merge starts (as without lazy
+ * opening). */
+static void park(cap_source *src, uint32_t i)
+{
+    input *in = &src->inputs[i];
+    in->cur.linktype = src->info[i].linktype;
+    if (input_advance(src, i))
+        in->parked = 1;
+    else
+        in->finished = 1;
+    close_input(in);
+}
+
+/* Open parked input i again, at its first record. 0, or -1 when it cannot be
+ * opened now (an input error is noted and the input is dropped). */
+static int unpark(cap_source *src, uint32_t i)
+{
+    input *in = &src->inputs[i];
+    char why[256];
+    int64_t first = in->cur.ts_us;
+    in->parked = 0;
+    if (open_file(in->path, src->bufsize, in, &src->info[i], why, sizeof why) != 0) {
+        in->finished = 1;
+        input_failed(src, i, "cannot be opened again",
+                     strstr(why, strerror(EMFILE)) || strstr(why, strerror(ENFILE))
+                         ? "too many files open at once: their times overlap; raise the "
+                           "open-file limit (ulimit -n)"
+                         : why);
+        return -1;
+    }
+    in->cur.linktype = src->info[i].linktype;
+    if (!input_advance(src, i) || in->cur.ts_us != first) {
+        in->finished = 1;
+        close_input(in);
+        if (!in->error_pending)
+            input_failed(src, i, "changed while it was read", "its first record moved");
+        return -1;
+    }
+    return 0;
+}
+
 /* Open capture files to be merged by time. */
 cap_source *cap_open_files(const char *const *paths, size_t n_paths, char *err, size_t err_size)
 {
@@ -249,12 +335,17 @@ cap_source *cap_open_files(const char *const *paths, size_t n_paths, char *err, 
         set_err(err, err_size, "out of memory");
         return NULL;
     }
+    src->bufsize = read_buffer_size(n_paths);
+    src->lazy = n_paths > open_budget();
     for (size_t i = 0; i < n_paths; i++) {
-        if (open_file(paths[i], read_buffer_size(n_paths), &src->inputs[i], &src->info[i], err,
+        src->inputs[i].path = paths[i];
+        if (open_file(paths[i], src->bufsize, &src->inputs[i], &src->info[i], err,
                       err_size) != 0) {
             cap_source_free(src);
             return NULL;
         }
+        if (src->lazy)
+            park(src, (uint32_t)i);
     }
     return src;
 }
@@ -435,16 +526,25 @@ static int files_next(cap_source *src, const cap_record **rec, char *err, size_t
         src->primed = 1;
         for (uint32_t k = 0; k < src->n; k++) {
             src->inputs[k].cur.linktype = src->info[k].linktype;
-            if (input_advance(src, k))
+            if (src->lazy ? src->inputs[k].parked : input_advance(src, k))
                 heap_push(src, k);
         }
     } else if (src->handed_out) {
-        if (!input_advance(src, src->heap[0]))
+        if (!input_advance(src, src->heap[0])) {
+            if (src->lazy) { /* its descriptor for the next file */
+                src->inputs[src->heap[0]].finished = 1;
+                close_input(&src->inputs[src->heap[0]]);
+            }
             heap_drop_root(src);
-        else if (src->heap_n > 1)
+        } else if (src->heap_n > 1) {
             heap_sift_down(src);
+        }
     }
     src->handed_out = 0;
+    /* lazy: the earliest record is a parked file's first: open it now */
+    while (src->heap_n > 0 && src->inputs[src->heap[0]].parked)
+        if (unpark(src, src->heap[0]) != 0)
+            heap_drop_root(src);
     if (src->errors_pending > 0 && take_pending_error(src, err, err_size))
         return -1;
     if (src->heap_n == 0)
@@ -779,15 +879,8 @@ void cap_source_free(cap_source *src)
 {
     if (src == NULL)
         return;
-    for (size_t i = 0; src->inputs != NULL && i < src->n; i++) {
-        if (src->inputs[i].pcap != NULL)
-            pcap_close(src->inputs[i].pcap); /* closes the FILE first */
-        free(src->inputs[i].iobuf);
-        if (src->inputs[i].own) {
-            close(src->inputs[i].pf.fd);
-            cap_pcapfile_close(&src->inputs[i].pf);
-        }
-    }
+    for (size_t i = 0; src->inputs != NULL && i < src->n; i++)
+        close_input(&src->inputs[i]);
     if (src->live != NULL)
         pcap_close(src->live);
     free(src->inputs);
@@ -828,7 +921,9 @@ void cap_source_progress(const cap_source *src, uint64_t *done, uint64_t *total)
         FILE *fp = src->inputs[i].pcap ? pcap_file(src->inputs[i].pcap) : NULL;
         long pos = fp ? ftell(fp) : -1;
         *total += src->inputs[i].size;
-        if (src->inputs[i].own)
+        if (src->inputs[i].finished)
+            *done += src->inputs[i].size;
+        else if (src->inputs[i].own)
             *done += src->inputs[i].pf.consumed;
         else if (pos > 0)
             *done += (uint64_t)pos;

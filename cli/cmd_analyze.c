@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <sys/resource.h>
+
 #include "cli/cli.h"
 
 static const char analyze_usage[] =
@@ -71,6 +73,17 @@ static int report_damaged_inputs(const cap_source *src)
     return damaged;
 }
 
+/* Many input files (tcpdump -C rotations): the soft open-file limit up to the
+ * hard one. Beyond that the capture layer opens files lazily (source.c). */
+static void raise_open_file_limit(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        (void)setrlimit(RLIMIT_NOFILE, &rl);
+    }
+}
+
 /* Open, run, finish, print. Returns the exit code. */
 static int analyze(const cli_opts *o)
 {
@@ -81,6 +94,8 @@ static int analyze(const cli_opts *o)
     const char *stopped_by;
     int status = EXIT_OK;
 
+    if (o->n_files > 64)
+        raise_open_file_limit();
     src = cap_open_files(o->files, o->n_files, err, sizeof err);
     if (!src)
         return cli_error("%s", err);
