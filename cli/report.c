@@ -419,7 +419,7 @@ static int cmp_finding(const void *a, const void *b)
 {
     const rep_finding *x = a, *y = b;
     if (x->severity_level != y->severity_level)
-        return y->severity_level - x->severity_level;
+        return y->severity_level > x->severity_level ? 1 : -1;
     if (x->extra_latency_us != y->extra_latency_us)
         return y->extra_latency_us > x->extra_latency_us ? 1 : -1;
     if (x->count != y->count)

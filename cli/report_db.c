@@ -18,6 +18,32 @@ static const char *col_text(sqlite3_stmt *st, int i)
     return t ? (const char *)t : "";
 }
 
+/* Times and durations are bounded as the capture bounds record times (up to
+ * the year 5138, capture/source.c): a crafted database's INT64 extremes then
+ * cannot overflow a difference or the time formatter. */
+#define DB_TIME_MAX 100000000000000000LL /* 10^11 s in microseconds */
+
+/* Column i as a time in microseconds, 0 .. DB_TIME_MAX. */
+static int64_t col_time(sqlite3_stmt *st, int i)
+{
+    int64_t v = sqlite3_column_int64(st, i);
+    return v < 0 ? 0 : v > DB_TIME_MAX ? DB_TIME_MAX : v;
+}
+
+/* Column i as a duration in microseconds, -DB_TIME_MAX .. DB_TIME_MAX. */
+static int64_t col_dur(sqlite3_stmt *st, int i)
+{
+    int64_t v = sqlite3_column_int64(st, i);
+    return v < -DB_TIME_MAX ? -DB_TIME_MAX : v > DB_TIME_MAX ? DB_TIME_MAX : v;
+}
+
+/* Column i as an int in lo..hi (slots: -1 for none, up to 16383). */
+static int col_int_in(sqlite3_stmt *st, int i, int lo, int hi)
+{
+    int64_t v = sqlite3_column_int64(st, i);
+    return v < lo ? lo : v > hi ? hi : (int)v;
+}
+
 /* Column i as an unsigned counter (negative values read as 0). */
 static uint64_t col_uint(sqlite3_stmt *st, int i)
 {
@@ -36,8 +62,8 @@ static void row_input(report *r, sqlite3_stmt *st)
     in.kernel_drops = col_uint(st, 4);
     in.if_drops = col_uint(st, 5);
     in.time_backwards = col_uint(st, 6);
-    in.first_us = sqlite3_column_int64(st, 7);
-    in.last_us = sqlite3_column_int64(st, 8);
+    in.first_us = col_time(st, 7);
+    in.last_us = col_time(st, 8);
     snprintf(in.error, sizeof in.error, "%s", col_text(st, 9));
     report_add_input(r, &in);
 }
@@ -59,14 +85,14 @@ static void row_migration(report *r, sqlite3_stmt *st)
 {
     an_migration m;
     memset(&m, 0, sizeof m);
-    m.slot = sqlite3_column_int(st, 0);
+    m.slot = col_int_in(st, 0, -1, 16383);
     snprintf(m.source, sizeof m.source, "%s", col_text(st, 1));
     snprintf(m.target, sizeof m.target, "%s", col_text(st, 2));
-    m.first_ask_us = sqlite3_column_int64(st, 3);
-    m.last_ask_us = sqlite3_column_int64(st, 4);
-    m.flip_us = sqlite3_column_int64(st, 5);
-    m.importing_us = sqlite3_column_int64(st, 6);
-    m.migrating_us = sqlite3_column_int64(st, 7);
+    m.first_ask_us = col_time(st, 3);
+    m.last_ask_us = col_time(st, 4);
+    m.flip_us = col_time(st, 5);
+    m.importing_us = col_time(st, 6);
+    m.migrating_us = col_time(st, 7);
     m.asks = col_uint(st, 8);
     m.tryagains = col_uint(st, 9);
     m.moveds = col_uint(st, 10);
@@ -82,14 +108,14 @@ static void row_finding(report *r, sqlite3_stmt *st)
     f.id = col_uint(st, 0);
     snprintf(f.kind, sizeof f.kind, "%s", col_text(st, 1));
     snprintf(f.severity, sizeof f.severity, "%s", col_text(st, 2));
-    f.severity_level = sqlite3_column_int(st, 3);
+    f.severity_level = col_int_in(st, 3, 0, 100);
     snprintf(f.client, sizeof f.client, "%s", col_text(st, 4));
     snprintf(f.node, sizeof f.node, "%s", col_text(st, 5));
-    f.slot = sqlite3_column_int(st, 6);
-    f.first_us = sqlite3_column_int64(st, 7);
-    f.last_us = sqlite3_column_int64(st, 8);
+    f.slot = col_int_in(st, 6, -1, 16383);
+    f.first_us = col_time(st, 7);
+    f.last_us = col_time(st, 8);
     f.count = col_uint(st, 9);
-    f.extra_latency_us = sqlite3_column_int64(st, 10);
+    f.extra_latency_us = col_dur(st, 10);
     snprintf(f.summary, sizeof f.summary, "%s", col_text(st, 11));
     /* The store writes "{}" for a finding without evidence. */
     report_add_finding(r, &f, strcmp(col_text(st, 12), "{}") ? col_text(st, 12) : NULL);
@@ -103,12 +129,12 @@ static void row_latency(report *r, sqlite3_stmt *st)
     snprintf(l.key, sizeof l.key, "%s", col_text(st, 1));
     l.redirected = sqlite3_column_int(st, 2) != 0;
     l.count = col_uint(st, 3);
-    l.p50_us = sqlite3_column_int64(st, 4);
-    l.p90_us = sqlite3_column_int64(st, 5);
-    l.p99_us = sqlite3_column_int64(st, 6);
-    l.max_us = sqlite3_column_int64(st, 7);
-    l.total_us = sqlite3_column_int64(st, 8);
-    l.extra_us = sqlite3_column_int64(st, 9);
+    l.p50_us = col_dur(st, 4);
+    l.p90_us = col_dur(st, 5);
+    l.p99_us = col_dur(st, 6);
+    l.max_us = col_dur(st, 7);
+    l.total_us = col_dur(st, 8);
+    l.extra_us = col_dur(st, 9);
     l.extra_round_trips = col_uint(st, 10);
     report_add_latency(r, &l);
 }

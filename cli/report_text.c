@@ -31,11 +31,12 @@
  * millisecond as SQLite's strftime does (the canned queries show the same). */
 static const char *fmt_time(char *buf, size_t size, int64_t us, int with_date)
 {
-    int64_t ms = (us + 500) / 1000;
+    /* beyond the year 5138 (what capture and report_db bound times to): "?" */
+    int64_t ms = us > 0 && us <= 100000000000000000LL ? (us + 500) / 1000 : 0;
     time_t sec = (time_t)(ms / 1000);
     struct tm tm;
     char hms[32];
-    if (us <= 0 || !gmtime_r(&sec, &tm)) {
+    if (us <= 0 || us > 100000000000000000LL || !gmtime_r(&sec, &tm)) {
         snprintf(buf, size, "?");
         return buf;
     }

@@ -967,6 +967,43 @@ static int read_schema_version(sqlite3 *db)
     return version;
 }
 
+/* The tables of store/schema.sql: report and query read them, and a crafted
+ * file may have put a view in their place (a recursive CTE never ends). */
+static const char *const schema_tables[] = {
+    "meta", "inputs", "nodes", "clients", "connections", "redirects", "findings",
+    "slot_migrations", "latency", "counters", "commands",
+};
+
+/* The first n tables of the schema are there and are tables (meta is the
+ * first: checked alone before the version is read, so that another version's
+ * tables are not judged by this one's). 0, or -1 with err. */
+static int check_tables(sqlite3 *db, size_t n, const char *path, char *err, size_t err_size)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = 0;
+    if (sqlite3_prepare_v2(db, "SELECT type FROM sqlite_schema WHERE name = ?1 COLLATE NOCASE",
+                           -1, &st, NULL) != SQLITE_OK)
+        return seterr(err, err_size, "'%s' is not a slotscope database (%s)", path,
+                      sqlite3_errmsg(db));
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        sqlite3_bind_text(st, 1, schema_tables[i], -1, SQLITE_STATIC);
+        int step = sqlite3_step(st);
+        const char *type = step == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0) : NULL;
+        if (step != SQLITE_ROW && step != SQLITE_DONE)
+            rc = seterr(err, err_size, "'%s' is not a slotscope database (%s)", path,
+                        sqlite3_errmsg(db));
+        else if (!type)
+            rc = seterr(err, err_size, "'%s' is not a slotscope database (no table '%s')", path,
+                        schema_tables[i]);
+        else if (strcmp(type, "table") != 0)
+            rc = seterr(err, err_size, "'%s' is not a slotscope database ('%s' is a %.16s, not "
+                        "a table)", path, schema_tables[i], type);
+        sqlite3_reset(st);
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
 struct sqlite3 *store_open_readonly(const char *path, char *err, size_t err_size)
 {
     sqlite3 *db = NULL;
@@ -989,6 +1026,16 @@ struct sqlite3 *store_open_readonly(const char *path, char *err, size_t err_size
     }
     /* A database still being written (live run) may be busy for a moment. */
     sqlite3_busy_timeout(db, 2000);
+    /* The file may be crafted: no function with side effects from its schema,
+     * no writes to sqlite_schema, no string or row over 64 MiB (real texts are
+     * a few KiB), and its tables must be tables. */
+    sqlite3_db_config(db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, (int *)NULL);
+    sqlite3_db_config(db, SQLITE_DBCONFIG_DEFENSIVE, 1, (int *)NULL);
+    sqlite3_limit(db, SQLITE_LIMIT_LENGTH, 64 << 20);
+    if (check_tables(db, 1, path, err, err_size) != 0) {
+        sqlite3_close(db);
+        return NULL;
+    }
     version = read_schema_version(db);
     if (version < 0) {
         seterr(err, err_size, "'%s' is not a slotscope database", path);
@@ -998,6 +1045,11 @@ struct sqlite3 *store_open_readonly(const char *path, char *err, size_t err_size
     if (version != STORE_SCHEMA_VERSION) {
         seterr(err, err_size, "'%s' has schema version %d; this slotscope reads version %d",
                path, version, STORE_SCHEMA_VERSION);
+        sqlite3_close(db);
+        return NULL;
+    }
+    if (check_tables(db, sizeof schema_tables / sizeof schema_tables[0], path, err,
+                     err_size) != 0) {
         sqlite3_close(db);
         return NULL;
     }

@@ -81,7 +81,10 @@ void store_each_counter(const cap_stats *cs, const resp_stats *rs, const an_stat
                         store_counter_fn fn, void *ctx);
 
 /* Open an existing database read-only (report, query). NULL with err. Checks the
- * schema version. */
+ * schema version, and that every table of the schema is there and a table (a
+ * crafted file may put an endless view in one's place); the schema is not
+ * trusted (SQLITE_DBCONFIG_TRUSTED_SCHEMA off, DEFENSIVE on) and no value over
+ * 64 MiB is read. */
 struct sqlite3;
 struct sqlite3 *store_open_readonly(const char *path, char *err, size_t err_size);
 
