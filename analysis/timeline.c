@@ -281,11 +281,13 @@ void an_tl_setslot(an_analyzer *an, an_cmdctx *x)
 /* MIGRATE host port key|"" db timeout [...] [KEYS k...]: keys moved. The slot
  * is the key's; in the KEYS form (empty key argument) the slot named by the
  * last CLUSTER GETKEYSINSLOT on the connection, else the slot the node is
- * migrating. */
+ * migrating. "+NOKEY" (https://redis.io/docs/latest/commands/migrate/): none
+ * of the keys existed, nothing moved: neither keys counted nor a migration
+ * opened. */
 void an_tl_migrate(an_analyzer *an, an_cmdctx *x)
 {
     const resp_request *r = &x->cmd->req;
-    if (x->cmd->reply.err != RESP_ERR_NONE || r->nkeys == 0)
+    if (x->cmd->reply.err != RESP_ERR_NONE || x->cmd->reply.nokey || r->nkeys == 0)
         return;
     uint64_t n = r->nkeys;
     int32_t slot = -1;

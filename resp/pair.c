@@ -361,6 +361,7 @@ static PAIR_RARE void reply_copy(resp_reply *dst, const resp_reply *src)
     dst->elements = src->elements;
     dst->bytes = src->bytes;
     dst->gap = src->gap;
+    dst->nokey = src->nokey;
     dst->raw = NULL;
     dst->raw_len = 0;
 }

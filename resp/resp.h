@@ -221,6 +221,8 @@ typedef struct resp_reply {
     uint8_t gap;                      /* bytes of a bulk payload in it were lost
                                          in a capture gap and skipped by their
                                          declared length (raw is not kept) */
+    uint8_t nokey;                    /* the simple string "NOKEY" (MIGRATE:
+                                         none of its keys existed, none moved) */
     char errtext[RESP_ERRTEXT_MAX];   /* error text without '-' (prefix) */
     resp_redirect redir;              /* MOVED/ASK target */
 } resp_reply;

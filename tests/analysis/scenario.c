@@ -182,6 +182,8 @@ static void build_reply(resp_reply *rep, const char *reply)
         rep->err = resp_classify_error(text, strlen(text), &rep->redir);
     } else if (reply[0] == ':') {
         rep->integer = atoll(reply + 1);
+    } else if (!strcmp(reply, "+NOKEY")) {
+        rep->nokey = 1; /* as resp/ decodes it */
     }
 }
 
