@@ -36,6 +36,7 @@ int ss_fuzz_redirect(const uint8_t *data, size_t size);
 int ss_fuzz_cluster_replies(const uint8_t *data, size_t size);
 int ss_fuzz_resp_decode(const uint8_t *data, size_t size);
 int ss_fuzz_bus(const uint8_t *data, size_t size);
+int ss_fuzz_report(const uint8_t *data, size_t size);
 
 /* One conversation in fuzz_resp's input layout (see fuzz_resp.c) played
  * through the pipeline; pipe_flags are more ss_fuzz_pipe_init variant bits. */

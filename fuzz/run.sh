@@ -11,13 +11,14 @@
 #                 it, inputs grow slowly from a few bytes and stay around 1-8 KB
 #                 for minutes, so long pipelines, large CLUSTER replies and
 #                 multi-packet streams are barely explored
-#   --max-len N   largest input in bytes (default 65536)
+#   --max-len N   largest input in bytes (default 65536; fuzz_report 131072, its
+#                 seeds are whole databases)
 #   --seeds       first cut seeds from the fixture captures (tests/fixtures,
 #                 *.pcap and *.pcapng under 2 MiB) with fuzz_mkseeds, and add to
 #                 fuzz/seeds/TARGET those that add coverage (libFuzzer -merge=1)
 #   --build-only  build, run nothing
 #   TARGET...     some of: fuzz_pcap fuzz_pcapfile fuzz_resp fuzz_resp_decode
-#                 fuzz_redirect fuzz_cluster_replies fuzz_bus (default: all)
+#                 fuzz_redirect fuzz_cluster_replies fuzz_bus fuzz_report (default: all)
 #
 # Each target reads fuzz/seeds/TARGET and fuzz/regressions/TARGET (read only;
 # fuzz_resp_decode also those of fuzz_resp, whose input format it shares) and
@@ -35,10 +36,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 
-all_targets=(fuzz_pcap fuzz_pcapfile fuzz_resp fuzz_resp_decode fuzz_redirect fuzz_cluster_replies fuzz_bus)
+all_targets=(fuzz_pcap fuzz_pcapfile fuzz_resp fuzz_resp_decode fuzz_redirect fuzz_cluster_replies
+             fuzz_bus fuzz_report)
 seconds=60
 long_inputs=0
-max_len=65536
+max_len=
 seeds=0
 build_only=0
 targets=()
@@ -112,6 +114,8 @@ for t in "${targets[@]}"; do
   done
   extra=()
   [ "$long_inputs" = 1 ] && extra+=(-len_control=0)
+  len=${max_len:-65536}
+  [ -z "$max_len" ] && [ "$t" = fuzz_report ] && len=131072
   if [ -f "$root/fuzz/dict/$t.dict" ]; then
     extra+=("-dict=$root/fuzz/dict/$t.dict")
   elif [ -f "$root/fuzz/dict/resp.dict" ]; then
@@ -121,7 +125,7 @@ for t in "${targets[@]}"; do
   set +e
   # shellcheck disable=SC2086
   "$build/fuzz/$t" "${dirs[@]}" -max_total_time="$seconds" -timeout=10 \
-    -rss_limit_mb=2048 -max_len="$max_len" -print_final_stats=1 \
+    -rss_limit_mb=2048 -max_len="$len" -print_final_stats=1 \
     -artifact_prefix="$artifacts/" "${extra[@]}" ${FUZZ_ARGS:-} >"$log" 2>&1
   rc=$?
   set -e

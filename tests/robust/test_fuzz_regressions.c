@@ -132,9 +132,16 @@ static void test_bus(void **state)
     replay_target("fuzz_bus", NULL, ss_fuzz_bus);
 }
 
+static void test_report(void **state)
+{
+    (void)state;
+    replay_target("fuzz_report", NULL, ss_fuzz_report);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_report),
         cmocka_unit_test(test_pcap),
         cmocka_unit_test(test_bus),
         cmocka_unit_test(test_pcapfile),
