@@ -206,7 +206,9 @@ typedef struct cap_stats {
     uint64_t ip_fragments;         /* IPv4/IPv6 fragments (not reassembled) */
     uint64_t truncated;            /* packets cut by snaplen before the payload ended */
     uint64_t malformed;            /* headers that failed a bounds or sanity check */
-    uint64_t time_backwards;       /* records older than the previous one */
+    uint64_t time_backwards;       /* records older than an earlier record (than
+                                      the tracker's clock, which they do not
+                                      move); over the merged inputs */
     uint64_t connections;          /* connections opened */
     uint64_t mid_stream;           /* of which picked up without a SYN */
     uint64_t evicted_connections;  /* closed because the table was full */
@@ -294,7 +296,9 @@ typedef struct cap_input_info {
     uint64_t kernel_drops;    /* live only */
     uint64_t if_drops;        /* live only */
     char error[256];          /* "" or what went wrong (truncated record, ...) */
-    uint64_t time_backwards;  /* records older than the previous one of this input */
+    uint64_t time_backwards;  /* records older than an earlier record of this
+                                 input (the tracker's rule, within one file:
+                                 one file gives the tracker's number) */
     uint64_t bad_lengths;     /* records whose lengths cannot be right: nothing
                                  captured, more captured than was on the wire, or
                                  a wire length over CAP_MAX_WIRE_LEN */

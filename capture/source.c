@@ -58,8 +58,7 @@ typedef struct input {
     uint64_t bytes;          /* their captured bytes */
     int64_t first_us;        /* time of the first */
     int64_t last_us;         /* latest time */
-    int64_t prev_us;         /* time of the previous record (time_backwards) */
-    uint64_t time_backwards; /* records older than the previous one */
+    uint64_t time_backwards; /* records older than an earlier one (last_us) */
     uint64_t bad_lengths;    /* records with impossible lengths (see cap_input_info) */
     uint64_t size;           /* file size in bytes */
     int error_pending;       /* info.error is set and not yet reported */
@@ -460,12 +459,13 @@ static inline void input_count(cap_source *src, uint32_t i)
     if (in->packets == 0) {
         in->first_us = in->last_us = in->cur.ts_us;
     } else {
-        if (in->cur.ts_us < in->prev_us)
+        /* older than the latest before it: the tracker's rule (its clock does
+         * not move for such a record), so one file gives one number */
+        if (in->cur.ts_us < in->last_us)
             in->time_backwards++;
         if (in->cur.ts_us > in->last_us)
             in->last_us = in->cur.ts_us;
     }
-    in->prev_us = in->cur.ts_us;
     if (in->cur.caplen == 0 || in->cur.caplen > in->cur.wirelen ||
         in->cur.wirelen > CAP_MAX_WIRE_LEN)
         in->bad_lengths++;

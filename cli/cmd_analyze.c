@@ -67,8 +67,9 @@ static int report_damaged_inputs(const cap_source *src)
         /* Only a warning: captures from multi-queue NICs, or merged from hosts
          * whose clocks differ slightly, step back now and then. */
         if (in[i].time_backwards > 0)
-            cli_error("warning: '%s': time goes backwards at %llu records; analysed in "
-                      "file order", in[i].name, (unsigned long long)in[i].time_backwards);
+            cli_error("warning: '%s': time goes backwards at %llu records (older than an "
+                      "earlier record of the file); analysed in file order", in[i].name,
+                      (unsigned long long)in[i].time_backwards);
     }
     return damaged;
 }

@@ -110,10 +110,78 @@ static void test_migrate_nokey(void **state)
     assert_int_equal(run("query", db, "migrations"), 0);
 }
 
+/* Frames of a conversation, kept to be written with chosen times. */
+typedef struct frames {
+    uint8_t data[64][256];
+    size_t len[64];
+    size_t n;
+} frames;
+
+static void keep_frame(void *ctx, int dlt, int64_t ts_us, const uint8_t *frame, size_t len)
+{
+    frames *f = ctx;
+    (void)dlt;
+    (void)ts_us;
+    assert_true(f->n < 64 && len <= sizeof f->data[0]);
+    memcpy(f->data[f->n], frame, len);
+    f->len[f->n++] = len;
+}
+
+/* Item 12: records 2 and 3 of every 5 are half a second in the past (two
+ * records older than an earlier one, per group, but one step back from the
+ * record before): the warning, the inputs table, the counters table and the
+ * report give one number. */
+static void test_time_backwards_one_number(void **state)
+{
+    (void)state;
+    const char *cap = tmp("back.pcap"), *db = tmp("back.db");
+    static frames fr;
+    pg_packet t;
+    pg_conv c;
+    fr.n = 0;
+    pg_packet_init(&t);
+    t.dport = 7000;
+    pg_conv_init(&c, &t, 100, 5000, T0);
+    c.fn = keep_frame;
+    c.ctx = &fr;
+    assert_int_equal(pg_conv_handshake(&c), 0);
+    for (int i = 0; i < 8; i++)
+        exchange(&c, (const char *const[]){"GET", "k", NULL}, "$1\r\nv\r\n");
+    assert_int_equal(pg_conv_close(&c), 0);
+    pg_file *f = pg_file_open(cap, PG_PCAP, DLT_EN10MB, 65535);
+    assert_non_null(f);
+    uint64_t back = 0;
+    for (size_t k = 0; k < fr.n; k++) {
+        int64_t ts = T0 + 1000000 + (int64_t)k * 1000;
+        if (k % 5 == 2 || k % 5 == 3) {
+            ts -= 500000;
+            back++;
+        }
+        assert_int_equal(pg_file_write(f, ts, fr.data[k], fr.len[k]), 0);
+    }
+    assert_int_equal(pg_file_close(f), 0);
+
+    assert_int_equal(run("analyze", cap, "--db", db), 0);
+    char want[64];
+    snprintf(want, sizeof want, "time goes backwards at %llu records", (unsigned long long)back);
+    if (!strstr(last.err, want))
+        fail_msg("expected \"%s\" in:\n%s", want, last.err);
+    snprintf(want, sizeof want, "time_backwards %llu", (unsigned long long)back);
+    if (!strstr(last.out, want))
+        fail_msg("expected \"%s\" in:\n%s", want, last.out);
+    assert_int_equal(th_db_int(db, "SELECT time_backwards FROM inputs"), (int64_t)back);
+    assert_int_equal(th_db_int(db, "SELECT value FROM counters WHERE name = 'time_backwards'"),
+                     (int64_t)back);
+    assert_int_equal(run("report", db), 0);
+    if (!strstr(last.out, want))
+        fail_msg("expected \"%s\" in:\n%s", want, last.out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_migrate_nokey, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_time_backwards_one_number, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
