@@ -15,6 +15,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "capture/capture.h"
@@ -473,5 +474,42 @@ int cap_pcapfile_chunks(cap_pcapfile *f, unsigned n, cap_chunk_fn fn, void *ctx)
 int cap_pcapfile_fill_chunk(cap_pcapfile *f, uint64_t k);
 /* Free the buffer(s) (the fd stays the caller's). */
 void cap_pcapfile_close(cap_pcapfile *f);
+
+/* ---------------------------------------------------------------- pcapng */
+
+/* One interface of a pcapng section (pcapng.c). */
+typedef struct cap_pcapng_iface {
+    int dlt;                 /* its link type as a DLT_ value */
+    uint32_t snaplen;
+    uint64_t units_per_s;    /* timestamp units per second (if_tsresol) */
+    int64_t offset_s;        /* if_tsoffset */
+} cap_pcapng_iface;
+
+/* The pcapng reader source.c falls back on when libpcap refuses a file whose
+ * interfaces have different link types (see pcapng.c). */
+typedef struct cap_pcapng {
+    FILE *fp;                /* owned: closed by cap_pcapng_close */
+    uint8_t *block;          /* the current block, whole */
+    uint32_t block_cap;
+    cap_pcapng_iface *ifaces; /* of the current section */
+    uint32_t n_ifaces, ifaces_cap;
+    int swapped;             /* the section is in the other byte order */
+    uint64_t offset;         /* bytes read (progress) */
+    char errbuf[128];
+} cap_pcapng;
+
+/* One packet: its interface's link type and libpcap-style times. */
+typedef struct cap_pcapng_rec {
+    int dlt;
+    int64_t sec, usec;
+    const uint8_t *data;     /* valid until the next call */
+    uint32_t caplen, len;
+} cap_pcapng_rec;
+
+/* Read fp (at the start of the file; owned from now on). 0. */
+int cap_pcapng_open(cap_pcapng *g, FILE *fp);
+/* The next packet: 1 and *rec, 0 at the end, -1 with g->errbuf. */
+int cap_pcapng_next(cap_pcapng *g, cap_pcapng_rec *rec);
+void cap_pcapng_close(cap_pcapng *g);
 
 #endif /* SLOTSCOPE_CAPTURE_INTERNAL_H */

@@ -66,6 +66,8 @@ typedef struct input {
     cap_pcapfile pf;         /* the classic pcap reader (when own); its hot
                                 fields first, right after the counters */
     pcap_t *pcap;            /* libpcap's handle (NULL when closed or unused) */
+    cap_pcapng *ng;          /* or pcapng.c's reader, when libpcap refused the
+                                file's second link type (switch_to_pcapng) */
     char *iobuf;             /* stdio buffer of the file (libpcap) */
     /* lazy opening (many files): */
     const char *path;        /* the caller's path (kept by the caller) */
@@ -257,6 +259,11 @@ static void close_input(input *in)
     in->pcap = NULL;
     free(in->iobuf);
     in->iobuf = NULL;
+    if (in->ng != NULL) {
+        cap_pcapng_close(in->ng);
+        free(in->ng);
+        in->ng = NULL;
+    }
     if (in->own) {
         close(in->pf.fd);
         cap_pcapfile_close(&in->pf);
@@ -428,6 +435,56 @@ static int own_advance(cap_source *src, uint32_t i)
     return 1;
 }
 
+/* Read the next record of input i with pcapng.c's reader. */
+static int ng_advance(cap_source *src, uint32_t i)
+{
+    input *in = &src->inputs[i];
+    cap_pcapng_rec rec;
+    int r = cap_pcapng_next(in->ng, &rec);
+    if (r != 1) {
+        if (r < 0)
+            record_failed(src, i, in->ng->errbuf);
+        return 0;
+    }
+    in->cur.linktype = rec.dlt;
+    in->cur.ts_us = time_us(rec.sec, rec.usec);
+    in->cur.data = rec.data;
+    in->cur.caplen = rec.caplen;
+    in->cur.wirelen = rec.len;
+    return 1;
+}
+
+/* libpcap stopped at an interface whose link type differs from the first
+ * one's: read input i again with pcapng.c, past the records already handed
+ * out (the record libpcap failed on is the next one). 1 when it goes on. */
+static int switch_to_pcapng(cap_source *src, uint32_t i)
+{
+    input *in = &src->inputs[i];
+    cap_pcapng_rec rec;
+    if (in->pcap == NULL || !strstr(pcap_geterr(in->pcap), "different from the type of the first"))
+        return 0;
+    FILE *fp = fopen(in->path, "rb");
+    cap_pcapng *ng = fp ? malloc(sizeof *ng) : NULL;
+    if (ng == NULL) {
+        if (fp)
+            fclose(fp);
+        return 0;
+    }
+    cap_pcapng_open(ng, fp);
+    for (uint64_t k = 0; k < in->packets; k++)
+        if (cap_pcapng_next(ng, &rec) != 1) {
+            cap_pcapng_close(ng);
+            free(ng);
+            return 0;
+        }
+    pcap_close(in->pcap); /* closes the FILE first */
+    in->pcap = NULL;
+    free(in->iobuf);
+    in->iobuf = NULL;
+    in->ng = ng;
+    return 1;
+}
+
 /* Read the next record of input i into its slot. 1 when there is one, 0 at
  * its end or on an error (noted for the caller to report). */
 static int input_advance(cap_source *src, uint32_t i)
@@ -438,10 +495,14 @@ static int input_advance(cap_source *src, uint32_t i)
     int r;
     if (in->own)
         return own_advance(src, i);
+    if (in->ng)
+        return ng_advance(src, i);
     r = pcap_next_ex(in->pcap, &hdr, &data);
     if (r == PCAP_ERROR_BREAK || r == 0)
         return 0; /* end of file */
     if (r != 1) {
+        if (switch_to_pcapng(src, i))
+            return ng_advance(src, i);
         record_failed(src, i, pcap_geterr(in->pcap));
         return 0;
     }
@@ -666,6 +727,13 @@ static int single_run(cap_source *src, cap_tracker *t, char *err, size_t err_siz
     do {
         n = pcap_dispatch(in->pcap, -1, single_packet, (u_char *)src);
     } while (n > 0 && !src->stop);
+    if (n == PCAP_ERROR && switch_to_pcapng(src, 0)) {
+        while (!src->stop && ng_advance(src, 0)) {
+            input_count(src, 0);
+            deliver(src, &in->cur);
+        }
+        n = src->stop ? PCAP_ERROR_BREAK : 0;
+    }
     src->run_tracker = NULL;
     if (n == PCAP_ERROR)
         record_failed(src, 0, pcap_geterr(in->pcap));
@@ -923,6 +991,8 @@ void cap_source_progress(const cap_source *src, uint64_t *done, uint64_t *total)
         *total += src->inputs[i].size;
         if (src->inputs[i].finished)
             *done += src->inputs[i].size;
+        else if (src->inputs[i].ng)
+            *done += src->inputs[i].ng->offset;
         else if (src->inputs[i].own)
             *done += src->inputs[i].pf.consumed;
         else if (pos > 0)

@@ -4,7 +4,10 @@
  * - item 8: a MIGRATE answered +NOKEY moved no key and opens no migration
  *   (one answered +OK does, as a control);
  * - item 12: time_backwards says one number everywhere (the warning, the
- *   inputs table, the counters table and the report).
+ *   inputs table, the counters table and the report);
+ * - item 9: a pcapng whose interfaces have different link types
+ *   (tests/fixtures/cli/mixed-linktypes.pcapng) is read whole, as its two
+ *   source captures are.
  *
  * SLOTSCOPE_TEST_BINARY (environment) runs another binary instead of the one
  * built (to show that the test fails on an older one).
@@ -177,11 +180,43 @@ static void test_time_backwards_one_number(void **state)
         fail_msg("expected \"%s\" in:\n%s", want, last.out);
 }
 
+/* Item 9: every packet of the two-link-type pcapng, and the same analysis as
+ * its two sources merged. */
+static void test_pcapng_mixed_linktypes(void **state)
+{
+    (void)state;
+    const char *mixed = tmp("mixed.db"), *two = tmp("two.db");
+    assert_int_equal(run("analyze", SS_FIXTURES "/cli/mixed-linktypes.pcapng", "--db", mixed,
+                         "-q"), 0);
+    assert_int_equal(run("analyze", SS_FIXTURES "/cli/set.pcap",
+                         SS_FIXTURES "/cli/resp_3_malicious.pcap", "--db", two, "-q"), 0);
+    assert_int_equal(th_db_int(mixed, "SELECT packets FROM inputs"), 175); /* tshark: 175 */
+    assert_int_equal(th_db_int(mixed, "SELECT count(*) FROM inputs WHERE error <> ''"), 0);
+    static const char *const same[] = {
+        "SELECT value FROM counters WHERE name = 'packets'",
+        "SELECT value FROM counters WHERE name = 'tcp_packets'",
+        "SELECT value FROM counters WHERE name = 'commands'",
+        "SELECT value FROM counters WHERE name = 'connections'",
+        "SELECT count(*) FROM connections",
+        "SELECT min(first_us) FROM inputs",
+        "SELECT max(last_us) FROM inputs",
+        "SELECT sum(bytes) FROM inputs",
+    };
+    for (size_t i = 0; i < sizeof same / sizeof same[0]; i++)
+        assert_int_equal(th_db_int(mixed, same[i]), th_db_int(two, same[i]));
+    assert_int_equal(th_db_int(mixed, "SELECT value FROM counters WHERE name = 'unsupported'"), 0);
+    /* --threads 2 reads it through the other path (a reader thread) */
+    assert_int_equal(run("analyze", SS_FIXTURES "/cli/mixed-linktypes.pcapng", "--threads", "2",
+                         "--db", tmp("mixed2.db"), "-q"), 0);
+    assert_int_equal(th_db_int(tmp("mixed2.db"), "SELECT packets FROM inputs"), 175);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_migrate_nokey, setup, teardown),
         cmocka_unit_test_setup_teardown(test_time_backwards_one_number, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pcapng_mixed_linktypes, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
