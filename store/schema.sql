@@ -28,7 +28,7 @@ CREATE TABLE inputs (
     last_us        INTEGER NOT NULL,
     kernel_drops   INTEGER NOT NULL DEFAULT 0,
     if_drops       INTEGER NOT NULL DEFAULT 0,
-    time_backwards INTEGER NOT NULL DEFAULT 0, -- records older than an earlier record of this file
+    time_backwards INTEGER NOT NULL DEFAULT 0, -- records older than the one before
     error          TEXT NOT NULL DEFAULT ''
 );
 
