@@ -140,6 +140,16 @@ typedef struct cap_event {
     size_t len;              /* DATA: how many */
     uint64_t gap_len;        /* GAP: bytes missing (0 when not known, e.g. a
                                 stream picked up mid-way with data held back) */
+    int32_t ack_ahead;       /* DATA with has_ack: the highest ACK number the
+                                sender of these bytes had sent, as bytes
+                                beyond (negative: short of) what the other
+                                direction has delivered so far: the sender
+                                had received at least the other direction's
+                                bytes up to there when it sent the last of
+                                these (it bounds which requests a reply can
+                                answer) */
+    uint8_t has_ack;         /* DATA: ack_ahead is known (an ACK was seen from
+                                the sender and the other stream has started) */
     cap_close_reason reason; /* CLOSE */
 } cap_event;
 

@@ -132,6 +132,9 @@ typedef struct cap_stream {
                                 payload and nothing delivered since: it may
                                 have been a keepalive, one below the sender's
                                 real next sequence number */
+    uint8_t ack_valid;       /* ack_sent is valid */
+    uint32_t ack_sent;       /* highest ACK this side sent (in its peer's
+                                sequence space): what it had received */
 } cap_stream;
 
 /* Lifecycle of a table entry. */

@@ -219,6 +219,17 @@ void cap_emit_data(cap_tracker *t, cap_flow *f, int side, int64_t ts_us,
     ev.ts_us = ts_us;
     ev.data = data;
     ev.len = len;
+    /* How far the sender's highest ACK is ahead of (or behind) the peer's
+     * stream delivered so far: the receiver of these bytes' peer had
+     * received that much when it sent them (at the latest) */
+    const cap_stream *peer = &f->st[1 - side];
+    if (f->st[side].ack_valid && peer->started) {
+        int32_t ahead = (int32_t)(f->st[side].ack_sent - peer->next);
+        if (ahead > -(int32_t)CAP_WINDOW_MAX && ahead < (int32_t)CAP_WINDOW_MAX) {
+            ev.has_ack = 1;
+            ev.ack_ahead = ahead;
+        }
+    }
     if (t->fn != NULL)
         t->fn(t->ctx, &ev);
 }
@@ -471,6 +482,10 @@ static void flow_segment(cap_tracker *t, cap_flow *f, int side, const cap_pkt *p
         decide_by_shape(t, f, side, p->payload, p->payload_len);
     if (f->side_known && !f->opened)
         open_flow(t, f, ts_us);
+    if ((p->flags & TCP_ACK) && (!st->ack_valid || SEQ_GT(p->ack, st->ack_sent))) {
+        st->ack_sent = p->ack; /* carried by this side's DATA (cap_event.ack_ahead) */
+        st->ack_valid = 1;
+    }
     /* An ACK matters only beyond what the peer's stream delivered. */
     if ((p->flags & TCP_ACK) && SEQ_GT(p->ack, f->st[1 - side].next)) {
         if (f->st[1 - side].probe_start)

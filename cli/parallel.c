@@ -1438,13 +1438,15 @@ struct ra_ev {
     uint32_t size;                 /* header and body, a multiple of EV_ALIGN */
     uint8_t kind;                  /* an ra_kind */
     uint8_t dir;                   /* the cap_event's dir */
-    uint8_t reason;                /* CLOSE: a cap_close_reason */
+    uint8_t reason;                /* CLOSE: a cap_close_reason; DATA (_REF):
+                                      the cap_event's has_ack */
     uint8_t counters;              /* DATA (_REF): RA_UPDATE's body follows the
                                       body (padded), arg is last_record */
     uint32_t slot;                 /* the connection's slot */
     uint32_t len;                  /* DATA: bytes that follow (_REF: referenced) */
     int64_t ts_us;
     uint64_t arg;                  /* GAP: gap_len; UPDATE: last_record */
+    int32_t ack_ahead;             /* DATA (_REF): the cap_event's ack_ahead */
 };
 
 /* The counters a record changes: cap_conn from last_us up to user (the
@@ -1740,6 +1742,8 @@ static void ra_on_event(void *ctx, const cap_event *ev)
             return;
         }
         h->len = (uint32_t)ev->len;
+        h->reason = ev->has_ack;
+        h->ack_ahead = ev->ack_ahead;
         ra_end(p, h);
         break;
     case CAP_EV_GAP:
@@ -1883,11 +1887,15 @@ static void ra_replay(struct par *p, const ra_ev *h)
     case RA_DATA:
         ev.data = body;
         ev.len = h->len;
+        ev.has_ack = h->reason;
+        ev.ack_ahead = h->ack_ahead;
         break;
     case RA_DATA_REF:
         ev.kind = CAP_EV_DATA;
         memcpy(&ev.data, body, sizeof ev.data);
         ev.len = h->len;
+        ev.has_ack = h->reason;
+        ev.ack_ahead = h->ack_ahead;
         break;
     case RA_GAP:
         ev.gap_len = h->arg;
