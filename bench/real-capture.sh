@@ -12,9 +12,10 @@
 #   RESHARD=N   move N slots from the first master to the second while the
 #               benchmark runs (redis-cli --cluster reshard), for ASK/MOVED
 #               traffic on the wire (default 0: none)
+#   PORT_BASE=P the nodes' first port (default 30501)
 #
-# Nodes listen on 127.0.0.1:30501-30503, their cluster bus on 30511-30513
-# (cluster-port), nothing else. Every wait is bounded; the nodes and tcpdump
+# Nodes listen on 127.0.0.1:P..P+2 (30501-30503), their cluster bus on
+# P+10..P+12 (cluster-port), nothing else. Every wait is bounded; the nodes and tcpdump
 # are stopped on exit, whatever happens.
 set -euo pipefail
 
@@ -22,7 +23,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 out=${1:-$root/bench/data/real.pcap}
 requests=${2:-1000000}
 reshard=${RESHARD:-0}
-ports=(30501 30502 30503)
+base=${PORT_BASE:-30501}
+ports=("$base" $((base + 1)) $((base + 2)))
 dir=$(mktemp -d /tmp/ss-real.XXXXXX)
 tcpdump_pid=
 reshard_pid=
@@ -73,7 +75,7 @@ done
 for p in "${ports[@]}"; do
     wait_for 10 "node $p" redis-cli -h 127.0.0.1 -p "$p" ping
 done
-timeout 60 redis-cli --cluster create 127.0.0.1:30501 127.0.0.1:30502 127.0.0.1:30503 \
+timeout 60 redis-cli --cluster create "127.0.0.1:${ports[0]}" "127.0.0.1:${ports[1]}" "127.0.0.1:${ports[2]}" \
     --cluster-yes >"$dir/create.log" 2>&1 || die "cluster create failed: $(tail -3 "$dir/create.log")"
 cluster_ok() {
     local p
@@ -85,21 +87,21 @@ wait_for 30 "cluster_state:ok" cluster_ok
 
 # tcpdump: whole packets, a large buffer so that the kernel drops nothing
 tcpdump -i lo -s 0 -B 262144 -U -w "$out" \
-    'tcp and (port 30501 or port 30502 or port 30503)' 2>"$dir/tcpdump.log" &
+    "tcp and (port ${ports[0]} or port ${ports[1]} or port ${ports[2]})" 2>"$dir/tcpdump.log" &
 tcpdump_pid=$!
 wait_for 10 "tcpdump" grep -q 'listening on' "$dir/tcpdump.log"
 
 if [ "$reshard" -gt 0 ]; then
-    src=$(redis-cli -h 127.0.0.1 -p 30501 cluster myid)
-    dst=$(redis-cli -h 127.0.0.1 -p 30502 cluster myid)
-    (sleep 2; timeout 300 redis-cli --cluster reshard 127.0.0.1:30501 --cluster-from "$src" \
+    src=$(redis-cli -h 127.0.0.1 -p "${ports[0]}" cluster myid)
+    dst=$(redis-cli -h 127.0.0.1 -p "${ports[1]}" cluster myid)
+    (sleep 2; timeout 300 redis-cli --cluster reshard "127.0.0.1:${ports[0]}" --cluster-from "$src" \
         --cluster-to "$dst" --cluster-slots "$reshard" --cluster-yes \
         --cluster-pipeline 10 >"$dir/reshard.log" 2>&1 || true) &
     reshard_pid=$!
 fi
 
 # clients: 50 connections, pipelines of 16, random keys, small values
-timeout 600 redis-benchmark --cluster -h 127.0.0.1 -p 30501 -c 50 -P 16 -n "$requests" \
+timeout 600 redis-benchmark --cluster -h 127.0.0.1 -p "${ports[0]}" -c 50 -P 16 -n "$requests" \
     -r 1000000 -d 64 -t set,get,incr,lpush,hset -q >"$dir/bench.log" 2>&1 ||
     echo "real-capture.sh: redis-benchmark: $(tail -2 "$dir/bench.log")" >&2
 if [ -n "$reshard_pid" ]; then wait "$reshard_pid" || true; fi

@@ -93,6 +93,8 @@ enum {
     RQK_REPLY_OFF,
     RQK_REPLY_SKIP,
     RQK_REPLCONF_ACK,
+    RQK_LOST,          /* a request lost in a gap, counted (rq_gap_resolve):
+                          its reply is expected, nothing is emitted */
     RQK_MONITOR,       /* from here on: reply_effects */
     RQK_HELLO,
     RQK_RESET,
@@ -257,28 +259,18 @@ static int ring_reserve(rc_conn *c)
  * queued, so without this it would keep the deepest pipeline a connection
  * ever had (and the memory would grow with the length of the capture).
  *
- * A ring larger than RING_BIG is freed as soon as it is empty. Otherwise,
- * once a window of RING_WINDOW x ring_cap requests has passed, a ring whose
+ * Once a window of RING_WINDOW x ring_cap requests has passed, a ring whose
  * queue never got deeper than a quarter of its capacity in that window is
- * cut to twice that depth (at least RING_KEEP entries). The window and the
- * factor four between growing and shrinking make the copies amortised: a
- * connection that keeps bouncing between depths is resized at most once per
- * window, never per command. */
+ * cut to twice that depth (at least RING_KEEP entries). Nothing else ever
+ * shrinks a ring, not even draining it: a connection that fills its ring
+ * and empties it again and again (a stream nobody answers, cut at the
+ * in-flight cap; bursts) keeps one ring instead of growing and giving back
+ * its memory each time, which cost a copy and page faults per round. The
+ * window and the factor four between growing and shrinking make the copies
+ * amortised: at most one resize per window, never per command. */
 static void ring_maybe_shrink(rc_conn *c)
 {
-    if (c->ring_cap <= RING_KEEP)
-        return;
-    if (c->count == 0 && c->ring_cap > RING_BIG) {
-        rep_rebase(c, NULL);
-        free(c->ring);
-        c->ring = NULL;
-        c->ring_cap = 0;
-        c->head = 0;
-        c->ring_hw = 0;
-        c->ring_win = 0;
-        return;
-    }
-    if (c->ring_win < (uint64_t)RING_WINDOW * c->ring_cap)
+    if (c->ring_cap <= RING_KEEP || c->ring_win < (uint64_t)RING_WINDOW * c->ring_cap)
         return;
     uint32_t need = c->ring_hw > c->count + 1 ? c->ring_hw : c->count + 1;
     if ((uint64_t)need * 4 <= c->ring_cap) {
@@ -378,6 +370,110 @@ static PAIR_RARE void reply_detach(rc_conn *c, resp_reply *r)
     reply_clear_error(r);
 }
 
+static void emit(rc_conn *c, rq_entry *e, resp_outcome outcome);
+static inline int expects_no_reply(const rq_entry *e);
+
+static inline int subscribed(const rc_conn *c);
+static void rp_gap_give_up(rc_conn *c, uint32_t n);
+
+/* ---------------------------------------------------------------- sizes
+ *
+ * What a gap can be counted with (see "loss" below): the sizes the replies
+ * of each command have had on this connection, and the sizes of its
+ * requests. A command is keyed by its name, the name's length and argc
+ * (SET k v and SET k v GET are different commands here). */
+
+/* The key of e's command. */
+static inline uint64_t size_key(const rq_entry *e)
+{
+    uint64_t k;
+    memcpy(&k, e->cmd.req.name, sizeof k);
+    if (e->name_len < 8) /* bytes past the name may be stale */
+        k &= ((uint64_t)1 << (8 * e->name_len)) - 1;
+    return k ^ ((uint64_t)e->name_len << 56) ^ ((uint64_t)(e->cmd.req.argc & 0xffff) << 40);
+}
+
+/* A reply of r->bytes paired with e: remember its size. */
+static inline void sizes_learn(rc_conn *c, const rq_entry *e, const resp_reply *r)
+{
+    uint64_t k = size_key(e);
+    rc_sizes *z = NULL;
+    for (int i = 0; i < RC_SIZE_SLOTS; i++) {
+        if (c->rsz[i].key == k && c->rsz[i].seen != 0) {
+            z = &c->rsz[i];
+            break;
+        }
+    }
+    if (z == NULL) {
+        z = &c->rsz[c->rsz_next++ % RC_SIZE_SLOTS];
+        memset(z, 0, sizeof(*z));
+        z->key = k;
+    }
+    if (z->seen < UINT16_MAX)
+        z->seen++;
+    if (r->gap || r->bytes > UINT32_MAX) {
+        z->varied = 1;
+        return;
+    }
+    uint32_t b = (uint32_t)r->bytes;
+    if (z->n > 0 && z->size[0] == b)
+        return;
+    if (z->n > 1 && z->size[1] == b) {
+        z->size[1] = z->size[0];
+        z->size[0] = b;
+        return;
+    }
+    if (z->n == 2)
+        z->varied = 1; /* a third size: the command's replies vary */
+    z->size[1] = z->size[0];
+    z->size[0] = b;
+    if (z->n < 2)
+        z->n++;
+}
+
+/* The sizes e's reply may have: 1 or 2 of them in out, or 0 when they are
+ * not predictable (a command seen fewer than three times, with more than
+ * two sizes, or not a plain one). */
+static int sizes_of(const rc_conn *c, const rq_entry *e, uint32_t out[2])
+{
+    if (e->kind != RQK_NORMAL || e->nreply != 1 || e->uncertain || e->keep)
+        return 0;
+    uint64_t k = size_key(e);
+    for (int i = 0; i < RC_SIZE_SLOTS; i++) {
+        const rc_sizes *z = &c->rsz[i];
+        if (z->key == k && z->seen >= 3 && !z->varied && z->n > 0) {
+            out[0] = z->size[0];
+            out[1] = z->size[1];
+            return z->n;
+        }
+    }
+    return 0;
+}
+
+/* A request of `bytes` was decoded: remember its size. */
+static inline void rq_sizes_learn(rc_conn *c, uint64_t bytes)
+{
+    if (c->qsz_seen < UINT16_MAX)
+        c->qsz_seen++;
+    for (uint8_t i = 0; i < c->qsz_n; i++)
+        if (c->qsz[i] == bytes)
+            return;
+    if (c->qsz_n < RC_RQ_SIZES && bytes <= UINT32_MAX)
+        c->qsz[c->qsz_n++] = (uint32_t)bytes;
+    else
+        c->qsz_varied = 1;
+}
+
+/* Pop the head unanswered: emitted as such (or, expecting nothing, as
+ * RESP_NO_REPLY), unless it stands for a request lost in a gap. */
+static void pop_unanswered(rc_conn *c)
+{
+    rq_entry *h = ring_at(c, 0);
+    if (h->kind != RQK_LOST)
+        emit(c, h, expects_no_reply(h) ? RESP_NO_REPLY : RESP_UNANSWERED);
+    ring_pop(c);
+}
+
 /* The last step of emit: the sink gets the command; the entry's error text
  * and redirection go back to cleared (see emit). */
 static inline void emit_to_sink(rc_conn *c, resp_command *cmd)
@@ -406,6 +502,7 @@ static inline void emit_paired(rc_conn *c, rq_entry *e)
         dst->raw = c->keep;
         dst->raw_len = c->keep_len;
     }
+    sizes_learn(c, e, dst);
     c->st.paired++;
     emit_to_sink(c, cmd);
 }
@@ -474,11 +571,8 @@ static inline void flush_no_reply(rc_conn *c)
 /* Emit every queued request as unanswered (no-reply ones as such). */
 static void flush_all(rc_conn *c)
 {
-    while (c->count > 0) {
-        rq_entry *h = ring_at(c, 0);
-        emit(c, h, expects_no_reply(h) ? RESP_NO_REPLY : RESP_UNANSWERED);
-        ring_pop(c);
-    }
+    while (c->count > 0)
+        pop_unanswered(c);
     c->noreply_queued = 0;
 }
 
@@ -488,6 +582,7 @@ static void flush_all(rc_conn *c)
  * flight may have been answered in the lost bytes, so all are given up. */
 void pair_lost(rc_conn *c)
 {
+    c->rp_gap_pending = 0;
     c->st.out_of_sync = 1;
     c->synced = 0;
     c->reply_since_loss = 0;
@@ -502,6 +597,10 @@ void pair_lost(rc_conn *c)
  * solid ground. */
 void pair_lost_requests(rc_conn *c)
 {
+    if (c->rp_gap_pending) { /* its requests are not certain any more */
+        c->rp_gap_pending = 0;
+        rp_gap_give_up(c, c->rp_gap_queued);
+    }
     c->st.out_of_sync = 1;
     c->synced = 0;
     c->reply_since_loss = 0;
@@ -609,6 +708,295 @@ static PAIR_RARE int repl_reply(rc_conn *c)
     return 0;
 }
 
+/* ---------------------------------------------------------------- loss
+ *
+ * Re-anchoring after a gap that is not bridged: the pairing resumes at the
+ * earliest point the bytes make certain, and only there.
+ *
+ *   - A reply gap of known length that starts at a message boundary holds
+ *     the replies of the first d requests queued, for some d >= 1 (the
+ *     requests queued later were captured after the gap, so their replies
+ *     come after it). When the replies of those requests have predictable
+ *     sizes (sizes_of: each command's replies on this connection have had
+ *     at most two sizes, seen three times or more), the gap's length
+ *     allows few values of d, often one; each candidate must also let the
+ *     first reply after the gap answer request d: its packet acknowledged
+ *     that request (rep_ack), and was captured after it. When one d
+ *     remains, those d requests lost their replies (emitted unanswered)
+ *     and the pairing goes on in step, at the byte after the gap.
+ *   - A request gap of known length between two request boundaries, on a
+ *     connection whose requests have had at most RC_RQ_SIZES sizes: when
+ *     exactly one count m of such requests fills it, m requests were lost;
+ *     their replies come in their place (the server answers in order), as
+ *     RQK_LOST entries that emit nothing. The requests queued before the
+ *     gap are answered first in any case.
+ *   - Always: a reply whose packet had not acknowledged the head request
+ *     cannot answer it. For a certain head that means the pairing was
+ *     wrong already (a clean-looking mid-stream start): the connection is
+ *     out of sync. For an uncertain head (after a loss nothing settled),
+ *     the reply is one for a lost request and is not matched to the head.
+ *
+ * Anything else is a loss as before (pair_lost, pair_lost_requests). */
+
+#define LOSS_SUMS 256          /* reachable sums tracked while counting */
+#define LOSS_MAX_GAP (1u << 20) /* longest gap counted */
+
+/* Sorted, distinct sums below or at max: add v to each of a[0..n) for
+ * each v in vals, into out. Returns the count, or -1 when it would pass
+ * LOSS_SUMS (too many: not counted). */
+static int sums_step(const uint32_t *a, int n, const uint32_t *vals, int nv, uint32_t max,
+                     uint32_t *out)
+{
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        for (int j = 0; j < nv; j++) {
+            uint64_t v = (uint64_t)a[i] + vals[j];
+            if (v > max)
+                continue;
+            int at = k;
+            while (at > 0 && out[at - 1] > v)
+                at--;
+            if (at > 0 && out[at - 1] == v)
+                continue;
+            if (k == LOSS_SUMS)
+                return -1;
+            memmove(out + at + 1, out + at, (size_t)(k - at) * sizeof(*out));
+            out[at] = (uint32_t)v;
+            k++;
+        }
+    }
+    return k;
+}
+
+/* Is v in the sorted a[0..n)? */
+static int sums_has(const uint32_t *a, int n, uint32_t v)
+{
+    for (int i = 0; i < n && a[i] <= v; i++)
+        if (a[i] == v)
+            return 1;
+    return 0;
+}
+
+/* Can the reply starting now (its packet acknowledged rep_ack, it started
+ * at start_us) answer e? with_time: capture time counts too (not for
+ * certain entries: captures step back in time now and then, ACKs do not). */
+static inline int reply_may_answer(const rc_conn *c, const rq_entry *e, int64_t start_us,
+                                   int with_time)
+{
+    if (e->req_end > c->rep_ack)
+        return 0;
+    return !with_time || e->kind == RQK_LOST || e->cmd.req.ts_us <= start_us;
+}
+
+/* The counts d of lost replies a reply gap of len bytes allows, from the
+ * sizes alone, into cand (at most 8). Returns how many, or -1 when too
+ * many to say. */
+static int rp_gap_candidates(const rc_conn *c, uint64_t len, uint32_t *cand)
+{
+    uint32_t a[LOSS_SUMS], b[LOSS_SUMS];
+    int n = 1, ncand = 0, known = 1;
+    a[0] = 0;
+    if (len > LOSS_MAX_GAP)
+        return -1;
+    for (uint32_t d = 1; d <= c->count; d++) {
+        const rq_entry *e = ring_at((rc_conn *)c, d - 1);
+        uint32_t sz[2];
+        int nz = sizes_of(c, e, sz);
+        if (nz == 0)
+            known = 0;
+        if (known) {
+            n = sums_step(a, n, sz, nz, (uint32_t)len, b);
+            if (n < 0)
+                return -1;
+            memcpy(a, b, (size_t)n * sizeof(*a));
+            if (n == 0)
+                break; /* every sum passed the gap */
+        } else if ((uint64_t)d * 3 > len) {
+            break; /* no reply is shorter than 3 bytes ("+\r\n") */
+        }
+        if (!known || sums_has(a, n, (uint32_t)len)) {
+            if (ncand == 8)
+                return -1;
+            cand[ncand++] = d;
+        }
+    }
+    return ncand;
+}
+
+/* The reply gap was counted: the first d requests queued lost their
+ * replies; the next reply answers the one after them. */
+static void rp_gap_anchor(rc_conn *c, uint32_t d)
+{
+    for (uint32_t i = 0; i < d && c->count > 0; i++)
+        pop_unanswered(c);
+    flush_no_reply(c);
+    c->anchored++;
+}
+
+/* The first n queued requests, which a reply gap may have answered, are
+ * given up; the rest stay uncertain (pair_lost for the first n only). */
+static void rp_gap_give_up(rc_conn *c, uint32_t n)
+{
+    c->st.out_of_sync = 1;
+    c->synced = 0;
+    c->reply_since_loss = 0;
+    c->keeping = 0;
+    for (uint32_t i = 0; i < n && c->count > 0; i++)
+        pop_unanswered(c);
+    if (c->count == 0)
+        c->noreply_queued = 0;
+    rp_lost(c, 1);
+}
+
+void pair_reply_gap(rc_conn *c, uint64_t len)
+{
+    const rp_dec *d = &c->rpd;
+    int plain = c->synced && !c->resp3 && !c->monitor && !subscribed(c) && !c->replication &&
+                !c->rq_gap_pending && !c->rp_gap_pending;
+    if (plain && len > 0 && d->state == RP_TYPE && !d->in_msg && d->depth == 0) {
+        if (c->count == 0) { /* the lost bytes answered nothing queued */
+            c->anchored++;
+            return;
+        }
+        uint32_t cand[8];
+        int n = rp_gap_candidates(c, len, cand);
+        if (n >= 1) { /* settled by the first reply after it (or not) */
+            memcpy(c->rp_cand, cand, (size_t)n * sizeof(*cand));
+            c->rp_ncand = (uint8_t)n;
+            c->rp_gap_queued = c->count;
+            c->rp_gap_pending = 1;
+            /* requests from now on are uncertain until it is settled */
+            c->synced = 0;
+            c->reply_since_loss = 0;
+            return;
+        }
+    }
+    if (c->rp_gap_pending) {
+        c->rp_gap_pending = 0;
+        rp_gap_give_up(c, c->rp_gap_queued);
+        return;
+    }
+    rp_lost(c, 1);
+    pair_lost(c);
+}
+
+/* The first reply bytes after a pending reply gap: p[0..n), their packet
+ * captured at ts. Keep the counts the next reply allows: it must start
+ * right after the gap (a type byte) and be able to answer the request
+ * after the lost ones. One left: anchored; else the gap is a loss. */
+static void rp_gap_resolve(rc_conn *c, const uint8_t *p, size_t n, int64_t ts)
+{
+    c->rp_gap_pending = 0;
+    uint32_t keep = 0, d = 0;
+    int type_ok = n > 0 && (p[0] == '+' || p[0] == '-' || p[0] == ':' || p[0] == '$' ||
+                            p[0] == '*' || p[0] == '_' || p[0] == ',' || p[0] == '#' ||
+                            p[0] == '!' || p[0] == '=' || p[0] == '(' || p[0] == '%' ||
+                            p[0] == '~' || p[0] == '|');
+    uint64_t saved = c->rep_ack;
+    c->rep_ack = c->ev_ack;
+    for (int i = 0; type_ok && i < c->rp_ncand; i++) {
+        uint32_t k = c->rp_cand[i];
+        if (k < c->count && !reply_may_answer(c, ring_at(c, k), ts, 1))
+            continue;
+        keep++;
+        d = k;
+    }
+    c->rep_ack = saved;
+    if (keep != 1) {
+        rp_gap_give_up(c, c->rp_gap_queued);
+        return;
+    }
+    /* certain again: so are the requests queued while it was pending */
+    for (uint32_t i = 0; i < c->count; i++)
+        ring_at(c, i)->uncertain = 0;
+    c->synced = 1;
+    rp_gap_anchor(c, d);
+}
+
+/* How many requests of the sizes seen fill len bytes: 1 with *m set when
+ * exactly one count at least min_m does. */
+static int rq_gap_count(const rc_conn *c, uint64_t len, uint32_t min_m, uint32_t *m)
+{
+    uint32_t a[LOSS_SUMS], b[LOSS_SUMS];
+    int n = 1, found = 0;
+    a[0] = 0;
+    if (len > LOSS_MAX_GAP || c->qsz_n == 0)
+        return 0;
+    for (uint32_t k = 1; n > 0; k++) {
+        n = sums_step(a, n, c->qsz, c->qsz_n, (uint32_t)len, b);
+        if (n < 0)
+            return 0;
+        memcpy(a, b, (size_t)n * sizeof(*a));
+        if (k >= min_m && sums_has(a, n, (uint32_t)len)) {
+            if (found)
+                return 0;
+            found = 1;
+            *m = k;
+        }
+    }
+    return found;
+}
+
+void pair_request_gap(rc_conn *c, uint64_t len)
+{
+    c->rq_lost_bytes += len;
+    if (len == 0)
+        c->ack_broken = 1;
+    if (c->rq_gap_pending) { /* two gaps without a byte between them */
+        c->rq_gap_len = len == 0 || c->rq_gap_len == 0 ? 0 : c->rq_gap_len + len;
+        return;
+    }
+    const rq_dec *d = &c->rq;
+    if (len > 0 && c->synced && !c->rp_gap_pending && d->state == RQ_START && !d->in_msg &&
+        !d->inline_seen && !c->in_multi && !c->reply_off && !c->skip_next &&
+        c->qsz_seen >= 4 && !c->qsz_varied) {
+        c->rq_gap_pending = 1;
+        c->rq_gap_len = len;
+        c->rq_gap_replies = 0;
+        return;
+    }
+    rq_lost(c, 1);
+    pair_lost_requests(c);
+}
+
+/* The first request bytes after a pending request gap (p[0..n); NULL at
+ * the close): count the requests lost, or make it a loss. */
+static void rq_gap_resolve(rc_conn *c, const uint8_t *p, size_t n)
+{
+    resp_pipeline *rp = c->rp;
+    uint32_t m = 0;
+    c->rq_gap_pending = 0;
+    if (p != NULL && n > 0 && p[0] == '*' && c->rq_gap_len > 0 &&
+        rq_gap_count(c, c->rq_gap_len, c->rq_gap_replies > 0 ? c->rq_gap_replies : 1, &m)) {
+        uint32_t owed = m - c->rq_gap_replies;
+        if ((uint64_t)c->count + owed <= rp->cfg.max_inflight &&
+            rp->inflight_total + owed <= rp->cfg.max_inflight_total) {
+            for (uint32_t i = 0; i < owed; i++) {
+                if (ring_reserve(c) != 0)
+                    break;
+                rq_entry *e = ring_next_free(c);
+                e->kind = RQK_LOST;
+                e->nreply = 1;
+                e->dynamic = 0;
+                e->uncertain = 0;
+                e->keep = 0;
+                e->req_end = 0;
+                c->count++;
+                rp->inflight_total++;
+                if (i + 1 == owed)
+                    c->anchored++;
+            }
+            if (owed == 0)
+                c->anchored++;
+            return;
+        }
+    }
+    rq_lost(c, 1);
+    pair_lost_requests(c);
+    if (c->rq_gap_replies > 0)
+        c->reply_since_loss = 1; /* as they would have set it */
+}
+
 /* ---------------------------------------------------------------- requests */
 
 /* Make an entry ready for a request starting at ts. Field by field: a
@@ -640,9 +1028,7 @@ static inline void request_reset(rq_entry *e, int64_t ts)
 /* Would ring_maybe_shrink do anything now? */
 static inline int ring_shrink_due(const rc_conn *c)
 {
-    return c->ring_cap > RING_KEEP &&
-           ((c->count == 0 && c->ring_cap > RING_BIG) ||
-            c->ring_win >= (uint64_t)RING_WINDOW * c->ring_cap);
+    return c->ring_cap > RING_KEEP && c->ring_win >= (uint64_t)RING_WINDOW * c->ring_cap;
 }
 
 /* pair_request_slot in general: regaining sync, resizing the ring, the
@@ -1010,6 +1396,8 @@ void pair_request_done(rc_conn *c)
     e->uncertain = (uint8_t)!c->synced;
     if (c->repl_watch && e->kind == RQK_REPLCONF_ACK && c->st.paired == 0)
         repl_found(c, REPL_MID_SERVER); /* the ACK itself is a request as ever */
+    e->req_end = c->rq.msg_off + e->cmd.req.bytes + c->rq_lost_bytes;
+    rq_sizes_learn(c, e->cmd.req.bytes);
     if (c->cur_dropped) {
         /* The FIFO lost a position: pairing after this point is unknown. */
         c->cur_dropped = 0;
@@ -1064,6 +1452,7 @@ static PAIR_RARE void reply_start_rare(rc_conn *c, rq_entry *h, int64_t ts)
 void pair_reply_start(rc_conn *c, int64_t ts)
 {
     resp_reply *r = &c->reply;
+    c->rep_ack = c->ev_ack;
     c->keep_len = 0;
     c->keep_over = 0;
     c->keeping = 0;
@@ -1265,6 +1654,24 @@ static inline rq_entry *reply_head(rc_conn *c)
     return c->count ? ring_at(c, 0) : NULL;
 }
 
+/* The reply just decoded cannot answer the head h (reply_may_answer): it
+ * is one for a request before h that was not seen. Counted unpaired, h
+ * stays. When h was certain, the pairing was not what it seemed (a
+ * mid-stream start that looked clean): nothing queued is certain now. */
+static PAIR_RARE void reply_not_for_head(rc_conn *c, rq_entry *h)
+{
+    c->st.unpaired_replies++;
+    if (!h->uncertain) {
+        c->st.out_of_sync = 1;
+        c->synced = 0;
+        for (uint32_t i = 0; i < c->count; i++)
+            ring_at(c, i)->uncertain = 1;
+    }
+    c->reply_since_loss = 1;
+    reply_not_emitted(c);
+    keep_done(c);
+}
+
 /* pair_reply_done for every case but the common one. */
 static PAIR_APART void reply_done_general(rc_conn *c, rq_entry *h, resp_type t)
 {
@@ -1321,8 +1728,23 @@ static PAIR_APART void reply_done_general(rc_conn *c, rq_entry *h, resp_type t)
     /* 3. A reply for the head. */
     c->st.replies++;
     if (h == NULL) {
+        if (c->rq_gap_pending)
+            c->rq_gap_replies++;
         c->st.unpaired_replies++;
         keep_done(c);
+        return;
+    }
+    if (!reply_may_answer(c, h, c->rep->start_us, h->uncertain)) {
+        /* it answers a request before the head that was not seen */
+        reply_not_for_head(c, h);
+        return;
+    }
+    if (h->kind == RQK_LOST) { /* the reply of a request lost in a gap */
+        c->st.unpaired_replies++;
+        reply_not_emitted(c);
+        ring_pop(c);
+        keep_done(c);
+        flush_no_reply(c);
         return;
     }
     if (h->kind >= RQK_MONITOR) { /* a reply with effects: rare */
@@ -1359,8 +1781,8 @@ void pair_reply_done(rc_conn *c)
         return;
     rq_entry *h = reply_head(c);
     resp_type t = c->rep->type;
-    if (h != NULL && h->kind < RQK_SUB && !h->uncertain && t != RESP_T_PUSH && !c->monitor &&
-        !subscribed(c)) {
+    if (h != NULL && h->kind < RQK_SUB && !h->uncertain && h->req_end <= c->rep_ack &&
+        t != RESP_T_PUSH && !c->monitor && !subscribed(c)) {
         c->st.replies++;
         emit_paired(c, h);
         ring_pop(c);
@@ -1384,6 +1806,8 @@ static rc_conn *conn_new(resp_pipeline *rp, cap_conn *cc)
     c->synced = cc->saw_syn ? 1 : 0;
     c->repl_watch = cc->saw_syn ? 0 : 1;
     c->reply_since_loss = 0;
+    c->rep_ack = UINT64_MAX;
+    c->ev_ack = UINT64_MAX;
     rq_init(c);
     rp_init(c);
     reply_clear(&c->reply);
@@ -1457,6 +1881,12 @@ static void conn_free(resp_pipeline *rp, rc_conn *c)
  * waiting requests are emitted as unanswered, then conn_close. */
 static void conn_close(resp_pipeline *rp, rc_conn *c)
 {
+    if (c->rq_gap_pending)
+        rq_gap_resolve(c, NULL, 0);
+    if (c->rp_gap_pending) {
+        c->rp_gap_pending = 0;
+        rp_gap_give_up(c, c->rp_gap_queued);
+    }
     if (c->rq.in_msg)
         c->st.skipped_bytes += c->rq.off - c->rq.msg_off;
     if (c->rpd.in_msg)
@@ -1516,6 +1946,14 @@ const resp_stats *resp_get_stats(const resp_pipeline *rp)
     return &m->view;
 }
 
+/* Reply bytes arrive: the request stream position their sender had
+ * acknowledged (rc_conn.ev_ack), from the event's ACK. */
+static inline void reply_ack_at(rc_conn *c, const cap_event *ev)
+{
+    int64_t pos = (int64_t)(c->rq.off + c->rq_lost_bytes) + ev->ack_ahead;
+    c->ev_ack = ev->has_ack && !c->ack_broken && pos >= 0 ? (uint64_t)pos : UINT64_MAX;
+}
+
 void resp_on_capture_event(void *vrp, const cap_event *ev)
 {
     resp_pipeline *rp = vrp;
@@ -1535,10 +1973,16 @@ void resp_on_capture_event(void *vrp, const cap_event *ev)
             return;
         if (c->repl_mid == REPL_MID_CLIENT)
             return; /* neither side is decoded */
-        if (ev->dir == CAP_TO_SERVER)
+        if (ev->dir == CAP_TO_SERVER) {
+            if (c->rq_gap_pending)
+                rq_gap_resolve(c, ev->data, ev->len);
             rq_feed(c, ev->data, ev->len, ev->ts_us);
-        else
+        } else {
+            reply_ack_at(c, ev);
+            if (c->rp_gap_pending)
+                rp_gap_resolve(c, ev->data, ev->len, ev->ts_us);
             rp_feed(c, ev->data, ev->len, ev->ts_us);
+        }
         return;
     case CAP_EV_GAP:
         if (c == NULL && (c = conn_new(rp, cc)) == NULL)
@@ -1552,13 +1996,11 @@ void resp_on_capture_event(void *vrp, const cap_event *ev)
         if (ev->dir == CAP_TO_SERVER) {
             if (rq_skip_gap(c, ev->gap_len, ev->ts_us))
                 return;
-            rq_lost(c, 1);
-            pair_lost_requests(c);
+            pair_request_gap(c, ev->gap_len);
         } else {
             if (rp_skip_gap(c, ev->gap_len, ev->ts_us))
                 return;
-            rp_lost(c, 1);
-            pair_lost(c);
+            pair_reply_gap(c, ev->gap_len);
         }
         return;
     case CAP_EV_CLOSE:

@@ -67,11 +67,10 @@ typedef struct rd_resync {
 
 /* ---------------------------------------------------------------- requests */
 
-/* In-flight rings (pair.c): a drained ring keeps RING_KEEP entries, one
- * larger than RING_BIG is freed when empty, and a ring is cut back when a
- * window of RING_WINDOW x its capacity requests never filled a quarter of it. */
+/* In-flight rings (pair.c): a ring is cut back (to at least RING_KEEP
+ * entries) only when a window of RING_WINDOW x its capacity requests never
+ * filled a quarter of it; draining it changes nothing. */
 #define RING_KEEP 16
-#define RING_BIG 1024
 #define RING_WINDOW 4
 
 /* One in-flight request: the command event it becomes, plus pairing facts.
@@ -90,6 +89,10 @@ typedef struct rq_entry {
     uint8_t dynamic;         /* unsubscribe from all: count unknown in advance */
     uint8_t tx;              /* EXEC of a transaction that holds CLIENT REPLY
                                 or HELLO: TXF_* in pair.c (0 otherwise) */
+    uint64_t req_end;        /* request stream position after its last byte
+                                (decoder offset plus rc_conn.rq_lost_bytes):
+                                a reply whose sender had not acknowledged it
+                                cannot answer it (0 for a lost request) */
     union {
         int64_t first_reply_us; /* subscribe family, and an EXEC answered by
                                    loose replies: the first one's start */
@@ -236,6 +239,18 @@ typedef struct rp_dec {
 
 /* ---------------------------------------------------------------- connection */
 
+/* The reply sizes one command has had on a connection, for counting the
+ * replies a gap holds (pair.c, "loss"). */
+typedef struct rc_sizes {
+    uint64_t key;            /* name, its length and argc (pair.c size_key) */
+    uint32_t size[2];        /* the sizes seen, most recent first */
+    uint16_t seen;           /* replies seen (saturating) */
+    uint8_t n;               /* sizes in size[] */
+    uint8_t varied;          /* a third size was seen: not predictable */
+} rc_sizes;
+#define RC_SIZE_SLOTS 4      /* commands remembered per connection */
+#define RC_RQ_SIZES 4        /* request sizes remembered per connection */
+
 /* The fields every request and reply touch (pairing, modes) come first,
  * next to the start of the request decoder's hot fields. */
 typedef struct rc_conn {
@@ -294,6 +309,32 @@ typedef struct rc_conn {
                                  after EXEC */
     uint8_t tx_hello;         /* the last queued HELLO's protocol (0 none) */
     uint8_t tx_modes;         /* a queued CLIENT REPLY changes the client's modes */
+    /* Re-anchoring after a loss (pair.c, "loss"). Positions in the request
+     * stream count every byte the client sent, lost ones too. */
+    uint64_t rep_ack;         /* request stream position the packet that
+                                 started the reply being decoded had
+                                 acknowledged (UINT64_MAX: not known) */
+    uint64_t ev_ack;          /* the same for the reply bytes being fed */
+    uint64_t rq_lost_bytes;   /* request bytes lost in gaps not bridged */
+    uint8_t ack_broken;       /* a request gap of unknown length: positions
+                                 and ACKs no longer compare */
+    uint8_t rq_gap_pending;   /* a request gap at a boundary waits for the
+                                 next request bytes (rq_gap_resolve) */
+    uint8_t rp_gap_pending;   /* a reply gap waits for the first reply bytes
+                                 after it (rp_gap_resolve) */
+    uint8_t rp_ncand;         /* its candidate counts of lost replies */
+    uint32_t rp_cand[8];
+    uint32_t rp_gap_queued;   /* entries queued when it came */
+    uint32_t rq_gap_replies;  /* replies that found nothing queued while a
+                                 request gap was pending */
+    uint64_t rq_gap_len;      /* bytes of the pending request gap */
+    uint32_t anchored;        /* losses accounted exactly (tests) */
+    uint8_t rsz_next;         /* rsz slot replaced next */
+    uint8_t qsz_n;            /* request sizes in qsz */
+    uint8_t qsz_varied;       /* more request sizes than qsz holds were seen */
+    uint16_t qsz_seen;        /* requests seen (saturating) */
+    uint32_t qsz[RC_RQ_SIZES];
+    rc_sizes rsz[RC_SIZE_SLOTS];
 } rc_conn;
 
 enum { REPL_MID_NONE = 0, REPL_MID_SERVER = 1, REPL_MID_CLIENT = 2 };
@@ -665,6 +706,8 @@ void pair_reply_start(rc_conn *c, int64_t ts);         /* a reply starts */
 void pair_reply_done(rc_conn *c);                      /* it is complete */
 void pair_lost(rc_conn *c);           /* replies lost: pairing unknown now */
 void pair_lost_requests(rc_conn *c);  /* requests lost: what is queued stays */
+void pair_request_gap(rc_conn *c, uint64_t len); /* a request gap not bridged */
+void pair_reply_gap(rc_conn *c, uint64_t len);   /* a reply gap not bridged */
 void pair_clean_start(rc_conn *c);    /* mid-stream: first request at byte 0 */
 void pair_limit_hit(rc_conn *c);                       /* a limit was hit */
 void pair_keep_bytes(rc_conn *c, const uint8_t *p, size_t n);
