@@ -193,6 +193,7 @@ static void rp_message_done(rc_conn *c, uint64_t pos, int64_t ts)
     rep->bytes = pos - d->msg_off;
     rep->nokey = rep->type == RESP_T_SIMPLE && d->status_len == 5 &&
                  memcmp(d->status, "NOKEY", 5) == 0;
+    rep->end_pos = pos + c->rp_lost_bytes;
     d->in_msg = 0;
     d->state = RP_TYPE;
     pair_reply_done(c);

@@ -313,6 +313,7 @@ static inline void reply_reset_fields(resp_reply *r, int64_t ts)
     r->integer = 0;
     r->elements = 0;
     r->bytes = 0;
+    r->end_pos = 0;
     r->raw = NULL;
     r->raw_len = 0;
     r->gap = 0;
@@ -352,6 +353,7 @@ static PAIR_RARE void reply_copy(resp_reply *dst, const resp_reply *src)
     dst->integer = src->integer;
     dst->elements = src->elements;
     dst->bytes = src->bytes;
+    dst->end_pos = src->end_pos;
     dst->gap = src->gap;
     dst->nokey = src->nokey;
     dst->raw = NULL;
@@ -383,6 +385,10 @@ static void rp_gap_give_up(rc_conn *c, uint32_t n);
  * requests. A command is keyed by its name, the name's length and argc
  * (SET k v and SET k v GET are different commands here). */
 
+/* Replies (requests) of a command (connection) seen before its sizes are
+ * taken as predictable. */
+#define SIZES_SEEN 8
+
 /* The key of e's command. */
 static inline uint64_t size_key(const rq_entry *e)
 {
@@ -411,7 +417,10 @@ static inline void sizes_learn(rc_conn *c, const rq_entry *e, const resp_reply *
     }
     if (z->seen < UINT16_MAX)
         z->seen++;
-    if (r->gap || r->bytes > UINT32_MAX) {
+    /* an integer other than 0 or 1 (a length, a counter) grows a digit
+     * now and then: its size is not predictable */
+    if (r->gap || r->bytes > UINT32_MAX ||
+        (r->type == RESP_T_INT && (r->integer < 0 || r->integer > 1))) {
         z->varied = 1;
         return;
     }
@@ -432,8 +441,8 @@ static inline void sizes_learn(rc_conn *c, const rq_entry *e, const resp_reply *
 }
 
 /* The sizes e's reply may have: 1 or 2 of them in out, or 0 when they are
- * not predictable (a command seen fewer than three times, with more than
- * two sizes, or not a plain one). */
+ * not predictable (a command seen fewer than SIZES_SEEN times, with more
+ * than two sizes or an integer other than 0 and 1, or not a plain one). */
 static int sizes_of(const rc_conn *c, const rq_entry *e, uint32_t out[2])
 {
     if (e->kind != RQK_NORMAL || e->nreply != 1 || e->uncertain || e->keep)
@@ -441,7 +450,7 @@ static int sizes_of(const rc_conn *c, const rq_entry *e, uint32_t out[2])
     uint64_t k = size_key(e);
     for (int i = 0; i < RC_SIZE_SLOTS; i++) {
         const rc_sizes *z = &c->rsz[i];
-        if (z->key == k && z->seen >= 3 && !z->varied && z->n > 0) {
+        if (z->key == k && z->seen >= SIZES_SEEN && !z->varied && z->n > 0) {
             out[0] = z->size[0];
             out[1] = z->size[1];
             return z->n;
@@ -718,7 +727,7 @@ static PAIR_RARE int repl_reply(rc_conn *c)
  *     requests queued later were captured after the gap, so their replies
  *     come after it). When the replies of those requests have predictable
  *     sizes (sizes_of: each command's replies on this connection have had
- *     at most two sizes, seen three times or more), the gap's length
+ *     at most two sizes, seen SIZES_SEEN times or more), the gap's length
  *     allows few values of d, often one; each candidate must also let the
  *     first reply after the gap answer request d: its packet acknowledged
  *     that request (rep_ack), and was captured after it. When one d
@@ -850,11 +859,16 @@ static void rp_gap_give_up(rc_conn *c, uint32_t n)
 
 void pair_reply_gap(rc_conn *c, uint64_t len)
 {
+    c->rp_lost_bytes += len;
     const rp_dec *d = &c->rpd;
     int plain = c->synced && !c->resp3 && !c->monitor && !subscribed(c) && !c->replication &&
                 !c->rq_gap_pending && !c->rp_gap_pending;
     if (plain && len > 0 && d->state == RP_TYPE && !d->in_msg && d->depth == 0) {
-        if (c->count == 0) { /* the lost bytes answered nothing queued */
+        if (c->count == 0) {
+            /* the lost bytes answered nothing queued: the next reply
+             * answers the next request; how many replies of requests not
+             * seen were lost is not known (orphans) */
+            c->orphans = UINT32_MAX;
             c->anchored++;
             return;
         }
@@ -949,10 +963,11 @@ void pair_request_gap(rc_conn *c, uint64_t len)
     const rq_dec *d = &c->rq;
     if (len > 0 && c->synced && !c->rp_gap_pending && d->state == RQ_START && !d->in_msg &&
         !d->inline_seen && !c->in_multi && !c->reply_off && !c->skip_next &&
-        c->qsz_seen >= 4 && !c->qsz_varied) {
+        c->qsz_seen >= SIZES_SEEN && !c->qsz_varied) {
         c->rq_gap_pending = 1;
         c->rq_gap_len = len;
-        c->rq_gap_replies = 0;
+        c->rq_gap_start = c->rq.off + c->rq_lost_bytes - len;
+        c->rq_gap_orphans = c->orphans;
         return;
     }
     rq_lost(c, 1);
@@ -966,9 +981,12 @@ static void rq_gap_resolve(rc_conn *c, const uint8_t *p, size_t n)
     resp_pipeline *rp = c->rp;
     uint32_t m = 0;
     c->rq_gap_pending = 0;
-    if (p != NULL && n > 0 && p[0] == '*' && c->rq_gap_len > 0 &&
-        rq_gap_count(c, c->rq_gap_len, c->rq_gap_replies > 0 ? c->rq_gap_replies : 1, &m)) {
-        uint32_t owed = m - c->rq_gap_replies;
+    if (p != NULL && n > 0 && p[0] == '*' && c->rq_gap_len > 0 && c->synced &&
+        c->orphans != UINT32_MAX &&
+        rq_gap_count(c, c->rq_gap_len, c->orphans > 0 ? c->orphans : 1, &m)) {
+        uint32_t owed = m - c->orphans, smin = c->qsz[0];
+        for (uint8_t i = 1; i < c->qsz_n; i++)
+            smin = c->qsz[i] < smin ? c->qsz[i] : smin;
         if ((uint64_t)c->count + owed <= rp->cfg.max_inflight &&
             rp->inflight_total + owed <= rp->cfg.max_inflight_total) {
             for (uint32_t i = 0; i < owed; i++) {
@@ -980,7 +998,8 @@ static void rq_gap_resolve(rc_conn *c, const uint8_t *p, size_t n)
                 e->dynamic = 0;
                 e->uncertain = 0;
                 e->keep = 0;
-                e->req_end = 0;
+                /* a bound of its end: the requests are at least smin long */
+                e->req_end = c->rq_gap_start + (uint64_t)(i + 1) * smin;
                 c->count++;
                 rp->inflight_total++;
                 if (i + 1 == owed)
@@ -993,8 +1012,8 @@ static void rq_gap_resolve(rc_conn *c, const uint8_t *p, size_t n)
     }
     rq_lost(c, 1);
     pair_lost_requests(c);
-    if (c->rq_gap_replies > 0)
-        c->reply_since_loss = 1; /* as they would have set it */
+    if (c->orphans != c->rq_gap_orphans)
+        c->reply_since_loss = 1; /* as the replies since the gap set it */
 }
 
 /* ---------------------------------------------------------------- requests */
@@ -1397,6 +1416,7 @@ void pair_request_done(rc_conn *c)
     if (c->repl_watch && e->kind == RQK_REPLCONF_ACK && c->st.paired == 0)
         repl_found(c, REPL_MID_SERVER); /* the ACK itself is a request as ever */
     e->req_end = c->rq.msg_off + e->cmd.req.bytes + c->rq_lost_bytes;
+    e->cmd.req.end_pos = e->req_end;
     rq_sizes_learn(c, e->cmd.req.bytes);
     if (c->cur_dropped) {
         /* The FIFO lost a position: pairing after this point is unknown. */
@@ -1407,6 +1427,7 @@ void pair_request_done(rc_conn *c)
         return;
     }
     c->count++;
+    c->orphans = 0; /* replies that found nothing queued: before this one */
     if (expects_no_reply(e))
         c->noreply_queued++;
     rp->inflight_total++;
@@ -1728,8 +1749,8 @@ static PAIR_APART void reply_done_general(rc_conn *c, rq_entry *h, resp_type t)
     /* 3. A reply for the head. */
     c->st.replies++;
     if (h == NULL) {
-        if (c->rq_gap_pending)
-            c->rq_gap_replies++;
+        if (c->orphans < UINT32_MAX - 1)
+            c->orphans++;
         c->st.unpaired_replies++;
         keep_done(c);
         return;

@@ -200,6 +200,11 @@ struct resp_request {
     char args[RESP_ARG_KEEP][RESP_ARG_PREFIX]; /* arguments 1..RESP_ARG_KEEP,
                                            prefix only; empty for credentials */
     char key0[RESP_ARG_PREFIX];         /* first key, prefix only */
+    uint64_t end_pos;                   /* request stream position after its
+                                           last byte: bytes the client sent
+                                           before, lost ones counted, from the
+                                           first byte of the stream seen
+                                           (tools compare runs by it) */
 };
 
 /* A reply as decoded. The fields every reply sets come first, the error
@@ -213,6 +218,8 @@ typedef struct resp_reply {
     int64_t integer;                  /* for ':' replies */
     int64_t elements;                 /* aggregate count; -1 for a null */
     uint64_t bytes;                   /* reply size on the wire */
+    uint64_t end_pos;                 /* reply stream position after its last
+                                         byte, as resp_request.end_pos */
     const uint8_t *raw;               /* whole reply bytes, only for requests whose
                                          reply analysis parses (CLUSTER SLOTS,
                                          SHARDS, NODES; see resp_keep_reply); valid

@@ -316,6 +316,7 @@ typedef struct rc_conn {
                                  acknowledged (UINT64_MAX: not known) */
     uint64_t ev_ack;          /* the same for the reply bytes being fed */
     uint64_t rq_lost_bytes;   /* request bytes lost in gaps not bridged */
+    uint64_t rp_lost_bytes;   /* reply bytes lost in gaps not bridged */
     uint8_t ack_broken;       /* a request gap of unknown length: positions
                                  and ACKs no longer compare */
     uint8_t rq_gap_pending;   /* a request gap at a boundary waits for the
@@ -325,9 +326,12 @@ typedef struct rc_conn {
     uint8_t rp_ncand;         /* its candidate counts of lost replies */
     uint32_t rp_cand[8];
     uint32_t rp_gap_queued;   /* entries queued when it came */
-    uint32_t rq_gap_replies;  /* replies that found nothing queued while a
-                                 request gap was pending */
+    uint32_t orphans;         /* replies that found nothing queued since the
+                                 latest request was queued: replies of
+                                 requests not seen (a request gap's) */
     uint64_t rq_gap_len;      /* bytes of the pending request gap */
+    uint64_t rq_gap_start;    /* its stream position */
+    uint32_t rq_gap_orphans;  /* orphans when it came */
     uint32_t anchored;        /* losses accounted exactly (tests) */
     uint8_t rsz_next;         /* rsz slot replaced next */
     uint8_t qsz_n;            /* request sizes in qsz */

@@ -152,11 +152,13 @@ void h_free(h_ctx *h)
 }
 
 /* Deliver one event. */
-static void deliver(h_ctx *h, cap_ev_kind kind, cap_dir dir, const void *data, size_t len,
-                    uint64_t gap)
+static void deliver_ack(h_ctx *h, cap_ev_kind kind, cap_dir dir, const void *data, size_t len,
+                        uint64_t gap, int has_ack, int32_t ack_ahead)
 {
     cap_event ev;
     memset(&ev, 0, sizeof ev);
+    ev.has_ack = (uint8_t)has_ack;
+    ev.ack_ahead = ack_ahead;
     ev.kind = kind;
     ev.conn = &h->conn;
     ev.dir = dir;
@@ -166,6 +168,17 @@ static void deliver(h_ctx *h, cap_ev_kind kind, cap_dir dir, const void *data, s
     ev.gap_len = gap;
     ev.reason = CAP_CLOSE_FIN;
     resp_on_capture_event(h->rp, &ev);
+}
+
+static void deliver(h_ctx *h, cap_ev_kind kind, cap_dir dir, const void *data, size_t len,
+                    uint64_t gap)
+{
+    deliver_ack(h, kind, dir, data, len, gap, 0, 0);
+}
+
+void h_data_ack(h_ctx *h, cap_dir dir, const void *data, size_t len, int32_t ack_ahead)
+{
+    deliver_ack(h, CAP_EV_DATA, dir, data, len, 0, 1, ack_ahead);
 }
 
 void h_open(h_ctx *h) { deliver(h, CAP_EV_OPEN, CAP_TO_SERVER, NULL, 0, 0); }
