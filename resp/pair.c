@@ -49,9 +49,13 @@
  * RESP_UNANSWERED, their replies counted as unpaired. A connection picked up
  * mid-stream starts in that state without being counted as out of sync,
  * unless its request stream starts cleanly at a message boundary (see
- * pair_clean_start). Known limit: a client that pipelines across the loss and
- * sends a new request between two owed replies can still be paired one off;
- * nothing in the bytes tells those cases apart. Known limits of the
+ * pair_clean_start). Before all this, a gap the sizes account for, checked
+ * by ACK numbers, keeps the pairing (see "loss" below); and a reply whose
+ * packet had not acknowledged the head request is never matched to it.
+ * Known limit: after a loss that is not accounted for, a client that
+ * pipelines across it and sends a new request between two owed replies
+ * whose packets acknowledged it can still be paired one off; nothing in the
+ * bytes tells those cases apart. Known limits of the
  * transaction modes (see below): a HELLO queued in MULTI is taken to succeed
  * when EXEC runs (its element is not checked); a transaction holding CLIENT
  * REPLY that turns out not to run (EXECABORT, WATCH) while requests were
@@ -215,6 +219,7 @@ static int ring_resize(rc_conn *c, uint32_t ncap)
     c->ring = nr;
     c->ring_cap = ncap;
     c->head = 0;
+    c->rp->ring_resident += (uint64_t)c->count - c->ring_fresh;
     c->ring_fresh = c->count; /* the copies are initialised, the rest not */
     return 0;
 }
@@ -239,6 +244,7 @@ static rq_entry *ring_next_free(rc_conn *c)
     if (i >= c->ring_fresh) {
         entry_init(e);
         entry_own(c, e);
+        c->rp->ring_resident += i + 1 - c->ring_fresh;
         c->ring_fresh = i + 1;
     }
     return e;
@@ -255,6 +261,21 @@ static int ring_reserve(rc_conn *c)
     return ring_resize(c, ncap);
 }
 
+/* Free a drained ring. */
+static void ring_release(rc_conn *c)
+{
+    rep_rebase(c, NULL);
+    free(c->ring);
+    c->rp->ring_resident -= c->ring_fresh;
+    c->ring = NULL;
+    c->ring_cap = 0;
+    c->ring_fresh = 0;
+    c->head = 0;
+    c->ring_hw = 0;
+    c->ring_win = 0;
+    c->rp->ring_shrinks++;
+}
+
 /* Give memory back after a burst: a ring only ever grows while requests are
  * queued, so without this it would keep the deepest pipeline a connection
  * ever had (and the memory would grow with the length of the capture).
@@ -267,10 +288,19 @@ static int ring_reserve(rc_conn *c)
  * in-flight cap; bursts) keeps one ring instead of growing and giving back
  * its memory each time, which cost a copy and page faults per round. The
  * window and the factor four between growing and shrinking make the copies
- * amortised: at most one resize per window, never per command. */
+ * amortised: at most one resize per window, never per command. But the
+ * entries all rings hold (touched, so resident) stay within the in-flight
+ * cap in all (max_inflight_total): past it, a drained ring is freed, or
+ * rings kept after their bursts would add up beyond what is in flight. */
 static void ring_maybe_shrink(rc_conn *c)
 {
-    if (c->ring_cap <= RING_KEEP || c->ring_win < (uint64_t)RING_WINDOW * c->ring_cap)
+    if (c->ring_cap <= RING_KEEP)
+        return;
+    if (c->count == 0 && c->rp->ring_resident > c->rp->cfg.max_inflight_total) {
+        ring_release(c);
+        return;
+    }
+    if (c->ring_win < (uint64_t)RING_WINDOW * c->ring_cap)
         return;
     uint32_t need = c->ring_hw > c->count + 1 ? c->ring_hw : c->count + 1;
     if ((uint64_t)need * 4 <= c->ring_cap) {
@@ -1047,7 +1077,9 @@ static inline void request_reset(rq_entry *e, int64_t ts)
 /* Would ring_maybe_shrink do anything now? */
 static inline int ring_shrink_due(const rc_conn *c)
 {
-    return c->ring_cap > RING_KEEP && c->ring_win >= (uint64_t)RING_WINDOW * c->ring_cap;
+    return c->ring_cap > RING_KEEP &&
+           (c->ring_win >= (uint64_t)RING_WINDOW * c->ring_cap ||
+            (c->count == 0 && c->rp->ring_resident > c->rp->cfg.max_inflight_total));
 }
 
 /* pair_request_slot in general: regaining sync, resizing the ring, the
@@ -1888,6 +1920,7 @@ static void conn_free(resp_pipeline *rp, rc_conn *c)
     if (c->next != NULL)
         c->next->prev = c->prev;
     rp->inflight_total -= c->count;
+    rp->ring_resident -= c->ring_fresh;
     rp_free(c);
     free(c->ring);
     free(c->overflow);

@@ -42,14 +42,19 @@
  * declared length: the pairing stays exact and the command is flagged (gap;
  * slot_unknown when a key lost bytes). Any other gap is a loss.
  *
- * Pairing after a loss (see pair.c): a loss on the server side (gap, garbage)
- * gives up every request in flight; a loss on the client side keeps the
- * requests already queued (the server answers them first). Requests decoded
- * after a loss are RESP_UNANSWERED until solid ground: both directions at a
- * message boundary, nothing queued, and a reply seen since the loss. A
- * connection picked up mid-stream is trusted from its first request only if
- * its request stream starts exactly at a message and no reply byte had to be
- * skipped.
+ * Pairing after a loss (see pair.c, "loss"): a gap between whole messages
+ * that the sizes seen on the connection account for exactly (one count of
+ * lost replies, or of lost requests, fits it) and the server's ACK numbers
+ * agree with is no loss: the commands whose replies were lost are
+ * RESP_UNANSWERED, the rest stay paired. Otherwise a loss on the server side
+ * (gap, garbage) gives up every request in flight; a loss on the client side
+ * keeps the requests already queued (the server answers them first).
+ * Requests decoded after a loss are RESP_UNANSWERED until solid ground: both
+ * directions at a message boundary, nothing queued, and a reply seen since
+ * the loss; a reply whose packet had not acknowledged the head request is
+ * never matched to it. A connection picked up mid-stream is trusted from its
+ * first request only if its request stream starts exactly at a message, no
+ * reply byte had to be skipped, and no ACK contradicts it.
  */
 #ifndef SLOTSCOPE_RESP_H
 #define SLOTSCOPE_RESP_H

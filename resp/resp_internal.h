@@ -69,7 +69,8 @@ typedef struct rd_resync {
 
 /* In-flight rings (pair.c): a ring is cut back (to at least RING_KEEP
  * entries) only when a window of RING_WINDOW x its capacity requests never
- * filled a quarter of it; draining it changes nothing. */
+ * filled a quarter of it; draining it frees it only when all rings hold
+ * more entries than max_inflight_total. */
 #define RING_KEEP 16
 #define RING_WINDOW 4
 
@@ -352,6 +353,8 @@ struct resp_pipeline {
     uint64_t inflight_total;
     uint64_t kept_total;      /* keep buffer bytes allocated over all connections */
     uint64_t ring_shrinks;    /* rings cut back after a burst (tests) */
+    uint64_t ring_resident;   /* ring entries ever handed out, all rings: the
+                                 ones whose memory was touched */
     rq_entry *spare;          /* where a request is decoded when even the
                                  per-connection overflow slot could not be
                                  allocated (no global state: one pipeline

@@ -751,9 +751,11 @@ static void test_fixtures_capture_cli(void **state)
         "resp_1_benchmark.pcap", "resp_3_malicious.pcap", "resp_4_infiniteloop.pcapng",
         "start-with-server.pcap"};
     static const char *const cli[] = {"pipelining-example.pcap", "set.pcap"};
+    static const char *const loss[] = {"bench-5pct.pcap"}; /* re-anchored by ACKs */
     (void)state;
     check_dir("capture", capture, sizeof capture / sizeof capture[0]);
     check_dir("cli", cli, sizeof cli / sizeof cli[0]);
+    check_dir("loss", loss, 1);
 }
 
 /* Send len bytes from one side of c in segments of at most 9000 bytes. */
