@@ -862,6 +862,21 @@ static int rp_gap_candidates(const rc_conn *c, uint64_t len, uint32_t *cand)
     return ncand;
 }
 
+/* Does every request queued expect exactly one reply, so that the d-th
+ * reply after the first queued answers the d-th request? (Not for long
+ * queues: they are not counted.) */
+static int queue_one_reply_each(rc_conn *c)
+{
+    if (c->count > 4096)
+        return 0;
+    for (uint32_t i = 0; i < c->count; i++) {
+        const rq_entry *e = ring_at(c, i);
+        if ((e->kind >= RQK_SUB && e->kind != RQK_LOST) || e->nreply != 1 || e->dynamic)
+            return 0;
+    }
+    return 1;
+}
+
 /* The reply gap was counted: the first d requests queued lost their
  * replies; the next reply answers the one after them. */
 static void rp_gap_anchor(rc_conn *c, uint32_t d)
@@ -903,7 +918,7 @@ void pair_reply_gap(rc_conn *c, uint64_t len)
             return;
         }
         uint32_t cand[8];
-        int n = rp_gap_candidates(c, len, cand);
+        int n = queue_one_reply_each(c) ? rp_gap_candidates(c, len, cand) : -1;
         if (n >= 1) { /* settled by the first reply after it (or not) */
             memcpy(c->rp_cand, cand, (size_t)n * sizeof(*cand));
             c->rp_ncand = (uint8_t)n;
