@@ -910,10 +910,13 @@ void pair_reply_gap(rc_conn *c, uint64_t len)
                 !c->rq_gap_pending && !c->rp_gap_pending;
     if (plain && len > 0 && d->state == RP_TYPE && !d->in_msg && d->depth == 0) {
         if (c->count == 0) {
-            /* the lost bytes answered nothing queued: the next reply
-             * answers the next request; how many replies of requests not
-             * seen were lost is not known (orphans) */
+            /* the lost bytes answered nothing queued (a stream nobody
+             * asked for, or replies of lost requests: how many is not
+             * known, see orphans); where the next message starts is not
+             * known either, but nothing is owed: the next reply found
+             * answers the next request */
             c->orphans = UINT32_MAX;
+            rp_lost(c, 1);
             c->anchored++;
             return;
         }
