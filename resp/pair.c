@@ -289,14 +289,15 @@ static void ring_release(rc_conn *c)
  * its memory each time, which cost a copy and page faults per round. The
  * window and the factor four between growing and shrinking make the copies
  * amortised: at most one resize per window, never per command. But the
- * entries all rings hold (touched, so resident) stay within the in-flight
- * cap in all (max_inflight_total): past it, a drained ring is freed, or
- * rings kept after their bursts would add up beyond what is in flight. */
+ * entries all rings hold (touched, so resident) stay within one
+ * connection's in-flight cap (max_inflight): past it, a drained ring is
+ * freed, or rings kept after their bursts would add up beyond what is in
+ * flight (several streams nobody answers would each keep a full ring). */
 static void ring_maybe_shrink(rc_conn *c)
 {
     if (c->ring_cap <= RING_KEEP)
         return;
-    if (c->count == 0 && c->rp->ring_resident > c->rp->cfg.max_inflight_total) {
+    if (c->count == 0 && c->rp->ring_resident > c->rp->cfg.max_inflight) {
         ring_release(c);
         return;
     }
@@ -1097,7 +1098,7 @@ static inline int ring_shrink_due(const rc_conn *c)
 {
     return c->ring_cap > RING_KEEP &&
            (c->ring_win >= (uint64_t)RING_WINDOW * c->ring_cap ||
-            (c->count == 0 && c->rp->ring_resident > c->rp->cfg.max_inflight_total));
+            (c->count == 0 && c->rp->ring_resident > c->rp->cfg.max_inflight));
 }
 
 /* pair_request_slot in general: regaining sync, resizing the ring, the

@@ -70,7 +70,7 @@ typedef struct rd_resync {
 /* In-flight rings (pair.c): a ring is cut back (to at least RING_KEEP
  * entries) only when a window of RING_WINDOW x its capacity requests never
  * filled a quarter of it; draining it frees it only when all rings hold
- * more entries than max_inflight_total. */
+ * more entries than max_inflight (one connection's cap). */
 #define RING_KEEP 16
 #define RING_WINDOW 4
 
