@@ -107,6 +107,13 @@ static inline void cred_keywords(rq_dec *d, const uint8_t *w, size_t n)
     }
 }
 
+/* Is the argument being read one of HELLO's credentials (AUTH user pass)?
+ * Those take no args[] slot, so that a SETNAME after them is kept. */
+static inline int hello_secret(const rq_dec *d)
+{
+    return d->a_secret && d->cred == CRED_HELLO;
+}
+
 /* Is argument i (not a credential) of the request being read a key? The
  * hook's answers once it has fixed them (key_mask_final, as bits), else the
  * hook itself, else the default: the first argument. */
@@ -150,6 +157,11 @@ static inline void arg_begin(rc_conn *c, uint64_t full)
         d->a_key = (uint8_t)arg_is_key(c, r, i);
     if (d->a_key)
         resp_slot_init(&d->hasher);
+    if (hello_secret(d)) {
+        d->cred_skipped++;
+        return;
+    }
+    i -= d->cred_skipped; /* its args[] slot */
     if (i <= RESP_ARG_KEEP) {
         r->nargs = (uint8_t)i;
         r->arg_len[i - 1] = 0;
@@ -203,9 +215,10 @@ static inline void arg_end(rc_conn *c)
         d->prev_len = (uint32_t)nl;
         d->prev_full = seen;
     } else {
-        if (i <= RESP_ARG_KEEP) {
-            r->arg_len[i - 1] = (d->a_secret || d->a_gap) ? 0 : (uint8_t)kept;
-            r->arg_full_len[i - 1] = seen;
+        uint32_t k = i - d->cred_skipped; /* its args[] slot (none: a HELLO secret) */
+        if (k <= RESP_ARG_KEEP && !hello_secret(d)) {
+            r->arg_len[k - 1] = (d->a_secret || d->a_gap) ? 0 : (uint8_t)kept;
+            r->arg_full_len[k - 1] = seen;
         }
         if (d->a_key && d->a_gap) {
             r->nkeys++; /* a key whose bytes were partly lost: no slot */
@@ -305,13 +318,16 @@ static inline void arg_whole(rc_conn *c, const uint8_t *p, size_t len)
          * waits for two separate byte stores to reach the cache. */
         int secret = d->cred != CRED_NONE ? rq_is_secret(d, r, i) : 0;
         int key = secret ? 0 : arg_is_key(c, r, i);
+        uint32_t k = i - d->cred_skipped; /* its args[] slot */
         uint8_t *dst = NULL;
-        if (i <= RESP_ARG_KEEP) {
-            r->nargs = (uint8_t)i;
-            r->arg_full_len[i - 1] = full;
-            r->arg_len[i - 1] = secret ? 0 : (uint8_t)kept;
+        if (secret && d->cred == CRED_HELLO) {
+            d->cred_skipped++; /* no slot */
+        } else if (k <= RESP_ARG_KEEP) {
+            r->nargs = (uint8_t)k;
+            r->arg_full_len[k - 1] = full;
+            r->arg_len[k - 1] = secret ? 0 : (uint8_t)kept;
             if (!secret)
-                dst = (uint8_t *)r->args[i - 1];
+                dst = (uint8_t *)r->args[k - 1];
         } else if (!secret) {
             dst = d->prevbuf;
         }
@@ -480,6 +496,7 @@ static inline void rq_begin_argc(rc_conn *c, uint64_t pos, int64_t ts, uint32_t 
     d->cred = CRED_NONE;
     d->cred_left = 0;
     d->cred_stop = 0;
+    d->cred_skipped = 0;
     memset(d->kc.scratch, 0, sizeof(d->kc.scratch));
     d->kc.key_mask = 0;
     d->kc.key_mask_final = 0;

@@ -203,7 +203,9 @@ struct resp_request {
     uint8_t arg_len[RESP_ARG_KEEP];     /* bytes kept of args[i] */
     uint32_t arg_full_len[RESP_ARG_KEEP]; /* whole length of args[i] */
     char args[RESP_ARG_KEEP][RESP_ARG_PREFIX]; /* arguments 1..RESP_ARG_KEEP,
-                                           prefix only; empty for credentials */
+                                           prefix only; empty for credentials
+                                           (HELLO's AUTH user pass take no
+                                           slot: its SETNAME name is kept) */
     char key0[RESP_ARG_PREFIX];         /* first key, prefix only */
     uint64_t end_pos;                   /* request stream position after its
                                            last byte: bytes the client sent

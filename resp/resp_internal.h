@@ -137,6 +137,8 @@ typedef struct rq_dec {
     uint8_t cred;            /* CRED_* of this command */
     uint8_t cred_left;       /* arguments still secret after a keyword */
     uint8_t cred_stop;       /* MIGRATE: past KEYS, no more keywords */
+    uint8_t cred_skipped;    /* HELLO: credentials so far, which take no
+                                args[] slot (the SETNAME after them is kept) */
     /* the argument being read */
     uint8_t a_name;          /* argument 0 (the command name) */
     uint8_t a_key;           /* the key hook said it is a key */

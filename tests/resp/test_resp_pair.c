@@ -899,7 +899,12 @@ static void test_credentials(void **state)
     /* what is not secret is still there */
     assert_memory_equal(h.cmds[2].req.args[0], "3", 1);
     assert_memory_equal(h.cmds[2].req.args[1], "AUTH", 4);
-    assert_memory_equal(h.cmds[2].req.args[4], "SETNAME", 7);
+    /* HELLO's user and password take no slot: SETNAME and its name are kept */
+    assert_int_equal(h.cmds[2].req.nargs, 4);
+    assert_int_equal(h.cmds[2].req.argc, 7);
+    assert_memory_equal(h.cmds[2].req.args[2], "SETNAME", 7);
+    assert_int_equal(h.cmds[2].req.arg_len[3], 6);
+    assert_memory_equal(h.cmds[2].req.args[3], "myconn", 6);
     assert_true(leaked(&h, "masterauth"));
     assert_int_equal(h.cmds[0].req.nkeys, 0); /* credentials are never hashed as keys */
     h_free(&h);
