@@ -104,9 +104,22 @@ typedef struct an_node {
     uint64_t commands;            /* commands it answered */
 } an_node;
 
+/* Who a client says it is, from the wire: CLIENT SETINFO LIB-NAME / LIB-VER,
+ * CLIENT SETNAME, HELLO ... SETNAME (whatever the server answered). Bytes
+ * outside printable ASCII (and '\\') are written \xNN, a value cut short ends
+ * in "..."; "" when not announced. A client whose connections announced
+ * different values has them joined with ','. */
+#define AN_IDENT_MAX 64
+typedef struct an_ident {
+    char lib_name[AN_IDENT_MAX];
+    char lib_ver[AN_IDENT_MAX];
+    char client_name[AN_IDENT_MAX];
+} an_ident;
+
 /* A client (host, or connection when asked) and what it did. */
 typedef struct an_client {
     char name[AN_NAME_MAX];
+    an_ident ident;
     int64_t first_us, last_us;
     uint64_t connections;
     uint64_t commands;
@@ -132,6 +145,7 @@ typedef struct an_connection {
     const char *kind;             /* "client", "replication" (a replication link,
                                      PSYNC seen or recognised mid-stream), "node"
                                      (other node-to-node traffic: MIGRATE) */
+    an_ident ident;               /* what this connection announced */
     const cap_conn *conn;         /* all capture counters */
     const resp_conn_stats *resp;  /* all resp counters */
 } an_connection;
@@ -185,7 +199,17 @@ typedef struct an_sink {
 /* Bytes of the --redact-keys key (keyed BLAKE2b, see analysis/util.c). */
 #define AN_REDACT_KEY_BYTES 32
 
-typedef enum an_client_by { AN_CLIENT_BY_HOST = 0, AN_CLIENT_BY_CONN = 1 } an_client_by;
+/* What a client is: a host address, one connection ("host:port"), or a host's
+ * processes by the name they announce ("host/name", "host/lib@ver"; a
+ * connection that announced nothing stays with its host). Whatever the
+ * grouping, a host's node-to-node connections (replication, MIGRATE) are
+ * client "host (node)" (per connection: their own), never merged with the
+ * clients of that address. */
+typedef enum an_client_by {
+    AN_CLIENT_BY_HOST = 0,
+    AN_CLIENT_BY_CONN = 1,
+    AN_CLIENT_BY_NAME = 2
+} an_client_by;
 
 /* Thresholds and options; fill with an_config_defaults. Every threshold is
  * settable from the command line (--set NAME=VALUE, see an_config_set). */

@@ -75,6 +75,10 @@ int32_t an_client_find(const an_analyzer *an, const char *name)
 /* Emit a client's record and latency, then forget it (eviction or finish). */
 static void client_emit(an_analyzer *an, an_cli *c)
 {
+    /* A client whose every connection moved to another (it announced its
+     * name, or turned out to be a node link) has no record of its own. */
+    if (c->pub.connections == 0 && c->pub.commands == 0)
+        return;
     c->pub.is_node = c->node_conns > 0 && c->node_conns >= c->pub.connections;
     if (an->sink.client)
         an->sink.client(an->sink.ctx, &c->pub);
@@ -177,11 +181,15 @@ static void conn_emit(an_analyzer *an, an_cn *cn, const resp_conn_stats *st)
          * the capture layer first took it */
         an_copy_str(r.src, sizeof r.src, cn->dst);
         an_copy_str(r.dst, sizeof r.dst, cn->src);
-        if (an->cfg.client_by != AN_CLIENT_BY_CONN)
-            cap_addr_format(&cn->cc->server.addr, r.client, sizeof r.client);
-        else
+        if (an->cfg.client_by != AN_CLIENT_BY_CONN) {
+            size_t n = cap_addr_format(&cn->cc->server.addr, r.client, sizeof r.client);
+            if (n < sizeof r.client) /* a node's links are "host (node)" */
+                an_copy_str(r.client + n, sizeof r.client - n, " (node)");
+        } else
             cap_endpoint_format(&cn->cc->server, r.client, sizeof r.client);
     }
+    if (cn->has_ident)
+        r.ident = an->conn_ident[cn - an->conns];
     r.out_of_sync = st ? st->out_of_sync : 0;
     r.conn = cn->cc;
     r.resp = st;
@@ -195,6 +203,8 @@ static void conn_drop(an_analyzer *an, int32_t i)
     if (an->conn_cache[cn->id & (AN_CONN_CACHE - 1)].idx == i)
         an->conn_cache[cn->id & (AN_CONN_CACHE - 1)].idx = AN_NONE;
     LRU_UNLINK(an->conns, i, an->conn_lru_head, an->conn_lru_tail);
+    if (cn->has_ident)
+        memset(&an->conn_ident[i], 0, sizeof an->conn_ident[i]);
     memset(cn, 0, sizeof *cn);
     cn->lnext = an->conn_free;
     an->conn_free = i;
@@ -209,13 +219,30 @@ const char *an_conn_src(const an_analyzer *an, uint64_t id, int32_t client)
     return client == AN_NONE ? NULL : an_client_name(an, client);
 }
 
-/* The client name of a connection per cfg.client_by. */
-static void client_name_of(const an_analyzer *an, const cap_conn *cc, char *out, size_t n)
+/* The client name of a connection per cfg.client_by; cn is its entry, NULL
+ * for a new one (nothing announced yet, not a node link). */
+static void client_name_of(const an_analyzer *an, const an_cn *cn, const cap_conn *cc,
+                           char *out, size_t n)
 {
-    if (an->cfg.client_by == AN_CLIENT_BY_CONN)
+    size_t len;
+    if (an->cfg.client_by == AN_CLIENT_BY_CONN) {
         cap_endpoint_format(&cc->client, out, n);
-    else
-        cap_addr_format(&cc->client.addr, out, n);
+        return;
+    }
+    char tail[3 * AN_IDENT_MAX] = "";
+    len = cap_addr_format(&cc->client.addr, out, n);
+    if (cn && cn->node_link) {
+        an_copy_str(tail, sizeof tail, " (node)");
+    } else if (cn && cn->has_ident && an->cfg.client_by == AN_CLIENT_BY_NAME) {
+        const an_ident *id = &an->conn_ident[cn - an->conns];
+        if (id->client_name[0])
+            snprintf(tail, sizeof tail, "/%s", id->client_name);
+        else if (id->lib_name[0])
+            snprintf(tail, sizeof tail, "/%s%s%s", id->lib_name, id->lib_ver[0] ? "@" : "",
+                     id->lib_ver);
+    }
+    if (len < n)
+        an_copy_str(out + len, n - len, tail);
 }
 
 /* A new connection state (evicting the least recently active one when the
@@ -251,7 +278,7 @@ static int32_t conn_new(an_analyzer *an, const cap_conn *cc, int64_t ts)
     cap_endpoint_format(&cc->client, cn->src, sizeof cn->src);
     cap_endpoint_format(&cc->server, cn->dst, sizeof cn->dst);
     cn->node = an_node_by_endpoint_text(an, cn->dst);
-    client_name_of(an, cc, name, sizeof name);
+    client_name_of(an, NULL, cc, name, sizeof name);
     cn->client = client_get(an, name, &cc->client.addr, ts);
     cn->client_gen = an->clients[cn->client].gen;
     an->clients[cn->client].pub.connections++;
@@ -276,16 +303,85 @@ static __attribute__((noinline)) int32_t conn_miss(an_analyzer *an, const cap_co
     return i;
 }
 
+/* The address a client's operations and ASKINGs are matched by (ops.c,
+ * detect_ask.c): its host, or with --client-by name, for a named client, a
+ * key of its name in *buf, so that two processes on one host are told
+ * apart. */
+static const cap_addr *client_host_of(const an_analyzer *an, const an_cn *cn, const cap_conn *cc,
+                                      const char *name, cap_addr *buf)
+{
+    uint64_t h;
+    if (an->cfg.client_by != AN_CLIENT_BY_NAME || !cn || !cn->has_ident || cn->node_link)
+        return &cc->client.addr;
+    *buf = cc->client.addr;
+    buf->family = (uint8_t)(buf->family | 0x80); /* never a real family */
+    h = an_hash_str(name, 0);
+    for (int k = 0; k < 8; k++)
+        buf->bytes[8 + k] ^= (uint8_t)(h >> (8 * k));
+    return buf;
+}
+
+/* Add what src announced to dst: a field dst has not got is taken; a
+ * different value is joined with ',' while it fits. */
+static void ident_merge(an_ident *dst, const an_ident *src)
+{
+    char *d[3] = {dst->lib_name, dst->lib_ver, dst->client_name};
+    const char *s[3] = {src->lib_name, src->lib_ver, src->client_name};
+    for (int k = 0; k < 3; k++) {
+        size_t n = strlen(d[k]), m = strlen(s[k]);
+        if (!m || !strcmp(d[k], s[k]))
+            continue;
+        if (!n)
+            an_copy_str(d[k], AN_IDENT_MAX, s[k]);
+        else if (n + 1 + m < AN_IDENT_MAX && !strstr(d[k], s[k]))
+        {
+            d[k][n] = ',';
+            memcpy(d[k] + n + 1, s[k], m + 1);
+        }
+    }
+}
+
 /* A connection whose client was evicted meanwhile gets its client again. */
 static __attribute__((noinline)) void conn_reclient(an_analyzer *an, an_cn *cn,
                                                     const cap_conn *cc, int64_t ts)
 {
     char name[AN_NAME_MAX];
-    client_name_of(an, cc, name, sizeof name);
-    cn->client = client_get(an, name, &cc->client.addr, ts);
+    cap_addr key;
+    client_name_of(an, cn, cc, name, sizeof name);
+    cn->client = client_get(an, name, client_host_of(an, cn, cc, name, &key), ts);
     cn->client_gen = an->clients[cn->client].gen;
     an->clients[cn->client].pub.connections++;
-    an->clients[cn->client].client_conns++;
+    if (cn->node_link)
+        an->clients[cn->client].node_conns++;
+    else
+        an->clients[cn->client].client_conns++;
+    if (cn->has_ident)
+        ident_merge(&an->clients[cn->client].pub.ident, &an->conn_ident[cn - an->conns]);
+}
+
+/* Move connection cn (of capture connection cc) to the client its name now
+ * says (it announced itself, or turned out to be a node link: was_link tells
+ * which kind of connection its old client counted it as), with the commands
+ * it made so far. */
+static void conn_move_client(an_analyzer *an, an_cn *cn, const cap_conn *cc, int64_t ts,
+                             int was_link)
+{
+    char name[AN_NAME_MAX];
+    an_cli *old = &an->clients[cn->client];
+    if (!cc)
+        return;
+    client_name_of(an, cn, cc, name, sizeof name);
+    if (old->used && old->gen == cn->client_gen) {
+        uint64_t *kind = was_link ? &old->node_conns : &old->client_conns;
+        if (!strcmp(old->pub.name, name))
+            return;
+        old->pub.connections -= old->pub.connections ? 1 : 0;
+        *kind -= *kind ? 1 : 0;
+        old->pub.commands -= cn->commands <= old->pub.commands ? cn->commands
+                                                               : old->pub.commands;
+    }
+    conn_reclient(an, cn, cc, ts);
+    an->clients[cn->client].pub.commands += cn->commands;
 }
 
 /* The word resp carries in each command of a connection (resp_sink.conn_word):
@@ -379,13 +475,19 @@ static inline an_cn *conn_get(an_analyzer *an, const cap_conn *cc, int64_t ts)
     return conn_touch(an, conn_find(an, cc, ts), cc, ts);
 }
 
-/* This connection carries node-to-node traffic. */
-static void mark_node_link(an_analyzer *an, an_cn *cn)
+/* This connection (of capture connection cc) carries node-to-node traffic.
+ * Unless clients are connections, it moves to client "host (node)": never
+ * merged with the clients of its address. */
+static void mark_node_link(an_analyzer *an, an_cn *cn, const cap_conn *cc)
 {
     if (cn->node_link)
         return;
     cn->node_link = 1;
     an->st.node_links++;
+    if (an->cfg.client_by != AN_CLIENT_BY_CONN) {
+        conn_move_client(an, cn, cc, cn->last_us, 0);
+        return;
+    }
     an_cli *c = &an->clients[cn->client];
     c->node_conns++;
     if (c->client_conns)
@@ -482,6 +584,7 @@ void an_free(an_analyzer *an)
     an_map_free(&an->op_map);
     an_map_free(&an->finding_map);
     free(an->conns_block);
+    free(an->conn_ident);
     free(an->clients);
     free(an->nodes);
     free(an->memos);
@@ -675,12 +778,92 @@ static void on_asking(an_analyzer *an, an_cmdctx *x)
     a->valid = 1;
 }
 
+/* A value from the wire as an an_ident field: printable ASCII but '\\' as is,
+ * other bytes as \xNN, "..." when it was longer than what is kept or than
+ * fits (a hostile name must not reach a terminal, nor grow a record). */
+static void ident_text(char *out, size_t size, const char *p, size_t len, uint32_t full)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t o = 0, i;
+    for (i = 0; i < len; i++) {
+        unsigned char ch = (unsigned char)p[i];
+        int plain = ch > 0x20 && ch < 0x7f && ch != '\\';
+        if (o + (plain ? 1 : 4) + 4 > size)
+            break;
+        if (plain) {
+            out[o++] = (char)ch;
+        } else {
+            out[o++] = '\\';
+            out[o++] = 'x';
+            out[o++] = hex[ch >> 4];
+            out[o++] = hex[ch & 15];
+        }
+    }
+    if (i < len || full > len) {
+        memcpy(out + o, "...", 3);
+        o += 3;
+    }
+    out[o] = 0;
+}
+
+/* Argument i (0-based after the name) as an an_ident field; 0 when it is
+ * not there or lost its bytes in a gap. */
+static int ident_arg(const resp_request *r, unsigned i, char *out)
+{
+    if (i >= r->nargs || r->arg_len[i] == 0)
+        return 0;
+    ident_text(out, AN_IDENT_MAX, r->args[i], r->arg_len[i], r->arg_full_len[i]);
+    return 1;
+}
+
+/* Who the client says it is: CLIENT SETINFO LIB-NAME|LIB-VER v, CLIENT
+ * SETNAME n, HELLO [protover [AUTH u p] [SETNAME n]] (resp/ keeps no
+ * credential: AUTH's user and password are not among the arguments). Taken
+ * from the request whatever the reply: a server older than 7.2 rejects
+ * SETINFO, but the library has announced itself. With --client-by name the
+ * connection then moves to the client of that name. */
+static void on_identity(an_analyzer *an, an_cmdctx *x, uint8_t special)
+{
+    const resp_request *r = &x->cmd->req;
+    an_cn *cn = x->cn;
+    an_ident id;
+    char *field = NULL;
+    unsigned at = 0;
+    if (special == AN_SP_CLIENT && arg_is(r, 0, "SETINFO")) {
+        field = arg_is(r, 1, "LIB-NAME") ? id.lib_name : arg_is(r, 1, "LIB-VER") ? id.lib_ver : NULL;
+        at = 2;
+    } else if (special == AN_SP_CLIENT && arg_is(r, 0, "SETNAME")) {
+        field = id.client_name;
+        at = 1;
+    } else if (special == AN_SP_HELLO) {
+        for (unsigned i = 1; i + 1 < r->nargs && !field; i++)
+            if (arg_is(r, i, "SETNAME")) {
+                field = id.client_name;
+                at = i + 1;
+            }
+    }
+    if (!field || cn->node_link)
+        return;
+    if (!an->conn_ident &&
+        !(an->conn_ident = calloc((size_t)an->cfg.max_conns + 1, sizeof *an->conn_ident)))
+        return;
+    an_ident *mine = &an->conn_ident[cn - an->conns];
+    id = *mine;
+    if (!ident_arg(r, at, field))
+        return;
+    *mine = id;
+    cn->has_ident = 1;
+    if (an->cfg.client_by == AN_CLIENT_BY_NAME)
+        conn_move_client(an, cn, x->cmd->conn, x->cmd->req.start_us, 0);
+    ident_merge(&an->clients[cn->client].pub.ident, mine);
+}
+
 /* Node-to-node traffic: a replica announcing itself, MIGRATE's restores. */
 static int on_node_link_command(an_analyzer *an, an_cmdctx *x, uint8_t special)
 {
     const resp_request *r = &x->cmd->req;
     if (special == AN_SP_REPLCONF || special == AN_SP_PSYNC || special == AN_SP_SYNC) {
-        mark_node_link(an, x->cn);
+        mark_node_link(an, x->cn, x->cmd->conn);
         if (special == AN_SP_REPLCONF && arg_is(r, 0, "listening-port") && r->nargs >= 2) {
             long port = 0;
             for (unsigned i = 0; i < r->arg_len[1] && i < 6; i++)
@@ -692,7 +875,7 @@ static int on_node_link_command(an_analyzer *an, an_cmdctx *x, uint8_t special)
         return 1;
     }
     if (special == AN_SP_RESTORE_ASKING) {
-        mark_node_link(an, x->cn);
+        mark_node_link(an, x->cn, x->cmd->conn);
         return 1;
     }
     return x->cn->node_link;
@@ -795,6 +978,11 @@ static __attribute__((noinline)) void on_command_full(an_analyzer *an, const res
     case AN_SP_RESET:
         cn->readonly = 0;
         return;
+    case AN_SP_CLIENT:
+    case AN_SP_HELLO:
+        on_identity(an, &x, special);
+        cli = x.cli = &an->clients[cn->client]; /* it may have moved */
+        break;
     default:
         break;
     }
@@ -1074,7 +1262,7 @@ static uint64_t on_conn_word(void *ctx, const cap_conn *conn)
 static void on_midstream_link(an_analyzer *an, an_cn *cn, const resp_conn_stats *st)
 {
     const cap_conn *cc = cn->cc;
-    mark_node_link(an, cn);
+    mark_node_link(an, cn, cn->cc);
     if (st->replication_reversed) {
         an_nodes_phantom(an, cn->node);
         an_nodes_learn_link(an, an_node_by_endpoint(an, &cc->client), &cc->server.addr);

@@ -237,6 +237,7 @@ typedef struct an_cn {
     int64_t last_us;
     uint64_t qname[2];           /* its last command's name, first 16 bytes */
     uint8_t qkind;               /* AN_QK_* of that name (0: none) */
+    uint8_t has_ident;           /* announced itself: an->conn_ident[entry] */
     /* then the rest (these two fill the first line: 256-byte entries) */
     uint8_t mid_stream;          /* started without a handshake: state unknown */
     int32_t asking_ring;         /* its ASKING's entry in the ASKING ring */
@@ -414,6 +415,8 @@ struct an_analyzer {
     int64_t now_us;              /* latest capture time seen */
     uint64_t finding_seq;
 
+    an_ident *conn_ident;        /* per connection entry, allocated at the
+                                    first connection that announces itself */
     an_cn *conns;  an_map conn_map;  int32_t conn_lru_head, conn_lru_tail, conn_free;
     void *conns_block;           /* the allocation conns is aligned in */
     uint32_t nconns;

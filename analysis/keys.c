@@ -144,6 +144,7 @@ static void idx_build(void)
         {"REPLCONF", AN_SP_REPLCONF}, {"PSYNC", AN_SP_PSYNC},
         {"SYNC", AN_SP_SYNC},         {"RESTORE-ASKING", AN_SP_RESTORE_ASKING},
         {"CLUSTER", AN_SP_CLUSTER},   {"MIGRATE", AN_SP_MIGRATE},
+        {"CLIENT", AN_SP_CLIENT},     {"HELLO", AN_SP_HELLO},
     };
     size_t n = an_n_commands < IDX_MAX_COMMANDS ? an_n_commands : IDX_MAX_COMMANDS;
     for (size_t i = 0; i < n; i++) {

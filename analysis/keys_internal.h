@@ -95,7 +95,9 @@ enum {
     AN_SP_SYNC,
     AN_SP_RESTORE_ASKING,
     AN_SP_CLUSTER,
-    AN_SP_MIGRATE
+    AN_SP_MIGRATE,
+    AN_SP_CLIENT,                /* CLIENT SETNAME / SETINFO: who the client is */
+    AN_SP_HELLO                  /* HELLO ... SETNAME */
 };
 /* Which of them c is (AN_SP_NONE for any other entry, and for NULL). */
 uint8_t an_cmd_special(const an_cmd *c);

@@ -65,7 +65,9 @@ const char cli_analysis_options_help[] =
     "                         empty or a SQLite database, not an input, not in use)\n"
     "  --ports LIST           server ports, e.g. 7000-7005,6379 (default: a built-in list);\n"
     "                         tells client from server on connections seen without SYN\n"
-    "  --client-by host|conn  a client is a host (default) or one connection\n"
+    "  --client-by host|conn|name\n"
+    "                         a client is a host (default), one connection, or a host's\n"
+    "                         processes by the name (or library) they announce\n"
     "  --node-map ANNOUNCED=OBSERVED\n"
     "                         the cluster announces ANNOUNCED (host:port) for the node the\n"
     "                         capture sees as OBSERVED (NAT, containers); repeatable\n"
@@ -323,8 +325,10 @@ static int apply_opt(cli_opts *o, const opt_def *d, const char *v)
             o->an.client_by = AN_CLIENT_BY_HOST;
         else if (!strcmp(v, "conn"))
             o->an.client_by = AN_CLIENT_BY_CONN;
+        else if (!strcmp(v, "name"))
+            o->an.client_by = AN_CLIENT_BY_NAME;
         else
-            return cli_usage_error(o->cmd, "bad --client-by '%s' (host or conn)", v);
+            return cli_usage_error(o->cmd, "bad --client-by '%s' (host, conn or name)", v);
         break;
     case OPT_NODE_MAP:
         if (parse_node_map(&o->an, v))

@@ -263,7 +263,9 @@ static int open_store(pipeline *p)
         return -1;
     }
     store_meta(p->st, "mode", p->live ? "live" : "analyze");
-    store_meta(p->st, "client_by", o->an.client_by == AN_CLIENT_BY_CONN ? "conn" : "host");
+    store_meta(p->st, "client_by", o->an.client_by == AN_CLIENT_BY_CONN   ? "conn"
+                                   : o->an.client_by == AN_CLIENT_BY_NAME ? "name"
+                                                                          : "host");
     store_meta(p->st, "redact_keys", o->an.redact_keys ? "1" : "0");
     if (o->an.redact_keys) /* where the key came from; never the key */
         store_meta(p->st, "redact_key", o->redact_key_file ? "file" : "random, this run only");

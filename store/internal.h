@@ -48,7 +48,7 @@ enum store_stmt {
  * every commit, so a committed batch holds exactly the rows given before it,
  * in order (same rowids as writing them one by one). */
 #define STORE_MULTI_ROWS 32
-#define STORE_MAX_COLS 27   /* the widest row: connections */
+#define STORE_MAX_COLS 30   /* the widest row: connections */
 #define STORE_ROW_TEXT 512  /* text bytes a buffered row keeps (a redirect: < 400) */
 
 /* One value of a row: NULL (never set), an integer, or text (not NUL-

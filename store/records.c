@@ -109,6 +109,9 @@ static void write_client(void *ctx, const an_client *c)
     store_set_uint(st, 7, c->findings);
     store_set_int(st, 8, c->cluster_aware);
     store_set_int(st, 9, c->is_node);
+    store_set_text(st, 10, c->ident.lib_name);
+    store_set_text(st, 11, c->ident.lib_ver);
+    store_set_text(st, 12, c->ident.client_name);
     store_row_end(s, st);
 }
 
@@ -163,6 +166,9 @@ static void write_connection(void *ctx, const an_connection *c)
     store_set_text(st, 27, c->kind ? c->kind : "client");
     set_conn_capture(st, c);
     set_conn_resp(st, c);
+    store_set_text(st, 28, c->ident.lib_name);
+    store_set_text(st, 29, c->ident.lib_ver);
+    store_set_text(st, 30, c->ident.client_name);
     store_row_end(s, st);
 }
 

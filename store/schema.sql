@@ -1,4 +1,4 @@
--- slotscope database schema, version 1 (store.h: STORE_SCHEMA_VERSION).
+-- slotscope database schema, version 2 (store.h: STORE_SCHEMA_VERSION).
 --
 -- One database holds one run: the inputs it read, the nodes and clients it saw,
 -- every redirect reply, the findings with their evidence, each slot's migration
@@ -45,9 +45,12 @@ CREATE TABLE nodes (
     UNIQUE (observed, announced)
 );
 
--- Clients: a host, or host:port when the run grouped per connection. A
--- client the analyzer evicted (table full) and saw again arrives twice; its
--- rows are merged (sums, earliest first_us, latest last_us).
+-- Clients: a host, host:port when the run grouped per connection, host/name
+-- with --client-by name; a host's node-to-node connections are 'host (node)'.
+-- A client the analyzer evicted (table full) and saw again arrives twice; its
+-- rows are merged (sums, earliest first_us, latest last_us). lib_name,
+-- lib_ver and client_name are what its connections announced (CLIENT SETINFO,
+-- CLIENT SETNAME, HELLO SETNAME; '' if nothing; escaped, at most 63 bytes).
 CREATE TABLE clients (
     name          TEXT PRIMARY KEY,
     first_us      INTEGER NOT NULL,
@@ -57,7 +60,10 @@ CREATE TABLE clients (
     redirects     INTEGER NOT NULL,
     findings      INTEGER NOT NULL,
     cluster_aware INTEGER NOT NULL,
-    is_node       INTEGER NOT NULL
+    is_node       INTEGER NOT NULL,
+    lib_name      TEXT NOT NULL DEFAULT '',
+    lib_ver       TEXT NOT NULL DEFAULT '',
+    client_name   TEXT NOT NULL DEFAULT ''
 );
 
 -- TCP connections, written when they end. id is the run's connection id
@@ -89,9 +95,12 @@ CREATE TABLE connections (
     resyncs           INTEGER NOT NULL,
     skipped_bytes     INTEGER NOT NULL,
     protocol_errors   INTEGER NOT NULL,
-    kind              TEXT NOT NULL    -- client; replication (a replication link, with or
+    kind              TEXT NOT NULL,   -- client; replication (a replication link, with or
                                        -- without its PSYNC: never paired nor judged);
                                        -- node (other node-to-node traffic: MIGRATE)
+    lib_name          TEXT NOT NULL DEFAULT '',  -- what it announced (as clients)
+    lib_ver           TEXT NOT NULL DEFAULT '',
+    client_name       TEXT NOT NULL DEFAULT ''
 );
 
 -- One row per MOVED, ASK, TRYAGAIN, CROSSSLOT or CLUSTERDOWN reply. node is who

@@ -90,23 +90,27 @@ static const char *const stmt_sql[ST_COUNT] = {
         " commands = excluded.commands",
     [ST_CLIENT] =
         "INSERT INTO clients (name, first_us, last_us, connections, commands,"
-        " redirects, findings, cluster_aware, is_node)"
-        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
+        " redirects, findings, cluster_aware, is_node, lib_name, lib_ver, client_name)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"
         " ON CONFLICT (name) DO UPDATE SET first_us = min(first_us, excluded.first_us),"
         " last_us = max(last_us, excluded.last_us),"
         " connections = connections + excluded.connections,"
         " commands = commands + excluded.commands, redirects = redirects + excluded.redirects,"
         " findings = findings + excluded.findings,"
         " cluster_aware = max(cluster_aware, excluded.cluster_aware),"
-        " is_node = max(is_node, excluded.is_node)",
+        " is_node = max(is_node, excluded.is_node),"
+        " lib_name = CASE lib_name WHEN '' THEN excluded.lib_name ELSE lib_name END,"
+        " lib_ver = CASE lib_ver WHEN '' THEN excluded.lib_ver ELSE lib_ver END,"
+        " client_name = CASE client_name WHEN '' THEN excluded.client_name"
+        " ELSE client_name END",
     [ST_CONNECTION] =
         "INSERT OR REPLACE INTO connections (id, client, src, dst, first_us, last_us,"
         " bytes_to_server, bytes_to_client, packets_to_server, packets_to_client,"
         " commands, gaps, gap_bytes, retransmits, out_of_order, out_of_sync, mid_stream,"
         " side_source, requests, replies, pushes, unpaired_requests, unpaired_replies,"
-        " resyncs, skipped_bytes, protocol_errors, kind)"
+        " resyncs, skipped_bytes, protocol_errors, kind, lib_name, lib_ver, client_name)"
         " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15,"
-        " ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27)",
+        " ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30)",
     [ST_REDIRECT] =
         "INSERT INTO redirects (ts_us, client, conn, node, kind, slot, target, command,"
         " key, latency_us) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
