@@ -71,6 +71,8 @@ typedef struct an_finding {
     int64_t extra_latency_us;     /* extra time of the operations it covers,
                                      each once (findings overlap: do not sum
                                      them; totals come from operations) */
+    uint64_t operations;          /* client findings: the operations it covers
+                                     (0 for cluster-side ones) */
     char summary[AN_SUMMARY_MAX]; /* one line a person reads */
     const char *evidence;         /* JSON object: the commands, replies,
                                      connections and times to check by hand;

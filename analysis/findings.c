@@ -293,6 +293,17 @@ void an_finding_set_span(an_analyzer *an, int32_t idx, const an_span *s)
         f->dirty = 1;
 }
 
+void an_finding_add_operation(an_analyzer *an, int32_t idx, int64_t from_us, int64_t to_us)
+{
+    if (idx < 0 || (uint32_t)idx >= an->nfindings)
+        return;
+    an_fnd *f = an->findings[idx];
+    f->f.operations++;
+    if (f->visible)
+        f->dirty = 1;
+    an_finding_add_latency(an, idx, from_us, to_us);
+}
+
 void an_findings_emit(an_analyzer *an, int all)
 {
     for (uint32_t i = 0; i < an->nfindings; i++) {

@@ -550,6 +550,9 @@ void an_finding_append_event(an_fnd *f, const an_event *e);
 void an_finding_add_latency(an_analyzer *an, int32_t idx, int64_t from_us, int64_t to_us);
 /* Its cost becomes span s (migration_stuck: its window's operations so far). */
 void an_finding_set_span(an_analyzer *an, int32_t idx, const an_span *s);
+/* One operation the finding covers ended: counted, and charged as
+ * an_finding_add_latency. */
+void an_finding_add_operation(an_analyzer *an, int32_t idx, int64_t from_us, int64_t to_us);
 /* Add a command name to f->note ("MSET, MGET, DEL"), once; " ..." when full. */
 void an_note_add_name(an_fnd *f, const char *name);
 void an_findings_emit(an_analyzer *an, int all);

@@ -140,7 +140,7 @@ void an_attempt_found(an_attempt_ctx *a, int32_t f)
 static void charge_findings(an_analyzer *an, const an_op *op, int64_t end_us)
 {
     for (uint8_t i = 0; i < op->nfnd; i++)
-        an_finding_add_latency(an, op->fnd[i], op->first.req_us, end_us);
+        an_finding_add_operation(an, op->fnd[i], op->first.req_us, end_us);
     an_tl_op_cost(an, op->slot, op->first.req_us, end_us);
 }
 

@@ -114,6 +114,7 @@ extern const size_t cli_n_queries;
 #define REPORT_MAX_NODES 4096
 #define REPORT_MAX_LATENCY 65536
 #define REPORT_MAX_INPUTS 4096
+#define REPORT_MAX_IDENTS 4096       /* clients that announced themselves */
 
 typedef struct rep_finding {
     uint64_t id;
@@ -126,6 +127,7 @@ typedef struct rep_finding {
     int64_t first_us, last_us;
     uint64_t count;
     int64_t extra_latency_us;
+    uint64_t operations;         /* operations it covers (client findings) */
     char summary[AN_SUMMARY_MAX];
     char *evidence;              /* malloc'd JSON text; NULL when absent or too long */
     int evidence_too_long;       /* longer than REPORT_MAX_EVIDENCE: not kept */
@@ -157,6 +159,12 @@ typedef struct rep_latency {
     uint64_t extra_round_trips;
 } rep_latency;
 
+/* A client that announced who it is (the others need no record here). */
+typedef struct rep_client {
+    char name[AN_NAME_MAX];
+    an_ident ident;
+} rep_client;
+
 typedef struct rep_counter {
     char name[40];
     uint64_t value;
@@ -171,6 +179,9 @@ typedef struct report {
     rep_finding *findings;       size_t n_findings;
     rep_latency *latency;        size_t n_latency;
     rep_counter *counters;       size_t n_counters;
+    rep_client *idents;          size_t n_idents; /* clients that announced themselves */
+    int full;                    /* text: every client, block, pattern and finding */
+    char filter[256];            /* the filters the report was read with ("" none) */
     uint64_t clients, clients_aware, clients_nodes; /* client records seen */
     uint64_t dropped;            /* records beyond a cap (not shown, in the db) */
     int interrupted;             /* read from a database whose run never finished */
@@ -195,6 +206,9 @@ void report_add_node(report *r, const rep_node *n);
 void report_add_migration(report *r, const an_migration *m);
 void report_add_latency(report *r, const rep_latency *l);
 void report_add_counter(report *r, const char *name, uint64_t value);
+void report_add_client(report *r, const char *name, const an_ident *ident);
+/* What client name announced, or NULL. */
+const an_ident *report_client_ident(const report *r, const char *name);
 /* Convert a capture input into the model's form. */
 void report_input_from_cap(rep_input *out, const cap_input_info *in);
 /* A counter's value, 0 if absent. */

@@ -43,6 +43,7 @@ void report_free(report *r)
     free(r->finding_index);
     free(r->latency_index);
     free(r->client_set);
+    free(r->idents);
     memset(r, 0, sizeof *r);
 }
 
@@ -146,6 +147,7 @@ static void finding_from_an(rep_finding *out, const an_finding *f)
     out->last_us = f->last_us;
     out->count = f->count;
     out->extra_latency_us = f->extra_latency_us;
+    out->operations = f->operations;
     copy_field(out->summary, sizeof out->summary, f->summary);
 }
 
@@ -281,6 +283,44 @@ void report_add_counter(report *r, const char *name, uint64_t value)
     arr[r->n_counters++].value = value;
 }
 
+/* A client's identity: kept only for clients that announced something, so
+ * the list stays short; a client seen again fills what its entry lacks. */
+void report_add_client(report *r, const char *name, const an_ident *ident)
+{
+    rep_client *arr;
+    if (!ident->lib_name[0] && !ident->lib_ver[0] && !ident->client_name[0])
+        return;
+    for (size_t i = 0; i < r->n_idents; i++) {
+        if (!strcmp(r->idents[i].name, name)) {
+            /* as the database merges a client's rows: the first value stays */
+            an_ident *d = &r->idents[i].ident;
+            if (!d->lib_name[0])
+                copy_field(d->lib_name, sizeof d->lib_name, ident->lib_name);
+            if (!d->lib_ver[0])
+                copy_field(d->lib_ver, sizeof d->lib_ver, ident->lib_ver);
+            if (!d->client_name[0])
+                copy_field(d->client_name, sizeof d->client_name, ident->client_name);
+            return;
+        }
+    }
+    if (r->n_idents >= REPORT_MAX_IDENTS ||
+        !(arr = room_for(r->idents, r->n_idents, sizeof *arr))) {
+        r->dropped++;
+        return;
+    }
+    r->idents = arr;
+    copy_field(arr[r->n_idents].name, sizeof arr[r->n_idents].name, name);
+    arr[r->n_idents++].ident = *ident;
+}
+
+const an_ident *report_client_ident(const report *r, const char *name)
+{
+    for (size_t i = 0; i < r->n_idents; i++)
+        if (!strcmp(r->idents[i].name, name))
+            return &r->idents[i].ident;
+    return NULL;
+}
+
 uint64_t report_counter(const report *r, const char *name)
 {
     for (size_t i = 0; i < r->n_counters; i++)
@@ -351,6 +391,7 @@ static void sink_client(void *ctx, const an_client *c)
     report *r = ctx;
     uint64_t flags = (c->cluster_aware ? CLIENT_AWARE : 0) | (c->is_node ? CLIENT_NODE : 0);
     uint64_t hash = (hash_text(c->name, 0) | 4) & ~3ull, *slot, old;
+    report_add_client(r, c->name, &c->ident);
     if (r->client_set_used * 2 >= r->client_set_size && grow_client_set(r) != 0) {
         /* Too many to remember: count the record as it comes. */
         r->clients++;

@@ -116,6 +116,7 @@ static void row_finding(report *r, sqlite3_stmt *st)
     f.last_us = col_time(st, 8);
     f.count = col_uint(st, 9);
     f.extra_latency_us = col_dur(st, 10);
+    f.operations = col_uint(st, 13);
     snprintf(f.summary, sizeof f.summary, "%s", col_text(st, 11));
     /* The store writes "{}" for a finding without evidence. */
     report_add_finding(r, &f, strcmp(col_text(st, 12), "{}") ? col_text(st, 12) : NULL);
@@ -142,6 +143,17 @@ static void row_latency(report *r, sqlite3_stmt *st)
 static void row_counter(report *r, sqlite3_stmt *st)
 {
     report_add_counter(r, col_text(st, 0), col_uint(st, 1));
+}
+
+/* A client that announced who it is. */
+static void row_ident(report *r, sqlite3_stmt *st)
+{
+    an_ident id;
+    memset(&id, 0, sizeof id);
+    snprintf(id.lib_name, sizeof id.lib_name, "%s", col_text(st, 1));
+    snprintf(id.lib_ver, sizeof id.lib_ver, "%s", col_text(st, 2));
+    snprintf(id.client_name, sizeof id.client_name, "%s", col_text(st, 3));
+    report_add_client(r, col_text(st, 0), &id);
 }
 
 /* A run that finished wrote meta end_us (store_close). */
@@ -195,12 +207,15 @@ int report_load_db(report *r, sqlite3 *db, char *err, size_t err_size)
          " migrating_us, asks, tryagains, moveds, keys_migrated, complete FROM slot_migrations"
          " ORDER BY id", row_migration},
         {"SELECT id, kind, severity, severity_level, client, node, slot, first_us, last_us, count,"
-         " extra_latency_us, summary, evidence FROM findings ORDER BY id", row_finding},
+         " extra_latency_us, summary, evidence, operations FROM findings ORDER BY id",
+         row_finding},
         {"SELECT scope, key, redirected, count, p50_us, p90_us, p99_us, max_us, total_us,"
          " extra_us, extra_round_trips FROM latency", row_latency},
         {"SELECT name, value FROM counters", row_counter},
         {"SELECT count(*), coalesce(sum(cluster_aware <> 0), 0), coalesce(sum(is_node <> 0), 0)"
          " FROM clients", row_clients},
+        {"SELECT name, lib_name, lib_ver, client_name FROM clients WHERE lib_name <> ''"
+         " OR lib_ver <> '' OR client_name <> '' ORDER BY name", row_ident},
         {"SELECT count(*) FROM meta WHERE key = 'end_us'", row_end},
         {"SELECT value FROM meta WHERE key = 'stopped_by'", row_stopped},
     };

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/report_group.h"
 
 /* One JSON object being written: the stream and whether a member was written. */
 typedef struct jobj {
@@ -72,6 +73,7 @@ void report_print_finding_json(const rep_finding *f, const char *type, FILE *out
     jint(&j, "last_us", f->last_us);
     juint(&j, "count", f->count);
     jint(&j, "extra_latency_us", f->extra_latency_us);
+    juint(&j, "operations", f->operations);
     jstr(&j, "summary", f->summary);
     jname(&j, "evidence");
     if (f->evidence && json_valid(f->evidence))
@@ -87,8 +89,79 @@ void report_print_finding_json(const rep_finding *f, const char *type, FILE *out
     jend(&j);
 }
 
+/* A client with findings: who it is, its kinds, what its redirects cost. */
+static void print_client(const rg_client *c, FILE *out)
+{
+    static const an_ident none;
+    const an_ident *id = c->ident ? c->ident : &none;
+    jobj j = jbegin(out, "client");
+    jstr(&j, "name", c->name);
+    jstr(&j, "lib_name", id->lib_name);
+    jstr(&j, "lib_ver", id->lib_ver);
+    jstr(&j, "client_name", id->client_name);
+    juint(&j, "findings", c->findings);
+    juint(&j, "blocks", c->n_blocks);
+    juint(&j, "count", c->count);
+    jint(&j, "redirect_extra_us", c->redirect_extra_us);
+    jend(&j);
+}
+
+/* One (client, kind) block: slots as ranges, sums, its findings' ids, nodes
+ * and evidence patterns (each with the id of its worst finding). */
+static void print_block(const report *r, const rg_groups *g, const rg_block *b, FILE *out)
+{
+    char slots[8192];
+    size_t distinct = rg_slot_ranges(r, g, b, slots, sizeof slots, 0);
+    jobj j = jbegin(out, "finding_block");
+    jstr(&j, "client", b->client);
+    jstr(&j, "kind", b->kind);
+    jstr(&j, "severity", b->severity);
+    jstr(&j, "slots", slots);
+    juint(&j, "slot_count", distinct);
+    juint(&j, "findings", b->n);
+    juint(&j, "count", b->count);
+    juint(&j, "operations", b->operations);
+    jint(&j, "first_us", b->first_us);
+    jint(&j, "last_us", b->last_us);
+    jint(&j, "extra_latency_us", b->extra_us);
+    jname(&j, "nodes");
+    for (size_t k = 0; k < b->n_nodes; k++) {
+        fputs(k ? "," : "[", out);
+        json_string(out, r->findings[b->node[k]].node);
+    }
+    fputs(b->n_nodes ? "]" : "[]", out);
+    jname(&j, "finding_ids");
+    for (size_t k = 0; k < b->n; k++)
+        fprintf(out, "%s%" PRIu64, k ? "," : "[", r->findings[g->idx[b->first + k]].id);
+    fputs(b->n ? "]" : "[]", out);
+    jname(&j, "patterns");
+    for (size_t p = 0; p < b->n_patterns; p++) {
+        fputs(p ? ",{\"pattern\":" : "[{\"pattern\":", out);
+        json_string(out, b->pattern[p].text);
+        fprintf(out, ",\"findings\":%zu,\"example_id\":%" PRIu64 "}", b->pattern[p].findings,
+                r->findings[b->pattern[p].example].id);
+    }
+    fputs(b->n_patterns ? "]" : "[]", out);
+    juint(&j, "other_pattern_findings", b->other_pattern_findings);
+    jend(&j);
+}
+
+/* The grouped view: clients in impact order, each followed by its blocks,
+ * then the cluster side's blocks. */
+static void print_groups(const report *r, const rg_groups *g, FILE *out)
+{
+    for (size_t i = 0; i < g->n_clients; i++) {
+        const rg_client *c = &g->clients[i];
+        print_client(c, out);
+        for (size_t k = 0; k < c->n_blocks; k++)
+            print_block(r, g, &g->blocks[c->first_block + k], out);
+    }
+    for (size_t k = 0; k < g->cluster_n; k++)
+        print_block(r, g, &g->blocks[g->cluster_first + k], out);
+}
+
 /* The totals line. */
-static void print_totals(const report *r, FILE *out)
+static void print_totals(const report *r, const rg_groups *g, FILE *out)
 {
     int64_t first = 0, last = 0;
     jobj j;
@@ -119,6 +192,12 @@ static void print_totals(const report *r, FILE *out)
     juint(&j, "findings", r->n_findings);
     juint(&j, "redirects", report_counter(r, "redirects"));
     juint(&j, "not_shown", r->dropped);
+    juint(&j, "finding_blocks", g->n_blocks);
+    juint(&j, "clients_with_findings", g->n_clients);
+    jint(&j, "redirect_extra_us", g->redirect_extra_us);
+    jint(&j, "clients_with_findings_extra_us", g->clients_extra_us);
+    if (r->filter[0])
+        jstr(&j, "filter", r->filter);
     jend(&j);
 }
 
@@ -210,7 +289,11 @@ static void print_counter(const rep_counter *c, FILE *out)
 
 void report_print_json(const report *r, FILE *out)
 {
-    print_totals(r, out);
+    rg_groups g;
+    int grouped = rg_build(r, &g) == 0;
+    if (!grouped)
+        memset(&g, 0, sizeof g);
+    print_totals(r, &g, out);
     for (size_t i = 0; i < r->n_inputs; i++)
         print_input(&r->inputs[i], out);
     for (size_t i = 0; i < r->n_nodes; i++)
@@ -219,6 +302,9 @@ void report_print_json(const report *r, FILE *out)
         print_migration(&r->migrations[i], out);
     for (size_t i = 0; i < r->n_findings; i++)
         report_print_finding_json(&r->findings[i], "finding", out);
+    print_groups(r, &g, out);
+    if (grouped)
+        rg_free(&g);
     print_redirects(r, out);
     for (size_t i = 0; i < r->n_latency; i++)
         print_latency(&r->latency[i], out);

@@ -3,7 +3,10 @@
  *
  * Four parts, in the order an on-call engineer asks:
  *   what happened           capture span, inputs, traffic, nodes, slot migrations
- *   findings                ranked by impact, each with its evidence
+ *   findings                by client (impact order), then by kind: one block
+ *                           per (client, kind) with its slots as ranges and
+ *                           one line of evidence per distinct pattern; the
+ *                           cluster side apart (--full: every finding too)
  *   what the redirects cost redirect replies, direct vs redirected latency
  *   what the capture could not see   gaps, drops, mid-stream, out of sync, ...
  * Every string that came from the capture goes through cli_print_safe, and the
@@ -17,8 +20,11 @@
 #include <time.h>
 
 #include "cli/cli.h"
+#include "cli/report_group.h"
 
-#define TEXT_MAX_FINDINGS 50    /* findings printed in full */
+#define TEXT_MAX_CLIENTS 20     /* clients with findings shown (--full: all) */
+#define TEXT_CLIENT_BLOCKS 4    /* kinds shown per client: about a screen each */
+#define TEXT_BLOCK_PATTERNS 2   /* evidence patterns shown per kind */
 #define TEXT_MAX_NODES 20
 #define TEXT_MAX_MIGRATIONS 30  /* migration lines (ranges of slots count once) */
 #define TEXT_MAX_TOP 5          /* clients / slots in the latency part */
@@ -400,19 +406,204 @@ static void print_finding(const rep_finding *f, size_t rank, int days, FILE *out
     print_evidence(f, days, out);
 }
 
+/* ---------------------------------------------------------------- findings by client */
+
+/* One event on the current line: "ask GET k (conn 57) -> -ASK 1000 ...". */
+static void print_event_inline(json_span ev, FILE *out)
+{
+    char what[128], cmd[64], key[160], conn[32], reply[200];
+    json_text(json_member(ev, "what"), what, sizeof what);
+    json_text(json_member(ev, "cmd"), cmd, sizeof cmd);
+    json_text(json_member(ev, "key"), key, sizeof key);
+    json_text(json_member(ev, "conn"), conn, sizeof conn);
+    json_text(json_member(ev, "reply"), reply, sizeof reply);
+    cli_print_safe(out, what[0] ? what : "event");
+    if (cmd[0]) {
+        fputc(' ', out);
+        cli_print_safe(out, cmd);
+    }
+    if (key[0]) {
+        fputc(' ', out);
+        cli_print_safe(out, key);
+    }
+    if (conn[0])
+        fprintf(out, " (conn %s)", conn);
+    if (reply[0]) {
+        fputs(" -> ", out);
+        cli_print_safe(out, reply);
+    }
+}
+
+/* One line of evidence for a pattern: its example finding's first events. */
+static void print_pattern(const report *r, const rg_block *b, const rg_pattern *p, int days,
+                          FILE *out)
+{
+    const rep_finding *f = &r->findings[p->example];
+    json_span root = {f->evidence, f->evidence ? strlen(f->evidence) : 0}, events;
+    char t[48];
+    size_t n;
+    fprintf(out, "      evidence");
+    if (b->n > 1 && f->slot >= 0)
+        fprintf(out, " (%zu of %zu findings, e.g. slot %d)", p->findings, b->n, f->slot);
+    else if (b->n > 1)
+        fprintf(out, " (%zu of %zu findings)", p->findings, b->n);
+    fputs(": ", out);
+    events = f->evidence && json_valid(f->evidence) ? json_member(root, "events")
+                                                    : (json_span){NULL, 0};
+    if (!events.p || events.p[0] != '[' || (n = json_count(events)) == 0) {
+        fputs(f->evidence_too_long ? "too long to show (--json)\n" : "none kept\n", out);
+        return;
+    }
+    {
+        char ts[32];
+        json_text(json_member(json_element(events, 0), "ts_us"), ts, sizeof ts);
+        fprintf(out, "%s ", fmt_time(t, sizeof t, strtoll(ts, NULL, 10), days));
+    }
+    for (size_t i = 0; i < n && i < RG_PATTERN_EVENTS; i++) {
+        if (i)
+            fputs("; ", out);
+        print_event_inline(json_element(events, i), out);
+    }
+    fputs(n > RG_PATTERN_EVENTS ? "; ...\n" : "\n", out);
+}
+
+/* "error    asking_missing on slots 0-96, 141 (98 slots), node ..." and its
+ * figures, summary and evidence patterns. */
+static void print_block(const report *r, const rg_groups *g, const rg_block *b, int days,
+                        FILE *out)
+{
+    char slots[512], a[48], c[48], d[32];
+    size_t distinct = rg_slot_ranges(r, g, b, slots, sizeof slots, r->full ? 0 : 160);
+    size_t patterns = r->full ? b->n_patterns : b->n_patterns < TEXT_BLOCK_PATTERNS
+                                                    ? b->n_patterns : TEXT_BLOCK_PATTERNS;
+    fputs("    ", out);
+    cli_print_safe(out, b->severity);
+    fprintf(out, "%*s", (int)(strlen(b->severity) < 8 ? 8 - strlen(b->severity) : 1), "");
+    cli_print_safe(out, b->kind);
+    if (distinct == 1)
+        fprintf(out, " on slot %s", slots);
+    else if (distinct > 1)
+        fprintf(out, " on slots %s (%zu slots)", slots, distinct);
+    for (size_t k = 0; k < b->n_nodes; k++) {
+        fputs(k ? ", " : b->n_nodes > 1 ? ", nodes " : ", node ", out);
+        cli_print_safe(out, r->findings[b->node[k]].node);
+    }
+    fputs(b->more_nodes ? ", ...\n" : "\n", out);
+    fprintf(out, "      %" PRIu64 " time%s", b->count, plural(b->count));
+    if (b->operations)
+        fprintf(out, " in %" PRIu64 " operation%s", b->operations, plural(b->operations));
+    if (b->first_us == b->last_us)
+        fprintf(out, ", at %s", fmt_time(a, sizeof a, b->first_us, days));
+    else
+        fprintf(out, ", %s .. %s", fmt_time(a, sizeof a, b->first_us, days),
+                fmt_time(c, sizeof c, b->last_us, days));
+    fprintf(out, ", cost %s", fmt_dur(d, sizeof d, b->extra_us));
+    if (b->n > 1)
+        fprintf(out, " (%zu findings)", b->n);
+    fputs("\n      ", out);
+    cli_print_safe(out, r->findings[g->idx[b->first]].summary);
+    fputc('\n', out);
+    for (size_t p = 0; p < patterns; p++)
+        print_pattern(r, b, &b->pattern[p], days, out);
+    if (patterns < b->n_patterns || b->other_pattern_findings)
+        fprintf(out, "      ... %zu more evidence pattern%s (--full, --json)\n",
+                b->n_patterns - patterns + (b->other_pattern_findings ? 1 : 0),
+                b->n_patterns - patterns + (b->other_pattern_findings ? 1 : 0) == 1 ? "" : "s");
+    if (r->full)
+        for (size_t k = 0; k < b->n; k++)
+            print_finding(&r->findings[g->idx[b->first + k]], k + 1, days, out);
+}
+
+/* "client 127.0.0.33 node-redis 4.7.1 "worker-a"": who it is, as it said. */
+static void print_client_name(const char *name, const an_ident *id, FILE *out)
+{
+    fputs("client ", out);
+    cli_print_safe(out, name);
+    if (id && id->lib_name[0]) {
+        fputc(' ', out);
+        cli_print_safe(out, id->lib_name);
+    }
+    if (id && id->lib_ver[0]) {
+        fputc(' ', out);
+        cli_print_safe(out, id->lib_ver);
+    }
+    if (id && id->client_name[0]) {
+        fputs(" \"", out);
+        cli_print_safe(out, id->client_name);
+        fputc('"', out);
+    }
+}
+
+static void print_client_group(const report *r, const rg_groups *g, const rg_client *c,
+                               size_t rank, int days, FILE *out)
+{
+    char d[32];
+    size_t shown = r->full || c->n_blocks <= TEXT_CLIENT_BLOCKS ? c->n_blocks : TEXT_CLIENT_BLOCKS;
+    fprintf(out, "\n  %zu. ", rank);
+    print_client_name(c->name, c->ident, out);
+    fprintf(out, ": %zu kind%s, %zu finding%s", c->n_blocks, plural(c->n_blocks), c->findings,
+            plural(c->findings));
+    if (c->redirect_extra_us)
+        fprintf(out, ", its redirected operations cost %s",
+                fmt_dur(d, sizeof d, c->redirect_extra_us));
+    fputc('\n', out);
+    for (size_t k = 0; k < shown; k++)
+        print_block(r, g, &g->blocks[c->first_block + k], days, out);
+    if (shown < c->n_blocks)
+        fprintf(out, "    ... and %zu more kind%s (--full, or query 'client')\n",
+                c->n_blocks - shown, plural(c->n_blocks - shown));
+}
+
+/* The first line: how many clients mishandle redirects, and their share of
+ * what redirects cost (from the operations, each counted once). */
+static void print_findings_headline(const report *r, const rg_groups *g, FILE *out)
+{
+    uint64_t clients = r->clients > r->clients_nodes ? r->clients - r->clients_nodes : 0;
+    char a[32], b[32];
+    fprintf(out, "\nFindings: %zu client%s of %" PRIu64 " mishandle%s redirects", g->n_clients,
+            plural(g->n_clients), clients, g->n_clients == 1 ? "s" : "");
+    if (g->redirect_extra_us > 0)
+        fprintf(out, "; they caused %s of the %s redirects cost (%.0f%%)",
+                fmt_dur(a, sizeof a, g->clients_extra_us),
+                fmt_dur(b, sizeof b, g->redirect_extra_us),
+                100.0 * (double)g->clients_extra_us / (double)g->redirect_extra_us);
+    fprintf(out, "\n  %zu finding%s (per client, kind, node and slot) in %zu block%s by client "
+                 "and kind, clients by impact%s\n",
+            r->n_findings, plural(r->n_findings), g->n_blocks, plural(g->n_blocks),
+            r->full ? "" : "; --full shows everything");
+}
+
 static void print_findings(const report *r, FILE *out)
 {
     int days = spans_days(r);
+    rg_groups g;
+    size_t shown;
+    if (r->filter[0]) {
+        fputs("\nFiltered: ", out);
+        cli_print_safe(out, r->filter);
+        fputs(" (findings, redirects and connections; the totals are the whole run's)\n", out);
+    }
     if (r->n_findings == 0) {
         fputs("\nFindings: none (no client mishandled a redirect the capture shows)\n", out);
         return;
     }
-    fprintf(out, "\nFindings: %zu, ranked by impact\n", r->n_findings);
-    for (size_t i = 0; i < r->n_findings && i < TEXT_MAX_FINDINGS; i++)
-        print_finding(&r->findings[i], i + 1, days, out);
-    if (r->n_findings > TEXT_MAX_FINDINGS)
-        fprintf(out, "  ... and %zu more (--json, or query 'findings')\n",
-                r->n_findings - TEXT_MAX_FINDINGS);
+    if (rg_build(r, &g) != 0) {
+        fputs("\nFindings: out of memory grouping them (--json lists them)\n", out);
+        return;
+    }
+    print_findings_headline(r, &g, out);
+    shown = r->full || g.n_clients <= TEXT_MAX_CLIENTS ? g.n_clients : TEXT_MAX_CLIENTS;
+    for (size_t i = 0; i < shown; i++)
+        print_client_group(r, &g, &g.clients[i], i + 1, days, out);
+    if (shown < g.n_clients)
+        fprintf(out, "\n  ... and %zu more clients (--full, or query 'offenders')\n",
+                g.n_clients - shown);
+    if (g.cluster_n) {
+        fputs("\nCluster side (not a client's doing)\n", out);
+        for (size_t k = 0; k < g.cluster_n; k++)
+            print_block(r, &g, &g.blocks[g.cluster_first + k], days, out);
+    }
+    rg_free(&g);
 }
 
 /* ---------------------------------------------------------------- cost */

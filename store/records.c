@@ -54,6 +54,7 @@ static void write_finding(void *ctx, const an_finding *f)
     store_set_int(st, 11, f->extra_latency_us);
     store_set_text(st, 12, f->summary);
     store_set_text(st, 13, f->evidence && f->evidence[0] ? f->evidence : "{}");
+    store_set_uint(st, 14, f->operations);
     store_row_end(s, st);
 }
 

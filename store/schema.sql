@@ -137,8 +137,35 @@ CREATE TABLE findings (
     count            INTEGER NOT NULL,
     extra_latency_us INTEGER NOT NULL,
     summary          TEXT NOT NULL,
-    evidence         TEXT NOT NULL     -- JSON
+    evidence         TEXT NOT NULL,    -- JSON
+    operations       INTEGER NOT NULL DEFAULT 0 -- client findings: operations covered
 );
+
+-- The report's blocks: one row per (client, kind) over the per-slot rows of
+-- findings (client '' is the cluster side). slots is the slot set as ranges
+-- ("0-96, 141, 12000"); count, operations and extra_latency_us are sums over
+-- the block's findings (one kind: an operation is in one of them), first_us /
+-- last_us the earliest and latest, nodes the distinct nodes.
+CREATE VIEW finding_blocks AS
+WITH s AS (SELECT DISTINCT client, kind, slot FROM findings WHERE slot >= 0),
+     islands AS (SELECT client, kind, slot,
+                        slot - row_number() OVER (PARTITION BY client, kind ORDER BY slot) AS g
+                 FROM s),
+     ranges AS (SELECT client, kind, min(slot) AS lo, max(slot) AS hi
+                FROM islands GROUP BY client, kind, g ORDER BY client, kind, lo),
+     slot_text AS (SELECT client, kind,
+                          group_concat(CASE WHEN lo = hi THEN lo ELSE lo || '-' || hi END,
+                                       ', ') AS slots,
+                          sum(hi - lo + 1) AS slot_count
+                   FROM ranges GROUP BY client, kind)
+SELECT f.client AS client, f.kind AS kind, max(f.severity_level) AS severity_level,
+       count(*) AS findings, coalesce(t.slot_count, 0) AS slot_count,
+       coalesce(t.slots, '') AS slots, sum(f.count) AS count,
+       sum(f.operations) AS operations, min(f.first_us) AS first_us,
+       max(f.last_us) AS last_us, sum(f.extra_latency_us) AS extra_latency_us,
+       coalesce(group_concat(DISTINCT nullif(f.node, '')), '') AS nodes
+FROM findings f LEFT JOIN slot_text t ON t.client = f.client AND t.kind = f.kind
+GROUP BY f.client, f.kind;
 
 -- Each slot's migration window as reconstructed (a slot that moves twice has
 -- two rows): first and last ASK, the

@@ -116,8 +116,8 @@ static const char *const stmt_sql[ST_COUNT] = {
         " key, latency_us) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
     [ST_FINDING] =
         "INSERT OR REPLACE INTO findings (id, kind, severity, severity_level, client, node,"
-        " slot, first_us, last_us, count, extra_latency_us, summary, evidence)"
-        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+        " slot, first_us, last_us, count, extra_latency_us, summary, evidence, operations)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
     [ST_MIGRATION] =
         "INSERT INTO slot_migrations (slot, source, target, first_ask_us,"
         " last_ask_us, flip_us, importing_us, migrating_us, asks, tryagains, moveds,"
