@@ -198,6 +198,9 @@ typedef struct cap_config {
                                    trackers: the caller notes every record
                                    (cap_record_route) before any tracker is
                                    fed it, and the trackers only read it */
+    int64_t since_us, until_us; /* only records in [since, until] are analysed
+                                   (0: no bound); the others move the clock and
+                                   keep their number, nothing else */
 } cap_config;
 
 /* Sensible defaults: 262144 connections, 300 s idle, 1 MiB per connection and

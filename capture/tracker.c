@@ -612,6 +612,11 @@ void cap_tracker_packet_at(cap_tracker *t, uint64_t index, int linktype, int64_t
     cap_decode_result r;
     t->touched = NULL;
     t->index = index;
+    if ((t->cfg.since_us && ts_us < t->cfg.since_us) ||
+        (t->cfg.until_us && ts_us > t->cfg.until_us)) {
+        advance_clock(t, ts_us); /* outside the window asked for */
+        return;
+    }
     t->stats.packets++;
     t->stats.wire_bytes += wirelen;
     t->stats.captured_bytes += caplen;

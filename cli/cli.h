@@ -74,6 +74,8 @@ typedef struct cli_opts {
     int fail_on_findings;
     int store_commands;
     int redact_key_file;         /* the redaction key came from --redact-key-file */
+    int full;                    /* --full: the whole text report */
+    const char *since, *until;   /* analyze: only records in this window */
     int help;
     unsigned threads;            /* --threads: capture+resp worker threads (1:
                                     none, the single-threaded pipeline) */
@@ -93,6 +95,35 @@ void cli_print_settings_help(FILE *out);
 void cli_join_argv(int argc, char **argv, char *out, size_t size);
 /* The whole command line, set by main (recorded in the database's meta). */
 extern char cli_command_line[4096];
+
+/* ---------------------------------------------------------------- filters (filter.c) */
+
+/* --since, --until, --client, --slot, --node as given. */
+typedef struct cli_filter {
+    const char *since, *until;   /* text as given, NULL when absent */
+    const char *client, *node;
+    int32_t slot;
+    int has_slot;
+    int64_t since_us, until_us;  /* resolved by cli_filter_times */
+} cli_filter;
+
+/* Take argv[*i] (and its value) when it is one of the filter options: 1
+ * taken, 0 not one, -1 bad value (printed, exit code EXIT_USAGE). */
+int cli_filter_option(cli_filter *f, const char *cmd, int argc, char **argv, int *i);
+/* Parse a time: "+30s" from start_us, an ISO date and time (UTC), a time of
+ * day on start_us's day, "@SECONDS", or microseconds. 0, or -1 if bad. */
+int cli_parse_time(const char *text, int64_t start_us, int64_t *out_us);
+/* Resolve --since/--until against the capture start. 0, or EXIT_USAGE. */
+int cli_filter_times(cli_filter *f, const char *cmd, int64_t start_us);
+/* Is client a client of the database? 0, or EXIT_USAGE (printed, with some
+ * names). */
+int cli_filter_check_client(struct sqlite3 *db, const char *cmd, const char *client);
+/* Check every filter against the database and install it as temporary views
+ * over the tables (report and the canned queries then see only what
+ * matches); desc gets a line saying what is filtered ("" when nothing). 0,
+ * EXIT_USAGE (unknown client or node, bad time) or EXIT_RUNTIME, printed. */
+int cli_filter_apply(cli_filter *f, const char *cmd, struct sqlite3 *db, char *desc,
+                     size_t size);
 
 /* ---------------------------------------------------------------- queries */
 
@@ -182,6 +213,7 @@ typedef struct report {
     rep_client *idents;          size_t n_idents; /* clients that announced themselves */
     int full;                    /* text: every client, block, pattern and finding */
     char filter[256];            /* the filters the report was read with ("" none) */
+    char window[160];            /* analyze --since/--until: the records analysed */
     uint64_t clients, clients_aware, clients_nodes; /* client records seen */
     uint64_t dropped;            /* records beyond a cap (not shown, in the db) */
     int interrupted;             /* read from a database whose run never finished */
@@ -216,6 +248,10 @@ uint64_t report_counter(const report *r, const char *name);
 /* Put findings in impact order, migrations in time order, counters by name,
  * latency by extra time: both sources then print identically. */
 void report_sort(report *r);
+
+/* "records 2026-12-01 15:43:09.000 .. 15:43:10.000 UTC (--since +1s --until
+ * +2s)" for analyze's window, "" when there is none. */
+void report_window_text(const cli_opts *o, char *out, size_t size);
 
 /* Fill the model from a database opened with store_open_readonly. 0, or -1
  * with err. */

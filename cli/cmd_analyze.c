@@ -12,6 +12,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <sys/resource.h>
 
@@ -21,8 +22,8 @@ static const char analyze_usage[] =
     "usage: slotscope analyze FILE... [options]\n"
     "\n"
     "Analyse pcap/pcapng capture files (several are merged by time) and print an\n"
-    "incident report: capture span, nodes, slot migrations, findings ranked by\n"
-    "impact, what the redirects cost, and what the capture could not see.\n"
+    "incident report: capture span, nodes, slot migrations, findings by client and\n"
+    "kind, what the redirects cost, and what the capture could not see.\n"
     "\n"
     "options:\n";
 
@@ -85,22 +86,58 @@ static void raise_open_file_limit(void)
     }
 }
 
+/* The capture's first record time, for --since/--until relative to it: the
+ * files opened once more and their first record in merged order read. */
+static int64_t capture_start(const cli_opts *o)
+{
+    char err[1024];
+    cap_source *src = cap_open_files(o->files, o->n_files, err, sizeof err);
+    cap_record rec;
+    int64_t start = 0;
+    if (src && cap_source_next(src, &rec, err, sizeof err) == 1)
+        start = rec.ts_us;
+    cap_source_free(src);
+    return start;
+}
+
+/* Resolve --since/--until into the capture layer's window, and say what it
+ * is in the database. 0, or EXIT_USAGE printed. */
+static int set_window(cli_opts *o)
+{
+    cli_filter f;
+    int rc;
+    if (!o->since && !o->until)
+        return 0;
+    memset(&f, 0, sizeof f);
+    f.since = o->since;
+    f.until = o->until;
+    if ((rc = cli_filter_times(&f, "analyze", capture_start(o))) != 0)
+        return rc;
+    o->cap.since_us = o->since ? (f.since_us > 0 ? f.since_us : 1) : 0;
+    o->cap.until_us = o->until ? (f.until_us > 0 ? f.until_us : 1) : 0;
+    return 0;
+}
+
 /* Open, run, finish, print. Returns the exit code. */
-static int analyze(const cli_opts *o)
+static int analyze(cli_opts *o)
 {
     char err[1024] = "";
     cap_source *src;
     pipeline *p;
     report rep;
     const char *stopped_by;
-    int status = EXIT_OK;
+    int status = set_window(o);
 
+    if (status != EXIT_OK)
+        return status;
     if (o->n_files > 64)
         raise_open_file_limit();
     src = cap_open_files(o->files, o->n_files, err, sizeof err);
     if (!src)
         return cli_error("%s", err);
     report_init(&rep);
+    rep.full = o->full;
+    report_window_text(o, rep.window, sizeof rep.window);
     p = pipeline_new(o, &rep, 0);
     if (!p) {
         cap_source_free(src);

@@ -30,7 +30,7 @@
 #define QUERY_FILE_MAX (1 << 20)
 
 static const char query_usage[] =
-    "usage: slotscope query DB NAME [--param KEY=VALUE]... [--json]\n"
+    "usage: slotscope query DB NAME [--param KEY=VALUE]... [--json] [filters]\n"
     "       slotscope query --list\n"
     "\n"
     "Run a canned query (or the .sql file at NAME) on a database written by\n"
@@ -38,7 +38,13 @@ static const char query_usage[] =
     "with the sqlite3 shell: sqlite3 -header -column DB < queries/NAME.sql\n"
     "\n"
     "options:\n"
-    "  --param KEY=VALUE  a parameter of the query (e.g. --param client=10.0.0.5)\n"
+    "  --param KEY=VALUE  a parameter of the query (e.g. --param client=10.0.0.5);\n"
+    "                     one the query does not read, or an unknown client, is an\n"
+    "                     error (exit 2)\n"
+    "  --client NAME, --slot N, --node HOST:PORT, --since TIME, --until TIME\n"
+    "                     run the query over only the matching findings, redirects,\n"
+    "                     connections, commands, clients and migrations (times as\n"
+    "                     in slotscope report --help)\n"
     "  --json             one JSON object per row\n"
     "  --list             the canned queries and the question each answers\n"
     "  --help, -h         this help\n";
@@ -51,6 +57,7 @@ typedef struct query_args {
     size_t n_params;
     int json;
     int list;
+    cli_filter filter;
 } query_args;
 
 /* ---------------------------------------------------------------- finding queries */
@@ -134,6 +141,38 @@ static int has_param(const query_args *a, const char *key)
         if (!strncmp(a->params[i], key, n) && a->params[i][n] == '=')
             return 1;
     return 0;
+}
+
+/* The value of --param key, or NULL. */
+static const char *param_value(const query_args *a, const char *key)
+{
+    size_t n = strlen(key);
+    for (size_t i = 0; i < a->n_params; i++)
+        if (!strncmp(a->params[i], key, n) && a->params[i][n] == '=')
+            return a->params[i] + n + 1;
+    return NULL;
+}
+
+/* Does the query read parameter key ("key = 'KEY'" in its text)? */
+static int reads_param(const char *sql, const char *key, size_t n)
+{
+    char pat[96];
+    snprintf(pat, sizeof pat, "key = '%.*s'", (int)n, key);
+    return strstr(sql, pat) != NULL;
+}
+
+/* Every --param is read by the query, and a client one names a client.
+ * 0, or EXIT_USAGE printed. */
+static int check_params(const query_args *a, const char *sql, sqlite3 *db)
+{
+    const char *client = param_value(a, "client");
+    for (size_t i = 0; i < a->n_params; i++) {
+        size_t n = strcspn(a->params[i], "=");
+        if (!reads_param(sql, a->params[i], n))
+            return cli_usage_error("query", "query '%s' has no parameter '%.*s'", a->name,
+                                   (int)n, a->params[i]);
+    }
+    return client ? cli_filter_check_client(db, "query", client) : 0;
 }
 
 /* ---------------------------------------------------------------- printing */
@@ -312,7 +351,7 @@ static int run_statements(sqlite3 *db, const char *name, const char *sql, int js
 }
 
 /* Open the database read-only and run the query. Returns the exit code. */
-static int run_query(const query_args *a)
+static int run_query(query_args *a)
 {
     char err[1600], need[64];
     char *sql = find_query(a->name);
@@ -330,7 +369,14 @@ static int run_query(const query_args *a)
         free(sql);
         return cli_error("%s", err);
     }
-    status = set_params(db, a) == 0 ? run_statements(db, a->name, sql, a->json) : EXIT_RUNTIME;
+    {
+        char desc[256];
+        status = check_params(a, sql, db);
+        if (status == EXIT_OK)
+            status = cli_filter_apply(&a->filter, "query", db, desc, sizeof desc);
+    }
+    if (status == EXIT_OK)
+        status = set_params(db, a) == 0 ? run_statements(db, a->name, sql, a->json) : EXIT_RUNTIME;
     fflush(stdout);
     sqlite3_close(db);
     free(sql);
@@ -343,6 +389,11 @@ static int parse_args(int argc, char **argv, query_args *a)
     memset(a, 0, sizeof *a);
     for (int i = 0; i < argc; i++) {
         const char *s = argv[i];
+        int taken = cli_filter_option(&a->filter, "query", argc, argv, &i);
+        if (taken < 0)
+            return EXIT_USAGE;
+        if (taken > 0)
+            continue;
         if (!strcmp(s, "--help") || !strcmp(s, "-h")) {
             fputs(query_usage, stdout);
             return -1;

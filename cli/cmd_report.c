@@ -1,5 +1,6 @@
 /*
- * cmd_report.c - `slotscope report DB [--json] [--fail-on-findings]`.
+ * cmd_report.c - `slotscope report DB [--json] [--full] [--fail-on-findings]
+ * [--client C] [--slot N] [--node N] [--since T] [--until T]`.
  *
  * The incident report of a finished (or interrupted) run, read back from its
  * database into the same model `analyze` fills, so it prints the same text.
@@ -11,35 +12,61 @@
 #include "cli/cli.h"
 
 static const char report_usage[] =
-    "usage: slotscope report DB [--json] [--fail-on-findings]\n"
+    "usage: slotscope report DB [--json] [--full] [--fail-on-findings]\n"
+    "                        [--client NAME] [--slot N] [--node HOST:PORT]\n"
+    "                        [--since TIME] [--until TIME]\n"
     "\n"
     "Print the incident report of the run stored in DB (written by analyze or live\n"
-    "with --db): what happened, the findings ranked by impact with their evidence,\n"
-    "what the redirects cost, and what the capture could not see.\n"
+    "with --db): what happened, the findings by client and kind with their\n"
+    "evidence, what the redirects cost, and what the capture could not see.\n"
     "\n"
     "options:\n"
     "  --json              JSON lines (one object per record, \"type\" field) for jq\n"
-    "  --fail-on-findings  exit 3 when the database holds findings\n"
+    "  --full              every client, kind, evidence pattern and finding (the\n"
+    "                      default shows about a screen per client)\n"
+    "  --fail-on-findings  exit 3 when the database holds findings (after the filters)\n"
+    "  --client NAME       only this client's findings, redirects and connections\n"
+    "  --slot N            only what is about slot N (0-16383)\n"
+    "  --node HOST:PORT    only what involves this node (observed or announced)\n"
+    "  --since TIME, --until TIME\n"
+    "                      only what happened in this window: +30s (from the\n"
+    "                      capture's start), 2026-12-01T15:43:09Z, 15:43:09 (UTC),\n"
+    "                      @SECONDS; an unknown client or node, or a bad time, is\n"
+    "                      an error (exit 2)\n"
     "  --help, -h          this help\n";
 
-/* Load and print. Returns the exit code. */
-static int report_db(const char *path, int json, int fail_on_findings)
+/* What the command line asked for. */
+typedef struct report_args {
+    const char *path;
+    int json, fail, full;
+    cli_filter filter;
+} report_args;
+
+/* Load (through the filters) and print. Returns the exit code. */
+static int report_db(report_args *a)
 {
-    char err[1600] = "";
-    sqlite3 *db = store_open_readonly(path, err, sizeof err);
+    char err[1600] = "", desc[256];
+    sqlite3 *db = store_open_readonly(a->path, err, sizeof err);
     report rep;
     int status = EXIT_OK;
     if (!db)
         return cli_error("%s", err);
+    status = cli_filter_apply(&a->filter, "report", db, desc, sizeof desc);
+    if (status != EXIT_OK) {
+        sqlite3_close(db);
+        return status;
+    }
     report_init(&rep);
+    rep.full = a->full;
+    snprintf(rep.filter, sizeof rep.filter, "%s", desc);
     if (report_load_db(&rep, db, err, sizeof err) != 0) {
-        status = cli_error("%s: %s", path, err);
+        status = cli_error("%s: %s", a->path, err);
     } else {
-        if (json)
+        if (a->json)
             report_print_json(&rep, stdout);
         else
             report_print_text(&rep, stdout);
-        if (fail_on_findings && rep.n_findings > 0)
+        if (a->fail && rep.n_findings > 0)
             status = EXIT_FINDINGS;
     }
     report_free(&rep);
@@ -49,25 +76,32 @@ static int report_db(const char *path, int json, int fail_on_findings)
 
 int cmd_report(int argc, char **argv)
 {
-    const char *path = NULL;
-    int json = 0, fail = 0;
+    report_args a;
+    memset(&a, 0, sizeof a);
     for (int i = 0; i < argc; i++) {
+        int taken;
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             fputs(report_usage, stdout);
             return EXIT_OK;
         }
-        if (!strcmp(argv[i], "--json"))
-            json = 1;
-        else if (!strcmp(argv[i], "--fail-on-findings"))
-            fail = 1;
-        else if (argv[i][0] == '-' && argv[i][1])
+        if ((taken = cli_filter_option(&a.filter, "report", argc, argv, &i)) != 0) {
+            if (taken < 0)
+                return EXIT_USAGE;
+        } else if (!strcmp(argv[i], "--json")) {
+            a.json = 1;
+        } else if (!strcmp(argv[i], "--full")) {
+            a.full = 1;
+        } else if (!strcmp(argv[i], "--fail-on-findings")) {
+            a.fail = 1;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
             return cli_usage_error("report", "unknown option '%s'", argv[i]);
-        else if (path)
+        } else if (a.path) {
             return cli_usage_error("report", "unexpected argument '%s'", argv[i]);
-        else
-            path = argv[i];
+        } else {
+            a.path = argv[i];
+        }
     }
-    if (!path)
+    if (!a.path)
         return cli_usage_error("report", "no database given");
-    return report_db(path, json, fail);
+    return report_db(&a);
 }

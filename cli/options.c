@@ -23,7 +23,8 @@
 typedef enum opt_id {
     OPT_DB, OPT_FORCE, OPT_PORTS, OPT_CLIENT_BY, OPT_NODE_MAP, OPT_REDACT, OPT_STORE_COMMANDS,
     OPT_REDACT_KEY_FILE, OPT_JSON, OPT_QUIET, OPT_SET, OPT_FAIL_ON_FINDINGS, OPT_HELP, OPT_THREADS,
-    OPT_IFACE, OPT_FILTER, OPT_DURATION, OPT_USER, OPT_BUFFER, OPT_SNAPLEN
+    OPT_IFACE, OPT_FILTER, OPT_DURATION, OPT_USER, OPT_BUFFER, OPT_SNAPLEN,
+    OPT_FULL, OPT_SINCE, OPT_UNTIL
 } opt_id;
 
 /* One option: its long name, short letter (0 if none), whether it takes a
@@ -57,6 +58,9 @@ static const opt_def opt_table[] = {
     {"user", 'Z', 1, 1, OPT_USER},
     {"buffer", 'B', 1, 1, OPT_BUFFER},
     {"snaplen", 's', 1, 1, OPT_SNAPLEN},
+    {"full", 0, 0, 0, OPT_FULL},
+    {"since", 0, 1, 0, OPT_SINCE},
+    {"until", 0, 1, 0, OPT_UNTIL},
 };
 
 const char cli_analysis_options_help[] =
@@ -78,6 +82,11 @@ const char cli_analysis_options_help[] =
     "  --store-commands       keep every paired command in the commands table\n"
     "  --set NAME=VALUE       a detector threshold or table cap (list below); repeatable\n"
     "  --json                 JSON lines (one object per record, \"type\" field) for jq\n"
+    "  --full                 the whole text report: every client, kind and finding\n"
+    "  --since TIME, --until TIME (analyze)\n"
+    "                         analyse only the records of this window: +30s (from the\n"
+    "                         capture's first record), 2026-12-01T15:43:09Z, 15:43:09\n"
+    "                         (UTC, the capture's first day), @SECONDS\n"
     "  --quiet, -q            no progress display\n"
     "  --fail-on-findings     exit 3 when there are findings (CI for client libraries)\n"
     "  --threads N            1 (default): everything on one thread; 2: a second\n"
@@ -338,6 +347,18 @@ static int apply_opt(cli_opts *o, const opt_def *d, const char *v)
     case OPT_REDACT_KEY_FILE: return load_redact_key(o, v);
     case OPT_STORE_COMMANDS: o->store_commands = 1; break;
     case OPT_JSON: o->json = 1; break;
+    case OPT_FULL: o->full = 1; break;
+    case OPT_SINCE:
+    case OPT_UNTIL:
+        if (!strcmp(o->cmd, "live"))
+            return cli_usage_error(o->cmd, "--%s is for analyze (live: --duration)",
+                                   d->id == OPT_SINCE ? "since" : "until");
+        if (cli_parse_time(v, 1, &(int64_t){0}) != 0)
+            return cli_usage_error(o->cmd, "bad --%s '%s' (+30s, 2026-12-01T15:43:09Z, "
+                                           "15:43:09, @SECONDS)",
+                                   d->id == OPT_SINCE ? "since" : "until", v);
+        *(d->id == OPT_SINCE ? &o->since : &o->until) = v;
+        break;
     case OPT_QUIET: o->quiet = 1; break;
     case OPT_SET:
         /* The old public seed: stored with the database, it let anyone with

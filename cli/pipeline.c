@@ -270,6 +270,11 @@ static int open_store(pipeline *p)
     if (o->an.redact_keys) /* where the key came from; never the key */
         store_meta(p->st, "redact_key", o->redact_key_file ? "file" : "random, this run only");
     store_meta(p->st, "settings", o->settings);
+    if (o->since || o->until) { /* only then: other databases keep their meta */
+        char window[160];
+        report_window_text(o, window, sizeof window);
+        store_meta(p->st, "window", window);
+    }
     p->to_store = store_sink(p->st);
     return 0;
 }

@@ -168,6 +168,12 @@ static void row_stopped(report *r, sqlite3_stmt *st)
     snprintf(r->stopped_by, sizeof r->stopped_by, "%s", col_text(st, 0));
 }
 
+/* analyze --since/--until wrote meta window. */
+static void row_window(report *r, sqlite3_stmt *st)
+{
+    snprintf(r->window, sizeof r->window, "%s", col_text(st, 0));
+}
+
 static void row_clients(report *r, sqlite3_stmt *st)
 {
     r->clients = col_uint(st, 0);
@@ -218,6 +224,7 @@ int report_load_db(report *r, sqlite3 *db, char *err, size_t err_size)
          " OR lib_ver <> '' OR client_name <> '' ORDER BY name", row_ident},
         {"SELECT count(*) FROM meta WHERE key = 'end_us'", row_end},
         {"SELECT value FROM meta WHERE key = 'stopped_by'", row_stopped},
+        {"SELECT value FROM meta WHERE key = 'window'", row_window},
     };
     for (size_t i = 0; i < sizeof reads / sizeof reads[0]; i++)
         if (each_row(db, reads[i].sql, reads[i].fn, r, err, err_size) != 0)

@@ -198,6 +198,8 @@ static void print_totals(const report *r, const rg_groups *g, FILE *out)
     jint(&j, "clients_with_findings_extra_us", g->clients_extra_us);
     if (r->filter[0])
         jstr(&j, "filter", r->filter);
+    if (r->window[0])
+        jstr(&j, "window", r->window);
     jend(&j);
 }
 

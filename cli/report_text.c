@@ -562,7 +562,7 @@ static void print_findings_headline(const report *r, const rg_groups *g, FILE *o
     char a[32], b[32];
     fprintf(out, "\nFindings: %zu client%s of %" PRIu64 " mishandle%s redirects", g->n_clients,
             plural(g->n_clients), clients, g->n_clients == 1 ? "s" : "");
-    if (g->redirect_extra_us > 0)
+    if (g->redirect_extra_us > 0 && !r->filter[0]) /* a filtered report has no share */
         fprintf(out, "; they caused %s of the %s redirects cost (%.0f%%)",
                 fmt_dur(a, sizeof a, g->clients_extra_us),
                 fmt_dur(b, sizeof b, g->redirect_extra_us),
@@ -761,6 +761,19 @@ static void print_blind_spots(const report *r, FILE *out)
     print_input_errors(r, out);
 }
 
+void report_window_text(const cli_opts *o, char *out, size_t size)
+{
+    char a[48], b[48];
+    out[0] = 0;
+    if (!o->since && !o->until)
+        return;
+    snprintf(out, size, "records %s .. %s UTC (%s%s%s%s%s%s)",
+             o->since ? fmt_time(a, sizeof a, o->cap.since_us, 1) : "start",
+             o->until ? fmt_time(b, sizeof b, o->cap.until_us, 1) : "end",
+             o->since ? "--since " : "", o->since ? o->since : "", o->since && o->until ? " " : "",
+             o->until ? "--until " : "", o->until ? o->until : "", "");
+}
+
 static void render_text(const report *r, FILE *out)
 {
     fputs("slotscope incident report\n\nWhat happened\n", out);
@@ -770,6 +783,11 @@ static void render_text(const report *r, FILE *out)
         fprintf(out, "  note         the run was interrupted by %s: this is what it read until then\n",
                 r->stopped_by);
     print_span(r, out);
+    if (r->window[0]) {
+        fputs("  window       only ", out);
+        cli_print_safe(out, r->window);
+        fputs(" analysed\n", out);
+    }
     print_inputs(r, out);
     print_traffic(r, out);
     print_nodes(r, out);

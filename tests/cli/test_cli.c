@@ -331,7 +331,7 @@ static void test_findings_capture(void **state)
     const char *db = tmp("f.db");
     (void)state;
     assert_int_equal(run("analyze", FINDINGS_PCAP, "--db", db, "--fail-on-findings"), 3);
-    assert_contains(out_text, "ranked by impact");
+    assert_contains(out_text, "clients by impact");
     assert_contains(out_text, "ask_cached");
     assert_contains(out_text, "evidence: ");
     assert_true(th_db_int(db, "SELECT count(*) FROM findings") > 0);
