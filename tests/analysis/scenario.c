@@ -53,6 +53,9 @@ static void on_connection(void *ctx, const an_connection *c)
     if (o->connections < SC_MAX) {
         o->conn_records[o->connections].id = c->id;
         o->conn_records[o->connections].commands = c->commands;
+        o->conn_records[o->connections].ident = c->ident;
+        snprintf(o->conn_records[o->connections].client,
+                 sizeof o->conn_records[o->connections].client, "%s", c->client);
     }
     o->connections++;
 }

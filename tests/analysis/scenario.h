@@ -30,7 +30,11 @@ typedef struct sc_sink {
     an_latency latencies[SC_MAX];
     size_t nlatencies;
     uint64_t connections;
-    struct { uint64_t id, commands; } conn_records[SC_MAX]; /* the first SC_MAX */
+    struct {
+        uint64_t id, commands;
+        an_ident ident;
+        char client[AN_NAME_MAX];
+    } conn_records[SC_MAX]; /* the first SC_MAX */
     uint64_t commands;
     char last_command_key[128];
     char last_command_arg0[128];
