@@ -1,5 +1,5 @@
 -- client: what did one client do: its traffic, findings, redirects and connections?
--- Parameter: client, the name as in the clients table ("10.0.0.5", or "10.0.0.5:41234" when the run used --client-by conn).
+-- Parameter: client, the name as in the clients table ("10.0.0.5", "10.0.0.5:41234" when the run used --client-by conn, "10.0.0.5/worker-a" with --client-by name).
 -- Usage: slotscope query DB client --param client=10.0.0.5
 --   or   sqlite3 -header -column DB "CREATE TEMP TABLE params (key TEXT PRIMARY KEY, value TEXT)" \
 --            "INSERT INTO params VALUES ('client', '10.0.0.5')" ".read queries/client.sql"
@@ -7,7 +7,8 @@
 -- grouped by kind, slot and node; its connections.
 CREATE TEMP TABLE IF NOT EXISTS params (key TEXT PRIMARY KEY, value TEXT);
 
-SELECT name AS client, connections, commands, redirects, findings, cluster_aware, is_node,
+SELECT name AS client, lib_name, lib_ver, client_name, connections, commands, redirects,
+       findings, cluster_aware, is_node,
        strftime('%Y-%m-%d %H:%M:%f', first_us / 1000000.0, 'unixepoch') AS first_utc,
        strftime('%Y-%m-%d %H:%M:%f', last_us / 1000000.0, 'unixepoch') AS last_utc
   FROM clients
