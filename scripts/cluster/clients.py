@@ -961,14 +961,15 @@ def write_expected(sc, out, correct, broken, rp, s1_window, s2_window):
             lines.append("finding\t%s\t%s\t%s\t%d" % (c.addr, kind, slot, count_of[kind](c.did)))
     lines.append("finding\t-\tmigration_stuck\t%d\t1" % sc.s2)
     lines.append("clean\t127.0.0.1\tredis-cli -c, one process per command "
-                 "(and the admin commands of cluster.sh / redis-cli --cluster, "
-                 "and MIGRATE's connections between nodes)")
+                 "(and the admin commands of cluster.sh / redis-cli --cluster)")
+    # a node's own connections are never merged with a client of its address
+    lines.append("clean\t127.0.0.1 (node)\tMIGRATE's connections between nodes")
     lines.append("clean\t%s\t%s" % (rp.addr, rp.role % rp.version))
     lines.append("clean\t%s\t%s" % (correct.addr, correct.role))
     replicas = {r for rs in sc.replicas.values() for r in rs}
     for i, port in enumerate(sc.node_ports):
         if port in replicas:     # only replicas connect out on data ports
-            lines.append("clean\t127.0.1.%d\treplica %d's replication link"
+            lines.append("clean\t127.0.1.%d (node)\treplica %d's replication link"
                          % (i + 1, port))
     for kind in ("ASK", "MOVED", "TRYAGAIN", "CROSSSLOT"):
         lines.append("redirect\t%s\t%d" % (kind, sc.redirects_seen[kind]))
