@@ -90,6 +90,7 @@ static int run_live(const cli_opts *o, cap_source *src)
     int status = EXIT_OK;
 
     report_init(&rep);
+    rep.full = o->full;
     p = pipeline_new(o, &rep, 1);
     if (!p)
         return EXIT_RUNTIME;

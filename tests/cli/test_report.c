@@ -227,6 +227,15 @@ static void test_identity_fixture(void **state)
     assert_null(strchr(out_text, 0x1b));
     assert_int_equal(run("analyze", IDENTITY_PCAP, "--json", "-q"), 0);
     assert_lacks(out_text, "s3cretpw");
+    /* analyze and report DB print the same grouped text */
+    {
+        char *first;
+        assert_int_equal(run("analyze", IDENTITY_PCAP, "-q"), 0);
+        first = strdup(out_text);
+        assert_int_equal(run("report", db), 0);
+        assert_string_equal(first, out_text);
+        free(first);
+    }
 }
 
 /* --client-by name: the two processes of 127.14.0.3 are two clients, only
