@@ -351,6 +351,7 @@ static inline cap_flow *cap_flows_at(cap_flows *ft, uint32_t i)
 
 struct cap_tracker {
     cap_config cfg;          /* limits, as given */
+    int64_t win_lo, win_hi;  /* records analysed: cfg.since_us..until_us */
     cap_event_fn fn;         /* downstream */
     void *ctx;
     cap_stats stats;

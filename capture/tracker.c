@@ -98,6 +98,9 @@ cap_tracker *cap_tracker_new(const cap_config *cfg, cap_event_fn fn, void *ctx)
             return NULL;
         }
     }
+    /* the window as two bounds that are always there (cap_config: 0 is none) */
+    t->win_lo = t->cfg.since_us ? t->cfg.since_us : INT64_MIN;
+    t->win_hi = t->cfg.until_us ? t->cfg.until_us : INT64_MAX;
     load_server_ports(t);
     return t;
 }
@@ -604,6 +607,20 @@ void cap_tracker_time(cap_tracker *t, uint64_t index, int64_t ts_us)
     advance_clock(t, ts_us);
 }
 
+/* A record outside the window asked for (cap_config.since_us/until_us): the
+ * clock moves and the servers its SYN shows are noted, as a caller sharing a
+ * servers table notes every record (so --threads N gives the same), nothing
+ * else. */
+static void outside_window(cap_tracker *t, uint64_t index, int linktype, int64_t ts_us,
+                           const uint8_t *pkt, uint32_t caplen, uint32_t wirelen)
+{
+    cap_pkt p;
+    advance_clock(t, ts_us);
+    if (t->own_servers != NULL &&
+        cap_decode(linktype, pkt, caplen, wirelen, &p) == CAP_DEC_TCP && (p.flags & TCP_SYN))
+        t->stats.known_servers_dropped += (uint64_t)cap_servers_note_pkt(t->own_servers, index, &p);
+}
+
 /* Feed the record numbered index. */
 void cap_tracker_packet_at(cap_tracker *t, uint64_t index, int linktype, int64_t ts_us,
                            const uint8_t *pkt, uint32_t caplen, uint32_t wirelen)
@@ -612,9 +629,8 @@ void cap_tracker_packet_at(cap_tracker *t, uint64_t index, int linktype, int64_t
     cap_decode_result r;
     t->touched = NULL;
     t->index = index;
-    if ((t->cfg.since_us && ts_us < t->cfg.since_us) ||
-        (t->cfg.until_us && ts_us > t->cfg.until_us)) {
-        advance_clock(t, ts_us); /* outside the window asked for */
+    if (ts_us < t->win_lo || ts_us > t->win_hi) {
+        outside_window(t, index, linktype, ts_us, pkt, caplen, wirelen);
         return;
     }
     t->stats.packets++;

@@ -20,8 +20,9 @@
 #include "cli/cli.h"
 #include "cli/report_group.h"
 
-/* Order of finding indexes: client, kind, slot, then impact (their order in
- * the sorted model). */
+/* Order of finding indexes: client, kind, then impact (their order in the
+ * sorted model). qsort takes no context: the model is passed here (the
+ * report is built and printed on one thread). */
 static const report *sort_report;
 static int cmp_by_block(const void *a, const void *b)
 {

@@ -15,6 +15,7 @@
 #define RG_PATTERN_MAX 240     /* text of one */
 #define RG_PATTERN_EVENTS 3    /* events a pattern is made of */
 #define RG_NODES 8             /* distinct nodes named per block */
+#define RG_SLOTS_TEXT_MAX (16384 * 7 + 8) /* any slot set as ranges ("0, 2, ...") */
 
 /* One evidence pattern of a block: its text, how many findings show it, and
  * the first of them (the worst: findings are in impact order). */

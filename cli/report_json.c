@@ -9,6 +9,7 @@
  */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
@@ -110,13 +111,16 @@ static void print_client(const rg_client *c, FILE *out)
  * and evidence patterns (each with the id of its worst finding). */
 static void print_block(const report *r, const rg_groups *g, const rg_block *b, FILE *out)
 {
-    char slots[8192];
-    size_t distinct = rg_slot_ranges(r, g, b, slots, sizeof slots, 0);
+    /* every slot as ranges: at worst 8192 single slots of up to 5 digits */
+    enum { SLOTS_TEXT = RG_SLOTS_TEXT_MAX };
+    char *slots = malloc(SLOTS_TEXT);
+    size_t distinct = slots ? rg_slot_ranges(r, g, b, slots, SLOTS_TEXT, 0) : 0;
     jobj j = jbegin(out, "finding_block");
     jstr(&j, "client", b->client);
     jstr(&j, "kind", b->kind);
     jstr(&j, "severity", b->severity);
-    jstr(&j, "slots", slots);
+    jstr(&j, "slots", slots ? slots : "");
+    free(slots);
     juint(&j, "slot_count", distinct);
     juint(&j, "findings", b->n);
     juint(&j, "count", b->count);
