@@ -360,6 +360,28 @@ static void test_analyze_window(void **state)
                                     " AND value LIKE '%--since +14s --until +15s%'"), 1);
     assert_int_equal(run("report", win), 0);
     assert_contains(out_text, "  window       only records ");
+    /* the same window on worker threads: the same counters and findings */
+    {
+        const char *w3 = tmp("win3.db");
+        static const char digest[] =
+            "SELECT (SELECT group_concat(name || '=' || value) FROM counters) ||"
+            " (SELECT group_concat(id || kind || client || slot || count) FROM findings)";
+        sqlite3 *a = NULL, *b = NULL;
+        sqlite3_stmt *sa = NULL, *sb = NULL;
+        assert_int_equal(run("analyze", RESHARD_PCAP, "--db", w3, "-q", "--threads", "3",
+                             "--since", "+14s", "--until", "+15s"), 0);
+        assert_int_equal(sqlite3_open_v2(win, &a, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+        assert_int_equal(sqlite3_open_v2(w3, &b, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+        assert_int_equal(sqlite3_prepare_v2(a, digest, -1, &sa, NULL), SQLITE_OK);
+        assert_int_equal(sqlite3_prepare_v2(b, digest, -1, &sb, NULL), SQLITE_OK);
+        assert_int_equal(sqlite3_step(sa), SQLITE_ROW);
+        assert_int_equal(sqlite3_step(sb), SQLITE_ROW);
+        assert_string_equal(sqlite3_column_text(sa, 0), sqlite3_column_text(sb, 0));
+        sqlite3_finalize(sa);
+        sqlite3_finalize(sb);
+        sqlite3_close(a);
+        sqlite3_close(b);
+    }
     assert_int_equal(run("analyze", RESHARD_PCAP, "--since", "soon"), 2);
     assert_int_equal(run("analyze", RESHARD_PCAP, "--since", "+20s", "--until", "+1s"), 2);
     assert_int_equal(run("live", "-i", "lo", "--until", "+1s"), 2);
