@@ -273,12 +273,12 @@ static void print_migrations(const report *r, FILE *out)
 
 /* ---------------------------------------------------------------- findings */
 
-/* One event of a finding's evidence on one line:
- *   22:13:20.260 ask: GET {user:1}.f29 (conn 57 127.0.2.10:41000 -> 127.0.0.1:7000) -> -ASK 1000 ...
+/* One event's fields on the current line:
+ *   ask: GET {user:1}.f29 (conn 57 127.0.2.10:41820 -> 127.0.0.1:7000) -> -ASK 1000 ...
  * Fields that are missing are left out. */
-static void print_event(json_span ev, int days, FILE *out)
+static void print_event_fields(json_span ev, FILE *out)
 {
-    char what[128], cmd[160], key[160], conn[32], src[80], dst[80], reply[200], ts[32], t[48];
+    char what[128], cmd[160], key[160], conn[32], src[80], dst[80], reply[200];
     json_text(json_member(ev, "what"), what, sizeof what);
     json_text(json_member(ev, "cmd"), cmd, sizeof cmd);
     json_text(json_member(ev, "key"), key, sizeof key);
@@ -286,8 +286,6 @@ static void print_event(json_span ev, int days, FILE *out)
     json_text(json_member(ev, "src"), src, sizeof src);
     json_text(json_member(ev, "dst"), dst, sizeof dst);
     json_text(json_member(ev, "reply"), reply, sizeof reply);
-    json_text(json_member(ev, "ts_us"), ts, sizeof ts);
-    fprintf(out, "        %s ", fmt_time(t, sizeof t, strtoll(ts, NULL, 10), days));
     cli_print_safe(out, what[0] ? what : "event");
     fputc(':', out);
     if (cmd[0]) {
@@ -311,6 +309,16 @@ static void print_event(json_span ev, int days, FILE *out)
         fputs(" -> ", out);
         cli_print_safe(out, reply);
     }
+}
+
+/* One event of a finding's evidence on a line of its own, with its time:
+ *   22:13:20.260 ask: GET {user:1}.f29 (conn 57 127.0.2.10 -> 127.0.0.1:7000) -> -ASK 1000 ... */
+static void print_event(json_span ev, int days, FILE *out)
+{
+    char ts[32], t[48];
+    json_text(json_member(ev, "ts_us"), ts, sizeof ts);
+    fprintf(out, "        %s ", fmt_time(t, sizeof t, strtoll(ts, NULL, 10), days));
+    print_event_fields(ev, out);
     fputc('\n', out);
 }
 
@@ -408,32 +416,6 @@ static void print_finding(const rep_finding *f, size_t rank, int days, FILE *out
 
 /* ---------------------------------------------------------------- findings by client */
 
-/* One event on the current line: "ask GET k (conn 57) -> -ASK 1000 ...". */
-static void print_event_inline(json_span ev, FILE *out)
-{
-    char what[128], cmd[64], key[160], conn[32], reply[200];
-    json_text(json_member(ev, "what"), what, sizeof what);
-    json_text(json_member(ev, "cmd"), cmd, sizeof cmd);
-    json_text(json_member(ev, "key"), key, sizeof key);
-    json_text(json_member(ev, "conn"), conn, sizeof conn);
-    json_text(json_member(ev, "reply"), reply, sizeof reply);
-    cli_print_safe(out, what[0] ? what : "event");
-    if (cmd[0]) {
-        fputc(' ', out);
-        cli_print_safe(out, cmd);
-    }
-    if (key[0]) {
-        fputc(' ', out);
-        cli_print_safe(out, key);
-    }
-    if (conn[0])
-        fprintf(out, " (conn %s)", conn);
-    if (reply[0]) {
-        fputs(" -> ", out);
-        cli_print_safe(out, reply);
-    }
-}
-
 /* One line of evidence for a pattern: its example finding's first events. */
 static void print_pattern(const report *r, const rg_block *b, const rg_pattern *p, int days,
                           FILE *out)
@@ -462,7 +444,7 @@ static void print_pattern(const report *r, const rg_block *b, const rg_pattern *
     for (size_t i = 0; i < n && i < RG_PATTERN_EVENTS; i++) {
         if (i)
             fputs("; ", out);
-        print_event_inline(json_element(events, i), out);
+        print_event_fields(json_element(events, i), out);
     }
     fputs(n > RG_PATTERN_EVENTS ? "; ...\n" : "\n", out);
 }
