@@ -20,6 +20,7 @@
 
 #include <cmocka.h>
 #include <sqlite3.h>
+#include <zlib.h>
 
 #include "tests/helpers/child.h"
 #include "tests/helpers/dbq.h"
@@ -260,6 +261,55 @@ static void test_client_by_name(void **state)
     assert_contains(err_text, "host, conn or name");
 }
 
+/* Unpack a gzipped fixture into the test's directory; its path. */
+static const char *gunzip_fixture(const char *gz, const char *name)
+{
+    const char *out = tmp(name);
+    gzFile in = gzopen(gz, "rb");
+    FILE *f = fopen(out, "wb");
+    char buf[65536];
+    int n;
+    assert_non_null(in);
+    assert_non_null(f);
+    while ((n = gzread(in, buf, sizeof buf)) > 0)
+        assert_int_equal(fwrite(buf, 1, (size_t)n, f), (size_t)n);
+    assert_int_equal(n, 0);
+    gzclose(in);
+    assert_int_equal(fclose(f), 0);
+    return out;
+}
+
+/* Real libraries in a reshard (tests/fixtures/libs, scripts/libs): one block
+ * per (client, kind), and the library and version each announced (node-redis
+ * and ioredis send CLIENT SETINFO; the view agrees with the text). */
+static void test_real_libraries(void **state)
+{
+    static const struct { const char *lib, *addr, *named; } libs[] = {
+        {"node-redis", "127.0.0.25", "client 127.0.0.25 node-redis 6.3.1"},
+        {"ioredis", "127.0.0.26", "client 127.0.0.26 ioredis 6.0.0"},
+    };
+    (void)state;
+    for (size_t i = 0; i < sizeof libs / sizeof libs[0]; i++) {
+        char gz[512], name[64], db[600];
+        snprintf(gz, sizeof gz, "%s/libs/%s.pcap.gz", SS_FIXTURES, libs[i].lib);
+        snprintf(name, sizeof name, "%s.pcap", libs[i].lib);
+        snprintf(db, sizeof db, "%s", tmp(libs[i].lib));
+        const char *pcap = gunzip_fixture(gz, name);
+        assert_int_equal(run("analyze", pcap, "--db", db, "-q"), 0);
+        assert_contains(out_text, libs[i].named);
+        int64_t blocks = th_db_int(db, "SELECT count(*) FROM finding_blocks WHERE client <> ''");
+        int64_t kinds = th_db_int(db, "SELECT count(DISTINCT client || kind) FROM findings"
+                                      " WHERE client <> ''");
+        assert_true(blocks > 0);
+        assert_int_equal(blocks, kinds);
+        /* each block once in the text: "    error   kind" or "    warning kind" */
+        assert_int_equal(count_lines(out_text, "\n    error   ") +
+                             count_lines(out_text, "\n    warning "),
+                         (size_t)(blocks + th_db_int(db, "SELECT count(*) FROM finding_blocks"
+                                                         " WHERE client = ''")));
+    }
+}
+
 /* ---------------------------------------------------------------- filters */
 
 /* report --client/--slot/--node/--since/--until keep what matches; an
@@ -395,6 +445,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_thousands_of_findings, setup, teardown),
         cmocka_unit_test_setup_teardown(test_identity_fixture, setup, teardown),
         cmocka_unit_test_setup_teardown(test_client_by_name, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_real_libraries, setup, teardown),
         cmocka_unit_test_setup_teardown(test_report_filters, setup, teardown),
         cmocka_unit_test_setup_teardown(test_query_filters, setup, teardown),
         cmocka_unit_test_setup_teardown(test_analyze_window, setup, teardown),
