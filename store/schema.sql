@@ -1,4 +1,4 @@
--- slotscope database schema, version 3 (store.h: STORE_SCHEMA_VERSION).
+-- slotscope database schema, version 2 (store.h: STORE_SCHEMA_VERSION).
 --
 -- One database holds one run: the inputs it read, the nodes and clients it saw,
 -- every redirect reply, the findings with their evidence, each slot's migration
