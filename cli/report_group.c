@@ -69,7 +69,10 @@ void rg_pattern_of(const rep_finding *f, char *out, size_t size)
 /* Fill block b's totals, nodes and patterns from its findings. */
 static void block_totals(const report *r, rg_block *b, const size_t *idx)
 {
-    b->severity_level = 0;
+    /* the first finding's severity until a worse one (a crafted database may
+     * hold any level) */
+    b->severity_level = r->findings[idx[b->first]].severity_level;
+    b->severity = r->findings[idx[b->first]].severity;
     for (size_t k = 0; k < b->n; k++) {
         const rep_finding *f = &r->findings[idx[b->first + k]];
         char pat[RG_PATTERN_MAX];

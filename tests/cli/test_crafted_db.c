@@ -119,7 +119,12 @@ static void test_int64_extremes(void **state)
         char name[64];
         if (sscanf(line, "%63s", name) != 1)
             continue;
-        int rc = run("query", db, name, "--param", "client=10.0.0.1");
+        /* only the client query reads a client; an unknown one is a usage
+         * error (issue 14), said as such */
+        int rc = strcmp(name, "client") ? run("query", db, name)
+                                         : run("query", db, name, "--param", "client=10.0.0.1");
+        if (rc == 2 && !strcmp(name, "client") && strstr(last.err, "unknown client"))
+            continue;
         if (rc != 0 && rc != 1)
             fail_msg("query %s: exit %d\n%s", name, rc, last.err);
     }
