@@ -75,6 +75,13 @@ typedef struct an_finding {
     const char *evidence;         /* JSON object: the commands, replies,
                                      connections and times to check by hand;
                                      valid during the callback */
+    const char *frame_filter;     /* Wireshark display filter of the evidence
+                                     events' records: "frame.number in {3,9}"
+                                     ("" if none); right for a single input
+                                     file, where records are frames */
+    const char *conn_filter;      /* the same events' connections, for any
+                                     input: "(ip.addr==10.0.0.5 && tcp.port==
+                                     40001) || ..." ("" if none) */
 } an_finding;
 
 /* ---------------------------------------------------------------- records */
@@ -92,6 +99,8 @@ typedef struct an_redirect {
     char command[RESP_NAME_MAX];
     char key[RESP_ARG_PREFIX + 1];/* first key (redacted when asked) */
     int64_t latency_us;           /* request complete -> reply complete */
+    uint64_t req_frame;           /* record of the request's first byte */
+    uint64_t reply_frame;         /* record of the reply's last byte */
 } an_redirect;
 
 /* A node as learned. */

@@ -136,6 +136,10 @@ typedef struct cap_event {
     int64_t ts_us;           /* capture time (microseconds since the epoch) of the
                                 packet that carried (DATA), revealed (GAP) or
                                 ended (CLOSE) it */
+    uint64_t frame;          /* the number of that packet's record (1 = the
+                                first of the input, as Wireshark numbers
+                                frames; held out-of-order bytes keep the
+                                record that carried them) */
     const uint8_t *data;     /* DATA: the bytes */
     size_t len;              /* DATA: how many */
     uint64_t gap_len;        /* GAP: bytes missing (0 when not known, e.g. a

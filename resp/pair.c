@@ -339,6 +339,7 @@ static inline void reply_reset_fields(resp_reply *r, int64_t ts)
 {
     r->start_us = ts;
     r->ts_us = ts;
+    r->end_frame = 0;
     r->type = RESP_T_NONE;
     r->err = RESP_ERR_NONE;
     r->integer = 0;
@@ -375,6 +376,7 @@ static PAIR_RARE void reply_copy(resp_reply *dst, const resp_reply *src)
 {
     dst->start_us = src->start_us;
     dst->ts_us = src->ts_us;
+    dst->end_frame = src->end_frame;
     dst->type = src->type;
     dst->err = src->err;
     if (src->err != RESP_ERR_NONE) {
@@ -2046,6 +2048,7 @@ void resp_on_capture_event(void *vrp, const cap_event *ev)
             return;
         if (c->repl_mid == REPL_MID_CLIENT)
             return; /* neither side is decoded */
+        c->frame = ev->frame;
         if (ev->dir == CAP_TO_SERVER) {
             if (c->rq_gap_pending)
                 rq_gap_resolve(c, ev->data, ev->len);

@@ -180,6 +180,8 @@ uint16_t resp_slot_final(const resp_slot_hasher *h);
 struct resp_request {
     int64_t start_us;                   /* capture time of its first byte */
     int64_t ts_us;                      /* capture time when it was complete */
+    uint64_t start_frame;               /* record that carried its first byte
+                                           (cap_event.frame) */
     char name[RESP_NAME_MAX];           /* upper-case; "" if not a bulk string */
     uint32_t argc;                      /* arguments including the name (for
                                            a multibulk, the declared count is
@@ -218,6 +220,8 @@ struct resp_request {
 typedef struct resp_reply {
     int64_t start_us;                 /* capture time of its first byte */
     int64_t ts_us;                    /* capture time when it was complete */
+    uint64_t end_frame;               /* record that carried its last byte
+                                         (cap_event.frame), 0 if none */
     resp_type type;                   /* of the top-level value */
     resp_err_class err;               /* RESP_ERR_NONE unless an error */
     int64_t integer;                  /* for ':' replies */
