@@ -50,6 +50,10 @@ const char *an_finding_name(an_finding_kind k);
 int an_finding_parse(const char *name);
 
 typedef enum an_severity { AN_INFO = 1, AN_WARNING = 2, AN_ERROR = 3 } an_severity;
+/* A kind's severity (analysis/config.c: the one table of it; --fail-on
+ * error|warning uses it): error when commands fail or run on the wrong node,
+ * warning when they succeed at extra cost or the cluster needs a look. */
+an_severity an_finding_severity(an_finding_kind k);
 
 #define AN_NAME_MAX 64       /* client / node text: "127.0.0.1" or "[::1]:7001" */
 #define AN_SUMMARY_MAX 320

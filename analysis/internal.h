@@ -561,7 +561,6 @@ void an_finding_set_span(an_analyzer *an, int32_t idx, const an_span *s);
 void an_note_add_name(an_fnd *f, const char *name);
 void an_findings_emit(an_analyzer *an, int all);
 void an_findings_free(an_analyzer *an);
-an_severity an_finding_severity(an_finding_kind k);
 
 /* ops.c */
 typedef struct an_cmdctx {

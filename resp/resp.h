@@ -298,6 +298,10 @@ typedef struct resp_conn_stats {
                                    cap_conn.client; neither side was decoded */
     uint64_t replication_skipped; /* requests of the master's stream dropped
                                    unemitted when such a link was recognised */
+    uint32_t tls;               /* a stream began with a TLS record header
+                                   (encrypted: nothing to decode) */
+    uint32_t cluster_bus;       /* a stream began with the cluster bus
+                                   signature "RCmb" (node-to-node gossip) */
 } resp_conn_stats;
 
 /* Totals over all connections. */
@@ -307,6 +311,9 @@ typedef struct resp_stats {
     uint64_t dropped_requests;  /* in-flight requests dropped at the pipeline cap */
     uint64_t limit_hits;        /* depth, element count or line length limits hit */
     uint64_t commands;          /* resp_command events emitted */
+    uint64_t unanswered_at_end; /* requests still waiting for their reply on
+                                   connections open at the end of the input (a
+                                   capture cut short, or stopped too early) */
 } resp_stats;
 
 /* Where paired commands go. Any callback may be NULL. */

@@ -912,6 +912,9 @@ static void each_resp_counter(const resp_stats *r, store_counter_fn fn, void *ct
     fn(ctx, "dropped_requests", r->dropped_requests);
     fn(ctx, "limit_hits", r->limit_hits);
     fn(ctx, "resp_commands", r->commands);
+    fn(ctx, "tls_connections", r->total.tls);
+    fn(ctx, "cluster_bus_connections", r->total.cluster_bus);
+    fn(ctx, "unanswered_at_end", r->unanswered_at_end);
 }
 
 /* Analysis counters. */
