@@ -646,6 +646,17 @@ int cap_record_flow_hash(const cap_record *rec, uint32_t *hash)
     return 1;
 }
 
+/* The endpoints of a TCP record, as the tracker decodes it. */
+int cap_record_endpoints(const cap_record *rec, cap_endpoint *src, cap_endpoint *dst)
+{
+    cap_pkt p;
+    if (cap_decode(rec->linktype, rec->data, rec->caplen, rec->wirelen, &p) != CAP_DEC_TCP)
+        return 0;
+    *src = p.src;
+    *dst = p.dst;
+    return 1;
+}
+
 /* End of input: close every live connection (holes become gaps) and forget
  * the closed ones. The CLOSE time is ts_us or the latest packet's, whichever
  * is later. */

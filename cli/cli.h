@@ -377,5 +377,6 @@ int cmd_analyze(int argc, char **argv);
 int cmd_live(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_query(int argc, char **argv);
+int cmd_extract(int argc, char **argv);
 
 #endif /* SLOTSCOPE_CLI_H */
