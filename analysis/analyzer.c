@@ -674,6 +674,8 @@ static void on_asking(an_analyzer *an, an_cmdctx *x)
     a->conn = cn->id;
     a->node = x->node;
     a->ts = x->cmd->req.start_us;
+    a->req_frame = x->cmd->req.start_frame;
+    a->reply_frame = x->cmd->outcome == RESP_OK ? x->cmd->reply.end_frame : 0;
     a->valid = 1;
 }
 

@@ -411,6 +411,7 @@ typedef struct an_asking_rec {
     uint64_t conn;
     int32_t node;
     int64_t ts;
+    uint64_t req_frame, reply_frame; /* its records (as in an_event) */
     uint8_t used;                /* matched to a retry (same or other conn) */
     uint8_t valid;
 } an_asking_rec;

@@ -19,8 +19,8 @@
  *
  * Options combine: every one given must hold. A record belongs to a
  * connection when its endpoints are the connection's (either direction) and
- * it lies within the connection's first and last packet (a reused 4-tuple is
- * another connection).
+ * it lies from the connection's first packet to before the next connection
+ * of those endpoints (a reused 4-tuple is another connection).
  */
 #include <errno.h>
 #include <pcap/pcap.h>
@@ -56,7 +56,10 @@ static const char extract_usage[] =
 /* One connection to extract. */
 typedef struct ex_conn {
     cap_endpoint client, server;
-    int64_t first_us, last_us;
+    int64_t first_us;            /* its first packet */
+    int64_t until_us;            /* before the next connection of the same
+                                    endpoints (late ACKs after its close are
+                                    still its own) */
 } ex_conn;
 
 #define EX_MAX_CONNS 65536
@@ -91,6 +94,25 @@ static int parse_time(const char *text, int64_t start_us, int64_t *out)
     return 0;
 }
 
+/* When the next connection between src and dst after first_us began (a
+ * reused 4-tuple), less one; INT64_MAX when none did. */
+static int64_t next_connection(sqlite3 *db, const char *src, const char *dst, int64_t first_us)
+{
+    sqlite3_stmt *st;
+    int64_t v = INT64_MAX;
+    if (sqlite3_prepare_v2(db, "SELECT min(first_us) FROM connections WHERE first_us > ?3 AND "
+                               "((src = ?1 AND dst = ?2) OR (src = ?2 AND dst = ?1))",
+                           -1, &st, NULL) != SQLITE_OK)
+        return v;
+    sqlite3_bind_text(st, 1, src, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 2, dst, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(st, 3, first_us);
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
+        v = sqlite3_column_int64(st, 0) - 1;
+    sqlite3_finalize(st);
+    return v;
+}
+
 /* Add the connection with this id (connections table). 0, or -1 when the
  * table is full. */
 static int add_conn(sqlite3 *db, ex_sel *s, int64_t id)
@@ -115,7 +137,8 @@ static int add_conn(sqlite3 *db, ex_sel *s, int64_t id)
         if (cap_endpoint_parse((const char *)sqlite3_column_text(st, 0), &c.client) == 0 &&
             cap_endpoint_parse((const char *)sqlite3_column_text(st, 1), &c.server) == 0) {
             c.first_us = sqlite3_column_int64(st, 2);
-            c.last_us = sqlite3_column_int64(st, 3);
+            c.until_us = next_connection(db, (const char *)sqlite3_column_text(st, 0),
+                                         (const char *)sqlite3_column_text(st, 1), c.first_us);
             s->conns[s->n++] = c;
         }
     }
@@ -241,7 +264,7 @@ static int wanted(const ex_sel *s, const cap_record *rec, uint64_t frame)
         return 1;
     for (size_t i = 0; i < s->n; i++) {
         const ex_conn *c = &s->conns[i];
-        if (rec->ts_us < c->first_us || rec->ts_us > c->last_us)
+        if (rec->ts_us < c->first_us || rec->ts_us > c->until_us)
             continue;
         if ((cap_endpoint_equal(&src, &c->client) && cap_endpoint_equal(&dst, &c->server)) ||
             (cap_endpoint_equal(&src, &c->server) && cap_endpoint_equal(&dst, &c->client)))
