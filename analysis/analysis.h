@@ -50,6 +50,10 @@ const char *an_finding_name(an_finding_kind k);
 int an_finding_parse(const char *name);
 
 typedef enum an_severity { AN_INFO = 1, AN_WARNING = 2, AN_ERROR = 3 } an_severity;
+/* A kind's severity (analysis/config.c: the one table of it; --fail-on
+ * error|warning uses it): error when commands fail or run on the wrong node,
+ * warning when they succeed at extra cost or the cluster needs a look. */
+an_severity an_finding_severity(an_finding_kind k);
 
 #define AN_NAME_MAX 64       /* client / node text: "127.0.0.1" or "[::1]:7001" */
 #define AN_SUMMARY_MAX 320
@@ -77,6 +81,13 @@ typedef struct an_finding {
     const char *evidence;         /* JSON object: the commands, replies,
                                      connections and times to check by hand;
                                      valid during the callback */
+    const char *frame_filter;     /* Wireshark display filter of the evidence
+                                     events' records: "frame.number in {3,9}"
+                                     ("" if none); right for a single input
+                                     file, where records are frames */
+    const char *conn_filter;      /* the same events' connections, for any
+                                     input: "(ip.addr==10.0.0.5 && tcp.port==
+                                     40001) || ..." ("" if none) */
 } an_finding;
 
 /* ---------------------------------------------------------------- records */
@@ -94,6 +105,8 @@ typedef struct an_redirect {
     char command[RESP_NAME_MAX];
     char key[RESP_ARG_PREFIX + 1];/* first key (redacted when asked) */
     int64_t latency_us;           /* request complete -> reply complete */
+    uint64_t req_frame;           /* record of the request's first byte */
+    uint64_t reply_frame;         /* record of the reply's last byte */
 } an_redirect;
 
 /* A node as learned. */

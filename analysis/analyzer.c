@@ -719,6 +719,8 @@ static void on_redirect_reply(an_analyzer *an, an_cmdctx *x)
     an_copy_str(r.command, sizeof r.command, cmd->req.name);
     an_copy_str(r.key, sizeof r.key, an_cmd_key(x));
     r.latency_us = cmd->reply.ts_us - cmd->req.ts_us;
+    r.req_frame = cmd->req.start_frame;
+    r.reply_frame = cmd->reply.end_frame;
     an->sink.redirect(an->sink.ctx, &r);
 }
 
@@ -775,6 +777,8 @@ static void on_asking(an_analyzer *an, an_cmdctx *x)
     a->conn = cn->id;
     a->node = x->node;
     a->ts = x->cmd->req.start_us;
+    a->req_frame = x->cmd->req.start_frame;
+    a->reply_frame = x->cmd->outcome == RESP_OK ? x->cmd->reply.end_frame : 0;
     a->valid = 1;
 }
 

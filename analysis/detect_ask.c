@@ -66,6 +66,8 @@ void an_detect_asking(an_analyzer *an, an_attempt_ctx *a)
         ev[n].dst = an_node_name(an, other->node);
         ev[n].cmd = "ASKING";
         ev[n].reply = "";
+        ev[n].req_frame = other->req_frame;
+        ev[n].reply_frame = other->reply_frame;
         n++;
         an_event_from(&ev[n++], x, "retry without ASKING on its connection");
         snprintf(summary, sizeof summary,
@@ -107,6 +109,13 @@ void an_detect_asking_interleaved(an_analyzer *an, an_cmdctx *x, an_op *op, int6
     ev[1].dst = x->cn->dst;
     ev[1].cmd = "ASKING";
     ev[1].reply = "";
+    if (x->cn->asking_ring >= 0 && x->cn->asking_ring < AN_RING) {
+        const an_asking_rec *r = &an->asking_ring[x->cn->asking_ring];
+        if (r->valid && r->conn == x->cn->id && r->ts == asking_ts) { /* not overwritten */
+            ev[1].req_frame = r->req_frame;
+            ev[1].reply_frame = r->reply_frame;
+        }
+    }
     an_event_from(&ev[2], x, "next command on the connection (not the retry)");
     char summary[AN_SUMMARY_MAX];
     const char *client = an_client_name(an, x->cn->client);

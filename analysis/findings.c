@@ -18,9 +18,14 @@
  *
  * Evidence shape:
  *   {"finding":"asking_missing","client":"127.0.0.5","node":"127.0.0.1:30102",
- *    "slot":1234,"events":[{"what":"ask","ts_us":...,"conn":3,
+ *    "slot":1234,"frame_filter":"frame.number in {12,14}",
+ *    "conn_filter":"(ip.addr==127.0.0.5 && tcp.port==40001)",
+ *    "events":[{"what":"ask","ts_us":...,"conn":3,
  *    "src":"127.0.0.5:40001","dst":"127.0.0.1:30101","cmd":"GET","key":"k",
- *    "reply":"-ASK 1234 127.0.0.1:30102"}, ...],"omitted":0}
+ *    "reply":"-ASK 1234 127.0.0.1:30102","req_frame":12,"reply_frame":14}, ...],
+ *    "omitted":0}
+ * req_frame is the record (frame number) of the request's first packet,
+ * reply_frame the one of the reply's last packet (0: no reply).
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -51,6 +56,32 @@ static int fkey_eq(const void *ctx, int32_t val, const void *key)
            strcmp(f->f.client, k->client) == 0;
 }
 
+/* Add a record number to the finding's frames (0 and repeats left out). */
+static void note_frame(an_fnd *f, uint64_t frame)
+{
+    if (frame == 0)
+        return;
+    for (unsigned i = 0; i < f->nframes; i++)
+        if (f->frames[i] == frame)
+            return;
+    if (f->nframes < sizeof f->frames / sizeof f->frames[0])
+        f->frames[f->nframes++] = frame;
+}
+
+/* Remember what an evidence event points at: its records, its connection. */
+static void note_capture_refs(an_fnd *f, const an_event *e)
+{
+    note_frame(f, e->req_frame);
+    note_frame(f, e->reply_frame);
+    if (!e->src || !e->src[0])
+        return;
+    for (unsigned i = 0; i < f->nconns; i++)
+        if (strcmp(f->conns[i], e->src) == 0)
+            return;
+    if (f->nconns < sizeof f->conns / sizeof f->conns[0])
+        an_copy_str(f->conns[f->nconns++], sizeof f->conns[0], e->src);
+}
+
 /* Append one event's JSON to the evidence body (or count it omitted). */
 void an_finding_append_event(an_fnd *f, const an_event *e)
 {
@@ -69,6 +100,7 @@ void an_finding_append_event(an_fnd *f, const an_event *e)
     memcpy(f->ev + f->ev_len, tmp, b.len + 1);
     f->ev_len += b.len;
     f->events++;
+    note_capture_refs(f, e);
 }
 
 void an_finding_clear_events(an_fnd *f)
@@ -77,6 +109,7 @@ void an_finding_clear_events(an_fnd *f)
     f->ev_len = 0;
     f->events = f->omitted = 0;
     f->has_tail = 0;
+    f->nframes = f->nconns = 0;
 }
 
 void an_note_add_name(an_fnd *f, const char *name)
@@ -118,6 +151,61 @@ static void refresh(an_analyzer *an, an_fnd *f)
         an_tl_stuck_refresh(an, f);
 }
 
+/* The display filters of a finding's evidence (an_finding.frame_filter,
+ * conn_filter): the records of its events, in increasing order, and the
+ * connections of their client endpoints. */
+static void build_filters(const an_fnd *f, char *frames, size_t fsize, char *conns,
+                          size_t csize)
+{
+    uint64_t fr[2 * AN_EVIDENCE_EVENTS + 2];
+    size_t n = 0;
+    an_buf b = {frames, 0, fsize, 0};
+    for (unsigned i = 0; i < f->nframes; i++)
+        fr[n++] = f->frames[i];
+    if (f->has_tail) {
+        fr[n++] = f->tail.req_frame;
+        fr[n++] = f->tail.reply_frame;
+    }
+    for (size_t i = 1; i < n; i++) /* insertion sort: at most 18 */
+        for (size_t j = i; j > 0 && fr[j - 1] > fr[j]; j--) {
+            uint64_t t = fr[j];
+            fr[j] = fr[j - 1];
+            fr[j - 1] = t;
+        }
+    frames[0] = 0;
+    for (size_t i = 0, k = 0; i < n; i++) {
+        if (fr[i] == 0 || (i > 0 && fr[i] == fr[i - 1]))
+            continue;
+        an_buf_printf(&b, "%s%llu", k++ ? "," : "frame.number in {", (unsigned long long)fr[i]);
+    }
+    if (b.len)
+        an_buf_put(&b, "}");
+    if (b.cut)
+        frames[0] = 0;
+    b = (an_buf){conns, 0, csize, 0};
+    conns[0] = 0;
+    for (unsigned i = 0; i < f->nconns + (f->has_tail ? 1u : 0u); i++) {
+        const char *ep = i < f->nconns ? f->conns[i] : f->tail.src;
+        cap_endpoint e;
+        char host[CAP_ENDPOINT_STRLEN];
+        int seen = 0;
+        for (unsigned j = 0; j < f->nconns && i == f->nconns; j++)
+            seen |= strcmp(f->conns[j], ep) == 0;
+        if (seen)
+            continue;
+        if (cap_endpoint_parse(ep, &e) == 0) {
+            cap_addr_format(&e.addr, host, sizeof host);
+            an_buf_printf(&b, "%s(%s==%s && tcp.port==%u)", b.len ? " || " : "",
+                          e.addr.family == 6 ? "ipv6.addr" : "ip.addr", host, (unsigned)e.port);
+        } else if (cap_addr_parse(ep, &e.addr) == 0) { /* its connection is gone: the host */
+            an_buf_printf(&b, "%s(%s==%s)", b.len ? " || " : "",
+                          e.addr.family == 6 ? "ipv6.addr" : "ip.addr", ep);
+        }
+    }
+    if (b.cut)
+        conns[0] = 0;
+}
+
 static void emit_one(an_analyzer *an, an_fnd *f)
 {
     if (f->stale)
@@ -125,7 +213,9 @@ static void emit_one(an_analyzer *an, an_fnd *f)
     f->dirty = 0;
     if (!an->sink.finding)
         return;
-    char text[AN_EVIDENCE_MAX + 2048];
+    char text[AN_EVIDENCE_MAX + 3072];
+    char frames[20 * (2 * AN_EVIDENCE_EVENTS + 2) + 32], conns[5 * (AN_NAME_MAX + 40)];
+    build_filters(f, frames, sizeof frames, conns, sizeof conns);
     an_buf b = {text, 0, sizeof text, 0};
     text[0] = 0;
     an_buf_put(&b, "{\"finding\":");
@@ -136,6 +226,10 @@ static void emit_one(an_analyzer *an, an_fnd *f)
     an_buf_json_str(&b, f->f.node, strlen(f->f.node));
     an_buf_printf(&b, ",\"slot\":%d", (int)f->f.slot);
     an_buf_put(&b, f->extra);
+    an_buf_put(&b, ",\"frame_filter\":");
+    an_buf_json_str(&b, frames, strlen(frames));
+    an_buf_put(&b, ",\"conn_filter\":");
+    an_buf_json_str(&b, conns, strlen(conns));
     an_buf_put(&b, ",\"events\":[");
     an_buf_put(&b, f->ev);
     if (f->has_tail) {
@@ -150,6 +244,8 @@ static void emit_one(an_analyzer *an, an_fnd *f)
         e.key = f->tail.key;
         e.key_len = strlen(f->tail.key);
         e.reply = f->tail.reply;
+        e.req_frame = f->tail.req_frame;
+        e.reply_frame = f->tail.reply_frame;
         an_event_json(&b, &e, f->events > 0);
     }
     an_buf_printf(&b, "],\"omitted\":%u}", f->omitted);
@@ -157,8 +253,11 @@ static void emit_one(an_analyzer *an, an_fnd *f)
         snprintf(text, sizeof text, "{\"finding\":\"%s\",\"events\":[],\"omitted\":%u}",
                  an_finding_name(f->f.kind), f->events + f->omitted + f->has_tail);
     f->f.evidence = text;
+    f->f.frame_filter = frames;
+    f->f.conn_filter = conns;
     an->sink.finding(an->sink.ctx, &f->f);
     f->f.evidence = NULL;
+    f->f.frame_filter = f->f.conn_filter = NULL;
 }
 
 int32_t an_finding_get(an_analyzer *an, an_finding_kind kind, const char *client, int32_t node,
@@ -338,7 +437,8 @@ void an_event_json(an_buf *b, const an_event *e, int comma)
     an_buf_json_str(b, e->key ? e->key : "", e->key ? e->key_len : 0);
     an_buf_put(b, ",\"reply\":");
     an_buf_json_str(b, e->reply ? e->reply : "", e->reply ? strlen(e->reply) : 0);
-    an_buf_put(b, "}");
+    an_buf_printf(b, ",\"req_frame\":%llu,\"reply_frame\":%llu}",
+                  (unsigned long long)e->req_frame, (unsigned long long)e->reply_frame);
 }
 
 /* Copy at most n bytes of s (NULL: "") into dst of size dn, NUL-terminated. */
@@ -363,6 +463,8 @@ void an_evcopy_set(an_evcopy *d, const an_event *e)
     copy_text(d->cmd, sizeof d->cmd, e->cmd, e->cmd ? strlen(e->cmd) : 0);
     copy_text(d->key, sizeof d->key, e->key, e->key ? e->key_len : 0);
     copy_text(d->reply, sizeof d->reply, e->reply, e->reply ? strlen(e->reply) : 0);
+    d->req_frame = e->req_frame;
+    d->reply_frame = e->reply_frame;
 }
 
 void an_event_from(an_event *e, an_cmdctx *x, const char *what)
@@ -377,6 +479,8 @@ void an_event_from(an_event *e, an_cmdctx *x, const char *what)
     e->key = an_cmd_key(x);
     e->key_len = x->key_len;
     e->reply = an_reply_text(x);
+    e->req_frame = x->cmd->req.start_frame;
+    e->reply_frame = x->cmd->reply.end_frame;
 }
 
 void an_event_from_attempt(an_analyzer *an, an_event *e, const an_op *op, const an_attempt *t,
@@ -388,6 +492,8 @@ void an_event_from_attempt(an_analyzer *an, an_event *e, const an_op *op, const 
     e->what = what;
     e->ts_us = t->start_us;
     e->conn = t->conn;
+    e->req_frame = t->req_frame;
+    e->reply_frame = t->reply_frame;
     e->src = "";
     if (op) {
         /* the connection's endpoint, also when it has closed since */

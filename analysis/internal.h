@@ -263,6 +263,7 @@ typedef struct an_attempt {
     uint8_t reply;               /* resp_err_class */
     uint16_t cport;              /* the client's port on that connection */
     int64_t start_us, req_us, reply_us;
+    uint64_t req_frame, reply_frame; /* resp_request.start_frame, reply.end_frame */
 } an_attempt;
 
 #define AN_OP_TRAIL 8
@@ -303,7 +304,7 @@ typedef struct an_op {
 
 /* ---------------------------------------------------------------- findings.c */
 
-#define AN_EVIDENCE_MAX 2048
+#define AN_EVIDENCE_MAX 2624  /* 2048, and each event's two frame numbers */
 #define AN_EVIDENCE_EVENTS 8
 
 /* One command as evidence. Pointers are read during the call they are passed
@@ -317,6 +318,8 @@ typedef struct an_event {
     const char *key;             /* already redacted when asked */
     size_t key_len;
     const char *reply;           /* reply text: error line or type */
+    uint64_t req_frame;          /* record of the request's first byte, 0: not known */
+    uint64_t reply_frame;        /* record of the reply's last byte, 0: no reply */
 } an_event;
 
 /* An event with its own copy of the text (kept across commands). */
@@ -328,6 +331,7 @@ typedef struct an_evcopy {
     char cmd[RESP_NAME_MAX];
     char key[RESP_ARG_PREFIX + 1];
     char reply[RESP_ERRTEXT_MAX + 8];
+    uint64_t req_frame, reply_frame;
 } an_evcopy;
 void an_evcopy_set(an_evcopy *d, const an_event *e);
 /* Append an event's JSON object to b (preceded by a comma when asked). */
@@ -346,6 +350,11 @@ typedef struct an_fnd {
     size_t ev_len;
     char ev[AN_EVIDENCE_MAX];    /* JSON array body: {...},{...} */
     an_evcopy tail;              /* the latest event, replaced, shown last */
+    /* what the evidence events point at in the capture (display filters) */
+    uint64_t frames[2 * AN_EVIDENCE_EVENTS]; /* their request and reply records */
+    uint8_t nframes;
+    uint8_t nconns;
+    char conns[4][AN_NAME_MAX];  /* their client endpoints, distinct */
     uint64_t tally[3];           /* kind-specific totals (tryagain_storm:
                                     retries, fast retries, most in one op) */
     char note[96];               /* kind-specific text (crossslot, storm: the
@@ -363,6 +372,7 @@ typedef struct an_fnd {
 typedef struct an_mig_ev {
     int64_t ts_us;               /* request start; 0: not seen */
     uint64_t conn;
+    uint64_t req_frame, reply_frame; /* as in an_event */
     int32_t node, target;        /* who answered; the other node */
     char src[AN_NAME_MAX];       /* client endpoint */
     char cmd[RESP_NAME_MAX];
@@ -402,6 +412,7 @@ typedef struct an_asking_rec {
     uint64_t conn;
     int32_t node;
     int64_t ts;
+    uint64_t req_frame, reply_frame; /* its records (as in an_event) */
     uint8_t used;                /* matched to a retry (same or other conn) */
     uint8_t valid;
 } an_asking_rec;
@@ -557,7 +568,6 @@ void an_finding_add_operation(an_analyzer *an, int32_t idx, int64_t from_us, int
 void an_note_add_name(an_fnd *f, const char *name);
 void an_findings_emit(an_analyzer *an, int all);
 void an_findings_free(an_analyzer *an);
-an_severity an_finding_severity(an_finding_kind k);
 
 /* ops.c */
 typedef struct an_cmdctx {

@@ -302,6 +302,8 @@ void an_ops_on_command(an_analyzer *an, an_cmdctx *x)
     cur.start_us = req->start_us;
     cur.req_us = req->ts_us;
     cur.reply_us = cmd->reply.ts_us;
+    cur.req_frame = req->start_frame;
+    cur.reply_frame = cmd->reply.end_frame;
     /* a command queued in MULTI has no latency of its own */
     if (cmd->in_multi && cmd->reply.err == RESP_ERR_NONE) {
         if (x->asked)

@@ -53,6 +53,8 @@ static void mig_ev_set(an_mig_ev *e, const an_cmdctx *x, int32_t target, const c
     }
     e->ts_us = x->cmd->req.start_us;
     e->conn = x->cn->id;
+    e->req_frame = x->cmd->req.start_frame;
+    e->reply_frame = x->cmd->reply.end_frame;
     e->node = x->node;
     e->target = target;
     put_text(e->src, sizeof e->src, x->cn->src);
@@ -367,6 +369,8 @@ static void stuck_event(an_analyzer *an, an_fnd *f, const an_mig *m, int which)
     memset(&ev, 0, sizeof ev);
     ev.ts_us = e->ts_us;
     ev.conn = e->conn;
+    ev.req_frame = e->req_frame;
+    ev.reply_frame = e->reply_frame;
     ev.src = e->src;
     ev.dst = an_node_name(an, e->node);
     ev.what = what;

@@ -136,6 +136,10 @@ typedef struct cap_event {
     int64_t ts_us;           /* capture time (microseconds since the epoch) of the
                                 packet that carried (DATA), revealed (GAP) or
                                 ended (CLOSE) it */
+    uint64_t frame;          /* the number of that packet's record (1 = the
+                                first of the input, as Wireshark numbers
+                                frames; held out-of-order bytes keep the
+                                record that carried them) */
     const uint8_t *data;     /* DATA: the bytes */
     size_t len;              /* DATA: how many */
     uint64_t gap_len;        /* GAP: bytes missing (0 when not known, e.g. a
@@ -407,6 +411,10 @@ int cap_record_flow_hash(const cap_record *rec, uint32_t *hash);
  * be NULL) the server the record shows, if it is a SYN or a SYN-ACK: what a
  * tracker with its own table notes when fed the record. */
 int cap_record_route(const cap_record *rec, uint64_t index, cap_servers *s, uint32_t *hash);
+/* The sender and receiver of a record that is a TCP segment: 1 and both set;
+ * 0 when it is not one cap_tracker_packet would follow (for tools that pick
+ * records by connection: `slotscope extract`). */
+int cap_record_endpoints(const cap_record *rec, cap_endpoint *src, cap_endpoint *dst);
 
 /* The inputs and what was read from each (n set to their count). */
 const cap_input_info *cap_source_inputs(const cap_source *src, size_t *n);

@@ -75,6 +75,7 @@ typedef struct cap_held {
     struct cap_held *next;   /* next range, higher sequence numbers */
     cap_chunk *chunks;       /* the bytes, CAP_CHUNK_BYTES per chunk */
     int64_t ts_us;           /* capture time of the packet that carried them */
+    uint64_t frame;          /* and the number of its record */
     uint32_t seq;            /* first sequence number */
     uint32_t len;            /* length in sequence space */
     uint32_t cost;           /* pool bytes charged for it */
@@ -382,9 +383,10 @@ static inline cap_dir cap_dir_of(const cap_flow *f, int side)
 int cap_servers_note_pkt(cap_servers *s, uint64_t index, const cap_pkt *p);
 
 /* Send one event downstream (DATA and GAP also update the counters). */
-void cap_emit_data(cap_tracker *t, cap_flow *f, int side, int64_t ts_us,
+void cap_emit_data(cap_tracker *t, cap_flow *f, int side, int64_t ts_us, uint64_t frame,
                    const uint8_t *data, size_t len);
-void cap_emit_gap(cap_tracker *t, cap_flow *f, int side, int64_t ts_us, uint64_t len);
+void cap_emit_gap(cap_tracker *t, cap_flow *f, int side, int64_t ts_us, uint64_t frame,
+                  uint64_t len);
 
 /* ---------------------------------------------------------------- reasm */
 

@@ -30,6 +30,7 @@ typedef struct seg {
     uint32_t len;          /* how many were captured */
     uint32_t total;        /* len plus the bytes cut by snaplen after them */
     int64_t ts_us;         /* capture time of the packet */
+    uint64_t frame;        /* number of its record */
 } seg;
 
 /* Outcome of trying to hold a segment. */
@@ -118,13 +119,13 @@ static void deliver_held(cap_tracker *t, cap_flow *f, int side)
     uint32_t skip = SEQ_LT(h->seq, st->next) ? st->next - h->seq : 0;
     st->held = h->next;
     if (skip < h->len && h->chunks == NULL) {
-        cap_emit_gap(t, f, side, h->ts_us, h->len - skip);
+        cap_emit_gap(t, f, side, h->ts_us, h->frame, h->len - skip);
     } else if (skip < h->len) {
         uint32_t left = h->len;
         for (const cap_chunk *c = h->chunks; c != NULL && left > 0; c = c->next) {
             uint32_t n = left < CAP_CHUNK_BYTES ? left : (uint32_t)CAP_CHUNK_BYTES;
             if (skip < n)
-                cap_emit_data(t, f, side, h->ts_us, c->data + skip, n - skip);
+                cap_emit_data(t, f, side, h->ts_us, h->frame, c->data + skip, n - skip);
             skip = skip < n ? 0 : skip - n;
             left -= n;
         }
@@ -158,7 +159,7 @@ static void flush_until(cap_tracker *t, cap_flow *f, int side, uint32_t target, 
         }
         if (h != NULL && SEQ_LT(h->seq, end))
             end = h->seq;
-        cap_emit_gap(t, f, side, ts_us, end - st->next);
+        cap_emit_gap(t, f, side, ts_us, t->index, end - st->next);
         st->next = end;
     }
     drain(t, f, side);
@@ -171,9 +172,9 @@ static void deliver_part(cap_tracker *t, cap_flow *f, int side, const seg *s,
 {
     uint32_t data_end = to < s->len ? to : s->len;
     if (from < data_end)
-        cap_emit_data(t, f, side, s->ts_us, s->data + from, data_end - from);
+        cap_emit_data(t, f, side, s->ts_us, s->frame, s->data + from, data_end - from);
     if (to > data_end && to > from)
-        cap_emit_gap(t, f, side, s->ts_us, to - (from > data_end ? from : data_end));
+        cap_emit_gap(t, f, side, s->ts_us, s->frame, to - (from > data_end ? from : data_end));
     f->st[side].next += to - from;
 }
 
@@ -228,6 +229,7 @@ static cap_held **hold_piece(cap_tracker *t, cap_flow *f, const seg *s, uint32_t
             return NULL;
         h->seq = s->seq + a;
         h->ts_us = s->ts_us;
+        h->frame = s->frame;
         h->next = *link;
         *link = h;
         link = &h->next;
@@ -400,6 +402,7 @@ void cap_reasm_segment(cap_tracker *t, cap_flow *f, int side, uint32_t seq,
     s.len = len;
     s.total = len + missing;
     s.ts_us = ts_us;
+    s.frame = t->index;
     if (!cut_after_fin(t, st, &s))
         return;
     if (SEQ_GT(s.seq, st->next)) {

@@ -136,6 +136,7 @@ static void emit(cap_tracker *t, cap_ev_kind kind, cap_flow *f, int side, int64_
     ev.conn = &f->pub;
     ev.dir = side >= 0 ? cap_dir_of(f, side) : CAP_TO_SERVER;
     ev.ts_us = ts_us;
+    ev.frame = t->index;
     if (t->fn != NULL)
         t->fn(t->ctx, &ev);
 }
@@ -206,7 +207,7 @@ static void ensure_open(cap_tracker *t, cap_flow *f, int64_t ts_us)
 }
 
 /* DATA: bytes in order from ep[side]. */
-void cap_emit_data(cap_tracker *t, cap_flow *f, int side, int64_t ts_us,
+void cap_emit_data(cap_tracker *t, cap_flow *f, int side, int64_t ts_us, uint64_t frame,
                    const uint8_t *data, size_t len)
 {
     cap_event ev;
@@ -220,6 +221,7 @@ void cap_emit_data(cap_tracker *t, cap_flow *f, int side, int64_t ts_us,
     ev.conn = &f->pub;
     ev.dir = dir;
     ev.ts_us = ts_us;
+    ev.frame = frame;
     ev.data = data;
     ev.len = len;
     /* How far the sender's highest ACK is ahead of (or behind) the peer's
@@ -238,7 +240,8 @@ void cap_emit_data(cap_tracker *t, cap_flow *f, int side, int64_t ts_us,
 }
 
 /* GAP: len bytes from ep[side] that will never be seen. */
-void cap_emit_gap(cap_tracker *t, cap_flow *f, int side, int64_t ts_us, uint64_t len)
+void cap_emit_gap(cap_tracker *t, cap_flow *f, int side, int64_t ts_us, uint64_t frame,
+                  uint64_t len)
 {
     cap_event ev;
     cap_dir dir;
@@ -253,6 +256,7 @@ void cap_emit_gap(cap_tracker *t, cap_flow *f, int side, int64_t ts_us, uint64_t
     ev.conn = &f->pub;
     ev.dir = dir;
     ev.ts_us = ts_us;
+    ev.frame = frame;
     ev.gap_len = len;
     if (t->fn != NULL)
         t->fn(t->ctx, &ev);
@@ -311,6 +315,7 @@ static void close_flow(cap_tracker *t, cap_flow *f, cap_close_reason reason,
     ev.kind = CAP_EV_CLOSE;
     ev.conn = &f->pub;
     ev.ts_us = ts_us;
+    ev.frame = t->index;
     ev.reason = reason;
     if (t->fn != NULL)
         t->fn(t->ctx, &ev);
@@ -508,7 +513,7 @@ static void flow_segment(cap_tracker *t, cap_flow *f, int side, const cap_pkt *p
         st->held == NULL && !st->fin) {
         /* The common case, inline: the next bytes, nothing held, no FIN. */
         st->next += p->payload_len;
-        cap_emit_data(t, f, side, ts_us, p->payload, p->payload_len);
+        cap_emit_data(t, f, side, ts_us, t->index, p->payload, p->payload_len);
     } else {
         cap_reasm_segment(t, f, side, payload_seq, p->payload, p->payload_len,
                           p->payload_missing, ts_us);
@@ -659,6 +664,17 @@ int cap_record_flow_hash(const cap_record *rec, uint32_t *hash)
     if (cap_decode(rec->linktype, rec->data, rec->caplen, rec->wirelen, &p) != CAP_DEC_TCP)
         return 0;
     *hash = cap_flows_hash(&p.src, &p.dst);
+    return 1;
+}
+
+/* The endpoints of a TCP record, as the tracker decodes it. */
+int cap_record_endpoints(const cap_record *rec, cap_endpoint *src, cap_endpoint *dst)
+{
+    cap_pkt p;
+    if (cap_decode(rec->linktype, rec->data, rec->caplen, rec->wirelen, &p) != CAP_DEC_TCP)
+        return 0;
+    *src = p.src;
+    *dst = p.dst;
     return 1;
 }
 

@@ -14,8 +14,11 @@
  *   json.c          JSON string escaping and a syntax check
  *   cmd_*.c         one file per subcommand
  *
+ *   verdict.c       the CI verdict: --fail-on/--ignore, the inconclusive capture
+ *   cmd_extract.c   `extract`: the packets of a finding into a pcap
+ *
  * Exit codes: 0 ok, 1 runtime error, 2 usage error, 3 findings with
- * --fail-on-findings.
+ * --fail-on-findings, 4 an inconclusive capture with --fail-on-findings.
  */
 #ifndef SLOTSCOPE_CLI_H
 #define SLOTSCOPE_CLI_H
@@ -32,7 +35,7 @@
 #define SLOTSCOPE_VERSION "unknown"
 #endif
 
-enum { EXIT_OK = 0, EXIT_RUNTIME = 1, EXIT_USAGE = 2, EXIT_FINDINGS = 3 };
+enum { EXIT_OK = 0, EXIT_RUNTIME = 1, EXIT_USAGE = 2, EXIT_FINDINGS = 3, EXIT_INCONCLUSIVE = 4 };
 
 /* ---------------------------------------------------------------- messages */
 
@@ -54,6 +57,47 @@ void cli_print_safe(FILE *f, const char *text);
  * it is not one: no overlong forms, no surrogates, nothing above U+10FFFF. */
 int cli_utf8_len(const unsigned char *p);
 
+/* ---------------------------------------------------------------- verdict */
+
+/* What fails a run (verdict.c). */
+typedef struct verdict_opts {
+    int enabled;                 /* --fail-on-findings or --fail-on given */
+    int chosen;                  /* --fail-on given: only fail_mask kinds fail */
+    uint32_t fail_mask;          /* bit k: an_finding_kind k fails */
+    uint32_t ignore_mask;        /* bit k: kind k never fails (--ignore) */
+} verdict_opts;
+/* --fail-on error|warning|KIND[,KIND...] (classes by an_finding_severity):
+ * 0, or -1 on a bad value. Repeated: the union. */
+int verdict_fail_on(verdict_opts *v, const char *text);
+/* --ignore KIND[,KIND...]: 0, or -1 on a bad value. */
+int verdict_ignore(verdict_opts *v, const char *text);
+
+/* Why a capture cannot support a verdict: code NULL when it can. */
+typedef struct verdict_diag {
+    const char *code;            /* "empty", "tls", "one_direction", ... */
+    char text[400];              /* what is wrong and how to capture right */
+} verdict_diag;
+
+struct report;
+/* Diagnose from the report's counters, inputs and migrations. */
+void verdict_diagnose(const struct report *r, verdict_diag *d);
+/* Findings that fail the run under v. */
+size_t verdict_failing(const verdict_opts *v, const struct report *r);
+/* The exit code: status if not EXIT_OK or v not enabled, else 4 when
+ * inconclusive, 3 when findings fail, 0. */
+int verdict_exit(const verdict_opts *v, const struct report *r, const verdict_diag *d,
+                 int status);
+/* The one line on stderr ("slotscope: inconclusive capture (tls): ..."). */
+void verdict_print_line(const verdict_diag *d);
+/* {"type":"verdict",...} for --json. */
+void verdict_print_json(const verdict_opts *v, const struct report *r, const verdict_diag *d,
+                        FILE *out);
+/* After the report is printed: diagnose, print the line when v is enabled
+ * (and the JSON line with json), and return the exit code (verdict_exit). */
+int verdict_finish(const verdict_opts *v, const struct report *r, int json, int status);
+/* meta diagnosis / diagnosis_text, when there is a diagnosis. */
+void verdict_store(store *s, const verdict_diag *d);
+
 /* ---------------------------------------------------------------- options */
 
 /* Options of analyze and live. */
@@ -72,6 +116,7 @@ typedef struct cli_opts {
     int json;
     int quiet;
     int fail_on_findings;
+    verdict_opts verdict;        /* --fail-on-findings, --fail-on, --ignore */
     int store_commands;
     int redact_key_file;         /* the redaction key came from --redact-key-file */
     int full;                    /* --full: the whole text report */
@@ -382,5 +427,6 @@ int cmd_analyze(int argc, char **argv);
 int cmd_live(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_query(int argc, char **argv);
+int cmd_extract(int argc, char **argv);
 
 #endif /* SLOTSCOPE_CLI_H */

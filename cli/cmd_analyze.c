@@ -36,7 +36,8 @@ static void print_help(void)
     fputs("\nCtrl-C or SIGTERM stops the reading: what was read is analysed, stored and\n"
           "printed, marked as stopped (exit code 1); a second Ctrl-C ends at once.\n"
           "\nexit codes: 0 ok, 1 runtime error or stopped (the report still shows what was read),\n"
-          "2 usage error, 3 findings with --fail-on-findings\n", stdout);
+          "2 usage error, 3 findings with --fail-on-findings, 4 an inconclusive capture with\n"
+          "--fail-on-findings (one line on stderr says why and how to capture right)\n", stdout);
 }
 
 /* Print the report in the chosen form. */
@@ -159,8 +160,7 @@ static int analyze(cli_opts *o)
     print_report(o, &rep);
     if (report_damaged_inputs(src))
         status = EXIT_RUNTIME;
-    if (status == EXIT_OK && o->fail_on_findings && rep.n_findings > 0)
-        status = EXIT_FINDINGS;
+    status = verdict_finish(&o->verdict, &rep, o->json, status);
     pipeline_free(p);
     cap_source_free(src);
     report_free(&rep);

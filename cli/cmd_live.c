@@ -109,8 +109,7 @@ static int run_live(const cli_opts *o, cap_source *src)
         report_print_text(&rep, stdout);
     fflush(stdout);
     print_drops(src);
-    if (status == EXIT_OK && o->fail_on_findings && rep.n_findings > 0)
-        status = EXIT_FINDINGS;
+    status = verdict_finish(&o->verdict, &rep, o->json, status);
     pipeline_free(p);
     report_free(&rep);
     return status;

@@ -1,6 +1,7 @@
 /*
  * cmd_report.c - `slotscope report DB [--json] [--full] [--fail-on-findings]
- * [--client C] [--slot N] [--node N] [--since T] [--until T]`.
+ * [--fail-on WHAT] [--ignore KINDS] [--client C] [--slot N] [--node N]
+ * [--since T] [--until T]`.
  *
  * The incident report of a finished (or interrupted) run, read back from its
  * database into the same model `analyze` fills, so it prints the same text.
@@ -13,6 +14,7 @@
 
 static const char report_usage[] =
     "usage: slotscope report DB [--json] [--full] [--fail-on-findings]\n"
+    "                        [--fail-on WHAT] [--ignore KIND[,KIND]]\n"
     "                        [--client NAME] [--slot N] [--node HOST:PORT]\n"
     "                        [--since TIME] [--until TIME]\n"
     "\n"
@@ -24,7 +26,12 @@ static const char report_usage[] =
     "  --json              JSON lines (one object per record, \"type\" field) for jq\n"
     "  --full              every client, kind, evidence pattern and finding (the\n"
     "                      default shows about a screen per client)\n"
-    "  --fail-on-findings  exit 3 when the database holds findings (after the filters)\n"
+    "  --fail-on-findings  exit 3 when the database holds a client finding (after the\n"
+    "                      filters), 4 when its capture cannot support a verdict (see\n"
+    "                      analyze --help)\n"
+    "  --fail-on WHAT      what fails (implies --fail-on-findings): error, warning or\n"
+    "                      KIND[,KIND...]\n"
+    "  --ignore KINDS      these kinds never fail\n"
     "  --client NAME       only this client's findings, redirects and connections\n"
     "  --slot N            only what is about slot N (0-16383)\n"
     "  --node HOST:PORT    only what involves this node (observed or announced)\n"
@@ -38,7 +45,8 @@ static const char report_usage[] =
 /* What the command line asked for. */
 typedef struct report_args {
     const char *path;
-    int json, fail, full;
+    int json, full;
+    verdict_opts verdict;
     cli_filter filter;
 } report_args;
 
@@ -66,20 +74,51 @@ static int report_db(report_args *a)
             report_print_json(&rep, stdout);
         else
             report_print_text(&rep, stdout);
-        if (a->fail && rep.n_findings > 0)
-            status = EXIT_FINDINGS;
+        status = verdict_finish(&a->verdict, &rep, a->json, status);
     }
     report_free(&rep);
     sqlite3_close(db);
     return status;
 }
 
+/* --fail-on VALUE / --ignore VALUE (or =VALUE) at argv[*i]: 1 when it is one
+ * (*i moved past its value), 0 when not; -1 with *bad set on a bad value. */
+static int verdict_option(verdict_opts *v, int argc, char **argv, int *i, int *bad)
+{
+    static const char *const names[2] = {"--fail-on", "--ignore"};
+    for (int k = 0; k < 2; k++) {
+        size_t n = strlen(names[k]);
+        const char *val;
+        if (strncmp(argv[*i], names[k], n) != 0 || (argv[*i][n] && argv[*i][n] != '='))
+            continue;
+        val = argv[*i][n] == '=' ? argv[*i] + n + 1 : *i + 1 < argc ? argv[++*i] : NULL;
+        if (!val) {
+            *bad = cli_usage_error("report", "%s needs a value", names[k]);
+            return -1;
+        }
+        if ((k == 0 ? verdict_fail_on(v, val) : verdict_ignore(v, val)) != 0) {
+            *bad = cli_usage_error("report", "bad %s '%s' (%s)", names[k], val,
+                                   k == 0 ? "error, warning or finding kinds, comma separated"
+                                          : "finding kinds, comma separated");
+            return -1;
+        }
+        return 1;
+    }
+    return 0;
+}
+
 int cmd_report(int argc, char **argv)
 {
     report_args a;
+    int bad = 0;
     memset(&a, 0, sizeof a);
     for (int i = 0; i < argc; i++) {
         int taken;
+        int vo = verdict_option(&a.verdict, argc, argv, &i, &bad);
+        if (vo < 0)
+            return bad;
+        if (vo > 0)
+            continue;
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             fputs(report_usage, stdout);
             return EXIT_OK;
@@ -92,7 +131,7 @@ int cmd_report(int argc, char **argv)
         } else if (!strcmp(argv[i], "--full")) {
             a.full = 1;
         } else if (!strcmp(argv[i], "--fail-on-findings")) {
-            a.fail = 1;
+            a.verdict.enabled = 1;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             return cli_usage_error("report", "unknown option '%s'", argv[i]);
         } else if (a.path) {

@@ -25,11 +25,15 @@ static const char main_help[] =
     "  live -i IFACE [options]         analyse a live interface until Ctrl-C\n"
     "  report DB [--json]              the incident report from a database\n"
     "  query DB NAME [--param K=V]...  run a canned query (query --list shows them)\n"
+    "  extract FILE... --db DB --finding ID -w OUT.pcap\n"
+    "                                  the packets of a finding (or --client, --slot,\n"
+    "                                  --since/--until) into a pcap for Wireshark\n"
     "\n"
     "  slotscope COMMAND --help        options of a command\n"
     "  slotscope --version             the version\n"
     "\n"
-    "exit codes: 0 ok, 1 runtime error, 2 usage error, 3 findings (--fail-on-findings)\n";
+    "exit codes: 0 ok, 1 runtime error, 2 usage error, 3 findings (--fail-on-findings),\n"
+    "4 the capture cannot support a verdict (--fail-on-findings; one line says why)\n";
 
 int main(int argc, char **argv)
 {
@@ -56,6 +60,8 @@ int main(int argc, char **argv)
         return cmd_report(argc - 2, argv + 2);
     if (!strcmp(cmd, "query"))
         return cmd_query(argc - 2, argv + 2);
+    if (!strcmp(cmd, "extract"))
+        return cmd_extract(argc - 2, argv + 2);
     fprintf(stderr, "slotscope: unknown command '%s'\ntry 'slotscope --help'\n", cmd);
     return EXIT_USAGE;
 }

@@ -22,7 +22,8 @@
 /* Which option a table entry is. */
 typedef enum opt_id {
     OPT_DB, OPT_FORCE, OPT_PORTS, OPT_CLIENT_BY, OPT_NODE_MAP, OPT_REDACT, OPT_STORE_COMMANDS,
-    OPT_REDACT_KEY_FILE, OPT_JSON, OPT_QUIET, OPT_SET, OPT_FAIL_ON_FINDINGS, OPT_HELP, OPT_THREADS,
+    OPT_REDACT_KEY_FILE, OPT_JSON, OPT_QUIET, OPT_SET, OPT_FAIL_ON_FINDINGS, OPT_FAIL_ON,
+    OPT_IGNORE, OPT_HELP, OPT_THREADS,
     OPT_IFACE, OPT_FILTER, OPT_DURATION, OPT_USER, OPT_BUFFER, OPT_SNAPLEN,
     OPT_FULL, OPT_SINCE, OPT_UNTIL
 } opt_id;
@@ -50,6 +51,8 @@ static const opt_def opt_table[] = {
     {"quiet", 'q', 0, 0, OPT_QUIET},
     {"set", 0, 1, 0, OPT_SET},
     {"fail-on-findings", 0, 0, 0, OPT_FAIL_ON_FINDINGS},
+    {"fail-on", 0, 1, 0, OPT_FAIL_ON},
+    {"ignore", 0, 1, 0, OPT_IGNORE},
     {"help", 'h', 0, 0, OPT_HELP},
     {"threads", 0, 1, 0, OPT_THREADS},
     {"interface", 'i', 1, 1, OPT_IFACE},
@@ -88,7 +91,12 @@ const char cli_analysis_options_help[] =
     "                         capture's first record), 2026-12-01T15:43:09Z, 15:43:09\n"
     "                         (UTC, the capture's first day), @SECONDS\n"
     "  --quiet, -q            no progress display\n"
-    "  --fail-on-findings     exit 3 when there are findings (CI for client libraries)\n"
+    "  --fail-on-findings     CI verdict: exit 3 when a client finding is found, 4 when the\n"
+    "                         capture cannot support a verdict (empty, one direction, TLS,\n"
+    "                         cluster bus only, no cluster, out of sync, cut short)\n"
+    "  --fail-on WHAT         what fails (implies --fail-on-findings): error, warning\n"
+    "                         (warning and error) or KIND[,KIND...] (docs/cli.md)\n"
+    "  --ignore KIND[,KIND]   these kinds never fail the run\n"
     "  --threads N            1 (default): everything on one thread; 2: a second\n"
     "                         thread reads the capture ahead; 3 or more: TCP and RESP\n"
     "                         decoded on N threads (connections shared out by address),\n"
@@ -372,7 +380,21 @@ static int apply_opt(cli_opts *o, const opt_def *d, const char *v)
             return cli_usage_error(o->cmd, "unknown setting or bad value in --set '%s'", v);
         append_word(o->settings, sizeof o->settings, v);
         break;
-    case OPT_FAIL_ON_FINDINGS: o->fail_on_findings = 1; break;
+    case OPT_FAIL_ON_FINDINGS:
+        o->fail_on_findings = 1;
+        o->verdict.enabled = 1;
+        break;
+    case OPT_FAIL_ON:
+        if (verdict_fail_on(&o->verdict, v) != 0)
+            return cli_usage_error(o->cmd, "bad --fail-on '%s' (error, warning or finding "
+                                           "kinds, comma separated)", v);
+        o->fail_on_findings = 1;
+        break;
+    case OPT_IGNORE:
+        if (verdict_ignore(&o->verdict, v) != 0)
+            return cli_usage_error(o->cmd, "bad --ignore '%s' (finding kinds, comma "
+                                           "separated)", v);
+        break;
     case OPT_HELP: o->help = 1; break;
     case OPT_IFACE: o->iface = v; break;
     case OPT_FILTER: o->filter = v; break;

@@ -1445,6 +1445,7 @@ struct ra_ev {
     uint32_t slot;                 /* the connection's slot */
     uint32_t len;                  /* DATA: bytes that follow (_REF: referenced) */
     int64_t ts_us;
+    uint64_t frame;                /* the cap_event's frame */
     uint64_t arg;                  /* GAP: gap_len; UPDATE: last_record */
     int32_t ack_ahead;             /* DATA (_REF): the cap_event's ack_ahead */
 };
@@ -1656,6 +1657,7 @@ static ra_ev *ra_begin(struct par *p, ra_kind kind, uint32_t slot, const cap_eve
         h->dir = (uint8_t)ev->dir;
         h->reason = (uint8_t)ev->reason;
         h->ts_us = ev->ts_us;
+        h->frame = ev->frame;
     }
     return h;
 }
@@ -1876,6 +1878,7 @@ static void ra_replay(struct par *p, const ra_ev *h)
     ev.conn = c;
     ev.dir = (cap_dir)h->dir;
     ev.ts_us = h->ts_us;
+    ev.frame = h->frame;
     switch (h->kind) {
     case RA_OPEN:
     case RA_CLOSE:

@@ -423,7 +423,10 @@ int pipeline_finish(pipeline *p, cap_source *src)
     store_each_counter(cs, rs, as, counter_to_report, p->rep);
     if (p->st) {
         char err[1600];
+        verdict_diag d;
         store_counters(p->st, cs, rs, as);
+        verdict_diagnose(p->rep, &d);
+        verdict_store(p->st, &d);
         show_db_error(p);
         if (store_close(p->st, err, sizeof err) != 0) {
             if (!p->db_error_shown)

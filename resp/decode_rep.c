@@ -190,6 +190,7 @@ static void rp_message_done(rc_conn *c, uint64_t pos, int64_t ts)
     rp_dec *d = &c->rpd;
     resp_reply *rep = c->rep;
     rep->ts_us = ts;
+    rep->end_frame = c->frame;
     rep->bytes = pos - d->msg_off;
     rep->nokey = rep->type == RESP_T_SIMPLE && d->status_len == 5 &&
                  memcmp(d->status, "NOKEY", 5) == 0;
@@ -668,6 +669,7 @@ void rp_feed(rc_conn *c, const uint8_t *base, size_t len, int64_t ts)
                 d->rs.uncounted = 0;
                 c->st.resyncs++;
             }
+            d->rs.frame = c->frame;
             int found = rd_resync_scan(&d->rs, &d->line, &p, end, ts, &skipped,
                                        cfg->max_bulk_reply);
             c->st.skipped_bytes += (uint64_t)skipped;

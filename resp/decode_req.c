@@ -489,6 +489,7 @@ static inline void rq_begin_argc(rc_conn *c, uint64_t pos, int64_t ts, uint32_t 
 {
     rq_dec *d = &c->rq;
     c->cur = pair_request_slot(c, ts);
+    c->cur->cmd.req.start_frame = c->frame;
     d->in_msg = 1;
     d->msg_off = pos;
     d->argi = 0;
@@ -846,6 +847,7 @@ static void rq_resynced_inline(rc_conn *c, uint64_t pos, int64_t ts)
     const uint8_t *bad = NULL;
     size_t n = (size_t)d->rs.full;
     rq_begin(c, pos - d->rs.cand, d->rs.cand_start_us);
+    c->cur->cmd.req.start_frame = d->rs.cand_start_frame;
     c->cur->cmd.req.inline_cmd = 1;
     d->in_state = IN_SPACE;
     d->in_len = (uint32_t)n;
@@ -873,6 +875,7 @@ static void rq_resynced(rc_conn *c, uint64_t pos, int64_t ts)
         return;
     }
     rq_begin(c, pos - d->rs.cand, d->rs.cand_start_us);
+    c->cur->cmd.req.start_frame = d->rs.cand_start_frame;
     d->argc_expected = (uint32_t)d->rs.num;
     c->cur->cmd.req.argc = d->argc_expected;
     d->state = RQ_ARG_TYPE;
@@ -1188,6 +1191,7 @@ void rq_feed(rc_conn *c, const uint8_t *base, size_t n, int64_t ts)
                 d->rs.uncounted = 0;
                 c->st.resyncs++;
             }
+            d->rs.frame = c->frame;
             int found = rd_resync_scan(&d->rs, &d->line, &p, end, ts, &skipped,
                                        cfg->max_bulk_request);
             c->st.skipped_bytes += (uint64_t)skipped;

@@ -339,6 +339,7 @@ static inline void reply_reset_fields(resp_reply *r, int64_t ts)
 {
     r->start_us = ts;
     r->ts_us = ts;
+    r->end_frame = 0;
     r->type = RESP_T_NONE;
     r->err = RESP_ERR_NONE;
     r->integer = 0;
@@ -375,6 +376,7 @@ static PAIR_RARE void reply_copy(resp_reply *dst, const resp_reply *src)
 {
     dst->start_us = src->start_us;
     dst->ts_us = src->ts_us;
+    dst->end_frame = src->end_frame;
     dst->type = src->type;
     dst->err = src->err;
     if (src->err != RESP_ERR_NONE) {
@@ -1917,6 +1919,8 @@ void resp_conn_stats_add(resp_conn_stats *t, const resp_conn_stats *s)
     t->replication_midstream += s->replication_midstream;
     t->replication_reversed += s->replication_reversed;
     t->replication_skipped += s->replication_skipped;
+    t->tls += s->tls;
+    t->cluster_bus += s->cluster_bus;
 }
 
 /* Add one pipeline's totals into another's (one pipeline per worker thread). */
@@ -1927,6 +1931,7 @@ void resp_stats_add(resp_stats *t, const resp_stats *s)
     t->dropped_requests += s->dropped_requests;
     t->limit_hits += s->limit_hits;
     t->commands += s->commands;
+    t->unanswered_at_end += s->unanswered_at_end;
 }
 
 /* Unlink and free a connection's state (no events). */
@@ -1948,6 +1953,17 @@ static void conn_free(resp_pipeline *rp, rc_conn *c)
     if (c->cc != NULL && c->cc->user == c)
         c->cc->user = NULL;
     free(c);
+}
+
+/* The first bytes of a stream: is it TLS (a record header: content type
+ * 20-23, version 3.x) or the cluster bus (messages start with "RCmb")? Either
+ * way there is no RESP to find; counted so that the report can say why. */
+static PAIR_RARE void sniff_foreign(rc_conn *c, const uint8_t *p, size_t n)
+{
+    if (n >= 3 && p[0] >= 0x14 && p[0] <= 0x17 && p[1] == 0x03 && p[2] <= 0x04)
+        c->st.tls = 1;
+    else if (n >= 4 && memcmp(p, "RCmb", 4) == 0)
+        c->st.cluster_bus = 1;
 }
 
 /* The connection ended: partial messages are dropped (counted as skipped),
@@ -2046,6 +2062,9 @@ void resp_on_capture_event(void *vrp, const cap_event *ev)
             return;
         if (c->repl_mid == REPL_MID_CLIENT)
             return; /* neither side is decoded */
+        c->frame = ev->frame;
+        if ((ev->dir == CAP_TO_SERVER ? c->rq.off : c->rpd.off) == 0)
+            sniff_foreign(c, ev->data, ev->len);
         if (ev->dir == CAP_TO_SERVER) {
             if (c->rq_gap_pending)
                 rq_gap_resolve(c, ev->data, ev->len);
@@ -2077,6 +2096,8 @@ void resp_on_capture_event(void *vrp, const cap_event *ev)
         }
         return;
     case CAP_EV_CLOSE:
+        if (c != NULL && ev->reason == CAP_CLOSE_END)
+            rp->closed.unanswered_at_end += c->count;
         if (c != NULL)
             conn_close(rp, c);
         return;

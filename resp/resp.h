@@ -180,6 +180,8 @@ uint16_t resp_slot_final(const resp_slot_hasher *h);
 struct resp_request {
     int64_t start_us;                   /* capture time of its first byte */
     int64_t ts_us;                      /* capture time when it was complete */
+    uint64_t start_frame;               /* record that carried its first byte
+                                           (cap_event.frame) */
     char name[RESP_NAME_MAX];           /* upper-case; "" if not a bulk string */
     uint32_t argc;                      /* arguments including the name (for
                                            a multibulk, the declared count is
@@ -220,6 +222,8 @@ struct resp_request {
 typedef struct resp_reply {
     int64_t start_us;                 /* capture time of its first byte */
     int64_t ts_us;                    /* capture time when it was complete */
+    uint64_t end_frame;               /* record that carried its last byte
+                                         (cap_event.frame), 0 if none */
     resp_type type;                   /* of the top-level value */
     resp_err_class err;               /* RESP_ERR_NONE unless an error */
     int64_t integer;                  /* for ':' replies */
@@ -296,6 +300,10 @@ typedef struct resp_conn_stats {
                                    cap_conn.client; neither side was decoded */
     uint64_t replication_skipped; /* requests of the master's stream dropped
                                    unemitted when such a link was recognised */
+    uint32_t tls;               /* a stream began with a TLS record header
+                                   (encrypted: nothing to decode) */
+    uint32_t cluster_bus;       /* a stream began with the cluster bus
+                                   signature "RCmb" (node-to-node gossip) */
 } resp_conn_stats;
 
 /* Totals over all connections. */
@@ -305,6 +313,9 @@ typedef struct resp_stats {
     uint64_t dropped_requests;  /* in-flight requests dropped at the pipeline cap */
     uint64_t limit_hits;        /* depth, element count or line length limits hit */
     uint64_t commands;          /* resp_command events emitted */
+    uint64_t unanswered_at_end; /* requests still waiting for their reply on
+                                   connections open at the end of the input (a
+                                   capture cut short, or stopped too early) */
 } resp_stats;
 
 /* Where paired commands go. Any callback may be NULL. */

@@ -59,6 +59,8 @@ typedef struct rd_resync {
     int64_t num;         /* candidate's number when numeric */
     uint64_t full;       /* candidate line length (without CRLF) */
     int64_t cand_start_us; /* capture time of the candidate's type byte */
+    uint64_t frame;      /* record of the bytes being scanned (the caller's) */
+    uint64_t cand_start_frame; /* record of the candidate's type byte */
     uint64_t seen;       /* bytes scanned since rd_resync_start */
     uint8_t uncounted;   /* the first search of a connection picked up
                             mid-stream: counted in resyncs at its first byte
@@ -277,6 +279,7 @@ typedef struct rc_conn {
     /* client-side modes (known when a request is decoded) */
     uint8_t in_multi, reply_off, skip_next;
     rq_entry *cur;            /* where the request decoder writes */
+    uint64_t frame;           /* record of the DATA being fed (cap_event.frame) */
     resp_reply *rep;          /* where the reply decoder writes: the head
                                  entry's reply (emit then copies nothing),
                                  or reply when none waits (pair.c) */

@@ -269,6 +269,7 @@ int rd_resync_scan(rd_resync *rs, rd_line *line, const uint8_t **pp,
                 rs->cand = 0;
                 rs->full = 0;
                 rs->cand_start_us = ts;
+                rs->cand_start_frame = rs->frame;
                 line->len = 0;
                 rs->state = RS_IN_WORD; /* c is its first byte */
                 continue;
@@ -281,6 +282,7 @@ int rd_resync_scan(rd_resync *rs, rd_line *line, const uint8_t **pp,
             rs->cand = 1;
             rs->full = 0;
             rs->cand_start_us = ts;
+            rs->cand_start_frame = rs->frame;
             line->len = 0;
             p++;
             eaten++;

@@ -55,6 +55,8 @@ static void write_finding(void *ctx, const an_finding *f)
     store_set_text(st, 12, f->summary);
     store_set_text(st, 13, f->evidence && f->evidence[0] ? f->evidence : "{}");
     store_set_uint(st, 14, f->operations);
+    store_set_text(st, 15, f->frame_filter ? f->frame_filter : "");
+    store_set_text(st, 16, f->conn_filter ? f->conn_filter : "");
     store_row_end(s, st);
 }
 
@@ -75,6 +77,8 @@ static void write_redirect(void *ctx, const an_redirect *r)
     store_set_text(st, 8, r->command);
     store_set_text(st, 9, r->key);
     store_set_int(st, 10, r->latency_us);
+    store_set_uint(st, 11, r->req_frame);
+    store_set_uint(st, 12, r->reply_frame);
     store_row_end(s, st);
 }
 
@@ -285,6 +289,8 @@ static void write_command(void *ctx, const resp_command *cmd, const char *client
     store_set_text(st, 11, outcome_name(cmd->outcome));
     store_set_uint(st, 15, cmd->req.bytes);
     store_set_int(st, 17, cmd->in_multi);
+    store_set_uint(st, 18, cmd->req.start_frame);
+    store_set_uint(st, 19, cmd->outcome == RESP_OK ? cmd->reply.end_frame : 0);
     set_command_reply(st, cmd, type);
     store_row_end(s, st);
 }

@@ -117,13 +117,16 @@ CREATE TABLE redirects (
     target     TEXT NOT NULL,
     command    TEXT NOT NULL,
     key        TEXT NOT NULL,
-    latency_us INTEGER NOT NULL
+    latency_us INTEGER NOT NULL,
+    req_frame   INTEGER NOT NULL DEFAULT 0, -- record (frame number) of the request's first packet
+    reply_frame INTEGER NOT NULL DEFAULT 0  -- record of the reply's last packet
 );
 
 -- Findings: one kind of mishandling by one client (client '' for cluster-side
 -- findings such as migration_stuck) for one slot/node, aggregated. id is the
 -- analyzer's stable id: a finding that changes replaces its row. evidence is a
--- JSON object with the commands, replies, connections and times to check.
+-- JSON object with the commands, replies, connections, times and record
+-- (frame) numbers to check.
 CREATE TABLE findings (
     id               INTEGER PRIMARY KEY,
     kind             TEXT NOT NULL,    -- ask_cached, asking_missing, ... (DESIGN.md)
@@ -138,7 +141,10 @@ CREATE TABLE findings (
     extra_latency_us INTEGER NOT NULL,
     summary          TEXT NOT NULL,
     evidence         TEXT NOT NULL,    -- JSON
-    operations       INTEGER NOT NULL DEFAULT 0 -- client findings: operations covered
+    operations       INTEGER NOT NULL DEFAULT 0, -- client findings: operations covered
+    frame_filter     TEXT NOT NULL DEFAULT '', -- Wireshark filter of its evidence records
+                                               -- ("frame.number in {...}": one input file)
+    conn_filter      TEXT NOT NULL DEFAULT ''  -- ... of their connections (any input)
 );
 
 -- The report's blocks: one row per (client, kind) over the per-slot rows of
@@ -234,7 +240,9 @@ CREATE TABLE commands (
     latency_us  INTEGER NOT NULL,      -- reply_us - ts_us, 0 if no reply
     req_bytes   INTEGER NOT NULL,
     reply_bytes INTEGER NOT NULL,
-    in_multi    INTEGER NOT NULL
+    in_multi    INTEGER NOT NULL,
+    req_frame   INTEGER NOT NULL DEFAULT 0, -- record of the request's first packet
+    reply_frame INTEGER NOT NULL DEFAULT 0  -- record of the reply's last packet, 0 if none
 );
 
 -- The indexes for the canned queries (queries/*.sql) are in store/indexes.sql:

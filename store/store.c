@@ -113,11 +113,13 @@ static const char *const stmt_sql[ST_COUNT] = {
         " ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30)",
     [ST_REDIRECT] =
         "INSERT INTO redirects (ts_us, client, conn, node, kind, slot, target, command,"
-        " key, latency_us) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+        " key, latency_us, req_frame, reply_frame)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
     [ST_FINDING] =
         "INSERT OR REPLACE INTO findings (id, kind, severity, severity_level, client, node,"
-        " slot, first_us, last_us, count, extra_latency_us, summary, evidence, operations)"
-        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+        " slot, first_us, last_us, count, extra_latency_us, summary, evidence, operations,"
+        " frame_filter, conn_filter)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
     [ST_MIGRATION] =
         "INSERT INTO slot_migrations (slot, source, target, first_ask_us,"
         " last_ask_us, flip_us, importing_us, migrating_us, asks, tryagains, moveds,"
@@ -129,9 +131,10 @@ static const char *const stmt_sql[ST_COUNT] = {
         " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
     [ST_COMMAND] =
         "INSERT INTO commands (ts_us, reply_us, client, conn, node, seq, name, argc, slot,"
-        " key, outcome, reply_type, error, latency_us, req_bytes, reply_bytes, in_multi)"
+        " key, outcome, reply_type, error, latency_us, req_bytes, reply_bytes, in_multi,"
+        " req_frame, reply_frame)"
         " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,"
-        " ?17)",
+        " ?17, ?18, ?19)",
 };
 
 /* Wall-clock time in microseconds since the epoch (meta start_us / end_us). */
@@ -913,6 +916,9 @@ static void each_resp_counter(const resp_stats *r, store_counter_fn fn, void *ct
     fn(ctx, "dropped_requests", r->dropped_requests);
     fn(ctx, "limit_hits", r->limit_hits);
     fn(ctx, "resp_commands", r->commands);
+    fn(ctx, "tls_connections", r->total.tls);
+    fn(ctx, "cluster_bus_connections", r->total.cluster_bus);
+    fn(ctx, "unanswered_at_end", r->unanswered_at_end);
 }
 
 /* Analysis counters. */

@@ -890,8 +890,8 @@ static void test_writer_same_database(void **state)
     assert_non_null(two.text);
     assert_non_null(strstr(one.text, "COMMIT"));
     assert_non_null(strstr(one.text, "),("));      /* multi-row INSERTs */
-    assert_non_null(strstr(one.text, "}', 0)"));   /* the long evidence, whole (then
-                                                       operations) */
+    assert_non_null(strstr(one.text, "}', 0, '', '')")); /* the long evidence, whole, then
+                                                            operations and the filters */
     if (strcmp(one.text, two.text) != 0) {
         size_t i = 0;
         while (one.text[i] == two.text[i])
