@@ -132,11 +132,12 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "cli/cli.h"
+#include "run/run.h"
 
 #ifndef PAR_TINY_RINGS
 #define IN_RECORDS 16384u          /* records in the input ring (a power of two) */
