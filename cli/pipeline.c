@@ -11,7 +11,7 @@
  * found and an interrupted run keeps them.
  *
  * With --threads N (N > 2) the capture and resp stages run on N worker
- * threads (parallel.c) and this thread runs the analyzer, the store and the
+ * threads (run/) and this thread runs the analyzer, the store and the
  * periodic work above, fed the resp events in the very order the single
  * pipeline makes them: the results are the same. With --threads 2 a thread
  * reads the input ahead and this thread runs all the stages on it.

@@ -24,8 +24,8 @@
 #include "capture/capture.h"
 #include "resp/resp.h"
 
-/* The capture and resp stages on worker threads, their resp
- * events handed to `sink` on the calling thread in the order the
+/* The runner: the capture and resp stages on threads of their own, their
+ * resp events handed to `sink` on the calling thread in the order the
  * single-threaded pipeline makes them. */
 typedef struct par par;
 /* Called on the calling thread after each event handed on (ts_us: capture
@@ -34,7 +34,7 @@ typedef struct par par;
 typedef void (*par_tick_fn)(void *ctx, int64_t ts_us);
 typedef struct par_opts {
     unsigned workers;            /* worker threads (1-64); 2 reads ahead
-                                    instead: see run/run.c */
+                                    instead (run.c) */
     cap_config cap;              /* each worker's tracker */
     resp_config resp;            /* each worker's resp pipeline */
     resp_sink sink;              /* the analyzer's */

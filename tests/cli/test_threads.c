@@ -8,7 +8,7 @@
  *                   going back once, a UDP packet) fed to one tracker, and
  *                   split by flow hash between 2 and 3 trackers that each see
  *                   every record's time (cap_tracker_time): their events,
- *                   put in (record, rank) order as cli/parallel.c merges
+ *                   put in (record, rank) order as run/merge.c merges
  *                   them, are the single tracker's, event for event, and the
  *                   counters add up to the single tracker's
  *   end to end      slotscope analyze with 1, 2 (read-ahead and sharded), 3
@@ -302,7 +302,7 @@ static void write_capture(const char *path)
 /* One tracker event as text, with where it belongs in the order. */
 typedef struct evline {
     uint64_t record;             /* record being fed (UINT64_MAX: the end) */
-    uint64_t rank;               /* cli/parallel.c's rank */
+    uint64_t rank;               /* run/merge.c's rank */
     unsigned tracker;
     size_t seq;                  /* order of arrival */
     char text[160];
@@ -770,7 +770,7 @@ static void send_split(pg_conv *c, int from_server, const char *data, size_t len
 }
 
 /* A capture of large values, ~16 MB: more than read-ahead keeps of a file
- * (cli/parallel.c, "References"), so its chunks are read by both threads
+ * (run/chunks.c), so its chunks are read by both threads
  * and their slots reused, and most DATA events cross as references. Four
  * connections SET and GET 20,000-byte values in 9000-byte segments; every
  * seventh SET has its two halves swapped (reassembled bytes, which are
@@ -854,7 +854,7 @@ static void test_merged_files(void **state)
 }
 
 /* The caps reached, one thread and read-ahead (--threads 2; sharding
- * shares the caps out, see cli/parallel.c): the capture layer's connection
+ * shares the caps out, see run/shard.c): the capture layer's connection
  * table evicting, the analyzer's evicting connections still open (it
  * writes their counters of that moment: read-ahead's copies of the
  * connections must be as fresh as the tracker's), and holes given up as
