@@ -77,10 +77,25 @@ typedef struct in_rec {
     uint32_t worker;               /* whose share it is */
 } in_rec;
 
+/* The counters a record changes: cap_conn from last_us up to user (the
+ * endpoints, id and first_us are fixed at the OPEN), and last_record. Both
+ * layouts hand them over after every record, so that the copies of the
+ * connections the analyzer gets are as fresh as one tracker's. */
+#define CONN_COUNTERS_OFF offsetof(cap_conn, last_us)
+#define CONN_COUNTERS (offsetof(cap_conn, user) - CONN_COUNTERS_OFF)
+_Static_assert(offsetof(cap_conn, first_us) < CONN_COUNTERS_OFF &&
+                   offsetof(cap_conn, client) < CONN_COUNTERS_OFF &&
+                   offsetof(cap_conn, server) < CONN_COUNTERS_OFF &&
+                   offsetof(cap_conn, id) < CONN_COUNTERS_OFF &&
+                   offsetof(cap_conn, retransmits) < offsetof(cap_conn, user) &&
+                   offsetof(cap_conn, last_record) > offsetof(cap_conn, user),
+               "cap_conn's fields moved: update CONN_COUNTERS");
+
 typedef enum ev_kind {
     EV_OPEN = 0,                   /* body: cap_conn */
     EV_COMMAND,                    /* body: cmd_head, then the packed command */
     EV_CLOSE,                      /* body: cap_conn, resp_conn_stats */
+    EV_UPDATE,                     /* body: ev_counters */
     EV_TIME,                       /* live: the capture time moved on; no body */
     EV_SKIP                        /* the rest of the ring is unused */
 } ev_kind;
@@ -91,8 +106,18 @@ typedef struct ev_hdr {
     uint64_t rank;                 /* see merge.c, "The order of events" */
     int64_t ts_us;                 /* capture time of that record */
     uint32_t size;                 /* header and body, a multiple of EV_ALIGN */
-    uint32_t kind;                 /* an ev_kind */
+    uint16_t kind;                 /* an ev_kind */
+    uint16_t counters;             /* OPEN, COMMAND: an ev_counters ends the body */
 } ev_hdr;
+
+/* A connection's counters after a record of its own: an EV_UPDATE, or
+ * appended to the record's latest event (shard.c, worker_update). */
+typedef struct ev_counters {
+    uint64_t conn_id;
+    uint64_t last_record;
+    uint8_t counters[CONN_COUNTERS];
+} ev_counters;
+_Static_assert(sizeof(ev_counters) % EV_ALIGN == 0, "ev_counters keeps events aligned");
 
 /*
  * A command is packed: a resp_command is 800-odd bytes, mostly text arrays
@@ -171,6 +196,9 @@ typedef struct worker {
     uint64_t raw_head;             /* raw bytes reserved */
     uint64_t raw_tail_seen;
     unsigned stats_gen;            /* the last stats request served */
+    ev_hdr *last_ev;               /* the record's latest event (NULL: none yet) */
+    uint64_t last_ev_at;           /* ... where it starts */
+    uint64_t last_ev_conn;         /* ... the id of its connection (0: none) */
 
     /* under the mutex */
     _Alignas(64) uint64_t consumed; /* input positions done with */

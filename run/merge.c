@@ -21,7 +21,10 @@
  *
  * The workers' trackers free and reuse their connections, so the analyzer
  * gets the merger's own copies instead, found by id in an open-addressing
- * map: made at the OPEN, refreshed at the CLOSE.
+ * map: made at the OPEN, given the counters after every record of the
+ * connection (EV_UPDATE, or appended to the record's OPEN or COMMAND) and
+ * the CLOSE's. The analyzer, evicting a connection still open at its own
+ * cap, then writes the counters of that moment, as with one thread.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -244,6 +247,19 @@ static resp_command *unpack_command(struct par *p, worker *w, const uint8_t *in)
     return cmd;
 }
 
+/* A record's counters into the copy of its connection (see worker_update). */
+static void take_counters(struct par *p, const ev_counters *u)
+{
+    if (u->conn_id != p->last_id) {
+        p->last_id = u->conn_id;
+        p->last_conn = map_find(p, u->conn_id);
+    }
+    if (!p->last_conn)
+        return; /* its OPEN found no memory */
+    memcpy((uint8_t *)p->last_conn + CONN_COUNTERS_OFF, u->counters, CONN_COUNTERS);
+    p->last_conn->last_record = u->last_record;
+}
+
 /* Hand worker w's head event h to the analyzer. */
 static void deliver(struct par *p, worker *w, const ev_hdr *h)
 {
@@ -251,6 +267,13 @@ static void deliver(struct par *p, worker *w, const ev_hdr *h)
     const uint8_t *body = (const uint8_t *)(h + 1);
     int64_t ts = h->ts_us;
     cap_conn *c;
+    if (h->kind == EV_UPDATE) { /* no resp event: no periodic work either */
+        if (!p->discard)
+            take_counters(p, (const ev_counters *)body);
+        w->m_tail += h->size;
+        p->since_refresh++;
+        return;
+    }
     switch (p->discard ? EV_TIME : h->kind) {
     case EV_OPEN:
         c = conn_open_copy(p, (const cap_conn *)body);
@@ -277,6 +300,8 @@ static void deliver(struct par *p, worker *w, const ev_hdr *h)
     default:
         break;
     }
+    if (h->counters && !p->discard) /* appended after the OPEN or COMMAND */
+        take_counters(p, (const ev_counters *)((const uint8_t *)h + h->size - sizeof(ev_counters)));
     w->m_tail += h->size;
     p->since_refresh++;
     if (p->o.tick && !p->discard)

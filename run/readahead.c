@@ -40,7 +40,7 @@ typedef enum ra_kind {
     RA_DATA = CAP_EV_DATA,         /* body: len bytes */
     RA_GAP = CAP_EV_GAP,           /* no body; arg: gap_len */
     RA_CLOSE = CAP_EV_CLOSE,       /* body: cap_conn */
-    RA_UPDATE,                     /* body: the counters (RA_COUNTERS); arg: last_record */
+    RA_UPDATE,                     /* body: the counters (CONN_COUNTERS); arg: last_record */
     RA_DATA_REF,                   /* DATA, body: where its len bytes lie (a pointer) */
     RA_SKIP                        /* the rest of the ring is unused */
 } ra_kind;
@@ -60,18 +60,6 @@ struct ra_ev {
     uint64_t arg;                  /* GAP: gap_len; UPDATE: last_record */
     int32_t ack_ahead;             /* DATA (_REF): the cap_event's ack_ahead */
 };
-
-/* The counters a record changes: cap_conn from last_us up to user (the
- * endpoints, id and first_us are fixed at the OPEN), and last_record. */
-#define RA_COUNTERS_OFF offsetof(cap_conn, last_us)
-#define RA_COUNTERS (offsetof(cap_conn, user) - RA_COUNTERS_OFF)
-_Static_assert(offsetof(cap_conn, first_us) < RA_COUNTERS_OFF &&
-                   offsetof(cap_conn, client) < RA_COUNTERS_OFF &&
-                   offsetof(cap_conn, server) < RA_COUNTERS_OFF &&
-                   offsetof(cap_conn, id) < RA_COUNTERS_OFF &&
-                   offsetof(cap_conn, retransmits) < offsetof(cap_conn, user) &&
-                   offsetof(cap_conn, last_record) > offsetof(cap_conn, user),
-               "cap_conn's fields moved: update RA_UPDATE");
 
 
 /* The slot the reader gave conn (its user is slot + 1); UINT32_MAX: none
@@ -285,13 +273,13 @@ static int ra_update_in_data(struct par *p, const cap_conn *c, uint32_t slot)
 {
     ra_ev *h = p->ra_last;
     size_t phys = (size_t)(p->ra_head & (p->ra_size - 1));
-    size_t need = ev_round(RA_COUNTERS);
+    size_t need = ev_round(CONN_COUNTERS);
     if (!h || (h->kind != RA_DATA && h->kind != RA_DATA_REF) || h->slot != slot ||
         p->ra_last_at < p->ra_shown ||
         phys == 0 || phys + need > p->ra_size ||
         p->ra_head + need - p->ra_tail_seen > p->ra_size)
         return 0;
-    memcpy(p->ra_ring + phys, (const uint8_t *)c + RA_COUNTERS_OFF, RA_COUNTERS);
+    memcpy(p->ra_ring + phys, (const uint8_t *)c + CONN_COUNTERS_OFF, CONN_COUNTERS);
     h->counters = 1;
     h->arg = c->last_record;
     h->size += (uint32_t)need;
@@ -307,13 +295,13 @@ static void ra_update(struct par *p)
     ra_ev *h;
     if (!c || (slot = ra_slot_of(c)) == UINT32_MAX || ra_update_in_data(p, c, slot))
         return;
-    h = ra_begin(p, RA_UPDATE, slot, NULL, ev_round(sizeof(ra_ev) + RA_COUNTERS));
+    h = ra_begin(p, RA_UPDATE, slot, NULL, ev_round(sizeof(ra_ev) + CONN_COUNTERS));
     if (!h) {
         ra_oom(p);
         return;
     }
     h->arg = c->last_record;
-    memcpy(h + 1, (const uint8_t *)c + RA_COUNTERS_OFF, RA_COUNTERS);
+    memcpy(h + 1, (const uint8_t *)c + CONN_COUNTERS_OFF, CONN_COUNTERS);
     ra_end(p, h);
 }
 
@@ -380,7 +368,7 @@ static void ra_replay(struct par *p, const ra_ev *h)
         return;
     }
     if (h->kind == RA_UPDATE) {
-        memcpy((uint8_t *)c + RA_COUNTERS_OFF, body, RA_COUNTERS);
+        memcpy((uint8_t *)c + CONN_COUNTERS_OFF, body, CONN_COUNTERS);
         c->last_record = h->arg;
         return;
     }
@@ -421,7 +409,7 @@ static void ra_replay(struct par *p, const ra_ev *h)
         p->o.tick(p->o.tick_ctx, ev.ts_us);
     if (h->counters) { /* see ra_update_in_data */
         size_t at = ev_round(h->kind == RA_DATA ? h->len : sizeof ev.data);
-        memcpy((uint8_t *)c + RA_COUNTERS_OFF, body + at, RA_COUNTERS);
+        memcpy((uint8_t *)c + CONN_COUNTERS_OFF, body + at, CONN_COUNTERS);
         c->last_record = h->arg;
     }
 }

@@ -15,7 +15,9 @@
  *                   of the opening record) are those of one tracker. The
  *                   resp events (open, command, close) are packed into the
  *                   worker's own event ring (internal.h), each with its key
- *                   in the one-thread order (merge.c)
+ *                   in the one-thread order (merge.c), and after each record
+ *                   of its share the counters of its connection (EV_UPDATE,
+ *                   worker_update)
  *
  * Where N sharded threads may differ from one (none of it happens in the
  * tests):
@@ -25,10 +27,6 @@
  *    one-thread bounds; a run that reaches a cap (eviction, a hole given
  *    up, a request dropped) reaches it at other moments, or a little
  *    sooner when its connections hash unevenly;
- *  - the analyzer is handed a copy of each connection, made at its OPEN and
- *    refreshed at its CLOSE: a connection record it writes when its own
- *    connection cap evicts a connection still open shows the counters of
- *    the OPEN, not of that moment;
  *  - when capture times go backwards, idle expiry (which stops at the first
  *    connection of its list not yet idle) can close a connection a few
  *    records earlier or later;
@@ -111,7 +109,11 @@ static ev_hdr *ev_begin(worker *w, const cap_conn *conn, ev_kind kind, size_t si
     h->rank = w->own || conn == NULL ? KEY_OWN : conn->last_record;
     h->ts_us = w->ts_us;
     h->size = (uint32_t)size;
-    h->kind = kind;
+    h->kind = (uint16_t)kind;
+    h->counters = 0;
+    w->last_ev = h;
+    w->last_ev_at = w->ev_head;
+    w->last_ev_conn = conn ? conn->id : 0;
     return h;
 }
 
@@ -215,6 +217,47 @@ static void w_command(void *ctx, const resp_command *cmd)
     ev_end(w, h);
 }
 
+/* Room for the counters right after the record's latest event, which is
+ * of connection id and not yet published: they are appended to it (most
+ * records that make an event make one, so one event instead of two). */
+static ev_counters *counters_after_last(worker *w, uint64_t id)
+{
+    size_t phys = (size_t)(w->ev_head & (OUT_BYTES - 1));
+    size_t need = sizeof(ev_counters);
+    ev_hdr *h = w->last_ev;
+    if (!h || w->last_ev_conn != id || (h->kind != EV_OPEN && h->kind != EV_COMMAND) ||
+        w->last_ev_at < w->ev_head_shown || phys == 0 || phys + need > OUT_BYTES ||
+        w->ev_head + need - w->ev_tail_seen > OUT_BYTES)
+        return NULL;
+    h->counters = 1;
+    h->size += (uint32_t)need;
+    w->ev_head += need;
+    return (ev_counters *)(w->ev + phys);
+}
+
+/* After a record of this share: the counters of the connection it was a
+ * segment of, for the merger's copy. The analyzer reads a copy's counters
+ * when it evicts the connection at its own cap, at another connection's
+ * OPEN or command, and one tracker shows the counters of that moment. */
+static void worker_update(worker *w)
+{
+    const cap_conn *c = cap_tracker_touched(w->tracker);
+    ev_counters *u;
+    ev_hdr *h = NULL;
+    if (!c)
+        return;
+    u = counters_after_last(w, c->id);
+    if (!u) {
+        h = ev_begin(w, c, EV_UPDATE, sizeof(ev_hdr) + sizeof(ev_counters));
+        u = (ev_counters *)(h + 1);
+    }
+    u->conn_id = c->id;
+    u->last_record = c->last_record;
+    memcpy(u->counters, (const uint8_t *)c + CONN_COUNTERS_OFF, CONN_COUNTERS);
+    if (h)
+        ev_end(w, h);
+}
+
 /* Live: a clock event now and then, so that the merger flushes the analyzer
  * on time even when no command completes. */
 static void maybe_time_event(worker *w)
@@ -281,8 +324,10 @@ static void worker_feed(worker *w, uint64_t pos)
     cap_tracker_time(w->tracker, record, d->ts_us);
     if (d->worker == w->id) {
         w->own = 1;
+        w->last_ev = NULL;
         cap_tracker_packet_at(w->tracker, record, d->linktype, d->ts_us,
                               w->bytes + (d->off & w->bytes_mask), d->caplen, d->wirelen);
+        worker_update(w);
     }
     maybe_time_event(w);
 }

@@ -893,6 +893,31 @@ static void test_caps_read_ahead(void **state)
     }
 }
 
+/* The analyzer's connection cap reached, with every run of runs[]
+ * (sharded too): it evicts connections still open and writes their
+ * counters of that moment (packets, bytes, last time), so the copies of
+ * the connections the sharded merger hands it must be as fresh as one
+ * tracker's, record by record (issue 15, item 7: the counters of the OPEN
+ * were written, packets_to_server 0). */
+static void test_analysis_cap_every_n(void **state)
+{
+    static const char *const cap[] = {"--set", "max_conns=16", NULL};
+    char synthetic[1024];
+    const char *files[] = {synthetic, SS_FIXTURES "/gen/lossy.pcap",
+                           SS_FIXTURES "/cluster/reshard.pcap"};
+    sqlite3 *db;
+    (void)state;
+    snprintf(synthetic, sizeof synthetic, "%s", tmp("synthetic4.pcap"));
+    write_capture(files[0]);
+    for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
+        check_same_results_with(&files[f], 1, cap, sizeof runs / sizeof runs[0]);
+        assert_int_equal(sqlite3_open_v2(tmp("1"), &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+        assert_true(th_sql_int(db, "SELECT value FROM counters WHERE name = 'evicted_conns'",
+                               NULL) > 0);
+        sqlite3_close(db);
+    }
+}
+
 /* --threads takes 0 (one per core) to 64. */
 static void test_threads_option(void **state)
 {
@@ -945,6 +970,7 @@ int main(void)
         cmocka_unit_test(test_merged_files),
         cmocka_unit_test(test_large_values),
         cmocka_unit_test(test_caps_read_ahead),
+        cmocka_unit_test(test_analysis_cap_every_n),
         cmocka_unit_test(test_threads_option),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
