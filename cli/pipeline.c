@@ -13,8 +13,9 @@
  * With --threads N (N > 2) the capture and resp stages run on N worker
  * threads (run/) and this thread runs the analyzer, the store and the
  * periodic work above, fed the resp events in the very order the single
- * pipeline makes them: the results are the same. With --threads 2 a thread
- * reads the input ahead and this thread runs all the stages on it.
+ * pipeline makes them: the results are the same. With --threads 2 a reader
+ * thread reads the input and runs the tracker, and this thread runs resp and
+ * the rest on its events (run/run.h).
  */
 #include <stdlib.h>
 #include <string.h>
