@@ -393,6 +393,16 @@ void par_counters(par *p, cap_stats *cs, resp_stats *rs)
     }
 }
 
+int par_shared_cap_reached(par *p)
+{
+    cap_stats cs;
+    resp_stats rs;
+    if (p->read_ahead || p->n < 2)
+        return 0;
+    par_counters(p, &cs, &rs);
+    return cs.evicted_connections > 0 || cs.ooo_dropped > 0 || rs.dropped_requests > 0;
+}
+
 size_t par_inputs(par *p, cap_input_info *out, size_t max)
 {
     size_t n;

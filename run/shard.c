@@ -26,7 +26,8 @@
  *    gets 1/N of each (worker_caps in run.c), so memory stays within the
  *    one-thread bounds; a run that reaches a cap (eviction, a hole given
  *    up, a request dropped) reaches it at other moments, or a little
- *    sooner when its connections hash unevenly;
+ *    sooner when its connections hash unevenly (the run then warns:
+ *    par_shared_cap_reached);
  *  - when capture times go backwards, idle expiry (which stops at the first
  *    connection of its list not yet idle) can close a connection a few
  *    records earlier or later;

@@ -918,6 +918,28 @@ static void test_analysis_cap_every_n(void **state)
     }
 }
 
+/* A cap the sharded workers share out (each holds 1/N of the connection
+ * table) reached: the run says its evictions may differ from one thread's;
+ * read-ahead, exact with caps too, and a sharded run that reaches no cap say
+ * nothing. */
+static void test_shared_cap_warned(void **state)
+{
+    const char *file = SS_FIXTURES "/gen/lossy.pcap";
+    th_run r;
+    (void)state;
+    assert_int_equal(run_args(TH_ARGS("analyze", file, "--threads", "3", "-q", "--set",
+                                      "capture_connections=8"), &r), 0);
+    assert_non_null(strstr(r.err, "warning: --threads shares the capture's connection"));
+    th_run_free(&r);
+    assert_int_equal(run_args(TH_ARGS("analyze", file, "--threads", "2", "-q", "--set",
+                                      "capture_connections=8"), &r), 0);
+    assert_null(strstr(r.err, "warning"));
+    th_run_free(&r);
+    assert_int_equal(run_args(TH_ARGS("analyze", file, "--threads", "3", "-q"), &r), 0);
+    assert_null(strstr(r.err, "warning"));
+    th_run_free(&r);
+}
+
 /* --threads takes 0 (one per core) to 64. */
 static void test_threads_option(void **state)
 {
@@ -971,6 +993,7 @@ int main(void)
         cmocka_unit_test(test_large_values),
         cmocka_unit_test(test_caps_read_ahead),
         cmocka_unit_test(test_analysis_cap_every_n),
+        cmocka_unit_test(test_shared_cap_warned),
         cmocka_unit_test(test_threads_option),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
