@@ -298,7 +298,8 @@ static int create_stages(pipeline *p)
     cc.shape = resp_shape;
     if (p->o->threads > 1) {
         par_opts po = {.workers = p->o->threads, .cap = cc, .resp = rc, .sink = rsink,
-                       .tick = on_par_tick, .tick_ctx = p, .live = p->live};
+                       .tick = on_par_tick, .tick_ctx = p, .live = p->live,
+                       .analysis_conns = p->o->an.max_conns};
         p->par_inputs = calloc(MAX_INPUTS, sizeof *p->par_inputs);
         p->par = p->par_inputs ? par_new(&po) : NULL;
         return p->par ? 0 : -1;

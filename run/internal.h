@@ -196,6 +196,9 @@ typedef struct worker {
     uint64_t raw_head;             /* raw bytes reserved */
     uint64_t raw_tail_seen;
     unsigned stats_gen;            /* the last stats request served */
+    int hot;                       /* the analyzer's cap may be reached: counters
+                                      cross after every record (worker_update) */
+    uint64_t seen_record, seen_open; /* the merger's, as last seen */
     ev_hdr *last_ev;               /* the record's latest event (NULL: none yet) */
     uint64_t last_ev_at;           /* ... where it starts */
     uint64_t last_ev_conn;         /* ... the id of its connection (0: none) */
@@ -263,6 +266,8 @@ struct par {
     size_t n_inputs;
     uint64_t done_bytes, total_bytes, packets;
     int rd_oom;                    /* the reader ran out of memory */
+    uint64_t m_pub_record;         /* the merger handed on events up to this record ... */
+    uint64_t m_pub_open;           /* ... with this many copies open then */
 
     _Alignas(64) _Atomic unsigned request; /* bumped by the merger: publish counters */
     _Atomic unsigned progress_request; /* ... the reader's progress */
@@ -276,6 +281,7 @@ struct par {
     size_t n_blocks, blocks_cap;
     uint64_t since_refresh;        /* events handed on since the last refresh */
     int m_oom;                     /* a connection copy found no memory */
+    uint64_t m_record;             /* the record of the latest event handed on */
     resp_command cmd;              /* the command being handed on, unpacked */
     uint64_t last_id;              /* the connection last looked up (0: none) */
     cap_conn *last_conn;

@@ -22,9 +22,10 @@
  * The workers' trackers free and reuse their connections, so the analyzer
  * gets the merger's own copies instead, found by id in an open-addressing
  * map: made at the OPEN, given the counters after every record of the
- * connection (EV_UPDATE, or appended to the record's OPEN or COMMAND) and
- * the CLOSE's. The analyzer, evicting a connection still open at its own
- * cap, then writes the counters of that moment, as with one thread.
+ * connection while the analyzer's connection cap may be reached (EV_UPDATE,
+ * or appended to the record's OPEN or COMMAND; see worker_hot in shard.c),
+ * and the CLOSE's. The analyzer, evicting a connection still open at its
+ * own cap, then writes the counters of that moment, as with one thread.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -303,6 +304,7 @@ static void deliver(struct par *p, worker *w, const ev_hdr *h)
     if (h->counters && !p->discard) /* appended after the OPEN or COMMAND */
         take_counters(p, (const ev_counters *)((const uint8_t *)h + h->size - sizeof(ev_counters)));
     w->m_tail += h->size;
+    p->m_record = h->record;
     p->since_refresh++;
     if (p->o.tick && !p->discard)
         p->o.tick(p->o.tick_ctx, ts);
@@ -314,6 +316,8 @@ static void merger_refresh(struct par *p, int wait)
 {
     int changed = 0;
     pthread_mutex_lock(&p->mu);
+    p->m_pub_record = p->m_record; /* for the workers' worker_hot */
+    p->m_pub_open = p->map_used;
     for (;;) {
         for (unsigned i = 0; i < p->n; i++) {
             worker *w = &p->w[i];

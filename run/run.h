@@ -41,6 +41,10 @@ typedef struct par_opts {
     par_tick_fn tick;            /* may be NULL */
     void *tick_ctx;
     int live;                    /* also hand on the capture time now and then */
+    uint32_t analysis_conns;     /* the analyzer's connection cap (max_conns):
+                                    sharded workers hand over connection
+                                    counters only when it may be reached
+                                    (run/shard.c); 0: always */
 } par_opts;
 
 /* Number of online cores (1-64). */

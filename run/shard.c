@@ -15,9 +15,10 @@
  *                   of the opening record) are those of one tracker. The
  *                   resp events (open, command, close) are packed into the
  *                   worker's own event ring (internal.h), each with its key
- *                   in the one-thread order (merge.c), and after each record
- *                   of its share the counters of its connection (EV_UPDATE,
- *                   worker_update)
+ *                   in the one-thread order (merge.c), and, while the
+ *                   analyzer's connection cap may be reached, after each
+ *                   record of its share the counters of its connection
+ *                   (worker_hot, worker_update)
  *
  * Where N sharded threads may differ from one (none of it happens in the
  * tests):
@@ -236,6 +237,42 @@ static ev_counters *counters_after_last(worker *w, uint64_t id)
     return (ev_counters *)(w->ev + phys);
 }
 
+/* The burst of worker_hot: one connection's counters (cap_tracker_each_open). */
+static void counters_event(void *ctx, const cap_conn *c)
+{
+    worker *w = ctx;
+    ev_hdr *h = ev_begin(w, c, EV_UPDATE, sizeof(ev_hdr) + sizeof(ev_counters));
+    ev_counters *u = (ev_counters *)(h + 1);
+    h->rank = 0; /* before every event of the record (their ranks are >= 1) */
+    u->conn_id = c->id;
+    u->last_record = c->last_record;
+    memcpy(u->counters, (const uint8_t *)c + CONN_COUNTERS_OFF, CONN_COUNTERS);
+    ev_end(w, h);
+}
+
+/*
+ * Whether the analyzer may evict a connection during record `record` (its
+ * clock, its own events), when counters must cross after every record
+ * (worker_update). It evicts only when it holds analysis_conns
+ * connections, all of them open copies of the merger, and a record adds
+ * one open connection at most (besides a connection that never showed
+ * payload, OPENed and CLOSEd at once when it ends): when the merger had
+ * `open` copies at record R, at most open + 1 + (record - R) are open at
+ * any moment of record. Below the cap the copies may be stale, as nothing
+ * reads their counters; on the way up this worker first hands over the
+ * counters of all its open connections, keyed (record, 0), before every
+ * event of the record. Called before the record's clock.
+ */
+static void worker_hot(worker *w, uint64_t record)
+{
+    uint32_t cap = w->par->o.analysis_conns;
+    int hot = cap == 0 || w->seen_record > record ||
+              w->seen_open + 1 + (record - w->seen_record) >= cap;
+    if (hot && !w->hot)
+        cap_tracker_each_open(w->tracker, counters_event, w);
+    w->hot = hot;
+}
+
 /* After a record of this share: the counters of the connection it was a
  * segment of, for the merger's copy. The analyzer reads a copy's counters
  * when it evicts the connection at its own cap, at another connection's
@@ -307,6 +344,8 @@ static int worker_fetch(worker *w, int wait)
         p->in_waiters--;
     }
     w->avail = p->published;
+    w->seen_record = p->m_pub_record;
+    w->seen_open = p->m_pub_open;
     w->bytes = p->bytes;
     w->bytes_mask = p->bytes_size - 1;
     more = w->avail > w->pos;
@@ -322,13 +361,15 @@ static void worker_feed(worker *w, uint64_t pos)
     w->record = record;
     w->ts_us = d->ts_us;
     w->own = 0;
+    worker_hot(w, record);
     cap_tracker_time(w->tracker, record, d->ts_us);
     if (d->worker == w->id) {
         w->own = 1;
         w->last_ev = NULL;
         cap_tracker_packet_at(w->tracker, record, d->linktype, d->ts_us,
                               w->bytes + (d->off & w->bytes_mask), d->caplen, d->wirelen);
-        worker_update(w);
+        if (w->hot)
+            worker_update(w);
     }
     maybe_time_event(w);
 }
@@ -365,6 +406,7 @@ void *worker_main(void *arg)
     }
     w->record = KEY_END;
     w->own = 0;
+    worker_hot(w, w->pos + 1); /* the end's events as one more record */
     cap_tracker_finish(w->tracker, worker_wait_finish(w));
     pthread_mutex_lock(&p->mu);
     w->watermark = KEY_END;
