@@ -292,10 +292,15 @@ const cap_stats *cap_tracker_stats(const cap_tracker *t);
  * record may have changed its counters (packets, last_us, bytes, ...) even
  * when it made no event. NULL otherwise, and after cap_tracker_time or
  * cap_tracker_finish. Valid until the next call into the tracker. For a
- * caller that keeps copies of the connections (cli/parallel.c). */
+ * caller that keeps copies of the connections (run/). */
 const cap_conn *cap_tracker_touched(const cap_tracker *t);
 /* Live connections now. */
 size_t cap_tracker_live(const cap_tracker *t);
+/* fn for every open connection (its OPEN sent, no CLOSE yet), oldest
+ * activity first. For a caller that keeps copies of the connections
+ * (run/shard.c). */
+void cap_tracker_each_open(cap_tracker *t, void (*fn)(void *ctx, const cap_conn *conn),
+                           void *ctx);
 /* Add kernel/interface drop counts reported by a live source. */
 void cap_tracker_add_drops(cap_tracker *t, uint64_t kernel, uint64_t iface);
 

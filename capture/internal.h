@@ -212,13 +212,11 @@ void cap_flows_release(cap_flows *ft, cap_flow *f);
 
 /* Hash one endpoint. An IPv4 endpoint packs into one word without loss
  * (address, port, family in separate bits), and the mix after it (odd
- * multiply, xor-shift) is a bijection: two IPv4 endpoints never hash alike.
- * (The port used to be xored over the address bytes, so hosts and ports that
- * vary together - a client subnet, a port range - collided in bulk: 11 extra
- * chain steps a lookup with 100000 connections.) IPv6 folds its two words
- * first. An IPv4 address is read as the one 4-byte word cap_decode wrote:
- * wider loads straddling that store and the zeroing one cannot be forwarded
- * from the store buffer and stall (perf: a tenth of the time per packet). */
+ * multiply, xor-shift) is a bijection: two IPv4 endpoints never hash alike,
+ * even when hosts and ports vary together (a client subnet, a port range).
+ * IPv6 folds its two words first. An IPv4 address is read as the one 4-byte
+ * word cap_decode wrote: wider loads straddling that store and the zeroing
+ * one cannot be forwarded from the store buffer and stall. */
 static inline uint64_t cap_hash_endpoint(const cap_endpoint *ep)
 {
     uint64_t x = (uint64_t)ep->port << 32 | (uint64_t)ep->addr.family << 48;

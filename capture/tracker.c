@@ -712,6 +712,15 @@ size_t cap_tracker_live(const cap_tracker *t)
     return t->flows.live.count;
 }
 
+void cap_tracker_each_open(cap_tracker *t, void (*fn)(void *ctx, const cap_conn *conn),
+                           void *ctx)
+{
+    for (cap_flow *f = cap_flows_at(&t->flows, t->flows.live.head); f != NULL;
+         f = cap_flows_next(&t->flows, f))
+        if (f->opened)
+            fn(ctx, &f->pub);
+}
+
 /* Add drop counts reported by a live source. */
 void cap_tracker_add_drops(cap_tracker *t, uint64_t kernel, uint64_t iface)
 {

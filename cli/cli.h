@@ -4,8 +4,6 @@
  *   main.c          dispatch to a subcommand, --version, --help
  *   options.c       options of analyze and live (analysis settings, ports, ...)
  *   pipeline.c      capture -> resp -> analysis -> (store, report, live printer)
- *   parallel.c      --threads N: capture and resp on N worker threads, merged
- *                   back into the order one thread gives
  *   progress.c      the progress bar of analyze
  *   report.c        the report model: what the report shows, bounded in memory
  *   report_db.c     the same model read back from a database (report DB)
@@ -29,6 +27,7 @@
 #include "analysis/analysis.h"
 #include "capture/capture.h"
 #include "resp/resp.h"
+#include "run/run.h"
 #include "store/store.h"
 
 #ifndef SLOTSCOPE_VERSION
@@ -360,54 +359,6 @@ void cli_stop_restore(void);
 /* "SIGINT", "SIGTERM", "SIGALRM" for the signal that asked for a stop since
  * cli_stop_on_signals, or NULL. */
 const char *cli_stop_signal_name(void);
-
-/* ---------------------------------------------------------------- threads */
-
-/* The capture and resp stages on worker threads (parallel.c), their resp
- * events handed to `sink` on the calling thread in the order the
- * single-threaded pipeline makes them. */
-typedef struct par par;
-/* Called on the calling thread after each event handed on (ts_us: capture
- * time of the record that caused it) and after each wait for the workers
- * (ts_us 0): the moment for periodic work. */
-typedef void (*par_tick_fn)(void *ctx, int64_t ts_us);
-typedef struct par_opts {
-    unsigned workers;            /* worker threads (1-64); 2 reads ahead
-                                    instead: see cli/parallel.c */
-    cap_config cap;              /* each worker's tracker */
-    resp_config resp;            /* each worker's resp pipeline */
-    resp_sink sink;              /* the analyzer's */
-    par_tick_fn tick;            /* may be NULL */
-    void *tick_ctx;
-    int live;                    /* also hand on the capture time now and then */
-} par_opts;
-
-/* Number of online cores (1-64). */
-unsigned par_default_threads(void);
-/* The rings and each worker's stages (no thread yet). NULL out of memory. */
-par *par_new(const par_opts *o);
-/* Start the threads and read src to its end (or a break), handing every
- * event up to the end of input to the sink. Returns as cap_source_run (0, 1
- * stopped, -1 with err). The workers then wait for par_finish. */
-int par_run(par *p, cap_source *src, char *err, size_t err_size);
-/* cap_tracker_finish(end_us) in every worker, their events handed on in
- * order; the threads end. */
-void par_finish(par *p, int64_t end_us);
-/* Ask the threads for fresh figures (served at their next batch): the reader
- * for its progress (PAR_WANT_PROGRESS), or everyone for the counters and
- * inputs (PAR_WANT_COUNTERS). par_progress, par_counters and par_inputs give
- * the latest served. */
-enum { PAR_WANT_PROGRESS = 1, PAR_WANT_COUNTERS = 2 };
-void par_request(par *p, int what);
-/* The capture and resp counters summed over the workers (exact after
- * par_finish; during the run, as of the last request served). */
-void par_counters(par *p, cap_stats *cs, resp_stats *rs);
-/* Up to max inputs as the reader last saw them (during par_run). Their count. */
-size_t par_inputs(par *p, cap_input_info *out, size_t max);
-/* Bytes read of the total and records read, as last served. */
-void par_progress(par *p, uint64_t *done, uint64_t *total, uint64_t *packets);
-/* Free; ends threads left running (their events dropped). Accepts NULL. */
-void par_free(par *p);
 
 /* ---------------------------------------------------------------- progress */
 

@@ -11,10 +11,11 @@
  * found and an interrupted run keeps them.
  *
  * With --threads N (N > 2) the capture and resp stages run on N worker
- * threads (parallel.c) and this thread runs the analyzer, the store and the
+ * threads (run/) and this thread runs the analyzer, the store and the
  * periodic work above, fed the resp events in the very order the single
- * pipeline makes them: the results are the same. With --threads 2 a thread
- * reads the input ahead and this thread runs all the stages on it.
+ * pipeline makes them: the results are the same. With --threads 2 a reader
+ * thread reads the input and runs the tracker, and this thread runs resp and
+ * the rest on its events (run/run.h).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -297,7 +298,8 @@ static int create_stages(pipeline *p)
     cc.shape = resp_shape;
     if (p->o->threads > 1) {
         par_opts po = {.workers = p->o->threads, .cap = cc, .resp = rc, .sink = rsink,
-                       .tick = on_par_tick, .tick_ctx = p, .live = p->live};
+                       .tick = on_par_tick, .tick_ctx = p, .live = p->live,
+                       .analysis_conns = p->o->an.max_conns};
         p->par_inputs = calloc(MAX_INPUTS, sizeof *p->par_inputs);
         p->par = p->par_inputs ? par_new(&po) : NULL;
         return p->par ? 0 : -1;
@@ -412,6 +414,10 @@ int pipeline_finish(pipeline *p, cap_source *src)
     if (p->par) {
         par_finish(p->par, end);
         par_counters(p->par, &par_cs, &par_rs);
+        if (par_shared_cap_reached(p->par))
+            cli_error("warning: --threads shares the capture's connection, out-of-order and "
+                      "in-flight caps between its workers and one was reached: evictions and "
+                      "drops may differ from one thread's (--threads 1 or 2 give them exactly)");
     } else {
         cap_tracker_finish(p->tracker, end);
         cs = cap_tracker_stats(p->tracker);

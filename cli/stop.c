@@ -6,7 +6,7 @@
  * process at once (the database stays consistent: every commit is atomic).
  *
  * With --threads the reader thread alone takes these signals (the others
- * block them, cli/parallel.c), so the source's stop flag is written and read
+ * block them, run/run.c), so the source's stop flag is written and read
  * by one thread.
  */
 #include <errno.h>

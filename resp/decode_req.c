@@ -896,9 +896,8 @@ static inline int rq_is_crlf(const uint8_t *p)
  * or "$<dd>\r\n" (no leading zero), read from one 8-byte word (p has at
  * least 8 bytes): redis-benchmark's and most clients' arguments. Returns
  * the header's length with *len set, or 0 (anything else, which rd_num_fast
- * reads). With rq_is_crlf, 3 instructions less per argument than
- * rd_num_fast's byte-wise tests; testing two digits first (most arguments
- * but the name), another 4 (real-150k callgrind). */
+ * reads). With rq_is_crlf, cheaper than rd_num_fast's byte-wise tests; two
+ * digits are tested first (most arguments but the name). */
 static inline size_t rq_short_header(const uint8_t *p, size_t *len)
 {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
@@ -949,11 +948,7 @@ static inline size_t rq_short_count(const uint8_t *p, size_t *n)
  * argument stays in a register (d->argi is written when leaving and before
  * arg_whole, which reads it). Returns where it stopped: at end, or at the
  * first byte the states of rq_feed must handle (split, malformed, too long,
- * "*0"), with d->state saying which. Measured on real-150k (callgrind),
- * from 1,278 M instructions in all: this loop with arg_plain 1,238 M, the
- * word reads of the headers and the CRLF 1,213 M, the name's first byte
- * and the count's word 1,194 M, arg_copy_twice 1,175 M, rq_finish and the
- * offsets 1,170 M. */
+ * "*0"), with d->state saying which. */
 static const uint8_t *rq_fast(rc_conn *c, const uint8_t *base, const uint8_t *p,
                               const uint8_t *end, int64_t ts)
 {

@@ -602,8 +602,7 @@ static void flush_no_reply_slow(rc_conn *c)
 /* Emit requests at the head that expect no reply. Called after every request
  * and reply: the count of such requests in the queue settles the common case
  * (none) without reading the head entry, which for a pipelined connection
- * is a line likely out of the cache (real-150k callgrind: 10 instructions
- * per command less than a look at the head). */
+ * is a line likely out of the cache. */
 static inline void flush_no_reply(rc_conn *c)
 {
     if (c->noreply_queued != 0)

@@ -4,12 +4,10 @@
 -- When they are built (store_opts.index_at_close, store.c):
 -- - live (a run one may query while it writes): with the tables, kept up to
 --   date row by row;
--- - analyze (capture files): once by store_close, after the last row. Keeping
---   them up to date row by row cost more than the inserts themselves: callgrind
---   on bench/data/real.pcap (12,527 redirects, 6,495 connections): 21.9k
---   instructions per redirect row with its three index inserts, 6.8k without
---   them; building all of them at close costs 2.7k per index entry (119M for
---   the ~44k entries). A run that reaches store_close (the end, or a stop by
+-- - analyze (capture files): once by store_close, after the last row: keeping
+--   them up to date row by row costs more than the inserts themselves, and
+--   building them at close a fraction of that. A run that reaches
+--   store_close (the end, or a stop by
 --   SIGINT/SIGTERM, which analyze and live both finish properly) has them;
 --   the database of a run killed before (SIGKILL, a second Ctrl-C, a crash,
 --   power loss) holds its committed rows but no index: queries still give

@@ -14,8 +14,8 @@
  *
  * The writer thread (store_opts.writer_thread: --threads N, N >= 2; writer.c).
  * Why: with --threads 2 the thread that runs capture, resp and the analysis is
- * the critical path, and stepping SQLite cost it ~25-30 ms of ~0.30 s on
- * real.pcap while the reader thread's core had time to spare. So that thread
+ * the critical path, and stepping SQLite is a good part of its time while
+ * the reader thread's core has time to spare. So that thread
  * only fills rows (store_row_begin / store_set_* / store_row_end, copying
  * every text) into a queue, and the writer thread does with each what
  * store_row_end does on one thread: BEGIN when needed, the bulk tables' 32-row
@@ -795,8 +795,7 @@ int store_close(store *s, char *err, size_t err_size)
         }
     }
     /* The indexes after the checkpoint: their pages then go straight into the
-     * main file (rollback journal) instead of into the WAL and then copied
-     * (real.pcap: 1,754 instead of 2,184 pwrite64 in all). */
+     * main file (rollback journal) instead of into the WAL and then copied. */
     if (!s->error[0])
         build_indexes(s);
     if (s->error[0])

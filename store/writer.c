@@ -24,9 +24,9 @@
 
 #include "store/internal.h"
 
-/* Rows the ring holds (~1.2 KB each: ~1.2 MB). real.pcap gives ~19k rows in
- * bursts (connection closes, redirects); the writer keeps up, so the giving
- * thread almost never waits for room. */
+/* Rows the ring holds (~1.2 KB each: ~1.2 MB). Rows come in bursts
+ * (connection closes, redirects); the writer keeps up, so the giving thread
+ * almost never waits for room. */
 #define WRITER_QUEUE_ROWS 1024
 /* A sleeping writer is woken when this many rows wait (or for a commit): one
  * wake-up (a futex call each side) per 256 rows instead of one per row. */
@@ -35,9 +35,8 @@
 #define WRITER_NO_WAIT UINT64_MAX
 
 /* head and tail, each written once per row by its own thread, sit on cache
- * lines of their own (64 bytes apart): on one line every row moved the line
- * between the two cores, and publish was ~1.9 ms of the analysis thread's
- * time on real.pcap (perf, --threads 2). */
+ * lines of their own (64 bytes apart): on one line every row would move the
+ * line between the two cores. */
 struct store_writer {
     _Alignas(64) _Atomic uint64_t head; /* jobs queued (written by the giving thread) */
     uint64_t tail_seen;         /* giving thread: tail as last read (never ahead) */
