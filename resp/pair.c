@@ -2064,6 +2064,8 @@ void resp_on_capture_event(void *vrp, const cap_event *ev)
         c->frame = ev->frame;
         if ((ev->dir == CAP_TO_SERVER ? c->rq.off : c->rpd.off) == 0)
             sniff_foreign(c, ev->data, ev->len);
+        if (c->st.cluster_bus)
+            return; /* node-to-node bus messages (bus/), not RESP: neither side is decoded */
         if (ev->dir == CAP_TO_SERVER) {
             if (c->rq_gap_pending)
                 rq_gap_resolve(c, ev->data, ev->len);
@@ -2081,7 +2083,7 @@ void resp_on_capture_event(void *vrp, const cap_event *ev)
         /* A gap inside a value whose length is known costs nothing but the
          * value's bytes; anything else loses the pairing. A replication
          * stream recognised mid-stream is not paired: nothing to lose. */
-        if (c->repl_mid == REPL_MID_CLIENT ||
+        if (c->repl_mid == REPL_MID_CLIENT || c->st.cluster_bus ||
             (c->repl_mid == REPL_MID_SERVER && ev->dir == CAP_TO_CLIENT))
             return;
         if (ev->dir == CAP_TO_SERVER) {
