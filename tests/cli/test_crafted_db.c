@@ -61,12 +61,10 @@ static int kill_when_over(void *ctx, int pid)
  * abort, or the kill after 20 s). */
 static int run_args(const char *const *args)
 {
-    const char *bin = getenv("SLOTSCOPE_TEST_BINARY");
     int polls = 0;
-    th_run_free(&last);
-    assert_int_equal(th_exec(bin && *bin ? bin : SS_BINARY, args, &last, kill_when_over, &polls,
-                             2100), 0);
-    return th_exit_code(&last);
+    int code = th_run_binary(&last, SS_BINARY, args, kill_when_over, &polls, 2100);
+    assert_int_not_equal(code, -2);
+    return code;
 }
 #define run(...) run_args((const char *const[]){__VA_ARGS__, NULL})
 

@@ -60,10 +60,9 @@ static const char *tmp(const char *name)
 /* Run the binary under test; its exit code. */
 static int run_args(const char *const *args)
 {
-    const char *bin = getenv("SLOTSCOPE_TEST_BINARY");
-    th_run_free(&last);
-    assert_int_equal(th_exec(bin && *bin ? bin : SS_BINARY, args, &last, NULL, NULL, 0), 0);
-    return th_exit_code(&last);
+    int code = th_run_binary(&last, SS_BINARY, args, NULL, NULL, 0);
+    assert_int_not_equal(code, -2);
+    return code;
 }
 #define run(...) run_args((const char *const[]){__VA_ARGS__, NULL})
 

@@ -154,6 +154,16 @@ int th_exit_code(const th_run *run)
     return run->exited ? run->status : -1;
 }
 
+int th_run_binary(th_run *last, const char *built_in, const char *const *args,
+                  int (*signal_when)(void *ctx, int pid), void *ctx, int max_polls)
+{
+    const char *bin = getenv("SLOTSCOPE_TEST_BINARY");
+    th_run_free(last);
+    if (th_exec(bin && *bin ? bin : built_in, args, last, signal_when, ctx, max_polls) != 0)
+        return -2;
+    return th_exit_code(last);
+}
+
 int th_tmpdir_new(const char *tag, char *dir, size_t size)
 {
     int n = snprintf(dir, size, "/tmp/%s_XXXXXX", tag);

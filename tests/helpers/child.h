@@ -50,6 +50,14 @@ void th_run_free(th_run *run);
 /* The exit code of a run: status when it exited, -1 when a signal ended it. */
 int th_exit_code(const th_run *run);
 
+/* Run the binary under test with args into *last (freed first) and return
+ * its exit code (-1: a signal ended it); signal_when, ctx and max_polls as
+ * th_exec. The binary is $SLOTSCOPE_TEST_BINARY when set (to watch a
+ * regression test fail on an older build), else built_in (SS_BINARY).
+ * Returns -2 when the child could not be started. */
+int th_run_binary(th_run *last, const char *built_in, const char *const *args,
+                  int (*signal_when)(void *ctx, int pid), void *ctx, int max_polls);
+
 /* A new scratch folder "/tmp/<tag>_XXXXXX" written into dir (size bytes).
  * 0, or -1 on error. th_tmpdir_remove deletes it with everything in it
  * (0, or -1 on error). */
