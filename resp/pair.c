@@ -409,6 +409,7 @@ static void emit(rc_conn *c, rq_entry *e, resp_outcome outcome);
 static inline int expects_no_reply(const rq_entry *e);
 
 static inline int subscribed(const rc_conn *c);
+static void reply_modes_update(rc_conn *c);
 static void rp_gap_give_up(rc_conn *c, uint32_t n);
 
 /* ---------------------------------------------------------------- sizes
@@ -432,23 +433,29 @@ static inline uint64_t size_key(const rq_entry *e)
     return k ^ ((uint64_t)e->name_len << 56) ^ ((uint64_t)(e->cmd.req.argc & 0xffff) << 40);
 }
 
-/* A reply of r->bytes paired with e: remember its size. */
-static inline void sizes_learn(rc_conn *c, const rq_entry *e, const resp_reply *r)
+/* Where sizes_learn finds or makes k's slot (its slow part: the last slot
+ * used did not hold k). Keys are unique among the slots in use, so where
+ * the search starts does not matter. */
+static PAIR_APART rc_sizes *sizes_slot(rc_conn *c, uint64_t k)
 {
-    uint64_t k = size_key(e);
-    rc_sizes *z = NULL;
     for (int i = 0; i < RC_SIZE_SLOTS; i++) {
         if (c->rsz[i].key == k && c->rsz[i].seen != 0) {
-            z = &c->rsz[i];
-            break;
+            c->rsz_last = (uint8_t)i;
+            return &c->rsz[i];
         }
     }
-    if (z == NULL) {
-        z = &c->rsz[c->rsz_next++ % RC_SIZE_SLOTS];
-        memset(z, 0, sizeof(*z));
-        z->key = k;
-    }
-    if (z->seen < UINT16_MAX)
+    uint8_t i = (uint8_t)(c->rsz_next++ % RC_SIZE_SLOTS);
+    rc_sizes *z = &c->rsz[i];
+    memset(z, 0, sizeof(*z));
+    z->key = k;
+    c->rsz_last = i;
+    return z;
+}
+
+/* sizes_learn for a reply that may change what its slot says. */
+static PAIR_APART void sizes_learn_change(rc_sizes *z, const resp_reply *r)
+{
+    if (z->seen < SIZES_SEEN)
         z->seen++;
     /* an integer other than 0 or 1 (a length, a counter) grows a digit
      * now and then: its size is not predictable */
@@ -473,6 +480,24 @@ static inline void sizes_learn(rc_conn *c, const rq_entry *e, const resp_reply *
         z->n++;
 }
 
+/* A reply of r->bytes paired with e: remember its size. Only whether a
+ * slot was seen SIZES_SEEN times counts (seen stops there), and a varied
+ * slot stays so: a slot past both tests changes no more, and one that saw
+ * its latest size again changes only by a varied reply. Those two, the
+ * common cases, return here. */
+static inline void sizes_learn(rc_conn *c, const rq_entry *e, const resp_reply *r)
+{
+    uint64_t k = size_key(e);
+    rc_sizes *z = &c->rsz[c->rsz_last];
+    if (z->key != k || z->seen == 0)
+        z = sizes_slot(c, k);
+    if (z->seen >= SIZES_SEEN && /* then z->n > 0 unless varied */
+        (z->varied || (r->bytes == z->size[0] && !r->gap &&
+                       (r->type != RESP_T_INT || (uint64_t)r->integer <= 1))))
+        return;
+    sizes_learn_change(z, r);
+}
+
 /* The sizes e's reply may have: 1 or 2 of them in out, or 0 when they are
  * not predictable (a command seen fewer than SIZES_SEEN times, with more
  * than two sizes or an integer other than 0 and 1, or not a plain one). */
@@ -495,8 +520,10 @@ static int sizes_of(const rc_conn *c, const rq_entry *e, uint32_t out[2])
 /* A request of `bytes` was decoded: remember its size. */
 static inline void rq_sizes_learn(rc_conn *c, uint64_t bytes)
 {
-    if (c->qsz_seen < UINT16_MAX)
+    if (c->qsz_seen < SIZES_SEEN) /* only reaching it counts */
         c->qsz_seen++;
+    else if (c->qsz_varied) /* sticky: the sizes are not read any more */
+        return;
     for (uint8_t i = 0; i < c->qsz_n; i++)
         if (c->qsz[i] == bytes)
             return;
@@ -700,6 +727,7 @@ static void try_regain_sync(rc_conn *c)
 static PAIR_RARE void repl_found(rc_conn *c, int mid)
 {
     c->repl_watch = 0;
+    reply_modes_update(c);
     c->repl_mid = (uint8_t)mid;
     c->replication = 1;
     c->st.replication = 1;
@@ -733,6 +761,7 @@ static PAIR_RARE int repl_reply(rc_conn *c)
     int weak = c->cc->side_source == CAP_SIDE_SHAPE || c->cc->side_source == CAP_SIDE_GUESS;
     if (c->st.paired > 0) { /* a reply answered a request: a client's */
         c->repl_watch = 0;
+        reply_modes_update(c);
         return 0;
     }
     if (c->rep->type != RESP_T_ARRAY || !d->elem0_set || !d->elem1_set ||
@@ -1451,17 +1480,16 @@ static void request_modes(rc_conn *c, rq_entry *e)
     }
 }
 
-void pair_request_done(rc_conn *c)
+/* pair_request_done for every case but the common one; kind is what
+ * classify_request said. */
+static PAIR_APART void request_done_general(rc_conn *c, rq_entry *e, uint8_t kind)
 {
     resp_pipeline *rp = c->rp;
-    rq_entry *e = c->cur;
     c->st.requests++;
     e->cmd.seq = c->seq++; /* conn and conn_word: entry_own */
-    e->sub_word = 0;
-    e->hello_proto = 0;
     e->got_reply = 0;
     e->first_reply_us = 0;
-    e->kind = classify_request(e);
+    e->kind = kind;
     request_modes(c, e);
     e->keep = (uint8_t)(e->cmd.req.name[0] == 'C' && resp_keep_reply(&e->cmd.req));
     e->uncertain = (uint8_t)!c->synced;
@@ -1484,6 +1512,43 @@ void pair_request_done(rc_conn *c)
         c->noreply_queued++;
     rp->inflight_total++;
     if (c->count > c->ring_hw) /* the deepest queue in this window */
+        c->ring_hw = c->count;
+    c->ring_win++;
+    flush_no_reply(c);
+}
+
+/* A request is complete: queue it. The common case, a request of no
+ * special kind that keeps no reply, on a connection in no mode and under
+ * the cap, is settled here (what request_done_general does for it, with
+ * no call on the way: no registers to save); the rest goes there. */
+void pair_request_done(rc_conn *c)
+{
+    rq_entry *e = c->cur;
+    e->sub_word = 0;
+    e->hello_proto = 0;
+    uint8_t kind = classify_request(e);
+    if (kind != RQK_NORMAL || c->in_multi || c->reply_off || c->skip_next || c->cur_dropped ||
+        e->cmd.req.name[0] == 'C') {
+        request_done_general(c, e, kind);
+        return;
+    }
+    c->st.requests++;
+    e->cmd.seq = c->seq++;
+    e->got_reply = 0;
+    e->first_reply_us = 0;
+    e->kind = RQK_NORMAL;
+    e->nreply = 1; /* request_modes: no mode, one reply */
+    e->dynamic = 0;
+    e->cmd.in_multi = 0;
+    e->keep = 0;
+    e->uncertain = (uint8_t)!c->synced;
+    e->req_end = c->rq.msg_off + e->cmd.req.bytes + c->rq_lost_bytes;
+    e->cmd.req.end_pos = e->req_end;
+    rq_sizes_learn(c, e->cmd.req.bytes);
+    c->count++;
+    c->orphans = 0;
+    c->rp->inflight_total++;
+    if (c->count > c->ring_hw)
         c->ring_hw = c->count;
     c->ring_win++;
     flush_no_reply(c);
@@ -1614,6 +1679,13 @@ static inline int subscribed(const rc_conn *c)
     return c->sub_channels + c->sub_patterns + c->sub_shards > 0;
 }
 
+/* After monitor, the subscription counts or repl_watch changed: may a
+ * reply now be something other than an answer (rc_conn.reply_modes)? */
+static void reply_modes_update(rc_conn *c)
+{
+    c->reply_modes = (uint8_t)(c->monitor || subscribed(c) || c->repl_watch);
+}
+
 /* A confirmation of kind w reported count n: update the subscription counts.
  * Redis reports channels + patterns for the classic kinds and the shard
  * channel count for the sharded ones. */
@@ -1637,6 +1709,7 @@ static void sub_count_update(rc_conn *c, int w, const rp_dec *d)
         c->sub_shards = (uint32_t)n;
         break;
     }
+    reply_modes_update(c);
     if (subscribed(c))
         c->st.subscribed = 1;
 }
@@ -1685,6 +1758,7 @@ static void reply_effects(rc_conn *c, rq_entry *h)
         if (r->type == RESP_T_SIMPLE && rd_eq_ci(d->status, d->status_len, "OK")) {
             c->monitor = 1;
             c->st.monitor = 1;
+            reply_modes_update(c);
         }
         break;
     case RQK_HELLO:
@@ -1695,6 +1769,7 @@ static void reply_effects(rc_conn *c, rq_entry *h)
         c->resp3 = 0;
         c->monitor = 0;
         c->sub_channels = c->sub_patterns = c->sub_shards = 0;
+        reply_modes_update(c);
         break;
     case RQK_PSYNC:
         c->replication = 1;
@@ -1850,12 +1925,16 @@ static PAIR_APART void reply_done_general(rc_conn *c, rq_entry *h, resp_type t)
  * effects); the rest goes to reply_done_general. */
 void pair_reply_done(rc_conn *c)
 {
-    if (c->repl_watch && repl_reply(c))
+    if (c->reply_modes) {
+        if (c->repl_watch && repl_reply(c))
+            return;
+        reply_done_general(c, reply_head(c), c->rep->type);
         return;
+    }
     rq_entry *h = reply_head(c);
     resp_type t = c->rep->type;
     if (h != NULL && h->kind < RQK_SUB && !h->uncertain && h->req_end <= c->rep_ack &&
-        t != RESP_T_PUSH && !c->monitor && !subscribed(c)) {
+        t != RESP_T_PUSH) {
         c->st.replies++;
         emit_paired(c, h);
         ring_pop(c);
@@ -1878,6 +1957,7 @@ static rc_conn *conn_new(resp_pipeline *rp, cap_conn *cc)
     c->rp = rp;
     c->synced = cc->saw_syn ? 1 : 0;
     c->repl_watch = cc->saw_syn ? 0 : 1;
+    c->reply_modes = c->repl_watch;
     c->reply_since_loss = 0;
     c->rep_ack = UINT64_MAX;
     c->ev_ack = UINT64_MAX;

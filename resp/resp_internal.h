@@ -249,7 +249,7 @@ typedef struct rp_dec {
 typedef struct rc_sizes {
     uint64_t key;            /* name, its length and argc (pair.c size_key) */
     uint32_t size[2];        /* the sizes seen, most recent first */
-    uint16_t seen;           /* replies seen (saturating) */
+    uint16_t seen;           /* replies seen (up to SIZES_SEEN, pair.c) */
     uint8_t n;               /* sizes in size[] */
     uint8_t varied;          /* a third size was seen: not predictable */
 } rc_sizes;
@@ -288,6 +288,8 @@ typedef struct rc_conn {
     uint8_t resp3, monitor, replication;
     uint8_t repl_watch;       /* picked up mid-stream and nothing paired yet:
                                  may be a replication link (pair.c, repl_*) */
+    uint8_t reply_modes;      /* monitor, subscribed or repl_watch: a reply
+                                 may be a push or REPLCONF (pair.c) */
     uint8_t repl_mid;         /* recognised mid-stream as a replication link:
                                  REPL_MID_SERVER (the server side is the
                                  master), REPL_MID_CLIENT (the client side is) */
@@ -340,9 +342,10 @@ typedef struct rc_conn {
     uint32_t rq_gap_orphans;  /* orphans when it came */
     uint32_t anchored;        /* losses accounted exactly (tests) */
     uint8_t rsz_next;         /* rsz slot replaced next */
+    uint8_t rsz_last;         /* rsz slot learnt from last */
     uint8_t qsz_n;            /* request sizes in qsz */
     uint8_t qsz_varied;       /* more request sizes than qsz holds were seen */
-    uint16_t qsz_seen;        /* requests seen (saturating) */
+    uint16_t qsz_seen;        /* requests seen (up to SIZES_SEEN) */
     uint32_t qsz[RC_RQ_SIZES];
     rc_sizes rsz[RC_SIZE_SLOTS];
 } rc_conn;
