@@ -20,6 +20,15 @@
  * requests. A command is keyed by its name, the name's length and argc
  * (SET k v and SET k v GET are different commands here). */
 
+#define KEY_MASK(n) (((uint64_t)1 << (8 * (n))) - 1)
+#define KEY_ALL8 UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX, \
+                 UINT64_MAX, UINT64_MAX
+_Static_assert(RESP_NAME_MAX == 32, "size_key_mask has an entry per name length");
+const uint64_t size_key_mask[RESP_NAME_MAX] = {
+    0, KEY_MASK(1), KEY_MASK(2), KEY_MASK(3), KEY_MASK(4), KEY_MASK(5), KEY_MASK(6), KEY_MASK(7),
+    KEY_ALL8, KEY_ALL8, KEY_ALL8
+};
+
 /* Where sizes_learn finds or makes k's slot (its slow part: the last slot
  * used did not hold k). Keys are unique among the slots in use, so where
  * the search starts does not matter. */

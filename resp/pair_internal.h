@@ -95,6 +95,8 @@ int ring_reserve(rc_conn *c);
 void ring_maybe_shrink(rc_conn *c);
 
 /* loss.c */
+/* The name bytes a key takes, by name length: its first min(len, 8). */
+extern const uint64_t size_key_mask[RESP_NAME_MAX];
 rc_sizes *sizes_slot(rc_conn *c, uint64_t k);
 void sizes_learn_change(rc_sizes *z, const resp_reply *r);
 void rp_gap_give_up(rc_conn *c, uint32_t n);
@@ -194,8 +196,7 @@ static inline uint64_t size_key(const rq_entry *e)
 {
     uint64_t k;
     memcpy(&k, e->cmd.req.name, sizeof k);
-    if (e->name_len < 8) /* bytes past the name may be stale */
-        k &= ((uint64_t)1 << (8 * e->name_len)) - 1;
+    k &= size_key_mask[e->name_len]; /* bytes past the name may be stale */
     return k ^ ((uint64_t)e->name_len << 56) ^ ((uint64_t)(e->cmd.req.argc & 0xffff) << 40);
 }
 
