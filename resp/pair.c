@@ -616,13 +616,13 @@ void pair_request_done(rc_conn *c)
     }
     c->st.requests++;
     e->cmd.seq = c->seq++;
-    e->got_reply = 0;
-    e->first_reply_us = 0;
-    e->kind = RQK_NORMAL;
     e->nreply = 1; /* request_modes: no mode, one reply */
-    e->dynamic = 0;
-    e->cmd.in_multi = 0;
+    e->kind = RQK_NORMAL;
     e->keep = 0;
+    e->got_reply = 0;
+    e->dynamic = 0;
+    e->first_reply_us = 0;
+    e->cmd.in_multi = 0;
     e->uncertain = (uint8_t)!c->synced;
     e->req_end = c->rq.msg_off + e->cmd.req.bytes + c->rq_lost_bytes;
     e->cmd.req.end_pos = e->req_end;

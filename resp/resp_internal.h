@@ -82,15 +82,17 @@ typedef struct rd_resync {
 typedef struct rq_entry {
     /* the pairing facts first: they share a cache line with the start of
      * the request (a pipelined connection's ring does not stay in cache) */
+    /* nreply to dynamic, and sub_word with hello_proto, are neighbours:
+     * pair_request_done writes each group with one store */
     _Alignas(64) uint32_t nreply; /* replies still expected (0: none by design) */
     uint8_t kind;            /* RQK_* in pair_internal.h */
-    uint8_t name_len;        /* strlen(cmd.req.name), set with the name */
-    uint8_t sub_word;        /* subscribe family: which confirmation word */
-    uint8_t uncertain;       /* queued while the pairing was unknown */
     uint8_t keep;            /* keep the raw reply (resp_keep_reply) */
-    uint8_t hello_proto;     /* HELLO: requested protocol (0 none) */
     uint8_t got_reply;       /* subscribe family: a confirmation arrived */
     uint8_t dynamic;         /* unsubscribe from all: count unknown in advance */
+    uint8_t sub_word;        /* subscribe family: which confirmation word */
+    uint8_t hello_proto;     /* HELLO: requested protocol (0 none) */
+    uint8_t uncertain;       /* queued while the pairing was unknown */
+    uint8_t name_len;        /* strlen(cmd.req.name), set with the name */
     uint8_t tx;              /* EXEC of a transaction that holds CLIENT REPLY
                                 or HELLO: TXF_* in pair_internal.h (0 otherwise) */
     uint64_t req_end;        /* request stream position after its last byte
