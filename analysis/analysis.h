@@ -194,6 +194,29 @@ typedef struct an_latency {
     uint64_t extra_round_trips;
 } an_latency;
 
+/* One row of the redirect time series (series.c; the timeline table): what
+ * happened in one time bucket [bucket_us, bucket_us + width_us) in one scope.
+ * Scopes: the whole cluster ("cluster", id "all"); a node (the answering
+ * node's address); a client; a migrating slot range ("slots", "5000-5099":
+ * consecutive slots whose migration windows, same source and target, were
+ * open). Per bucket and kind only the top scopes by redirects get rows of
+ * their own; the rest are summed in one row of id "other" (scopes: how many).
+ * An event counts at its reply's time; an operation at its final reply. */
+typedef struct an_series_row {
+    int64_t bucket_us, width_us;
+    const char *scope;            /* "cluster", "node", "client", "slots" */
+    char scope_id[AN_NAME_MAX];
+    uint32_t scopes;              /* scopes this row sums (1, or the rest) */
+    uint64_t commands;            /* commands answered (every paired command) */
+    uint64_t moved, ask, tryagain, crossslot, clusterdown; /* replies by kind */
+    uint64_t asking;              /* ASKING commands */
+    uint64_t retries;             /* attempts that retried a redirected one */
+    uint64_t direct_ops, redirected_ops; /* logical operations that ended */
+    /* latency of those operations (first request to final reply), from a
+     * log-linear histogram: within 1/16 of the value; -1 when none */
+    int64_t direct_p50_us, direct_p99_us, redirected_p50_us, redirected_p99_us;
+} an_series_row;
+
 /* Where results go. Every callback may be NULL. Pointers are valid during the
  * call only. */
 typedef struct an_sink {
@@ -207,6 +230,7 @@ typedef struct an_sink {
     void (*latency)(void *ctx, const an_latency *l);
     void (*command)(void *ctx, const resp_command *cmd, const char *client,
                     int32_t slot); /* every command, for --store-commands */
+    void (*series)(void *ctx, const an_series_row *r); /* a closed bucket's rows */
 } an_sink;
 
 /* ---------------------------------------------------------------- config */
@@ -265,6 +289,12 @@ typedef struct an_config {
     uint8_t redact_key[AN_REDACT_KEY_BYTES]; /* secret key of the redaction PRF
                                         (an_redact_key_random, or the user's key
                                         file); never stored or printed */
+    int64_t series_bucket_us;        /* time series bucket (default 1 s; --bucket) */
+    uint32_t series_top;             /* rows of their own per bucket and scope kind
+                                        (nodes, clients, slot ranges), by redirects;
+                                        the rest summed as "other" (default 10) */
+    uint32_t series_scopes;          /* scopes of one kind followed in a bucket;
+                                        more go straight to "other" (default 64) */
 } an_config;
 void an_config_defaults(an_config *cfg);
 /* A fresh random redaction key (libsodium's randombytes_buf): redacted keys
@@ -304,6 +334,11 @@ typedef struct an_stats {
     uint64_t abandoned_ops;          /* operations still open at the end, too
                                         recent to judge */
     uint64_t dropped_nodes;          /* nodes not added: registry full */
+    uint64_t series_rows;            /* timeline rows emitted */
+    uint64_t series_late;            /* events older than every bucket still
+                                        open: counted in the next open one */
+    uint64_t series_overflow;        /* events of a scope beyond series_scopes in
+                                        its bucket: counted in "other" */
 } an_stats;
 
 typedef struct an_analyzer an_analyzer;

@@ -516,6 +516,7 @@ an_analyzer *an_new(const an_config *cfg, const an_sink *sink)
     FIX(max_memos); FIX(loop_max_redirects); FIX(op_window_us); FIX(moved_ignored_min);
     FIX(tryagain_min); FIX(ask_cached_min); FIX(migration_stuck_us); FIX(tryagain_max);
     FIX(readonly_missing_min);
+    FIX(series_bucket_us); FIX(series_scopes);
 #undef FIX
     if (c->max_nodes > 30000)
         c->max_nodes = 30000; /* node indexes live in int16 / uint16 arrays */
@@ -532,7 +533,8 @@ an_analyzer *an_new(const an_config *cfg, const an_sink *sink)
     if (!an->conns || !an->clients || !an->nodes || !an->memos || !an->ops || !an->findings ||
         an_map_init(&an->conn_map, c->max_conns) || an_map_init(&an->client_map, c->max_clients) ||
         an_map_init(&an->node_map, c->max_nodes * 4) || an_map_init(&an->memo_map, c->max_memos) ||
-        an_map_init(&an->op_map, c->max_ops) || an_map_init(&an->finding_map, c->max_findings)) {
+        an_map_init(&an->op_map, c->max_ops) || an_map_init(&an->finding_map, c->max_findings) ||
+        an_ser_init(an)) {
         an_free(an);
         return NULL;
     }
@@ -566,6 +568,7 @@ void an_free(an_analyzer *an)
     an_nodes_free(an);
     an_findings_free(an);
     an_tl_free(an);
+    an_ser_free(an);
     for (int s = 0; s < AN_SLOTS; s++) {
         if (an->slot_lat[s]) {
             an_lat_free(&an->slot_lat[s][0]);
@@ -724,6 +727,21 @@ static void on_redirect_reply(an_analyzer *an, an_cmdctx *x)
     an->sink.redirect(an->sink.ctx, &r);
 }
 
+/* The time series' count of a redirect-class reply; slot: the migrating
+ * slot it is about (before or after the timeline saw it), or -1. */
+static void ser_redirect(an_analyzer *an, const an_cmdctx *x, int32_t slot)
+{
+    int what;
+    switch (x->cmd->reply.err) {
+    case RESP_ERR_MOVED: what = AN_SC_MOVED; break;
+    case RESP_ERR_ASK: what = AN_SC_ASK; break;
+    case RESP_ERR_TRYAGAIN: what = AN_SC_TRYAGAIN; break;
+    case RESP_ERR_CROSSSLOT: what = AN_SC_CROSSSLOT; break;
+    default: what = AN_SC_CLUSTERDOWN; break;
+    }
+    an_ser_add(an, x->cmd->reply.ts_us, x->cn->client, x->node, slot, what, -1, 0);
+}
+
 /* CLUSTER subcommands: maps teach the node registry; SETSLOT and
  * GETKEYSINSLOT feed the migration timeline. */
 static void on_cluster(an_analyzer *an, an_cmdctx *x)
@@ -778,6 +796,8 @@ static void on_asking(an_analyzer *an, an_cmdctx *x)
     a->node = x->node;
     a->ts = x->cmd->req.start_us;
     a->req_frame = x->cmd->req.start_frame;
+    an_ser_add(an, x->cmd->outcome == RESP_OK ? x->cmd->reply.ts_us : x->cmd->req.ts_us,
+               cn->client, x->node, an_ser_slot(an, x->slot), AN_SC_ASKING, -1, 0);
     a->reply_frame = x->cmd->outcome == RESP_OK ? x->cmd->reply.end_frame : 0;
     a->valid = 1;
 }
@@ -1008,8 +1028,10 @@ static __attribute__((noinline)) void on_command_full(an_analyzer *an, const res
         return;
     }
     if (is_redirect_class(cmd->reply.err)) {
+        int32_t mig = an_ser_slot(an, x.slot);
         on_redirect_reply(an, &x);
         an_tl_redirect(an, &x);
+        ser_redirect(an, &x, mig >= 0 ? mig : an_ser_slot(an, x.slot));
     } else {
         an_tl_served(an, &x);
     }
@@ -1036,8 +1058,10 @@ static __attribute__((noinline)) void on_command_general(an_analyzer *an,
     if (ts > an->now_us)
         an->now_us = ts;
     an->st.commands++;
-    if (!cmd->conn)
+    if (!cmd->conn) {
+        an_ser_add(an, ts, AN_NONE, AN_NONE, -1, AN_SC_COMMANDS, -1, 0);
         return;
+    }
     if ((an->st.commands & (AN_LRU_EPOCH - 1)) == 0)
         an->lru_epoch++;
 
@@ -1069,6 +1093,7 @@ static __attribute__((noinline)) void on_command_general(an_analyzer *an,
         an->st.keyed_commands++;
     int32_t slot =
         req->slot >= 0 && req->slot < AN_SLOTS && req->key0_full_len > 0 ? req->slot : -1;
+    an_ser_add(an, ts, cn->client, cn->node, an_ser_slot(an, slot), AN_SC_COMMANDS, -1, 0);
 
     if (special == AN_SP_NONE && !cn->asking_pending && !cn->node_link &&
         cmd->outcome == RESP_OK && !is_redirect_class(cmd->reply.err) &&
@@ -1080,6 +1105,7 @@ static __attribute__((noinline)) void on_command_general(an_analyzer *an,
         if (slot >= 0 && req->name[0]) {
             an_view_note(an, cli, slot, cn->node);
             an_lat_direct(an, cli, cn->node, slot, cmd->reply.ts_us - req->ts_us);
+            an_ser_add(an, ts, cn->client, cn->node, -1, -1, 0, cmd->reply.ts_us - req->ts_us);
         }
         return;
     }
@@ -1193,6 +1219,9 @@ static inline unsigned quick_command(an_analyzer *an, const resp_command *cmd)
         unsigned bucket = an_hist_bucket(us);
         an_lat_add_to(&cli->lat[0], cli_hist, us, bucket);
         an_lat_add_to(node_lat, node_hist, us, bucket);
+        an_ser_quick(an, cmd->reply.ts_us, cn->client, cli, node, us, bucket);
+    } else {
+        an_ser_quick(an, cmd->reply.ts_us, cn->client, cli, node, -1, 0);
     }
     return taken;
 }
@@ -1221,6 +1250,7 @@ static __attribute__((noinline)) void quick_link_command(an_analyzer *an,
     int32_t i = (int32_t)((uint32_t)cmd->conn_word - 1);
     an_cn *cn = &an->conns[i];
     unsigned taken = quick_count(an, cmd, i, cn, &an->clients[cn->client]);
+    an_ser_quick(an, cmd->reply.ts_us, cn->client, &an->clients[cn->client], cn->node, -1, 0);
     an->st.node_link_commands++;
     if (taken != QUICK_TAKEN)
         quick_relink(an, cmd, taken);
@@ -1307,6 +1337,7 @@ void an_flush(an_analyzer *an, int64_t now_us)
         an->now_us = now_us;
     an_ops_expire(an, an->now_us, 0);
     an_tl_check(an, an->now_us, 0);
+    an_ser_flush(an, an->now_us);
     an_findings_emit(an, 0);
 }
 
@@ -1316,6 +1347,7 @@ void an_finish(an_analyzer *an, int64_t end_us)
         an->now_us = end_us;
     an_ops_expire(an, an->now_us, 1);
     an_tl_check(an, an->now_us, 1);
+    an_ser_finish(an);
     an_nodes_emit(an);
     for (int32_t i = an->cli_lru_head; i != AN_NONE; i = an->clients[i].lnext)
         client_emit(an, &an->clients[i]);

@@ -85,6 +85,9 @@ void an_config_defaults(an_config *cfg)
     cfg->max_memos = 262144;
     cfg->max_slot_latency = 2048;
     cfg->max_view_bytes = 64u << 20;
+    cfg->series_bucket_us = 1000000;
+    cfg->series_top = 10;
+    cfg->series_scopes = 64;
     /* redact_key stays all zero until the caller sets one: a caller that
      * redacts takes a random key (an_redact_key_random) or the user's. */
     int sodium_rc = sodium_init(); /* before any other libsodium call; idempotent */
@@ -141,6 +144,10 @@ static const cfg_item items[] = {
      "slots with latency histograms (default 2048)"},
     {"max_view_bytes", I64(max_view_bytes), 0, 1ull << 40,
      "bytes for all clients' slot views (default 67108864)"},
+    {"series_top", U32(series_top), 0, 1000,
+     "timeline: rows per bucket and scope kind by redirects, the rest summed as 'other' (default 10)"},
+    {"series_scopes", U32(series_scopes), 1, 4096,
+     "timeline: scopes of one kind followed per bucket, more go to 'other' (default 64)"},
 };
 
 int an_config_set(an_config *cfg, const char *assignment)

@@ -10,6 +10,7 @@
  *   detect_*.c  one function per finding kind (definitions above each)
  *   timeline.c  per slot migration windows
  *   latency.c   log-linear histograms, per scope summaries
+ *   series.c    the redirect time series per bucket (the timeline table)
  *   util.c      hash maps, JSON text, key redaction
  *
  * Every table has a cap, an eviction rule and a counter in an_stats.
@@ -155,6 +156,8 @@ typedef struct an_nd {
                                    found reversed (it is the replica's source
                                    endpoint, not a node): not reported while
                                    nothing else names it (an_nodes_emit) */
+    uint32_t ser_seq;           /* series.c: its cell in the newest bucket */
+    int32_t ser_cell;           /* (valid while ser_seq is that bucket's) */
 } an_nd;
 
 /* ---------------------------------------------------------------- views.c */
@@ -211,6 +214,8 @@ typedef struct an_cli {
     int64_t map_ts;              /* last cluster map reply it received */
     uint64_t node_conns;         /* connections that are node links */
     uint64_t client_conns;       /* other connections */
+    uint32_t ser_seq;            /* series.c: its cell in the newest bucket */
+    int32_t ser_cell;            /* (valid while ser_seq is that bucket's) */
 } an_cli;
 
 /* ---------------------------------------------------------------- connections */
@@ -417,6 +422,51 @@ typedef struct an_asking_rec {
     uint8_t valid;
 } an_asking_rec;
 
+/* ---------------------------------------------------------------- series.c */
+
+/* What a series cell counts (an_ser_add's what). */
+enum { AN_SC_COMMANDS = 0, AN_SC_MOVED, AN_SC_ASK, AN_SC_TRYAGAIN, AN_SC_CROSSSLOT,
+       AN_SC_CLUSTERDOWN, AN_SC_ASKING, AN_SC_RETRIES, AN_SC_COUNTS };
+/* The kinds of scope. */
+enum { AN_SK_CLUSTER = 0, AN_SK_NODE, AN_SK_CLIENT, AN_SK_SLOTS, AN_SK_KINDS };
+#define AN_SER_MAX_BUCKETS 64
+
+/* One scope's figures in one bucket. */
+typedef struct an_ser_cell {
+    uint8_t kind;                /* AN_SK_* */
+    uint8_t other;               /* the kind's "other" (scopes over the cap) */
+    int32_t idx;                 /* node or client index, slot */
+    uint32_t gen;                /* client entry generation */
+    int32_t source, target;      /* slots: the migration's nodes */
+    uint32_t scopes;             /* scopes summed here */
+    uint64_t n[AN_SC_COUNTS];
+    an_lat lat[2];               /* direct, redirected operations */
+    char name[AN_NAME_MAX];      /* node or client name as it was then */
+} an_ser_cell;
+
+typedef struct an_ser_bucket {
+    int64_t start_us;
+    uint32_t seq;                /* changes with every bucket opened, never 0 */
+    uint32_t ncells, cap;        /* cells[0] is the cluster's */
+    uint32_t nkind[AN_SK_KINDS]; /* scopes followed per kind */
+    int32_t other[AN_SK_KINDS];  /* each kind's "other" cell, or AN_NONE */
+    an_ser_cell *cells;
+    an_map map;                  /* (kind, idx, gen) -> cell */
+} an_ser_bucket;
+
+typedef struct an_series {
+    int64_t width;               /* bucket width, us */
+    uint32_t kept;               /* buckets open at most */
+    uint32_t n, nspare;
+    an_ser_bucket *ring[AN_SER_MAX_BUCKETS];  /* open, oldest first */
+    an_ser_bucket *spare[AN_SER_MAX_BUCKETS]; /* written, memory kept */
+    uint32_t next_seq;
+    uint32_t cap_cells;          /* cells per bucket */
+    an_ser_cell *scratch;        /* sums made while writing a bucket */
+    uint32_t nscratch;
+    an_ser_cell **list;          /* one kind's cells, while writing */
+} an_series;
+
 /* ---------------------------------------------------------------- analyzer */
 
 struct an_analyzer {
@@ -471,6 +521,7 @@ struct an_analyzer {
      * AN_SLOT_MEMOS (memo_slot_n > 0), AN_SLOT_LAT (slot_lat set) */
     uint8_t slot_busy[AN_SLOTS];
     struct { uint64_t id; int32_t idx; } conn_cache[AN_CONN_CACHE];
+    an_series ser;               /* the time series (series.c) */
 };
 typedef struct an_analyzer an_analyzer;
 
@@ -676,6 +727,8 @@ void an_lat_record(an_analyzer *an, int32_t client, int32_t node, int32_t slot,
 void an_lat_record_given_up(an_analyzer *an, int32_t client, int32_t node, int32_t slot,
                             const an_attempt *first, const an_attempt *last, uint32_t attempts,
                             uint32_t askings);
+/* Add the summary src into dst (histograms bucket by bucket). */
+void an_lat_merge(an_lat *dst, const an_lat *src);
 /* The overall summaries (all_lat) as the sum of every node's and nonode_lat. */
 void an_lat_sum_all(struct an_analyzer *an);
 /* The histogram of l, allocated at its first use (NULL: out of memory, the
@@ -721,6 +774,49 @@ static inline void an_lat_direct(an_analyzer *an, an_cli *c, int32_t node, int32
                       total_us, b);
     if (slot >= 0 && slot < AN_SLOTS && (an->slot_busy[slot] & AN_SLOT_LAT))
         an_lat_add_direct(&an->slot_lat[slot][0], total_us, b);
+}
+
+/* series.c */
+int an_ser_init(an_analyzer *an);
+void an_ser_free(an_analyzer *an);
+/* One event at ts: what (AN_SC_*, -1: none) counted, and an operation of
+ * latency us (lat 0 direct, 1 redirected, -1: none), in the cluster's cell
+ * and those of client, node and slot (each AN_NONE / -1 when not one; slot
+ * only while its migration window is open). */
+void an_ser_add(an_analyzer *an, int64_t ts, int32_t client, int32_t node, int32_t slot,
+                int what, int lat, int64_t us);
+/* slot when its migration window is open (the series' "slots" scope), else -1. */
+static inline int32_t an_ser_slot(const an_analyzer *an, int32_t slot)
+{
+    return slot >= 0 && slot < AN_SLOTS && (an->slot_busy[slot] & AN_SLOT_MIG) ? slot : -1;
+}
+/* an_ser_quick's general case. */
+void an_ser_quick_slow(an_analyzer *an, int64_t ts, int32_t client, int32_t node, int64_t us);
+/* Write the buckets that no event can reach any more (live), or all. */
+void an_ser_flush(an_analyzer *an, int64_t now_us);
+void an_ser_finish(an_analyzer *an);
+/* A command at ts of client ci (entry c) answered by node, and when us >= 0
+ * the direct operation it was (its bucket b: an_hist_bucket(us)): the most
+ * common event, inline while the newest bucket holds it and both scopes
+ * have their cells there. */
+static inline void an_ser_quick(an_analyzer *an, int64_t ts, int32_t ci, an_cli *c,
+                                int32_t node, int64_t us, unsigned hb)
+{
+    an_series *s = &an->ser;
+    an_ser_bucket *b = s->n ? s->ring[s->n - 1] : NULL;
+    if (b && ts >= b->start_us && ts - b->start_us < s->width && c->ser_seq == b->seq &&
+        node >= 0 && (uint32_t)node < an->nnodes && an->nodes[node].ser_seq == b->seq) {
+        an_ser_cell *cells[3] = {&b->cells[0], &b->cells[c->ser_cell],
+                                 &b->cells[an->nodes[node].ser_cell]};
+        for (int i = 0; i < 3; i++) {
+            cells[i]->n[AN_SC_COMMANDS]++;
+            if (us >= 0)
+                an_lat_add_to(&cells[i]->lat[0], cells[i]->lat[0].h, us, hb);
+        }
+        return;
+    }
+    if (s->width)
+        an_ser_quick_slow(an, ts, ci, node, us);
 }
 
 #endif /* SLOTSCOPE_ANALYSIS_INTERNAL_H */

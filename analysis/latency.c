@@ -118,8 +118,9 @@ static an_lat *slot_lat(an_analyzer *an, int32_t slot, int redirected)
  * (the overall one is their node sum, made at the end: one update less per
  * operation). r: redirected. */
 static void lat_add_op(an_analyzer *an, int32_t client, int32_t node, int32_t slot, int r,
-                       int64_t total, int64_t extra, uint64_t rt)
+                       int64_t total, int64_t extra, uint64_t rt, int64_t end_us)
 {
+    an_ser_add(an, end_us, client, node, an_ser_slot(an, slot), -1, r, total);
     an->st.operations++;
     if (r)
         an->st.redirected_operations++;
@@ -145,7 +146,7 @@ void an_lat_record(an_analyzer *an, int32_t client, int32_t node, int32_t slot,
     int64_t extra = final->req_us - first->req_us;
     uint64_t rt = (uint64_t)(attempts ? attempts - 1 : 0) + askings;
     int r = attempts > 1;
-    lat_add_op(an, client, node, slot, r, total, r ? extra : 0, rt);
+    lat_add_op(an, client, node, slot, r, total, r ? extra : 0, rt, final->reply_us);
 }
 
 void an_lat_record_given_up(an_analyzer *an, int32_t client, int32_t node, int32_t slot,
@@ -154,7 +155,7 @@ void an_lat_record_given_up(an_analyzer *an, int32_t client, int32_t node, int32
 {
     int64_t total = last->reply_us - first->req_us;
     uint64_t rt = (uint64_t)(attempts ? attempts - 1 : 0) + askings;
-    lat_add_op(an, client, node, slot, 1, total, total, rt);
+    lat_add_op(an, client, node, slot, 1, total, total, rt, last->reply_us);
 }
 
 /* The histogram of l, allocated at its first sample. */
@@ -165,8 +166,7 @@ an_hist *an_lat_hist(an_lat *l)
     return l->h;
 }
 
-/* Add the summary src into dst (histograms bucket by bucket). */
-static void lat_merge(an_lat *dst, const an_lat *src)
+void an_lat_merge(an_lat *dst, const an_lat *src)
 {
     if (src->count == 0)
         return;
@@ -190,7 +190,7 @@ void an_lat_sum_all(an_analyzer *an)
     for (int r = 0; r < 2; r++) {
         an_lat_free(&an->all_lat[r]);
         for (uint32_t i = 0; i < an->nnodes; i++)
-            lat_merge(&an->all_lat[r], &an->nodes[i].lat[r]);
-        lat_merge(&an->all_lat[r], &an->nonode_lat[r]);
+            an_lat_merge(&an->all_lat[r], &an->nodes[i].lat[r]);
+        an_lat_merge(&an->all_lat[r], &an->nonode_lat[r]);
     }
 }

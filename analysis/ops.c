@@ -326,6 +326,8 @@ void an_ops_on_command(an_analyzer *an, an_cmdctx *x)
     if (op) {
         prev = op->last;
         op->attempts++;
+        an_ser_add(an, cur.reply_us, x->cn->client, x->node, an_ser_slot(an, x->slot),
+                   AN_SC_RETRIES, -1, 0);
         op->askings += x->asked;
         if (prev.reply == RESP_ERR_TRYAGAIN) {
             if (op->nretries < AN_OP_FIRST_RETRIES)

@@ -25,7 +25,7 @@ typedef enum opt_id {
     OPT_REDACT_KEY_FILE, OPT_JSON, OPT_QUIET, OPT_SET, OPT_FAIL_ON_FINDINGS, OPT_FAIL_ON,
     OPT_IGNORE, OPT_HELP, OPT_THREADS,
     OPT_IFACE, OPT_FILTER, OPT_DURATION, OPT_USER, OPT_BUFFER, OPT_SNAPLEN,
-    OPT_FULL, OPT_SINCE, OPT_UNTIL
+    OPT_FULL, OPT_SINCE, OPT_UNTIL, OPT_BUCKET
 } opt_id;
 
 /* One option: its long name, short letter (0 if none), whether it takes a
@@ -64,6 +64,7 @@ static const opt_def opt_table[] = {
     {"full", 0, 0, 0, OPT_FULL},
     {"since", 0, 1, 0, OPT_SINCE},
     {"until", 0, 1, 0, OPT_UNTIL},
+    {"bucket", 0, 1, 0, OPT_BUCKET},
 };
 
 const char cli_analysis_options_help[] =
@@ -90,6 +91,8 @@ const char cli_analysis_options_help[] =
     "                         analyse only the records of this window: +30s (from the\n"
     "                         capture's first record), 2026-12-01T15:43:09Z, 15:43:09\n"
     "                         (UTC, the capture's first day), @SECONDS\n"
+    "  --bucket WIDTH         the timeline table's time buckets: 1s (default), 10s, 1m;\n"
+    "                         any N ms, s, m or h from 10ms to 1h\n"
     "  --quiet, -q            no progress display\n"
     "  --fail-on-findings     CI verdict: exit 3 when a client finding is found, 4 when the\n"
     "                         capture cannot support a verdict (empty, one direction, TLS,\n"
@@ -160,6 +163,20 @@ void cli_print_settings_help(FILE *out)
         if (*p == '\n')
             p++;
     }
+}
+
+/* A bucket width: N followed by ms, s, m or h, from 10 ms to 1 h. 0, or -1. */
+static int parse_bucket(const char *v, int64_t *us)
+{
+    char *end;
+    errno = 0;
+    unsigned long long n = strtoull(v, &end, 10);
+    int64_t unit = !strcmp(end, "ms") ? 1000 : !strcmp(end, "s") ? 1000000
+                 : !strcmp(end, "m") ? 60000000 : !strcmp(end, "h") ? 3600000000LL : 0;
+    if (errno || end == v || v[0] == '-' || !unit || n == 0 || n > 3600000)
+        return -1;
+    *us = (int64_t)n * unit;
+    return *us >= 10000 && *us <= 3600000000LL ? 0 : -1;
 }
 
 /* The table entry for a long name (without "--", up to '=') or a letter. */
@@ -368,6 +385,16 @@ static int apply_opt(cli_opts *o, const opt_def *d, const char *v)
         *(d->id == OPT_SINCE ? &o->since : &o->until) = v;
         break;
     case OPT_QUIET: o->quiet = 1; break;
+    case OPT_BUCKET:
+        if (parse_bucket(v, &o->an.series_bucket_us))
+            return cli_usage_error(o->cmd, "bad --bucket '%s' (1s, 10s, 1m: N ms, s, m or h, "
+                                           "10ms to 1h)", v);
+        {
+            char word[64];
+            snprintf(word, sizeof word, "bucket=%s", v);
+            append_word(o->settings, sizeof o->settings, word);
+        }
+        break;
     case OPT_SET:
         /* The old public seed: stored with the database, it let anyone with
          * one known key undo the redaction. Refused, never stored. */

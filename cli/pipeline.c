@@ -113,6 +113,12 @@ static void fan_command(void *ctx, const resp_command *cmd, const char *client, 
     p->to_store.command(p->to_store.ctx, cmd, client, slot);
 }
 
+static void fan_series(void *ctx, const an_series_row *r)
+{
+    pipeline *p = ctx;
+    p->to_store.series(p->to_store.ctx, r);
+}
+
 /* The sink the analyzer writes to. */
 static an_sink fan_sink(pipeline *p)
 {
@@ -122,6 +128,9 @@ static an_sink fan_sink(pipeline *p)
     /* Only ask analysis for every command when they are stored. */
     if (p->to_store.command)
         s.command = fan_command;
+    /* the time series is made only when it is stored */
+    if (p->to_store.series)
+        s.series = fan_series;
     return s;
 }
 

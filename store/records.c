@@ -294,6 +294,42 @@ static void write_command(void *ctx, const resp_command *cmd, const char *client
     store_row_end(s, st);
 }
 
+/* A p50/p99 of the time series: NULL when no operation ended (-1). */
+static void set_opt_us(store_row *st, int i, int64_t us)
+{
+    if (us >= 0)
+        store_set_int(st, i, us);
+}
+
+/* Write one row of the time series. */
+static void write_series(void *ctx, const an_series_row *r)
+{
+    store *s = ctx;
+    store_row *st = store_row_begin(s, ST_TIMELINE);
+    if (!st)
+        return;
+    store_set_int(st, 1, r->bucket_us);
+    store_set_int(st, 2, r->width_us);
+    store_set_text(st, 3, r->scope);
+    store_set_text(st, 4, r->scope_id);
+    store_set_uint(st, 5, r->scopes);
+    store_set_uint(st, 6, r->commands);
+    store_set_uint(st, 7, r->moved);
+    store_set_uint(st, 8, r->ask);
+    store_set_uint(st, 9, r->tryagain);
+    store_set_uint(st, 10, r->crossslot);
+    store_set_uint(st, 11, r->clusterdown);
+    store_set_uint(st, 12, r->asking);
+    store_set_uint(st, 13, r->retries);
+    store_set_uint(st, 14, r->direct_ops);
+    store_set_uint(st, 15, r->redirected_ops);
+    set_opt_us(st, 16, r->direct_p50_us);
+    set_opt_us(st, 17, r->direct_p99_us);
+    set_opt_us(st, 18, r->redirected_p50_us);
+    set_opt_us(st, 19, r->redirected_p99_us);
+    store_row_end(s, st);
+}
+
 an_sink store_sink(store *s)
 {
     an_sink sink;
@@ -306,6 +342,7 @@ an_sink store_sink(store *s)
     sink.connection = write_connection;
     sink.migration = write_migration;
     sink.latency = write_latency;
+    sink.series = write_series;
     if (s && s->opts.store_commands)
         sink.command = write_command;
     return sink;

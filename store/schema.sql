@@ -1,4 +1,4 @@
--- slotscope database schema, version 2 (store.h: STORE_SCHEMA_VERSION).
+-- slotscope database schema, version 3 (store.h: STORE_SCHEMA_VERSION).
 --
 -- One database holds one run: the inputs it read, the nodes and clients it saw,
 -- every redirect reply, the findings with their evidence, each slot's migration
@@ -243,6 +243,39 @@ CREATE TABLE commands (
     in_multi    INTEGER NOT NULL,
     req_frame   INTEGER NOT NULL DEFAULT 0, -- record of the request's first packet
     reply_frame INTEGER NOT NULL DEFAULT 0  -- record of the reply's last packet, 0 if none
+);
+
+-- The redirect time series (analysis/series.c; not slot_migrations, the
+-- per slot windows): per time bucket [bucket_us, bucket_us + width_us) of
+-- capture time (1 s unless --bucket), what the whole cluster (scope
+-- 'cluster', scope_id 'all'), each node (its address), each client and each
+-- migrating slot range ('slots', '5000-5099': consecutive slots of one source
+-- and target while their migration windows were open) saw. Per bucket and
+-- scope kind the top scopes by redirects (--set series_top, 10) have rows of
+-- their own; the rest are summed in one row, scope_id 'other', scopes = how
+-- many it sums. An event counts at its reply's time, an operation at its final
+-- reply. Latencies are of logical operations (first request to final reply),
+-- from log-linear histograms (within 1/16 of the value); NULL when none ended.
+CREATE TABLE timeline (
+    bucket_us         INTEGER NOT NULL,
+    width_us          INTEGER NOT NULL,
+    scope             TEXT NOT NULL,    -- cluster, node, client, slots
+    scope_id          TEXT NOT NULL,
+    scopes            INTEGER NOT NULL, -- scopes summed in this row (1 but for 'other')
+    commands          INTEGER NOT NULL, -- paired commands (node links included)
+    moved             INTEGER NOT NULL,
+    ask               INTEGER NOT NULL,
+    tryagain          INTEGER NOT NULL,
+    crossslot         INTEGER NOT NULL,
+    clusterdown       INTEGER NOT NULL,
+    asking            INTEGER NOT NULL, -- ASKING commands
+    retries           INTEGER NOT NULL, -- attempts that retried a redirected one
+    direct_ops        INTEGER NOT NULL, -- operations that ended with one attempt
+    redirected_ops    INTEGER NOT NULL, -- ... after a redirect (or gave up)
+    direct_p50_us     INTEGER,
+    direct_p99_us     INTEGER,
+    redirected_p50_us INTEGER,
+    redirected_p99_us INTEGER
 );
 
 -- The indexes for the canned queries (queries/*.sql) are in store/indexes.sql:

@@ -135,6 +135,12 @@ static const char *const stmt_sql[ST_COUNT] = {
         " req_frame, reply_frame)"
         " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,"
         " ?17, ?18, ?19)",
+    [ST_TIMELINE] =
+        "INSERT INTO timeline (bucket_us, width_us, scope, scope_id, scopes, commands, moved,"
+        " ask, tryagain, crossslot, clusterdown, asking, retries, direct_ops, redirected_ops,"
+        " direct_p50_us, direct_p99_us, redirected_p50_us, redirected_p99_us)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,"
+        " ?17, ?18, ?19)",
 };
 
 /* Wall-clock time in microseconds since the epoch (meta start_us / end_us). */
@@ -944,6 +950,9 @@ static void each_an_counter(const an_stats *a, store_counter_fn fn, void *ctx)
     fn(ctx, "dropped_findings", a->dropped_findings);
     fn(ctx, "view_drops", a->view_drops);
     fn(ctx, "latency_slots_dropped", a->latency_slots_dropped);
+    fn(ctx, "timeline_rows", a->series_rows);
+    fn(ctx, "timeline_late", a->series_late);
+    fn(ctx, "timeline_overflow", a->series_overflow);
     fn(ctx, "unanswered", a->unanswered);
     fn(ctx, "node_link_commands", a->node_link_commands);
     fn(ctx, "map_replies", a->map_replies);
@@ -980,7 +989,7 @@ static int read_schema_version(sqlite3 *db)
  * file may have put a view in their place (a recursive CTE never ends). */
 static const char *const schema_tables[] = {
     "meta", "inputs", "nodes", "clients", "connections", "redirects", "findings",
-    "slot_migrations", "latency", "counters", "commands",
+    "slot_migrations", "latency", "counters", "commands", "timeline",
 };
 
 /* The first n tables of the schema are there and are tables (meta is the

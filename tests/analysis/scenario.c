@@ -74,6 +74,13 @@ static void on_latency(void *ctx, const an_latency *l)
         o->latencies[o->nlatencies++] = *l;
 }
 
+static void on_series(void *ctx, const an_series_row *r)
+{
+    sc_sink *o = ctx;
+    if (o->nseries < SC_MAX)
+        o->series[o->nseries++] = *r;
+}
+
 static void on_command(void *ctx, const resp_command *cmd, const char *client, int32_t slot)
 {
     sc_sink *o = ctx;
@@ -92,7 +99,7 @@ static void sc_init_sink(sc *s, const an_config *cfg, int with_commands)
 {
     memset(s, 0, sizeof *s);
     an_sink sink = {&s->out, on_finding, on_redirect, on_node, on_client, on_connection,
-                    on_migration, on_latency, with_commands ? on_command : NULL};
+                    on_migration, on_latency, with_commands ? on_command : NULL, on_series};
     s->an = an_new(cfg, &sink);
     s->rs = an_resp_sink(s->an);
 }

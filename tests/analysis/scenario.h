@@ -29,6 +29,8 @@ typedef struct sc_sink {
     size_t nmigrations;
     an_latency latencies[SC_MAX];
     size_t nlatencies;
+    an_series_row series[SC_MAX];  /* timeline rows (scope_id kept: a copy) */
+    size_t nseries;
     uint64_t connections;
     struct {
         uint64_t id, commands;
