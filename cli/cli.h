@@ -304,6 +304,11 @@ int report_load_db(report *r, struct sqlite3 *db, char *err, size_t err_size);
 /* Print the incident report. */
 void report_print_text(const report *r, FILE *out);
 void report_print_json(const report *r, FILE *out);
+/* `report DB --html FILE` (report_html.c): the incident as one self-contained
+ * HTML page, read from an open database (filters applied as its temp views).
+ * 0, or -1 when writing failed. */
+struct sqlite3;
+int report_write_html(struct sqlite3 *db, FILE *out);
 /* One finding as a text line / JSON line (live mode prints them as found). */
 void report_print_finding_line(const rep_finding *f, FILE *out);
 void report_print_finding_json(const rep_finding *f, const char *type, FILE *out);

@@ -6,14 +6,16 @@
  * The incident report of a finished (or interrupted) run, read back from its
  * database into the same model `analyze` fills, so it prints the same text.
  */
+#include <errno.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli/cli.h"
 
 static const char report_usage[] =
-    "usage: slotscope report DB [--json] [--full] [--fail-on-findings]\n"
+    "usage: slotscope report DB [--json] [--full] [--html FILE] [--fail-on-findings]\n"
     "                        [--fail-on WHAT] [--ignore KIND[,KIND]]\n"
     "                        [--client NAME] [--slot N] [--node HOST:PORT]\n"
     "                        [--since TIME] [--until TIME]\n"
@@ -26,6 +28,10 @@ static const char report_usage[] =
     "  --json              JSON lines (one object per record, \"type\" field) for jq\n"
     "  --full              every client, kind, evidence pattern and finding (the\n"
     "                      default shows about a screen per client)\n"
+    "  --html FILE         write the report as one self-contained HTML page to FILE\n"
+    "                      (migration timeline, redirects and latency over time,\n"
+    "                      one card per client, blind spots; nothing loaded from the\n"
+    "                      network) instead of printing it\n"
     "  --fail-on-findings  exit 3 when the database holds a client finding (after the\n"
     "                      filters), 4 when its capture cannot support a verdict (see\n"
     "                      analyze --help)\n"
@@ -45,10 +51,36 @@ static const char report_usage[] =
 /* What the command line asked for. */
 typedef struct report_args {
     const char *path;
+    const char *html;          /* --html FILE */
     int json, full;
     verdict_opts verdict;
     cli_filter filter;
 } report_args;
+
+/* --html: the page into a.html (a temporary file renamed at the end, so a
+ * failed run leaves no half page). Returns the exit code. */
+static int write_html(report_args *a, sqlite3 *db)
+{
+    struct stat in, outst;
+    if (stat(a->path, &in) == 0 && stat(a->html, &outst) == 0 && in.st_dev == outst.st_dev &&
+        in.st_ino == outst.st_ino)
+        return cli_usage_error("report", "--html '%s' is the database itself", a->html);
+    char tmp[4096];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp", a->html) >= (int)sizeof tmp)
+        return cli_usage_error("report", "--html path too long");
+    FILE *out = fopen(tmp, "w");
+    if (!out)
+        return cli_error("cannot create '%s': %s", tmp, strerror(errno));
+    int rc = report_write_html(db, out);
+    if (fclose(out) != 0)
+        rc = -1;
+    if (rc != 0 || rename(tmp, a->html) != 0) {
+        int e = errno;
+        remove(tmp);
+        return cli_error("cannot write '%s': %s", a->html, strerror(e));
+    }
+    return EXIT_OK;
+}
 
 /* Load (through the filters) and print. Returns the exit code. */
 static int report_db(report_args *a)
@@ -61,6 +93,11 @@ static int report_db(report_args *a)
         return cli_error("%s", err);
     status = cli_filter_apply(&a->filter, "report", db, desc, sizeof desc);
     if (status != EXIT_OK) {
+        sqlite3_close(db);
+        return status;
+    }
+    if (a->html) {
+        status = write_html(a, db);
         sqlite3_close(db);
         return status;
     }
@@ -128,6 +165,10 @@ int cmd_report(int argc, char **argv)
                 return EXIT_USAGE;
         } else if (!strcmp(argv[i], "--json")) {
             a.json = 1;
+        } else if (!strcmp(argv[i], "--html") || !strncmp(argv[i], "--html=", 7)) {
+            a.html = argv[i][6] == '=' ? argv[i] + 7 : i + 1 < argc ? argv[++i] : NULL;
+            if (!a.html || !a.html[0])
+                return cli_usage_error("report", "--html needs a file name");
         } else if (!strcmp(argv[i], "--full")) {
             a.full = 1;
         } else if (!strcmp(argv[i], "--fail-on-findings")) {

@@ -181,6 +181,12 @@ static void write_every_record(store *s, const cap_conn *conn)
     snprintf(m.source, sizeof m.source, "10.0.0.1:7000");
     snprintf(m.target, sizeof m.target, "10.0.0.2:7001");
     snprintf(l.key, sizeof l.key, "10.0.0.5");
+    an_series_row t = {.bucket_us = 1700000001000000, .width_us = 1000000, .scope = "slots",
+                       .scopes = 1, .commands = 40, .moved = 1, .ask = 2, .tryagain = 3,
+                       .crossslot = 4, .clusterdown = 5, .asking = 6, .retries = 7,
+                       .direct_ops = 30, .redirected_ops = 8, .direct_p50_us = 90,
+                       .direct_p99_us = 400, .redirected_p50_us = -1, .redirected_p99_us = 7000};
+    snprintf(t.scope_id, sizeof t.scope_id, "5000-5099");
 
     sink.finding(sink.ctx, &f);
     sink.redirect(sink.ctx, &r);
@@ -189,6 +195,7 @@ static void write_every_record(store *s, const cap_conn *conn)
     sink.connection(sink.ctx, &ac);
     sink.migration(sink.ctx, &m);
     sink.latency(sink.ctx, &l);
+    sink.series(sink.ctx, &t);
 }
 
 /* Every record type written through the sink reads back field by field. */
@@ -196,7 +203,7 @@ static void test_round_trip(void **state)
 {
     cap_conn conn = sample_conn();
     cap_input_info in;
-    char buf[512];
+    char buf[512], num[16];
     store *s;
     sqlite3 *db;
     (void)state;
@@ -218,7 +225,8 @@ static void test_round_trip(void **state)
     close_store(s);
 
     db = open_ro();
-    assert_string_equal(q_text(db, buf, sizeof buf, "SELECT value FROM meta WHERE key='schema_version'"), "2");
+    snprintf(num, sizeof num, "%d", STORE_SCHEMA_VERSION);
+    assert_string_equal(q_text(db, buf, sizeof buf, "SELECT value FROM meta WHERE key='schema_version'"), num);
     assert_string_equal(q_text(db, buf, sizeof buf, "SELECT value FROM meta WHERE key='command_line'"),
                         "slotscope analyze t.pcap --db t.db");
     assert_string_equal(q_text(db, buf, sizeof buf, "SELECT value FROM meta WHERE key='inputs'"), "a.pcap");
@@ -267,6 +275,14 @@ static void test_round_trip(void **state)
                                " AND key='10.0.0.5' AND redirected=1 AND count=5 AND p50_us=300"
                                " AND p90_us=400 AND p99_us=500 AND max_us=600 AND total_us=1800"
                                " AND extra_us=900 AND extra_round_trips=5"), 1);
+    /* a series row; a latency of -1 (no operation) is NULL */
+    assert_int_equal(q_int(db, "SELECT count(*) FROM timeline WHERE bucket_us=1700000001000000"
+                               " AND width_us=1000000 AND scope='slots' AND scope_id='5000-5099'"
+                               " AND scopes=1 AND commands=40 AND moved=1 AND ask=2 AND tryagain=3"
+                               " AND crossslot=4 AND clusterdown=5 AND asking=6 AND retries=7"
+                               " AND direct_ops=30 AND redirected_ops=8 AND direct_p50_us=90"
+                               " AND direct_p99_us=400 AND redirected_p50_us IS NULL"
+                               " AND redirected_p99_us=7000"), 1);
     assert_int_equal(q_int(db, "SELECT value FROM counters WHERE name='packets'"), 100);
     assert_int_equal(q_int(db, "SELECT count(*) FROM commands"), 0);
     /* The commands indexes are built at close. */
