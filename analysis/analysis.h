@@ -335,8 +335,9 @@ typedef struct an_stats {
                                         recent to judge */
     uint64_t dropped_nodes;          /* nodes not added: registry full */
     uint64_t series_rows;            /* timeline rows emitted */
-    uint64_t series_late;            /* events older than every bucket still
-                                        open: counted in the next open one */
+    uint64_t series_late;            /* counts (a command, a reply, an operation)
+                                        older than every bucket still open:
+                                        made in the next open one */
     uint64_t series_overflow;        /* events of a scope beyond series_scopes in
                                         its bucket: counted in "other" */
 } an_stats;

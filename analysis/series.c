@@ -358,9 +358,11 @@ static an_ser_bucket *open_at(an_analyzer *an, uint32_t pos, int64_t start)
 
 /* The bucket an event at ts counts in: opened when new (the oldest written
  * when too many are open); for an event older than every open bucket (or
- * one that cannot be opened in the middle), the earliest open one after it. */
-static an_ser_bucket *bucket_for(an_analyzer *an, int64_t ts)
+ * one that cannot be opened in the middle), the earliest open one after it
+ * (*late set). */
+static an_ser_bucket *bucket_for(an_analyzer *an, int64_t ts, int *late)
 {
+    *late = 0;
     an_series *s = &an->ser;
     if (ts < 0)
         ts = 0;
@@ -382,7 +384,7 @@ static an_ser_bucket *bucket_for(an_analyzer *an, int64_t ts)
         if (b)
             return b;
     }
-    an->st.series_late++;
+    *late = 1;
     return s->ring[i];
 }
 
@@ -463,9 +465,12 @@ void an_ser_add(an_analyzer *an, int64_t ts, int32_t client, int32_t node, int32
 {
     if (!an->sink.series || !an->ser.width)
         return;
-    an_ser_bucket *b = bucket_for(an, ts);
+    int late;
+    an_ser_bucket *b = bucket_for(an, ts, &late);
     if (!b)
         return;
+    if (late) /* each count placed late: the same figure on every path */
+        an->st.series_late += (what >= 0) + (lat >= 0);
     an_ser_cell *cells[AN_SK_KINDS];
     uint32_t n = cells_of(an, b, client, node, slot, cells);
     for (uint32_t i = 0; i < n; i++) {
@@ -482,7 +487,8 @@ void an_ser_quick_slow(an_analyzer *an, int64_t ts, int32_t client, int32_t node
 {
     if (!an->sink.series || !an->ser.width)
         return;
-    an_ser_bucket *b = bucket_for(an, ts);
+    int late;
+    an_ser_bucket *b = bucket_for(an, ts, &late);
     if (!b)
         return;
     for (unsigned k = AN_SK_NODE; k <= AN_SK_CLIENT; k++) {
