@@ -114,7 +114,7 @@ static const char *fmt_date(char *buf, size_t size, int64_t us)
     return buf;
 }
 
-/* A duration: "850 us", "12.3 ms", "4.56 s", "3.2 min". */
+/* A duration: "850 us", "12.3 ms", "4.56 s", "3.2 min", "26.5 h". */
 static const char *fmt_dur(char *buf, size_t size, int64_t us)
 {
     double v = (double)us;
@@ -124,8 +124,10 @@ static const char *fmt_dur(char *buf, size_t size, int64_t us)
         snprintf(buf, size, "%.3g ms", v / 1e3);
     else if (us < 120000000)
         snprintf(buf, size, "%.3g s", v / 1e6);
+    else if (us < 7200000000LL)
+        snprintf(buf, size, "%.1f min", v / 6e7);
     else
-        snprintf(buf, size, "%.3g min", v / 6e7);
+        snprintf(buf, size, "%.1f h", v / 3.6e9);
     return buf;
 }
 
