@@ -8,7 +8,7 @@
  * The bytes are written to a scratch file (one per process, rewritten each
  * time) and opened the way `report` does: store_open_readonly (the schema
  * checks), report_load_db, then the report printed as text and as JSON
- * lines (to /dev/null); then every canned query runs through cmd_query, the
+ * lines and written as HTML (report --html) (to /dev/null); then every canned query runs through cmd_query, the
  * `query` command itself, with standard output sent to /dev/null meanwhile.
  * Checked: no memory error, no undefined behaviour, no hang (libFuzzer's
  * -timeout), and the model's promises: counts within the report's caps.
@@ -84,6 +84,7 @@ static int fuzz_report_model(void)
         report_print_json(&r, devnull);
     }
     report_free(&r);
+    SS_FUZZ_CHECK(report_write_html(db, devnull) == 0);
     sqlite3_close(db);
     return 1;
 }
