@@ -157,7 +157,7 @@ typedef struct an_nd {
                                    endpoint, not a node): not reported while
                                    nothing else names it (an_nodes_emit) */
     uint32_t ser_seq;           /* series.c: its cell in the newest bucket */
-    int32_t ser_cell;           /* (valid while ser_seq is that bucket's) */
+    struct an_ser_cell *ser_cp; /* (valid while ser_seq is that bucket's) */
 } an_nd;
 
 /* ---------------------------------------------------------------- views.c */
@@ -215,7 +215,7 @@ typedef struct an_cli {
     uint64_t node_conns;         /* connections that are node links */
     uint64_t client_conns;       /* other connections */
     uint32_t ser_seq;            /* series.c: its cell in the newest bucket */
-    int32_t ser_cell;            /* (valid while ser_seq is that bucket's) */
+    struct an_ser_cell *ser_cp;  /* (valid while ser_seq is that bucket's) */
 } an_cli;
 
 /* ---------------------------------------------------------------- connections */
@@ -431,16 +431,19 @@ enum { AN_SC_COMMANDS = 0, AN_SC_MOVED, AN_SC_ASK, AN_SC_TRYAGAIN, AN_SC_CROSSSL
 enum { AN_SK_CLUSTER = 0, AN_SK_NODE, AN_SK_CLIENT, AN_SK_SLOTS, AN_SK_KINDS };
 #define AN_SER_MAX_BUCKETS 64
 
-/* One scope's figures in one bucket. */
+/* One scope's figures in one bucket. Operations are only counted in their
+ * histograms (their counts are the histograms' sums, made when the bucket is
+ * written): one increment per operation. */
 typedef struct an_ser_cell {
+    uint64_t n[AN_SC_COUNTS];
+    an_hist *h[2];               /* direct, redirected operations; allocated
+                                    at the first, kept when the cell is reused */
     uint8_t kind;                /* AN_SK_* */
     uint8_t other;               /* the kind's "other" (scopes over the cap) */
     int32_t idx;                 /* node or client index, slot */
     uint32_t gen;                /* client entry generation */
     int32_t source, target;      /* slots: the migration's nodes */
     uint32_t scopes;             /* scopes summed here */
-    uint64_t n[AN_SC_COUNTS];
-    an_lat lat[2];               /* direct, redirected operations */
     char name[AN_NAME_MAX];      /* node or client name as it was then */
 } an_ser_cell;
 
@@ -455,6 +458,9 @@ typedef struct an_ser_bucket {
 } an_ser_bucket;
 
 typedef struct an_series {
+    int64_t cur_start;           /* the newest bucket's start (a far future
+                                    time when none is open) */
+    uint32_t cur_seq;            /* its seq */
     int64_t width;               /* bucket width, us */
     uint32_t kept;               /* buckets open at most */
     uint32_t n, nspare;
@@ -795,23 +801,29 @@ void an_ser_quick_slow(an_analyzer *an, int64_t ts, int32_t client, int32_t node
 /* Write the buckets that no event can reach any more (live), or all. */
 void an_ser_flush(an_analyzer *an, int64_t now_us);
 void an_ser_finish(an_analyzer *an);
+/* A histogram bucket counted, saturating. */
+static inline void an_ser_hist_inc(an_hist *h, unsigned hb)
+{
+    h->b[hb] += h->b[hb] != UINT32_MAX;
+}
 /* A command at ts of client ci (entry c) answered by node, and when us >= 0
- * the direct operation it was (its bucket b: an_hist_bucket(us)): the most
+ * the direct operation it was (its bucket hb: an_hist_bucket(us)): the most
  * common event, inline while the newest bucket holds it and both scopes
- * have their cells there. */
-static inline void an_ser_quick(an_analyzer *an, int64_t ts, int32_t ci, an_cli *c,
+ * have their cells there (the cluster's figures are its clients' sum). */
+static inline __attribute__((always_inline)) void an_ser_quick(an_analyzer *an, int64_t ts,
+                                                              int32_t ci, an_cli *c,
                                 int32_t node, int64_t us, unsigned hb)
 {
     an_series *s = &an->ser;
-    an_ser_bucket *b = s->n ? s->ring[s->n - 1] : NULL;
-    if (b && ts >= b->start_us && ts - b->start_us < s->width && c->ser_seq == b->seq &&
-        node >= 0 && (uint32_t)node < an->nnodes && an->nodes[node].ser_seq == b->seq) {
-        an_ser_cell *cells[3] = {&b->cells[0], &b->cells[c->ser_cell],
-                                 &b->cells[an->nodes[node].ser_cell]};
-        for (int i = 0; i < 3; i++) {
-            cells[i]->n[AN_SC_COMMANDS]++;
-            if (us >= 0)
-                an_lat_add_to(&cells[i]->lat[0], cells[i]->lat[0].h, us, hb);
+    uint32_t seq = s->cur_seq;
+    if ((uint64_t)(ts - s->cur_start) < (uint64_t)s->width && c->ser_seq == seq &&
+        (uint32_t)node < an->nnodes && an->nodes[node].ser_seq == seq) {
+        an_ser_cell *cc = c->ser_cp, *nc = an->nodes[node].ser_cp;
+        cc->n[AN_SC_COMMANDS]++;
+        nc->n[AN_SC_COMMANDS]++;
+        if (us >= 0) {
+            an_ser_hist_inc(cc->h[0], hb);
+            an_ser_hist_inc(nc->h[0], hb);
         }
         return;
     }

@@ -22,7 +22,11 @@
  * summed into one "other" row.
  *
  * Latency percentiles come from latency.c's log-linear histograms (one per
- * scope, bucket and kind of operation): within 1/16 of the value.
+ * scope, bucket and kind of operation): the middle of the bucket the
+ * percentile falls in, within 1/16 of the value. The cluster's figures are
+ * the sum of its clients' (and of the events that had no client), made when
+ * the bucket is written, so that the most common event, a direct command,
+ * costs two counter and two histogram increments (an_ser_quick).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,19 +60,29 @@ static int cell_eq(const void *ctx, int32_t val, const void *key)
 /* Empty a cell for reuse; its histograms stay allocated, cleared. */
 static void cell_reset(an_ser_cell *c)
 {
-    an_hist *h[2] = {c->lat[0].h, c->lat[1].h};
+    an_hist *h[2] = {c->h[0], c->h[1]};
     for (int r = 0; r < 2; r++)
-        if (h[r] && c->lat[r].count)
+        if (h[r])
             memset(h[r], 0, sizeof *h[r]);
     memset(c, 0, sizeof *c);
-    c->lat[0].h = h[0];
-    c->lat[1].h = h[1];
+    c->h[0] = h[0];
+    c->h[1] = h[1];
+}
+
+/* The cell's histogram of kind r, allocated at its first use (NULL: out of
+ * memory; the operation is then not counted). */
+static an_hist *cell_hist(an_ser_cell *c, int r)
+{
+    if (!c->h[r])
+        c->h[r] = calloc(1, sizeof *c->h[r]);
+    return c->h[r];
 }
 
 static void cell_add_lat(an_ser_cell *c, int redirected, int64_t us)
 {
-    an_lat *l = &c->lat[redirected];
-    an_lat_add_direct(l, us < 0 ? 0 : us, an_hist_bucket(us));
+    an_hist *h = cell_hist(c, redirected);
+    if (h)
+        an_ser_hist_inc(h, an_hist_bucket(us));
 }
 
 /* Add the figures of src into dst. */
@@ -76,9 +90,24 @@ static void cell_merge(an_ser_cell *dst, const an_ser_cell *src)
 {
     for (unsigned i = 0; i < AN_SC_COUNTS; i++)
         dst->n[i] += src->n[i];
-    an_lat_merge(&dst->lat[0], &src->lat[0]);
-    an_lat_merge(&dst->lat[1], &src->lat[1]);
+    for (int r = 0; r < 2; r++) {
+        if (!src->h[r] || !cell_hist(dst, r))
+            continue;
+        for (unsigned b = 0; b < AN_HIST_BUCKETS; b++) {
+            uint64_t v = (uint64_t)dst->h[r]->b[b] + src->h[r]->b[b];
+            dst->h[r]->b[b] = v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+        }
+    }
     dst->scopes += src->scopes;
+}
+
+/* Operations in a histogram (NULL: none). */
+static uint64_t hist_count(const an_hist *h)
+{
+    uint64_t n = 0;
+    for (unsigned b = 0; h && b < AN_HIST_BUCKETS; b++)
+        n += h->b[b];
+    return n;
 }
 
 static uint64_t cell_redirects(const an_ser_cell *c)
@@ -108,8 +137,8 @@ static void bucket_free(an_ser_bucket *b)
     if (!b)
         return;
     for (uint32_t i = 0; i < b->cap; i++) {
-        free(b->cells[i].lat[0].h);
-        free(b->cells[i].lat[1].h);
+        free(b->cells[i].h[0]);
+        free(b->cells[i].h[1]);
     }
     free(b->cells);
     an_map_free(&b->map);
@@ -214,13 +243,13 @@ static void row_emit(an_analyzer *an, const an_ser_bucket *b, unsigned kind, con
     r.clusterdown = c->n[AN_SC_CLUSTERDOWN];
     r.asking = c->n[AN_SC_ASKING];
     r.retries = c->n[AN_SC_RETRIES];
-    const an_lat *d = &c->lat[0], *x = &c->lat[1];
-    r.direct_ops = d->count;
-    r.redirected_ops = x->count;
-    r.direct_p50_us = d->count ? an_hist_quantile(d->h, d->count, 0.50, d->max_us) : -1;
-    r.direct_p99_us = d->count ? an_hist_quantile(d->h, d->count, 0.99, d->max_us) : -1;
-    r.redirected_p50_us = x->count ? an_hist_quantile(x->h, x->count, 0.50, x->max_us) : -1;
-    r.redirected_p99_us = x->count ? an_hist_quantile(x->h, x->count, 0.99, x->max_us) : -1;
+    uint64_t nd = hist_count(c->h[0]), nx = hist_count(c->h[1]);
+    r.direct_ops = nd;
+    r.redirected_ops = nx;
+    r.direct_p50_us = nd ? an_hist_quantile(c->h[0], nd, 0.50, INT64_MAX) : -1;
+    r.direct_p99_us = nd ? an_hist_quantile(c->h[0], nd, 0.99, INT64_MAX) : -1;
+    r.redirected_p50_us = nx ? an_hist_quantile(c->h[1], nx, 0.50, INT64_MAX) : -1;
+    r.redirected_p99_us = nx ? an_hist_quantile(c->h[1], nx, 0.99, INT64_MAX) : -1;
     an->st.series_rows++;
     an->sink.series(an->sink.ctx, &r);
 }
@@ -316,9 +345,24 @@ static void bucket_emit(an_analyzer *an, an_ser_bucket *b)
     if (!an->sink.series || b->ncells == 0)
         return;
     an->ser.nscratch = 0;
-    row_emit(an, b, AN_SK_CLUSTER, "all", &b->cells[0]);
+    an_ser_cell *all = scratch_cell(&an->ser);
+    if (!all)
+        return;
+    cell_merge(all, &b->cells[0]); /* the events that had no client */
+    for (uint32_t i = 1; i < b->ncells; i++)
+        if (b->cells[i].kind == AN_SK_CLIENT)
+            cell_merge(all, &b->cells[i]);
+    all->scopes = 1;
+    row_emit(an, b, AN_SK_CLUSTER, "all", all);
     for (unsigned k = AN_SK_NODE; k < AN_SK_KINDS; k++)
         emit_kind(an, b, k);
+}
+
+/* an_ser_quick's copy of the newest bucket's start and seq. */
+static void newest_changed(an_series *s)
+{
+    s->cur_start = s->n ? s->ring[s->n - 1]->start_us : INT64_MAX / 2;
+    s->cur_seq = s->n ? s->ring[s->n - 1]->seq : 0;
 }
 
 /* Write the oldest open bucket and keep its memory for a later one. */
@@ -331,6 +375,7 @@ static void close_oldest(an_analyzer *an)
     memmove(s->ring, s->ring + 1, (s->n - 1) * sizeof s->ring[0]);
     s->n--;
     s->spare[s->nspare++] = b;
+    newest_changed(s);
 }
 
 /* Open a bucket starting at start at ring position pos. */
@@ -351,8 +396,10 @@ static an_ser_bucket *open_at(an_analyzer *an, uint32_t pos, int64_t start)
         s->n--;
         memmove(s->ring + pos, s->ring + pos + 1, (s->n - pos) * sizeof s->ring[0]);
         s->spare[s->nspare++] = b;
+        newest_changed(s);
         return NULL;
     }
+    newest_changed(s);
     return b;
 }
 
@@ -395,6 +442,7 @@ int an_ser_init(an_analyzer *an)
     an_series *s = &an->ser;
     const an_config *c = &an->cfg;
     s->width = an->sink.series ? c->series_bucket_us : 0; /* 0: no series */
+    newest_changed(s);
     if (!s->width)
         return 0;
     int64_t kept = (2 * c->op_window_us + s->width - 1) / s->width + 2;
@@ -413,45 +461,56 @@ void an_ser_free(an_analyzer *an)
     for (uint32_t i = 0; i < s->nspare; i++)
         bucket_free(s->spare[i]);
     for (uint32_t i = 0; s->scratch && i < s->cap_cells; i++) {
-        free(s->scratch[i].lat[0].h);
-        free(s->scratch[i].lat[1].h);
+        free(s->scratch[i].h[0]);
+        free(s->scratch[i].h[1]);
     }
     free(s->scratch);
     free(s->list);
     memset(s, 0, sizeof *s);
 }
 
-/* The scope cells of an event, after bucket b: cluster, node, client, slot. */
+/* The scope cells of an event in bucket b: node, client (or, without one,
+ * the cluster's own cell), slot. A node's or client's cell in the newest
+ * bucket is remembered in its entry for an_ser_quick once it has its direct
+ * histogram (and is not an "other"). */
 static uint32_t cells_of(an_analyzer *an, an_ser_bucket *b, int32_t client, int32_t node,
                          int32_t slot, an_ser_cell *out[AN_SK_KINDS])
 {
     uint32_t n = 0;
-    out[n++] = &b->cells[0];
-    int newest = b == an->ser.ring[an->ser.n - 1];
+    int newest = b->seq == an->ser.cur_seq;
     if (node >= 0 && (uint32_t)node < an->nnodes) {
         an_nd *nd = &an->nodes[node];
-        int32_t i = newest && nd->ser_seq == b->seq ? nd->ser_cell
-                                                     : cell_of(an, b, AN_SK_NODE, node);
-        if (i != AN_NONE) {
-            out[n++] = &b->cells[i];
-            if (newest && !b->cells[i].other && b->cells[i].lat[0].h) {
+        an_ser_cell *c = NULL;
+        if (newest && nd->ser_seq == b->seq) {
+            c = nd->ser_cp;
+        } else {
+            int32_t i = cell_of(an, b, AN_SK_NODE, node);
+            c = i != AN_NONE ? &b->cells[i] : NULL;
+            if (c && newest && !c->other && c->h[0]) {
                 nd->ser_seq = b->seq;
-                nd->ser_cell = i;
+                nd->ser_cp = c;
             }
         }
+        if (c)
+            out[n++] = c;
     }
+    an_ser_cell *own = &b->cells[0];
     if (client >= 0 && (uint32_t)client < an->cfg.max_clients && an->clients[client].used) {
-        an_cli *c = &an->clients[client];
-        int32_t i = newest && c->ser_seq == b->seq ? c->ser_cell
-                                                    : cell_of(an, b, AN_SK_CLIENT, client);
-        if (i != AN_NONE) {
-            out[n++] = &b->cells[i];
-            if (newest && !b->cells[i].other && b->cells[i].lat[0].h) {
-                c->ser_seq = b->seq;
-                c->ser_cell = i;
+        an_cli *cl = &an->clients[client];
+        if (newest && cl->ser_seq == b->seq) {
+            own = cl->ser_cp;
+        } else {
+            int32_t i = cell_of(an, b, AN_SK_CLIENT, client);
+            if (i != AN_NONE) {
+                own = &b->cells[i];
+                if (newest && !own->other && own->h[0]) {
+                    cl->ser_seq = b->seq;
+                    cl->ser_cp = own;
+                }
             }
         }
     }
+    out[n++] = own;
     if (slot >= 0 && slot < AN_SLOTS) {
         int32_t i = cell_of(an, b, AN_SK_SLOTS, slot);
         if (i != AN_NONE)
@@ -482,7 +541,8 @@ void an_ser_add(an_analyzer *an, int64_t ts, int32_t client, int32_t node, int32
 }
 
 /* A cell made for a node or client gets its direct histogram now, so that
- * an_ser_quick finds it (the cache is only set for cells that have one). */
+ * an_ser_quick finds it (the cache is only set for cells that have one). A
+ * client whose cell could not be made counts in the cluster's own cell. */
 void an_ser_quick_slow(an_analyzer *an, int64_t ts, int32_t client, int32_t node, int64_t us)
 {
     if (!an->sink.series || !an->ser.width)
@@ -497,7 +557,7 @@ void an_ser_quick_slow(an_analyzer *an, int64_t ts, int32_t client, int32_t node
             continue;
         int32_t i = cell_of(an, b, k, idx);
         if (i != AN_NONE)
-            an_lat_hist(&b->cells[i].lat[0]);
+            cell_hist(&b->cells[i], 0);
     }
     an_ser_add(an, ts, client, node, -1, AN_SC_COMMANDS, us >= 0 ? 0 : -1, us);
 }
