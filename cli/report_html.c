@@ -950,9 +950,18 @@ static void section_blind(FILE *out, sqlite3 *db)
         {"timeline_late", "events older than every open time bucket"},
         {"timeline_overflow", "events of scopes beyond the per-bucket cap (in 'other')"},
     };
-    fputs("<section id=\"blind\">\n<h2>What the capture could not see</h2>\n<table "
-          "class=\"nums\"><tr><th>counter</th><th>value</th><th>meaning</th></tr>\n", out);
-    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    size_t hit = 0, nrows = sizeof rows / sizeof rows[0];
+    for (size_t i = 0; i < nrows; i++)
+        hit += counter(db, rows[i].name) != 0;
+    fputs("<section id=\"blind\">\n<h2>What the capture could not see</h2>\n", out);
+    if (hit)
+        fprintf(out, "<p><b>%zu</b> of these %zu counters are not zero: what they count was not"
+                     " seen, or not judged, and is not guessed.</p>\n", hit, nrows);
+    else
+        fputs("<p>Every counter is zero: nothing was lost, cut or left unjudged.</p>\n", out);
+    fputs("<table class=\"nums\"><tr><th>counter</th><th>value</th><th>meaning</th></tr>\n",
+          out);
+    for (size_t i = 0; i < nrows; i++) {
         int64_t v = counter(db, rows[i].name);
         fprintf(out, "<tr class=\"%s\" data-counter=\"%s\"><td><code>%s</code></td><td>%" PRId64
                      "</td><td>%s</td></tr>\n", v ? "hit" : "zero", rows[i].name, rows[i].name, v,

@@ -709,7 +709,8 @@ static void print_caps(const report *r, FILE *out)
                                         "evicted_memos", "dropped_findings", "view_drops",
                                         "latency_slots_dropped", "map_errors", "dropped_requests",
                                         "limit_hits", "malformed", "time_backwards",
-                                        "known_servers_dropped"};
+                                        "known_servers_dropped", "timeline_late",
+                                        "timeline_overflow"};
     int any = 0;
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         uint64_t v = report_counter(r, names[i]);

@@ -109,6 +109,11 @@ grep -q "dropped by the kernel" "$dir/err" || fail "no drop counts after SIGINT"
     || fail "CROSSSLOT redirect"
 [ "$(q "SELECT count(*) FROM findings WHERE kind = 'crossslot' AND client = '127.0.0.1'")" = 1 ] \
     || fail "crossslot finding"
+# the time series (timeline table): its buckets add up to the counters
+[ "$(q "SELECT sum(commands) = (SELECT value FROM counters WHERE name = 'commands')
+        FROM timeline WHERE scope = 'cluster'")" = 1 ] || fail "timeline commands"
+[ "$(q "SELECT sum(clusterdown) || ' ' || sum(crossslot) FROM timeline WHERE scope = 'cluster'")" = "2 1" ] \
+    || fail "timeline CLUSTERDOWN and CROSSSLOT"
 if grep -q secretpw-not-stored "$dir"/db/live.db*; then fail "a credential reached the database"; fi
 echo "ok: live capture, SIGINT, consistent database"
 exit 0
