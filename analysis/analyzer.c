@@ -1157,9 +1157,11 @@ quick_count(an_analyzer *an, const resp_command *cmd, int32_t i, an_cn *cn, an_c
  * (not taken) leaves the general path the whole command; taken (QUICK_*
  * bits), it writes exactly what the general path would have written, but
  * the LRU moves that on_command then makes. A node link's command goes to
- * quick_link_command (QUICK_LINK). Nothing here calls a function: the other
- * paths are tail calls from on_command, which saves few registers and
- * copies nothing to its stack. Most commands of a capture take this path. */
+ * quick_link_command (QUICK_LINK). Nothing here calls a function but the
+ * time series' general case (an_ser_quick_slow: a new bucket, a scope's
+ * first command in one): the other paths are tail calls from on_command,
+ * which saves few registers and copies nothing to its stack. Most commands
+ * of a capture take this path. */
 static inline unsigned quick_command(an_analyzer *an, const resp_command *cmd)
 {
     const resp_request *req = &cmd->req;

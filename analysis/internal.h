@@ -733,8 +733,6 @@ void an_lat_record(an_analyzer *an, int32_t client, int32_t node, int32_t slot,
 void an_lat_record_given_up(an_analyzer *an, int32_t client, int32_t node, int32_t slot,
                             const an_attempt *first, const an_attempt *last, uint32_t attempts,
                             uint32_t askings);
-/* Add the summary src into dst (histograms bucket by bucket). */
-void an_lat_merge(an_lat *dst, const an_lat *src);
 /* The overall summaries (all_lat) as the sum of every node's and nonode_lat. */
 void an_lat_sum_all(struct an_analyzer *an);
 /* The histogram of l, allocated at its first use (NULL: out of memory, the

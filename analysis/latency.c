@@ -166,7 +166,8 @@ an_hist *an_lat_hist(an_lat *l)
     return l->h;
 }
 
-void an_lat_merge(an_lat *dst, const an_lat *src)
+/* Add the summary src into dst (histograms bucket by bucket). */
+static void lat_merge(an_lat *dst, const an_lat *src)
 {
     if (src->count == 0)
         return;
@@ -190,7 +191,7 @@ void an_lat_sum_all(an_analyzer *an)
     for (int r = 0; r < 2; r++) {
         an_lat_free(&an->all_lat[r]);
         for (uint32_t i = 0; i < an->nnodes; i++)
-            an_lat_merge(&an->all_lat[r], &an->nodes[i].lat[r]);
-        an_lat_merge(&an->all_lat[r], &an->nonode_lat[r]);
+            lat_merge(&an->all_lat[r], &an->nodes[i].lat[r]);
+        lat_merge(&an->all_lat[r], &an->nonode_lat[r]);
     }
 }
