@@ -1093,7 +1093,10 @@ static __attribute__((noinline)) void on_command_general(an_analyzer *an,
         an->st.keyed_commands++;
     int32_t slot =
         req->slot >= 0 && req->slot < AN_SLOTS && req->key0_full_len > 0 ? req->slot : -1;
-    an_ser_add(an, ts, cn->client, cn->node, an_ser_slot(an, slot), AN_SC_COMMANDS, -1, 0);
+    /* node links' commands (MIGRATE, RESTORE-ASKING) are the migration, not
+     * its slots' traffic: never in the slots scope, as on quick_link_command */
+    an_ser_add(an, ts, cn->client, cn->node, cn->node_link ? -1 : an_ser_slot(an, slot),
+               AN_SC_COMMANDS, -1, 0);
 
     if (special == AN_SP_NONE && !cn->asking_pending && !cn->node_link &&
         cmd->outcome == RESP_OK && !is_redirect_class(cmd->reply.err) &&
