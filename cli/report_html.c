@@ -244,10 +244,35 @@ static int bar_by_start(const void *pa, const void *pb)
     return (a->lo > b->lo) - (a->lo < b->lo);
 }
 
+static int same_key(const bar *a, const bar *b)
+{
+    return a->outcome == b->outcome && !strcmp(a->source, b->source) &&
+           !strcmp(a->target, b->target);
+}
+
+/* Merge neighbours of one source, target and outcome pairwise (ranges grow
+ * evenly); the new count (n when nothing could be merged). */
+static size_t compact(bar *bars, size_t n)
+{
+    size_t w = 0;
+    int merged = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (w && !merged && same_key(&bars[w - 1], &bars[i])) {
+            bar_merge(&bars[w - 1], &bars[i]);
+            merged = 1;
+        } else {
+            bars[w++] = bars[i];
+            merged = 0;
+        }
+    }
+    return w;
+}
+
 /* The migration windows as bars: read in (source, target, outcome, slot)
- * order, consecutive slots merged; beyond HTML_MAX_RANGES every row joins
- * the last bar; then neighbours of one source, target and outcome are merged
- * until at most HTML_MAX_BARS are left (and the rest are cut, counted). */
+ * order, consecutive slots merged; when HTML_MAX_RANGES are held they are
+ * compacted (neighbours of one source, target and outcome merged), and at the
+ * end until at most HTML_MAX_BARS are left; what still does not fit (more
+ * distinct sources and targets than bars) is cut, its slots counted. */
 static size_t load_bars(sqlite3 *db, const span *sp, bar **out, int64_t *cut)
 {
     static const char sql[] =
@@ -286,32 +311,26 @@ static size_t load_bars(sqlite3 *db, const span *sp, bar **out, int64_t *cut)
         b.moveds = col_int(st, 9, 0, MAX_US);
         b.keys = col_int(st, 10, 0, MAX_US);
         bar *last = n ? &bars[n - 1] : NULL;
-        if (last && (n == HTML_MAX_RANGES ||
-                     (last->outcome == b.outcome && b.lo <= last->hi + 1 &&
-                      !strcmp(last->source, b.source) && !strcmp(last->target, b.target))))
+        if (last && same_key(last, &b) && b.lo <= last->hi + 1) {
+            bar_merge(last, &b);
+            continue;
+        }
+        if (n == HTML_MAX_RANGES)
+            n = compact(bars, n);
+        last = n ? &bars[n - 1] : NULL;
+        if (n < HTML_MAX_RANGES)
+            bars[n++] = b;
+        else if (same_key(last, &b))
             bar_merge(last, &b);
         else
-            bars[n++] = b;
+            *cut += 1;
     }
     sqlite3_finalize(st);
-    /* neighbours (same source, target, outcome) merged, pass by pass */
     while (n > HTML_MAX_BARS) {
-        size_t w = 0;
-        int merged = 0;
-        for (size_t i = 0; i < n; i++) {
-            if (w && !merged && bars[w - 1].outcome == bars[i].outcome &&
-                !strcmp(bars[w - 1].source, bars[i].source) &&
-                !strcmp(bars[w - 1].target, bars[i].target)) {
-                bar_merge(&bars[w - 1], &bars[i]);
-                merged = 1; /* at most pairs per pass: ranges grow evenly */
-            } else {
-                bars[w++] = bars[i];
-                merged = 0;
-            }
-        }
-        if (w == n)
+        size_t m = compact(bars, n);
+        if (m == n)
             break;
-        n = w;
+        n = m;
     }
     if (n > HTML_MAX_BARS) {
         for (size_t i = HTML_MAX_BARS; i < n; i++)

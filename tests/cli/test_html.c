@@ -345,6 +345,23 @@ static void test_large_incident(void **state)
     assert_has_int(dom, "data-ask=\"%lld\"", th_sql_int(r, "SELECT sum(ask) FROM timeline", NULL));
     sqlite3_close(r);
     free(dom);
+
+    /* the sources taking turns slot by slot (16,384 ranges of one slot): the
+     * ranges are compacted while read, every slot is still drawn */
+    assert_int_equal(sqlite3_open(dbp, &d), SQLITE_OK);
+    exec_sql(d, "UPDATE slot_migrations SET source = '10.0.0.' || (slot % 3) || ':7000'");
+    sqlite3_close(d);
+    run_ok(TH_ARGS("report", dbp, "--html", htmlp));
+    assert_int_equal(stat(htmlp, &sb), 0);
+    assert_true(sb.st_size < HTML_BOUND);
+    char *page = th_slurp(htmlp, NULL);
+    assert_non_null(page);
+    bars = strstr(page, "data-bars=\"");
+    assert_non_null(bars);
+    nbars = atoi(bars + strlen("data-bars=\""));
+    assert_true(nbars >= 6 && nbars <= 80); /* 3 sources x (moved, aborted), 1 open */
+    assert_null(strstr(page, "more slots are not drawn"));
+    free(page);
 }
 
 int main(void)
