@@ -86,7 +86,15 @@ static int64_t col_int(sqlite3_stmt *st, int i, int64_t lo, int64_t hi)
     return v < lo ? lo : v > hi ? hi : v;
 }
 
-#define MAX_US ((int64_t)1 << 62)
+/* Every time and count read is clamped to this (36,000 years in us), and sums
+ * saturate: no arithmetic on them can overflow, whatever the database holds. */
+#define MAX_US ((int64_t)1 << 60)
+
+/* a + b for values in [0, MAX_US], saturating at MAX_US. */
+static int64_t sat_add(int64_t a, int64_t b)
+{
+    return a > MAX_US - b ? MAX_US : a + b;
+}
 
 /* "12:34:56.789" (UTC) of a time in us since the epoch. */
 static const char *fmt_clock(char *buf, size_t size, int64_t us, int ms)
@@ -224,16 +232,16 @@ static void bar_merge(bar *a, const bar *b)
         a->lo = b->lo;
     if (b->hi > a->hi)
         a->hi = b->hi;
-    a->nslots += b->nslots;
-    a->windows += b->windows;
+    a->nslots = sat_add(a->nslots, b->nslots);
+    a->windows = sat_add(a->windows, b->windows);
     if (b->start < a->start)
         a->start = b->start;
     if (b->end > a->end)
         a->end = b->end;
-    a->asks += b->asks;
-    a->tryagains += b->tryagains;
-    a->moveds += b->moveds;
-    a->keys += b->keys;
+    a->asks = sat_add(a->asks, b->asks);
+    a->tryagains = sat_add(a->tryagains, b->tryagains);
+    a->moveds = sat_add(a->moveds, b->moveds);
+    a->keys = sat_add(a->keys, b->keys);
 }
 
 static int bar_by_start(const void *pa, const void *pb)
@@ -323,7 +331,7 @@ static size_t load_bars(sqlite3 *db, const span *sp, bar **out, int64_t *cut)
         else if (same_key(last, &b))
             bar_merge(last, &b);
         else
-            *cut += 1;
+            *cut = sat_add(*cut, 1);
     }
     sqlite3_finalize(st);
     while (n > HTML_MAX_BARS) {
@@ -334,7 +342,7 @@ static size_t load_bars(sqlite3 *db, const span *sp, bar **out, int64_t *cut)
     }
     if (n > HTML_MAX_BARS) {
         for (size_t i = HTML_MAX_BARS; i < n; i++)
-            *cut += bars[i].nslots;
+            *cut = sat_add(*cut, bars[i].nslots);
         n = HTML_MAX_BARS;
     }
     qsort(bars, n, sizeof *bars, bar_by_start);
@@ -531,10 +539,10 @@ static void load_series(sqlite3 *db, series *s)
             continue;
         column *c = &s->col[i];
         for (int k = 0; k < 5; k++)
-            c->n[k] += col_int(st, 1 + k, 0, (int64_t)1 << 40);
-        c->commands += col_int(st, 6, 0, (int64_t)1 << 40);
-        c->direct_ops += col_int(st, 7, 0, (int64_t)1 << 40);
-        c->redirected_ops += col_int(st, 8, 0, (int64_t)1 << 40);
+            c->n[k] = sat_add(c->n[k], col_int(st, 1 + k, 0, MAX_US));
+        c->commands = sat_add(c->commands, col_int(st, 6, 0, MAX_US));
+        c->direct_ops = sat_add(c->direct_ops, col_int(st, 7, 0, MAX_US));
+        c->redirected_ops = sat_add(c->redirected_ops, col_int(st, 8, 0, MAX_US));
         int64_t d = col_int(st, 9, -1, MAX_US), r = col_int(st, 10, -1, MAX_US);
         if (d > c->direct_p99)
             c->direct_p99 = d;
@@ -551,6 +559,8 @@ static int64_t nice_max(int64_t v, int64_t *step)
     int64_t s = 1;
     if (v < 1)
         v = 1;
+    if (v > MAX_US)
+        v = MAX_US;
     while (s * 10 <= v && s < ((int64_t)1 << 50))
         s *= 10;
     int64_t m[] = {1, 2, 5, 10};
@@ -604,8 +614,8 @@ static void section_redirects(FILE *out, const span *sp, const series *s, const 
     for (size_t i = 0; i < s->ncols; i++) {
         int64_t sum = 0;
         for (int k = 0; k < 5; k++) {
-            sum += s->col[i].n[k];
-            total[k] += s->col[i].n[k];
+            sum = sat_add(sum, s->col[i].n[k]);
+            total[k] = sat_add(total[k], s->col[i].n[k]);
         }
         if (sum > max)
             max = sum;
@@ -646,7 +656,7 @@ static void section_redirects(FILE *out, const span *sp, const series *s, const 
         double wd = x1 - x0 > 1.5 ? x1 - x0 - 0.5 : 1;
         int64_t sum = 0;
         for (int k = 0; k < 5; k++)
-            sum += c->n[k];
+            sum = sat_add(sum, c->n[k]);
         if (!sum)
             continue;
         char tb[32];
