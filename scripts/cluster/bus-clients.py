@@ -236,7 +236,7 @@ def main():
     w.add_argument("--name", required=True)
     w.add_argument("--log", required=True)
     w.add_argument("--stop", required=True)
-    w.add_argument("--rate", type=float, default=40.0)
+    w.add_argument("--rate", type=float, default=25.0)
     w.add_argument("--refresh", default="moved")
     p = sub.add_parser("poll")
     p.add_argument("--base", type=int, required=True)

@@ -26,6 +26,11 @@ nodes as ports):
       slot while another node had claimed it with a higher config epoch (the
       slot's owner on the bus at ACK_US was not PORT), else 0 (an importing
       node serving ASKING claims nothing: no risk)
+  stale  CLIENT LO HI OLD NEW COMMANDS LAST_US
+      per owner change in the window and writer (wN speaks from 127.0.0.2N,
+      bus-writes.sh): the commands it sent to OLD for slots LO..HI that were
+      answered (ack, moved, ask lines of its log) after the change, and the
+      last one's answer time; writers that sent none there are left out
   lost   KEY VALUE PORT ACK_US WHY
       the lost writes again, WHY = after_claim (RISK 1: the window the
       cluster spec's write safety section describes) or before_claim
@@ -244,18 +249,31 @@ def main():
             print("failover\t%s\t%d\t%d\t%d\t%d\t%d" % (kind, old, new, ep, flip_us, poll))
 
     # writes
+    sys.path.insert(0, "/usr/lib/python3/dist-packages")
+    from redis.crc import key_slot
     from_key = {}
+    answered = {}   # writer -> [(ts, slot, port)] of every answered command
     for name in sorted(glob.glob(os.path.join(run, "w*.log"))):
+        writer = os.path.basename(name)[:-4]
         for line in open(name):
             w = line.rstrip("\n").split("\t")
             if w[0] == "ack":
                 from_key.setdefault(w[2], []).append((int(w[1]), w[3], int(w[4])))
+            if w[0] in ("ack", "moved", "ask"):
+                port = int(w[4] if w[0] == "ack" else w[3])
+                answered.setdefault(writer, []).append((int(w[1]), key_slot(w[2].encode()), port))
+    for (ts, old, new, ep), slots in sorted(groups.items()):
+        for a, b in ranges(slots):
+            for writer, cmds in sorted(answered.items()):
+                late = [t for t, s, p in cmds
+                        if p == ports[old] and a <= s <= b and ts < t <= hi_us]
+                if late:
+                    print("stale\t127.0.0.2%s\t%d\t%d\t%d\t%d\t%d\t%d" % (
+                        writer[1:], a, b, ports[old], ports[new], len(late), max(late)))
     final = {}
     for line in open(os.path.join(run, "readback.tsv")):
         _, k, v = line.rstrip("\n").split("\t")
         final[k] = v
-    sys.path.insert(0, "/usr/lib/python3/dist-packages")
-    from redis.crc import key_slot
     lost = []
     for key, acks in sorted(from_key.items()):
         fv = final.get(key, "-")
