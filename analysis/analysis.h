@@ -41,6 +41,8 @@ typedef enum an_finding_kind {
     AN_READONLY_MISSING,
     AN_CROSSSLOT,
     AN_MIGRATION_STUCK,
+    AN_SLOW_CONVERGENCE,
+    AN_WRITES_AT_RISK,
     AN_FINDING_KINDS
 } an_finding_kind;
 
@@ -108,6 +110,39 @@ typedef struct an_redirect {
     uint64_t req_frame;           /* record of the request's first byte */
     uint64_t reply_frame;         /* record of the reply's last byte */
 } an_redirect;
+
+/* One client after one ownership change (convergence.c): from the flip on,
+ * how long it kept sending the slots to the old owner and what it paid. */
+typedef struct an_convergence {
+    char client[AN_NAME_MAX];
+    int32_t slot_lo, slot_hi;
+    char old_node[AN_NAME_MAX], new_node[AN_NAME_MAX];
+    const char *source;           /* "bus" or "clients": where the change came from */
+    int64_t flip_us;              /* the change (bus: the claim's capture time) */
+    uint64_t flip_frame;          /* the record that proved it (bus), else 0 */
+    uint64_t config_epoch;        /* the new owner's (bus), else 0 */
+    int64_t first_us;             /* its first command for the slots after the flip */
+    int64_t last_stale_us;        /* its last one sent to the old owner, 0: none */
+    int64_t converged_us;         /* its first one sent to the new owner, 0: none */
+    uint64_t stale_commands;      /* commands sent to the old owner (not ASKING'd) */
+    uint64_t moved_replies;       /* ... answered MOVED */
+    uint64_t at_risk_writes;      /* ... writes the old owner acknowledged */
+} an_convergence;
+
+/* One write at risk: acknowledged by node for slot after new_node had claimed
+ * the slot on the bus with a higher config epoch (proof_frame). */
+typedef struct an_risky_write {
+    int64_t ts_us;                /* the acknowledgement (reply time) */
+    uint64_t finding_id;          /* its writes_at_risk finding */
+    char client[AN_NAME_MAX];
+    char node[AN_NAME_MAX], new_node[AN_NAME_MAX];
+    int32_t slot;
+    char command[RESP_NAME_MAX];
+    char key[RESP_ARG_PREFIX + 1];/* redacted when asked */
+    uint64_t req_frame, reply_frame;
+    uint64_t proof_frame;         /* the bus message with the newer claim */
+    uint64_t config_epoch;        /* its config epoch */
+} an_risky_write;
 
 /* A node as learned. */
 typedef struct an_node {
@@ -207,6 +242,8 @@ typedef struct an_sink {
     void (*latency)(void *ctx, const an_latency *l);
     void (*command)(void *ctx, const resp_command *cmd, const char *client,
                     int32_t slot); /* every command, for --store-commands */
+    void (*convergence)(void *ctx, const an_convergence *c);
+    void (*at_risk_write)(void *ctx, const an_risky_write *w);
 } an_sink;
 
 /* ---------------------------------------------------------------- config */
@@ -265,6 +302,11 @@ typedef struct an_config {
     uint8_t redact_key[AN_REDACT_KEY_BYTES]; /* secret key of the redaction PRF
                                         (an_redact_key_random, or the user's key
                                         file); never stored or printed */
+    int64_t slow_convergence_us;     /* slow_convergence: a client still sends
+                                        slots to their old owner this long after
+                                        the change (default 1 s) */
+    int64_t convergence_window_us;   /* a change is watched this long (default 60 s) */
+    uint32_t max_convergence;        /* (client, change) rows (default 16384) */
 } an_config;
 void an_config_defaults(an_config *cfg);
 /* A fresh random redaction key (libsodium's randombytes_buf): redacted keys
@@ -304,6 +346,8 @@ typedef struct an_stats {
     uint64_t abandoned_ops;          /* operations still open at the end, too
                                         recent to judge */
     uint64_t dropped_nodes;          /* nodes not added: registry full */
+    uint64_t convergence_evicted;    /* changes closed early: AN_CV_CHANGES watched */
+    uint64_t convergence_dropped;    /* (client, change) rows not kept: cap */
 } an_stats;
 
 typedef struct an_analyzer an_analyzer;

@@ -515,7 +515,7 @@ an_analyzer *an_new(const an_config *cfg, const an_sink *sink)
     FIX(max_clients); FIX(max_ops); FIX(max_conns); FIX(max_nodes); FIX(max_findings);
     FIX(max_memos); FIX(loop_max_redirects); FIX(op_window_us); FIX(moved_ignored_min);
     FIX(tryagain_min); FIX(ask_cached_min); FIX(migration_stuck_us); FIX(tryagain_max);
-    FIX(readonly_missing_min);
+    FIX(readonly_missing_min); FIX(convergence_window_us); FIX(max_convergence);
 #undef FIX
     if (c->max_nodes > 30000)
         c->max_nodes = 30000; /* node indexes live in int16 / uint16 arrays */
@@ -566,6 +566,7 @@ void an_free(an_analyzer *an)
     an_nodes_free(an);
     an_findings_free(an);
     an_tl_free(an);
+    an_cv_free(an);
     for (int s = 0; s < AN_SLOTS; s++) {
         if (an->slot_lat[s]) {
             an_lat_free(&an->slot_lat[s][0]);
@@ -1007,6 +1008,8 @@ static __attribute__((noinline)) void on_command_full(an_analyzer *an, const res
         an_tl_migrate(an, &x); /* administration: not a client operation */
         return;
     }
+    if (x.slot >= 0 && (an->slot_busy[x.slot] & AN_SLOT_OWN))
+        an_cv_on_command(an, &x);
     if (is_redirect_class(cmd->reply.err)) {
         on_redirect_reply(an, &x);
         an_tl_redirect(an, &x);
@@ -1074,7 +1077,7 @@ static __attribute__((noinline)) void on_command_general(an_analyzer *an,
         cmd->outcome == RESP_OK && !is_redirect_class(cmd->reply.err) &&
         (slot < 0 ||
          (!cmd->in_multi &&
-          !(an->slot_busy[slot] & (AN_SLOT_OPS | AN_SLOT_MEMOS | AN_SLOT_MIG))))) {
+          !(an->slot_busy[slot] & (AN_SLOT_OPS | AN_SLOT_MEMOS | AN_SLOT_MIG | AN_SLOT_OWN))))) {
         if (an->sink.command)
             emit_command(an, cmd, cn->client, info, slot);
         if (slot >= 0 && req->name[0]) {
@@ -1167,7 +1170,8 @@ static inline unsigned quick_command(an_analyzer *an, const resp_command *cmd)
     an_hist *cli_hist = NULL, *node_hist = NULL;
     if (slot >= 0) {
         if (cmd->in_multi ||
-            (an->slot_busy[slot] & (AN_SLOT_OPS | AN_SLOT_MEMOS | AN_SLOT_LAT | AN_SLOT_MIG)))
+            (an->slot_busy[slot] & (AN_SLOT_OPS | AN_SLOT_MEMOS | AN_SLOT_LAT | AN_SLOT_MIG |
+                                  AN_SLOT_OWN)))
             return 0;
         const an_vblock *b = cli->view.blocks;
         if (!b || node < 0 || node >= 0xfffe)
@@ -1307,6 +1311,7 @@ void an_flush(an_analyzer *an, int64_t now_us)
         an->now_us = now_us;
     an_ops_expire(an, an->now_us, 0);
     an_tl_check(an, an->now_us, 0);
+    an_cv_check(an, an->now_us, 0);
     an_findings_emit(an, 0);
 }
 
@@ -1327,6 +1332,7 @@ void an_finish(an_analyzer *an, int64_t end_us)
     while (an->conn_lru_head != AN_NONE)
         conn_drop(an, an->conn_lru_head);
     an_tl_emit(an);
+    an_cv_check(an, an->now_us, 1);
     for (int s = 0; s < AN_SLOTS; s++) {
         if (!an->slot_lat[s])
             continue;

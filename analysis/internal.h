@@ -13,6 +13,8 @@
  *               failovers from the bus (or from what clients were told)
  *   latency.c   log-linear histograms, per scope summaries
  *   util.c      hash maps, JSON text, key redaction
+ *   convergence.c  clients after an ownership change: convergence rows,
+ *               slow_convergence, writes_at_risk
  *
  * Every table has a cap, an eviction rule and a counter in an_stats.
  */
@@ -32,7 +34,8 @@
 #define AN_LRU_EPOCH 64              /* commands per recency epoch (power of 2) */
 /* slot_busy bits; AN_SLOT_MIG: a migration window of the slot is open with a
  * known target (timeline.c watches its commands for the target serving it) */
-enum { AN_SLOT_OPS = 1, AN_SLOT_MEMOS = 2, AN_SLOT_LAT = 4, AN_SLOT_MIG = 8 };
+enum { AN_SLOT_OPS = 1, AN_SLOT_MEMOS = 2, AN_SLOT_LAT = 4, AN_SLOT_MIG = 8,
+       AN_SLOT_OWN = 16 /* its owner changed lately: convergence.c watches it */ };
 
 /* ---------------------------------------------------------------- util.c */
 
@@ -475,6 +478,7 @@ struct an_analyzer {
     uint8_t slot_busy[AN_SLOTS];
     struct { uint64_t id; int32_t idx; } conn_cache[AN_CONN_CACHE];
     struct an_cluster *cluster;  /* cluster.c's state, made at its first event */
+    struct an_cv *cv;            /* convergence.c's state, made at its first change */
 };
 typedef struct an_analyzer an_analyzer;
 
@@ -905,5 +909,28 @@ an_own_cause an_cluster_moved_cause(an_analyzer *an, int32_t slot, int32_t from,
 /* End of input: pending elections, the open ownership rows, node records. */
 void an_cluster_finish(an_analyzer *an);
 void an_cluster_free(an_analyzer *an);
+
+/* ---------------------------------------------------------------- convergence.c */
+
+/*
+ * After each ownership change of cluster.c (bus claims; clients' changes when
+ * the capture has no bus), what each client did with those slots: rows for
+ * the convergence table, the finding slow_convergence (a client still sending
+ * them to the old owner more than cfg.slow_convergence_us after the flip) and
+ * writes_at_risk (writes the old owner acknowledged after a bus claim with a
+ * higher config epoch). A change is watched for cfg.convergence_window_us;
+ * its slots carry AN_SLOT_OWN meanwhile, so that their commands take the full
+ * path and reach an_cv_on_command.
+ */
+#define AN_CV_CHANGES 256            /* changes watched at once */
+typedef struct an_cv an_cv;
+/* The observer of ownership changes (an_cluster_observer.slot_owner). */
+void an_cv_slot_owner(an_analyzer *an, void *ctx, const an_slot_owner *e);
+/* A command on a slot with AN_SLOT_OWN, answered (outcome RESP_OK). */
+void an_cv_on_command(an_analyzer *an, an_cmdctx *x);
+/* Close the changes watched past their window (all: every one, at the end),
+ * emitting their rows. */
+void an_cv_check(an_analyzer *an, int64_t now_us, int all);
+void an_cv_free(an_analyzer *an);
 
 #endif /* SLOTSCOPE_ANALYSIS_INTERNAL_H */

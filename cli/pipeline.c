@@ -107,6 +107,20 @@ static void fan_latency(void *ctx, const an_latency *l)
     p->to_report.latency(p->to_report.ctx, l);
 }
 
+static void fan_convergence(void *ctx, const an_convergence *c)
+{
+    pipeline *p = ctx;
+    if (p->to_store.convergence)
+        p->to_store.convergence(p->to_store.ctx, c);
+}
+
+static void fan_at_risk_write(void *ctx, const an_risky_write *w)
+{
+    pipeline *p = ctx;
+    if (p->to_store.at_risk_write)
+        p->to_store.at_risk_write(p->to_store.ctx, w);
+}
+
 static void fan_command(void *ctx, const resp_command *cmd, const char *client, int32_t slot)
 {
     pipeline *p = ctx;
@@ -118,7 +132,8 @@ static an_sink fan_sink(pipeline *p)
 {
     an_sink s = {.ctx = p, .finding = fan_finding, .redirect = fan_redirect, .node = fan_node,
                  .client = fan_client, .connection = fan_connection,
-                 .migration = fan_migration, .latency = fan_latency};
+                 .migration = fan_migration, .latency = fan_latency,
+                 .convergence = fan_convergence, .at_risk_write = fan_at_risk_write};
     /* Only ask analysis for every command when they are stored. */
     if (p->to_store.command)
         s.command = fan_command;

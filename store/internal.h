@@ -32,6 +32,8 @@ enum store_stmt {
     ST_MIGRATION,
     ST_LATENCY,
     ST_COMMAND,
+    ST_CONVERGENCE,
+    ST_AT_RISK,
     ST_COUNT,
     /* Not statements: the writer thread's other jobs (writer.c). A queued
      * row with one of these as its `which` carries no values. */

@@ -294,6 +294,53 @@ static void write_command(void *ctx, const resp_command *cmd, const char *client
     store_row_end(s, st);
 }
 
+/* Write one client's convergence after an ownership change. */
+static void write_convergence(void *ctx, const an_convergence *c)
+{
+    store *s = ctx;
+    store_row *st = store_row_begin(s, ST_CONVERGENCE);
+    if (!st)
+        return;
+    store_set_text(st, 1, c->client);
+    store_set_int(st, 2, c->slot_lo);
+    store_set_int(st, 3, c->slot_hi);
+    store_set_text(st, 4, c->old_node);
+    store_set_text(st, 5, c->new_node);
+    store_set_text(st, 6, c->source);
+    store_set_int(st, 7, c->flip_us);
+    store_set_uint(st, 8, c->flip_frame);
+    store_set_uint(st, 9, c->config_epoch);
+    store_set_int(st, 10, c->first_us);
+    store_set_int(st, 11, c->last_stale_us);
+    store_set_int(st, 12, c->converged_us);
+    store_set_uint(st, 13, c->stale_commands);
+    store_set_uint(st, 14, c->moved_replies);
+    store_set_uint(st, 15, c->at_risk_writes);
+    store_row_end(s, st);
+}
+
+/* Write one write at risk. */
+static void write_at_risk(void *ctx, const an_risky_write *w)
+{
+    store *s = ctx;
+    store_row *st = store_row_begin(s, ST_AT_RISK);
+    if (!st)
+        return;
+    store_set_uint(st, 1, w->finding_id);
+    store_set_int(st, 2, w->ts_us);
+    store_set_text(st, 3, w->client);
+    store_set_text(st, 4, w->node);
+    store_set_text(st, 5, w->new_node);
+    store_set_int(st, 6, w->slot);
+    store_set_text(st, 7, w->command);
+    store_set_text(st, 8, w->key);
+    store_set_uint(st, 9, w->req_frame);
+    store_set_uint(st, 10, w->reply_frame);
+    store_set_uint(st, 11, w->proof_frame);
+    store_set_uint(st, 12, w->config_epoch);
+    store_row_end(s, st);
+}
+
 an_sink store_sink(store *s)
 {
     an_sink sink;
@@ -306,6 +353,8 @@ an_sink store_sink(store *s)
     sink.connection = write_connection;
     sink.migration = write_migration;
     sink.latency = write_latency;
+    sink.convergence = write_convergence;
+    sink.at_risk_write = write_at_risk;
     if (s && s->opts.store_commands)
         sink.command = write_command;
     return sink;

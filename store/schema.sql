@@ -1,4 +1,4 @@
--- slotscope database schema, version 2 (store.h: STORE_SCHEMA_VERSION).
+-- slotscope database schema, version 3 (store.h: STORE_SCHEMA_VERSION).
 --
 -- One database holds one run: the inputs it read, the nodes and clients it saw,
 -- every redirect reply, the findings with their evidence, each slot's migration
@@ -243,6 +243,50 @@ CREATE TABLE commands (
     in_multi    INTEGER NOT NULL,
     req_frame   INTEGER NOT NULL DEFAULT 0, -- record of the request's first packet
     reply_frame INTEGER NOT NULL DEFAULT 0  -- record of the reply's last packet, 0 if none
+);
+
+-- After each ownership change (a bus claim; what clients were told when the
+-- capture has no bus), one row per client that sent commands for those slots:
+-- how long it kept sending them to the old owner (last_stale_us - flip_us) and
+-- what it paid. Commands sent with ASKING are not stale. A change is watched
+-- for convergence_window_ms (--set). 0 in a *_us column means none.
+CREATE TABLE convergence (
+    id             INTEGER PRIMARY KEY,
+    client         TEXT NOT NULL,
+    slot_lo        INTEGER NOT NULL,
+    slot_hi        INTEGER NOT NULL,
+    old_node       TEXT NOT NULL,
+    new_node       TEXT NOT NULL,
+    source         TEXT NOT NULL,      -- bus, clients
+    flip_us        INTEGER NOT NULL,   -- the change (bus: the claim's capture time)
+    flip_frame     INTEGER NOT NULL,   -- the record proving it (bus), else 0
+    config_epoch   INTEGER NOT NULL,   -- the new owner's (bus), else 0
+    first_us       INTEGER NOT NULL,   -- its first command for the slots after the flip
+    last_stale_us  INTEGER NOT NULL,   -- its last command sent to the old owner
+    converged_us   INTEGER NOT NULL,   -- its first command sent to the new owner
+    stale_commands INTEGER NOT NULL,
+    moved_replies  INTEGER NOT NULL,
+    at_risk_writes INTEGER NOT NULL
+);
+
+-- Every write of a writes_at_risk finding: acknowledged by node for slot
+-- after new_node had claimed the slot on the bus with a higher config epoch
+-- (proof_frame: that bus message's record). Keys are hashed under
+-- --redact-keys.
+CREATE TABLE at_risk_writes (
+    id            INTEGER PRIMARY KEY,
+    finding_id    INTEGER NOT NULL,    -- findings.id
+    ts_us         INTEGER NOT NULL,    -- the acknowledgement (reply complete)
+    client        TEXT NOT NULL,
+    node          TEXT NOT NULL,
+    new_node      TEXT NOT NULL,
+    slot          INTEGER NOT NULL,
+    command       TEXT NOT NULL,
+    key           TEXT NOT NULL,
+    req_frame     INTEGER NOT NULL,
+    reply_frame   INTEGER NOT NULL,
+    proof_frame   INTEGER NOT NULL,
+    config_epoch  INTEGER NOT NULL
 );
 
 -- The indexes for the canned queries (queries/*.sql) are in store/indexes.sql:

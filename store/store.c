@@ -135,6 +135,15 @@ static const char *const stmt_sql[ST_COUNT] = {
         " req_frame, reply_frame)"
         " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,"
         " ?17, ?18, ?19)",
+    [ST_CONVERGENCE] =
+        "INSERT INTO convergence (client, slot_lo, slot_hi, old_node, new_node, source,"
+        " flip_us, flip_frame, config_epoch, first_us, last_stale_us, converged_us,"
+        " stale_commands, moved_replies, at_risk_writes)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+    [ST_AT_RISK] =
+        "INSERT INTO at_risk_writes (finding_id, ts_us, client, node, new_node, slot,"
+        " command, key, req_frame, reply_frame, proof_frame, config_epoch)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
 };
 
 /* Wall-clock time in microseconds since the epoch (meta start_us / end_us). */
@@ -937,6 +946,8 @@ static void each_an_counter(const an_stats *a, store_counter_fn fn, void *ctx)
     fn(ctx, "findings", a->findings);
     fn(ctx, "evicted_clients", a->evicted_clients);
     fn(ctx, "dropped_nodes", a->dropped_nodes);
+    fn(ctx, "convergence_evicted", a->convergence_evicted);
+    fn(ctx, "convergence_dropped", a->convergence_dropped);
     fn(ctx, "evicted_ops", a->evicted_ops);
     fn(ctx, "node_links", a->node_links);
     fn(ctx, "evicted_conns", a->evicted_conns);
@@ -980,7 +991,7 @@ static int read_schema_version(sqlite3 *db)
  * file may have put a view in their place (a recursive CTE never ends). */
 static const char *const schema_tables[] = {
     "meta", "inputs", "nodes", "clients", "connections", "redirects", "findings",
-    "slot_migrations", "latency", "counters", "commands",
+    "slot_migrations", "latency", "counters", "commands", "convergence", "at_risk_writes",
 };
 
 /* The first n tables of the schema are there and are tables (meta is the
