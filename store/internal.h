@@ -32,6 +32,9 @@ enum store_stmt {
     ST_MIGRATION,
     ST_LATENCY,
     ST_COMMAND,
+    ST_OWNER,
+    ST_NODE_STATE,
+    ST_FAILOVER,
     ST_COUNT,
     /* Not statements: the writer thread's other jobs (writer.c). A queued
      * row with one of these as its `which` carries no values. */
