@@ -60,11 +60,6 @@ struct an_cv {
     uint8_t bus;                 /* a bus change was seen */
 };
 
-static const char *source_name(an_own_source s)
-{
-    return s == AN_OWN_BUS ? "bus" : "clients";
-}
-
 static an_cv *cv_get(an_analyzer *an)
 {
     if (an->cv)
@@ -96,7 +91,7 @@ static void emit_row(an_analyzer *an, const cv_change *c, const cv_row *r)
     o.slot_hi = c->ev.slot_hi;
     an_copy_str(o.old_node, sizeof o.old_node, an_node_name(an, c->ev.old_node));
     an_copy_str(o.new_node, sizeof o.new_node, an_node_name(an, c->ev.node));
-    o.source = source_name(c->ev.source);
+    o.source = an_own_source_name(c->ev.source);
     o.flip_us = c->ev.ts_us;
     o.flip_frame = c->ev.frame;
     o.config_epoch = c->ev.config_epoch;
@@ -148,7 +143,7 @@ void an_cv_slot_owner(an_analyzer *an, void *ctx, const an_slot_owner *e)
     /* the bus is the better source: once it spoke, clients' changes are echoes */
     if (e->source == AN_OWN_BUS)
         cv->bus = 1;
-    else if (cv->bus)
+    else if (cv->bus || an_cluster_has_bus(an))
         return;
     int32_t i = (int32_t)(cv->next_change++ % AN_CV_CHANGES);
     if (cv->changes[i].used) {
@@ -204,7 +199,7 @@ static void change_json(an_analyzer *an, const cv_change *c, char *out, size_t s
              "\"via\":\"%s\"}%s",
              (int)c->ev.slot_lo, (int)c->ev.slot_hi, an_node_name(an, c->ev.old_node),
              an_node_name(an, c->ev.node), (long long)c->ev.ts_us,
-             source_name(c->ev.source), (unsigned long long)c->ev.config_epoch,
+             an_own_source_name(c->ev.source), (unsigned long long)c->ev.config_epoch,
              (unsigned long long)c->ev.frame,
              c->ev.source == AN_OWN_BUS ? bus_type_name(c->ev.via) : "clients", more);
 }

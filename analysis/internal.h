@@ -246,6 +246,7 @@ typedef struct an_cn {
     uint8_t has_ident;           /* announced itself: an->conn_ident[entry] */
     /* then the rest (these two fill the first line: 256-byte entries) */
     uint8_t mid_stream;          /* started without a handshake: state unknown */
+    uint8_t bus;                 /* carries the cluster bus: no client's */
     int32_t asking_ring;         /* its ASKING's entry in the ASKING ring */
     int32_t lprev, lnext;        /* LRU list (relinked once per epoch) */
     uint64_t id;
@@ -501,6 +502,10 @@ int32_t an_node_by_endpoint_text(an_analyzer *an, const char *text);
 int32_t an_node_by_announced(an_analyzer *an, const char *text, int create);
 int32_t an_node_by_redirect(an_analyzer *an, const resp_redirect *r, int32_t answering);
 int32_t an_node_by_id(an_analyzer *an, const char *id, size_t len);
+/* Node i has cluster node id `id` (40 hex characters, from the bus). */
+void an_node_learn_id(an_analyzer *an, int32_t i, const char *id);
+/* Node i is a "master" or a "replica" of master (AN_NONE: not known). */
+void an_node_learn_role(an_analyzer *an, int32_t i, const char *role, int32_t master);
 /* Parse a CLUSTER SLOTS / SHARDS / NODES reply answered by node. 0 ok. */
 int an_nodes_learn_map(an_analyzer *an, const char *sub, int32_t node, const resp_reply *r);
 /* A replica connected to master (REPLCONF listening-port). */
@@ -906,7 +911,11 @@ void an_cluster_on_told(an_analyzer *an, int32_t lo, int32_t hi, int32_t node,
  * migration (or the slot has a migration window to `to`), else unknown. */
 an_own_cause an_cluster_moved_cause(an_analyzer *an, int32_t slot, int32_t from, int32_t to,
                                     int64_t ts_us);
-/* End of input: pending elections, the open ownership rows, node records. */
+/* A bus connection ended (its peers are forgotten). */
+void an_cluster_conn_close(an_analyzer *an, uint64_t conn_id);
+/* The bus's fields of node's record (an_nodes_emit). */
+void an_cluster_fill_node(const an_analyzer *an, int32_t node, an_node *out);
+/* End of input: pending elections, the open ownership rows. */
 void an_cluster_finish(an_analyzer *an);
 void an_cluster_free(an_analyzer *an);
 

@@ -240,6 +240,16 @@ static void node_set_role(an_analyzer *an, int32_t i, const char *role, int32_t 
     an->reg_version++;
 }
 
+void an_node_learn_id(an_analyzer *an, int32_t i, const char *id)
+{
+    node_set_id(an, i, id, strlen(id));
+}
+
+void an_node_learn_role(an_analyzer *an, int32_t i, const char *role, int32_t master)
+{
+    node_set_role(an, i, role, master);
+}
+
 /* The port of an "host:port" text, or 0. */
 static long name_port(const char *t)
 {
@@ -700,6 +710,7 @@ void an_nodes_emit(an_analyzer *an)
     for (uint32_t i = 0; i < an->nnodes; i++) {
         an_nd *n = &an->nodes[i];
         n->pub.slots_owned = owned ? owned[i] : 0;
+        an_cluster_fill_node(an, (int32_t)i, &n->pub);
         if (n->phantom && n->pub.commands == 0 && !n->pub.role[0] && !n->pub.node_id[0] &&
             !n->pub.announced[0] && n->pub.slots_owned == 0)
             continue;

@@ -4,8 +4,8 @@ independent of slotscope: its own pcap reader and cluster-bus parser, the
 writers' logs, the CLUSTER NODES polls and the read-back.
 
 The bus state is followed over RUN_DIR/capture.pcap (the whole run); only what
-falls inside WINDOW_PCAP's time range (a cut of it, e.g. a fixture; default the
-whole capture) is printed, as tab-separated lines (times in us since the epoch,
+falls inside the time ranges WINDOW_PCAP covers (a cut of it, or two merged,
+e.g. a fixture; default the whole capture) is printed, as tab-separated lines (times in us since the epoch,
 nodes as ports):
 
   owner  LO HI OLD NEW EPOCH TS_US
@@ -143,18 +143,25 @@ def ranges(slots):
     return out
 
 
-def window(path):
-    first = last = None
+def windows(path):
+    """The time ranges the pcap covers: its packets, split where none came
+    for a second (a fixture may be two cuts of the run, merged)."""
+    out = []
     for p in packets(path):
-        first = p[0] if first is None else first
-        last = p[0]
-    return first, last
+        if out and p[0] - out[-1][1] <= 1000000:
+            out[-1][1] = p[0]
+        else:
+            out.append([p[0], p[0]])
+    return out
 
 
 def main():
     run = sys.argv[1]
     cut = sys.argv[2] if len(sys.argv) > 2 else os.path.join(run, "capture.pcap")
-    lo_us, hi_us = window(cut)
+    covered = windows(cut)
+
+    def inside(t):
+        return any(a <= t <= b for a, b in covered)
     ports = {}
     for line in open(os.path.join(run, "roles.tsv")):
         p, nid, _ = line.split("\t")
@@ -213,7 +220,7 @@ def main():
     # owner lines: changes grouped by (ts, old, new, epoch) into ranges
     groups = {}
     for ts, s, old, new, ep in changes:
-        if lo_us <= ts <= hi_us:
+        if inside(ts):
             groups.setdefault((ts, old, new, ep), []).append(s)
     for (ts, old, new, ep), slots in sorted(groups.items()):
         for a, b in ranges(slots):
@@ -245,7 +252,7 @@ def main():
         flip_us, new_id, ep = min(flips)
         new = ports[new_id]
         poll = next((t for t, masters in polls if t >= ts and new in masters), 0)
-        if lo_us <= flip_us <= hi_us:
+        if inside(flip_us):
             print("failover\t%s\t%d\t%d\t%d\t%d\t%d" % (kind, old, new, ep, flip_us, poll))
 
     # writes
@@ -266,7 +273,7 @@ def main():
         for a, b in ranges(slots):
             for writer, cmds in sorted(answered.items()):
                 late = [t for t, s, p in cmds
-                        if p == ports[old] and a <= s <= b and ts < t <= hi_us]
+                        if p == ports[old] and a <= s <= b and ts < t and inside(t)]
                 if late:
                     print("stale\t127.0.0.2%s\t%d\t%d\t%d\t%d\t%d\t%d" % (
                         writer[1:], a, b, ports[old], ports[new], len(late), max(late)))
@@ -280,7 +287,7 @@ def main():
         fseq = -1 if fv == "-" else int(fv.rsplit("-", 1)[1])
         slot = key_slot(key.encode())
         for ts, value, port in acks:
-            if not lo_us <= ts <= hi_us:
+            if not inside(ts):
                 continue
             seq = int(value.rsplit("-", 1)[1])
             fate = "survived" if seq == fseq else "overwritten" if seq < fseq else "lost"

@@ -106,7 +106,7 @@ static void sc_init_sink(sc *s, const an_config *cfg, int with_commands)
 {
     memset(s, 0, sizeof *s);
     an_sink sink = {&s->out, on_finding, on_redirect, on_node, on_client, on_connection,
-                    on_migration, on_latency, with_commands ? on_command : NULL,
+                    on_migration, on_latency, with_commands ? on_command : NULL, NULL, NULL, NULL,
                     on_convergence, on_at_risk_write};
     s->an = an_new(cfg, &sink);
     s->rs = an_resp_sink(s->an);
