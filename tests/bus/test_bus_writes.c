@@ -315,6 +315,19 @@ static void test_takeover(void **state)
     assert_true(th_sql_int(db, "SELECT count(*) FROM findings WHERE kind = 'slow_convergence'",
                            NULL) > 0);
     sqlite3_close(db);
+
+    /* the canned query: one row per writer, the slowest first (w3, 127.0.0.23) */
+    th_run r;
+    memset(&r, 0, sizeof r);
+    assert_int_equal(th_run_binary(&r, SS_BINARY, TH_ARGS("query", db_path, "convergence", "--json"),
+                                   NULL, NULL, 0),
+                     0);
+    int rows = 0;
+    for (const char *p = r.out; (p = strstr(p, "\"client\":")) != NULL; p++)
+        rows++;
+    assert_int_equal(rows, 4);
+    assert_true(strstr(r.out, "127.0.0.23") < strstr(r.out, "127.0.0.24"));
+    th_run_free(&r);
     remove(db_path);
 }
 
