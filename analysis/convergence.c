@@ -34,14 +34,12 @@
 typedef struct cv_change {
     an_slot_owner ev;            /* the change as cluster.c announced it */
     int64_t until_us;            /* watched until then */
-    uint32_t gen;                /* bumped when the entry is reused */
     uint8_t used;
 } cv_change;
 
 typedef struct cv_row {
     uint8_t used;
     int32_t change;
-    uint32_t change_gen;
     int32_t next;                /* the change's rows, or the free list */
     char client[AN_NAME_MAX];
     int64_t first_us, last_stale_us, converged_us;
@@ -55,6 +53,7 @@ struct an_cv {
     int32_t heads[AN_CV_CHANGES];/* each change's rows */
     uint32_t next_change;        /* round robin: the oldest is reused */
     cv_row *rows;
+    an_map row_map;              /* (change, client) -> row */
     uint32_t nrows, cap, hwm;
     int32_t free_row;
     uint8_t bus;                 /* a bus change was seen */
@@ -69,7 +68,8 @@ static an_cv *cv_get(an_analyzer *an)
         return NULL;
     cv->cap = an->cfg.max_convergence;
     cv->rows = calloc(cv->cap ? cv->cap : 1, sizeof *cv->rows);
-    if (!cv->rows) {
+    if (!cv->rows || an_map_init(&cv->row_map, cv->cap ? cv->cap : 1) != 0) {
+        free(cv->rows);
         free(cv);
         return NULL;
     }
@@ -78,6 +78,24 @@ static an_cv *cv_get(an_analyzer *an)
         cv->heads[i] = AN_NONE;
     an->cv = cv;
     return cv;
+}
+
+/* The row map's key: a change and a client name. */
+typedef struct row_key {
+    int32_t change;
+    const char *client;
+} row_key;
+
+static uint64_t row_hash(int32_t change, const char *client)
+{
+    return an_hash_str(client, an_mix64((uint64_t)change + 1));
+}
+
+static int row_eq(const void *ctx, int32_t val, const void *key)
+{
+    const an_cv *cv = ctx;
+    const row_key *k = key;
+    return cv->rows[val].change == k->change && strcmp(cv->rows[val].client, k->client) == 0;
 }
 
 static void emit_row(an_analyzer *an, const cv_change *c, const cv_row *r)
@@ -113,6 +131,7 @@ static void close_change(an_analyzer *an, an_cv *cv, int32_t i)
     for (int32_t r = cv->heads[i], next; r != AN_NONE; r = next) {
         next = cv->rows[r].next;
         emit_row(an, c, &cv->rows[r]);
+        an_map_del(&cv->row_map, row_hash(i, cv->rows[r].client), r);
         cv->rows[r].used = 0;
         cv->rows[r].next = cv->free_row;
         cv->free_row = r;
@@ -126,7 +145,6 @@ static void close_change(an_analyzer *an, an_cv *cv, int32_t i)
         }
     }
     c->used = 0;
-    c->gen++;
 }
 
 void an_cv_slot_owner(an_analyzer *an, void *ctx, const an_slot_owner *e)
@@ -163,9 +181,11 @@ void an_cv_slot_owner(an_analyzer *an, void *ctx, const an_slot_owner *e)
 /* The row of (change i, client), created when new; NULL when the table is full. */
 static cv_row *row_get(an_analyzer *an, an_cv *cv, int32_t i, const char *client, int64_t ts)
 {
-    for (int32_t r = cv->heads[i]; r != AN_NONE; r = cv->rows[r].next)
-        if (strcmp(cv->rows[r].client, client) == 0)
-            return &cv->rows[r];
+    row_key k = {i, client};
+    uint64_t h = row_hash(i, client);
+    int32_t found = an_map_find(&cv->row_map, h, row_eq, cv, &k);
+    if (found != AN_NONE)
+        return &cv->rows[found];
     int32_t r = cv->free_row;
     if (r != AN_NONE)
         cv->free_row = cv->rows[r].next;
@@ -179,13 +199,13 @@ static cv_row *row_get(an_analyzer *an, an_cv *cv, int32_t i, const char *client
     memset(w, 0, sizeof *w);
     w->used = 1;
     w->change = i;
-    w->change_gen = cv->changes[i].gen;
     an_copy_str(w->client, sizeof w->client, client);
     w->first_us = ts;
     w->slow = w->risk = AN_NONE;
     w->next = cv->heads[i];
     cv->heads[i] = r;
     cv->nrows++;
+    an_map_put(&cv->row_map, h, r); /* cannot be full: rows <= cap */
     return w;
 }
 
@@ -334,6 +354,7 @@ void an_cv_free(an_analyzer *an)
     if (!an->cv)
         return;
     free(an->cv->rows);
+    an_map_free(&an->cv->row_map);
     free(an->cv);
     an->cv = NULL;
 }
