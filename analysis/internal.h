@@ -157,6 +157,8 @@ typedef struct an_nd {
     size_t map_len;             /* its length, 0: none */
     char map_kind;
     uint64_t map_version;       /* reg_version then */
+    uint64_t told_epoch;        /* config epoch in the latest CLUSTER NODES
+                                   reply that listed it (0: none) */
     uint8_t phantom;            /* made for the server side of a replication link
                                    found reversed (it is the replica's source
                                    endpoint, not a node): not reported while

@@ -38,6 +38,7 @@ void report_free(report *r)
     free(r->inputs);
     free(r->nodes);
     free(r->migrations);
+    free(r->failovers);
     free(r->latency);
     free(r->counters);
     free(r->finding_index);
@@ -213,6 +214,23 @@ void report_add_migration(report *r, const an_migration *m)
     }
     r->migrations = arr;
     arr[r->n_migrations++] = *m;
+}
+
+void report_add_failover(report *r, const rep_failover *f)
+{
+    rep_failover *arr;
+    if (r->n_failovers >= REPORT_MAX_MIGRATIONS ||
+        !(arr = room_for(r->failovers, r->n_failovers, sizeof *arr))) {
+        r->dropped++;
+        return;
+    }
+    r->failovers = arr;
+    arr[r->n_failovers++] = *f;
+}
+
+const char *report_ownership_source(const report *r)
+{
+    return r->owner_rows_bus ? "bus" : r->owner_rows_clients ? "clients" : "none";
 }
 
 /* FNV-1a of a string, folded with an extra word. */
@@ -415,6 +433,34 @@ static void sink_migration(void *ctx, const an_migration *m)
     report_add_migration(ctx, m);
 }
 
+static void sink_failover(void *ctx, const an_failover_rec *f)
+{
+    rep_failover rf;
+    memset(&rf, 0, sizeof rf);
+    rf.ts_us = f->ts_us;
+    copy_field(rf.kind, sizeof rf.kind, f->kind);
+    copy_field(rf.old_master, sizeof rf.old_master, f->old_master);
+    copy_field(rf.old_id, sizeof rf.old_id, f->old_id);
+    copy_field(rf.new_master, sizeof rf.new_master, f->new_master);
+    copy_field(rf.new_id, sizeof rf.new_id, f->new_id);
+    rf.config_epoch = f->config_epoch;
+    rf.detected_us = f->detected_us;
+    rf.elected_us = f->elected_us;
+    rf.done_us = f->done_us;
+    rf.votes = f->votes;
+    rf.slots = f->slots;
+    report_add_failover(ctx, &rf);
+}
+
+static void sink_owner_row(void *ctx, const an_owner_row *o)
+{
+    report *r = ctx;
+    if (strcmp(o->source, "bus") == 0)
+        r->owner_rows_bus++;
+    else
+        r->owner_rows_clients++;
+}
+
 /* "client", "slot", "node", "all" as the database stores them. */
 static const char *scope_name(an_scope s)
 {
@@ -450,6 +496,8 @@ an_sink report_sink(report *r)
     s.client = sink_client;
     s.migration = sink_migration;
     s.latency = sink_latency;
+    s.failover = sink_failover;
+    s.owner_row = sink_owner_row;
     return s;
 }
 
