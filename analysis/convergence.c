@@ -1,7 +1,8 @@
 /*
  * convergence.c - what each client did after the cluster changed a slot's
  * owner: how long it kept sending those slots to the old owner and what it
- * paid (convergence rows, finding slow_convergence), and which writes the old
+ * paid (convergence rows; finding slow_convergence while the old owner still
+ * served it, nobody having told it of the change), and which writes the old
  * owner acknowledged after another node had claimed the slots with a higher
  * config epoch (finding writes_at_risk, one at_risk_write record each).
  *
@@ -17,7 +18,8 @@
  * or leaves the keys orphaned), and those writes are gone. Only bus claims
  * prove the epoch: changes learnt from clients never make writes at risk.
  * A command sent with ASKING is neither stale nor at risk (the importing
- * node serves it on purpose).
+ * node serves it on purpose), nor is a read sent under READONLY (an old
+ * master, now a replica, serves reads to clients that asked for that).
  *
  * Bounded: AN_CV_CHANGES changes are watched at once (the oldest is closed
  * to make room), each for cfg.convergence_window_us after its flip;
@@ -43,6 +45,8 @@ typedef struct cv_row {
     int32_t next;                /* the change's rows, or the free list */
     char client[AN_NAME_MAX];
     int64_t first_us, last_stale_us, converged_us;
+    int64_t told_us;             /* its first MOVED from the old owner, 0: none yet */
+    int64_t last_untold_us;      /* its last stale command before that */
     uint64_t stale_commands, moved_replies, at_risk_writes;
     int32_t slow, risk;          /* its findings, AN_NONE until found */
 } cv_row;
@@ -234,20 +238,26 @@ static void set_summary(an_fnd *f, const char *summary)
 
 static void note_slow(an_analyzer *an, an_cmdctx *x, const cv_change *c, cv_row *w)
 {
-    int64_t stale_us = w->last_stale_us - c->ev.ts_us;
+    /* stale from its first command for the slots after the flip (a client
+     * quiet since the flip could not know sooner) to this one, still served
+     * by the old owner: nobody told it yet. What it does once told (MOVED)
+     * is moved_ignored's, or readonly_missing's, to judge. */
+    int64_t stale_us = w->last_untold_us - w->first_us;
     if (stale_us <= an->cfg.slow_convergence_us)
         return;
     char summary[AN_SUMMARY_MAX];
     snprintf(summary, sizeof summary,
-             "kept sending slots %d-%d to %s %.1f ms after the cluster gave them to %s "
-             "(%llu commands there, %llu MOVED)",
+             "kept sending slots %d-%d to %s, which still served them, for %.1f ms after "
+             "%s took them (%llu commands there, %llu MOVED)",
              (int)c->ev.slot_lo, (int)c->ev.slot_hi, an_node_name(an, c->ev.old_node),
              (double)stale_us / 1000.0, an_node_name(an, c->ev.node),
              (unsigned long long)w->stale_commands, (unsigned long long)w->moved_replies);
     an_event e;
     an_event_from(&e, x, "stale command");
-    char more[96];
-    snprintf(more, sizeof more, ",\"stale_ms\":%.3f", (double)stale_us / 1000.0);
+    char more[128];
+    snprintf(more, sizeof more, ",\"stale_ms\":%.3f,\"first_us\":%lld,\"since_flip_ms\":%.3f",
+             (double)stale_us / 1000.0, (long long)w->first_us,
+             (double)(w->last_untold_us - c->ev.ts_us) / 1000.0);
     int first = w->slow == AN_NONE;
     w->slow = an_finding_get(an, AN_SLOW_CONVERGENCE, w->client, c->ev.old_node,
                              c->ev.slot_lo, 1);
@@ -320,6 +330,10 @@ void an_cv_on_command(an_analyzer *an, an_cmdctx *x)
     if (ts < c->ev.ts_us || x->asked || x->node == AN_NONE ||
         (x->node != c->ev.old_node && x->node != c->ev.node))
         return;
+    /* a read under READONLY: the old master, now a replica, serves it on purpose */
+    if (x->node == c->ev.old_node && x->cn->readonly && x->info &&
+        (x->info->flags & AN_CMD_READONLY))
+        return;
     cv_row *w = row_get(an, cv, i, an_client_name(an, x->cn->client), ts);
     if (!w)
         return;
@@ -331,9 +345,14 @@ void an_cv_on_command(an_analyzer *an, an_cmdctx *x)
     w->stale_commands++;
     if (ts > w->last_stale_us)
         w->last_stale_us = ts;
-    if (x->cmd->reply.err == RESP_ERR_MOVED)
+    if (x->cmd->reply.err == RESP_ERR_MOVED) {
         w->moved_replies++;
-    note_slow(an, x, c, w);
+        if (!w->told_us)
+            w->told_us = ts;
+    } else if (!w->told_us) {
+        w->last_untold_us = ts;
+        note_slow(an, x, c, w);
+    }
     if (c->ev.source == AN_OWN_BUS && x->cmd->reply.err == RESP_ERR_NONE && x->info &&
         (x->info->flags & AN_CMD_WRITE))
         note_risk(an, x, c, w);

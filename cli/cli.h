@@ -246,6 +246,17 @@ typedef struct rep_failover {
     uint32_t votes, slots;
 } rep_failover;
 
+/* One client after one slot ownership change (an_convergence, with its own
+ * text). */
+typedef struct rep_convergence {
+    char client[AN_NAME_MAX];
+    int32_t slot_lo, slot_hi;
+    char old_node[AN_NAME_MAX], new_node[AN_NAME_MAX];
+    char source[16];
+    int64_t flip_us, last_stale_us, converged_us;
+    uint64_t config_epoch, stale_commands, moved_replies, at_risk_writes;
+} rep_convergence;
+
 /* A client that announced who it is (the others need no record here). */
 typedef struct rep_client {
     char name[AN_NAME_MAX];
@@ -264,6 +275,7 @@ typedef struct report {
     rep_node *nodes;             size_t n_nodes;
     an_migration *migrations;    size_t n_migrations;
     rep_failover *failovers;     size_t n_failovers;
+    rep_convergence *convergence; size_t n_convergence; /* the slowest first */
     uint64_t owner_rows_bus;     /* slot_owners rows from the bus ... */
     uint64_t owner_rows_clients; /* ... and from what clients were told */
     rep_finding *findings;       size_t n_findings;
@@ -296,6 +308,7 @@ void report_add_input(report *r, const rep_input *in);
 void report_add_node(report *r, const rep_node *n);
 void report_add_migration(report *r, const an_migration *m);
 void report_add_failover(report *r, const rep_failover *f);
+void report_add_convergence(report *r, const rep_convergence *c);
 /* Where slot ownership comes from: "bus", "clients", or "none". */
 const char *report_ownership_source(const report *r);
 void report_add_latency(report *r, const rep_latency *l);

@@ -112,6 +112,8 @@ static void fan_convergence(void *ctx, const an_convergence *c)
     pipeline *p = ctx;
     if (p->to_store.convergence)
         p->to_store.convergence(p->to_store.ctx, c);
+    if (p->to_report.convergence)
+        p->to_report.convergence(p->to_report.ctx, c);
 }
 
 static void fan_at_risk_write(void *ctx, const an_risky_write *w)

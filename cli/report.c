@@ -39,6 +39,7 @@ void report_free(report *r)
     free(r->nodes);
     free(r->migrations);
     free(r->failovers);
+    free(r->convergence);
     free(r->latency);
     free(r->counters);
     free(r->finding_index);
@@ -226,6 +227,18 @@ void report_add_failover(report *r, const rep_failover *f)
     }
     r->failovers = arr;
     arr[r->n_failovers++] = *f;
+}
+
+void report_add_convergence(report *r, const rep_convergence *c)
+{
+    rep_convergence *arr;
+    if (r->n_convergence >= REPORT_MAX_MIGRATIONS ||
+        !(arr = room_for(r->convergence, r->n_convergence, sizeof *arr))) {
+        r->dropped++;
+        return;
+    }
+    r->convergence = arr;
+    arr[r->n_convergence++] = *c;
 }
 
 const char *report_ownership_source(const report *r)
@@ -486,6 +499,26 @@ static void sink_latency(void *ctx, const an_latency *l)
     report_add_latency(ctx, &rl);
 }
 
+static void sink_convergence(void *ctx, const an_convergence *c)
+{
+    rep_convergence rc;
+    memset(&rc, 0, sizeof rc);
+    copy_field(rc.client, sizeof rc.client, c->client);
+    rc.slot_lo = c->slot_lo;
+    rc.slot_hi = c->slot_hi;
+    copy_field(rc.old_node, sizeof rc.old_node, c->old_node);
+    copy_field(rc.new_node, sizeof rc.new_node, c->new_node);
+    copy_field(rc.source, sizeof rc.source, c->source ? c->source : "");
+    rc.flip_us = c->flip_us;
+    rc.last_stale_us = c->last_stale_us;
+    rc.converged_us = c->converged_us;
+    rc.config_epoch = c->config_epoch;
+    rc.stale_commands = c->stale_commands;
+    rc.moved_replies = c->moved_replies;
+    rc.at_risk_writes = c->at_risk_writes;
+    report_add_convergence(ctx, &rc);
+}
+
 an_sink report_sink(report *r)
 {
     an_sink s;
@@ -497,6 +530,7 @@ an_sink report_sink(report *r)
     s.migration = sink_migration;
     s.latency = sink_latency;
     s.failover = sink_failover;
+    s.convergence = sink_convergence;
     s.owner_row = sink_owner_row;
     return s;
 }
@@ -569,8 +603,31 @@ static int cmp_latency(const void *a, const void *b)
     return strcmp(x->key, y->key);
 }
 
+/* The slowest first: the longest time stale after the flip, then flip time,
+ * client and slots (a total order: the same report from the run and the db). */
+static int64_t stale_us(const rep_convergence *c)
+{
+    return c->last_stale_us ? c->last_stale_us - c->flip_us : -1;
+}
+
+static int cmp_convergence(const void *a, const void *b)
+{
+    const rep_convergence *x = a, *y = b;
+    if (stale_us(x) != stale_us(y))
+        return stale_us(x) > stale_us(y) ? -1 : 1;
+    if (x->flip_us != y->flip_us)
+        return x->flip_us < y->flip_us ? -1 : 1;
+    int c = strcmp(x->client, y->client);
+    if (c)
+        return c;
+    return x->slot_lo != y->slot_lo ? (x->slot_lo < y->slot_lo ? -1 : 1)
+                                    : strcmp(x->old_node, y->old_node);
+}
+
 void report_sort(report *r)
 {
+    if (r->n_convergence)
+        qsort(r->convergence, r->n_convergence, sizeof *r->convergence, cmp_convergence);
     if (r->n_findings)
         qsort(r->findings, r->n_findings, sizeof *r->findings, cmp_finding);
     if (r->n_migrations)

@@ -101,6 +101,26 @@ static void row_migration(report *r, sqlite3_stmt *st)
     report_add_migration(r, &m);
 }
 
+static void row_convergence(report *r, sqlite3_stmt *st)
+{
+    rep_convergence c;
+    memset(&c, 0, sizeof c);
+    snprintf(c.client, sizeof c.client, "%s", col_text(st, 0));
+    c.slot_lo = col_int_in(st, 1, -1, 16383);
+    c.slot_hi = col_int_in(st, 2, -1, 16383);
+    snprintf(c.old_node, sizeof c.old_node, "%s", col_text(st, 3));
+    snprintf(c.new_node, sizeof c.new_node, "%s", col_text(st, 4));
+    snprintf(c.source, sizeof c.source, "%s", col_text(st, 5));
+    c.flip_us = col_time(st, 6);
+    c.config_epoch = col_uint(st, 7);
+    c.last_stale_us = col_time(st, 8);
+    c.converged_us = col_time(st, 9);
+    c.stale_commands = col_uint(st, 10);
+    c.moved_replies = col_uint(st, 11);
+    c.at_risk_writes = col_uint(st, 12);
+    report_add_convergence(r, &c);
+}
+
 static void row_failover(report *r, sqlite3_stmt *st)
 {
     rep_failover f;
@@ -239,6 +259,9 @@ int report_load_db(report *r, sqlite3 *db, char *err, size_t err_size)
          " ORDER BY id", row_migration},
         {"SELECT ts_us, kind, old_master, old_id, new_master, new_id, config_epoch, detected_us,"
          " elected_us, done_us, votes, slots FROM failovers ORDER BY id", row_failover},
+        {"SELECT client, slot_lo, slot_hi, old_node, new_node, source, flip_us, config_epoch,"
+         " last_stale_us, converged_us, stale_commands, moved_replies, at_risk_writes"
+         " FROM convergence ORDER BY id", row_convergence},
         {"SELECT coalesce(sum(source = 'bus'), 0), coalesce(sum(source <> 'bus'), 0)"
          " FROM slot_owners", row_owner_sources},
         {"SELECT id, kind, severity, severity_level, client, node, slot, first_us, last_us, count,"

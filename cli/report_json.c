@@ -274,6 +274,25 @@ static void print_failover(const rep_failover *f, FILE *out)
     jend(&j);
 }
 
+static void print_convergence(const rep_convergence *c, FILE *out)
+{
+    jobj j = jbegin(out, "convergence");
+    jstr(&j, "client", c->client);
+    jint(&j, "slot_lo", c->slot_lo);
+    jint(&j, "slot_hi", c->slot_hi);
+    jstr(&j, "old_node", c->old_node);
+    jstr(&j, "new_node", c->new_node);
+    jstr(&j, "source", c->source);
+    jint(&j, "flip_us", c->flip_us);
+    juint(&j, "config_epoch", c->config_epoch);
+    jint(&j, "last_stale_us", c->last_stale_us);
+    jint(&j, "converged_us", c->converged_us);
+    juint(&j, "stale_commands", c->stale_commands);
+    juint(&j, "moved_replies", c->moved_replies);
+    juint(&j, "at_risk_writes", c->at_risk_writes);
+    jend(&j);
+}
+
 static void print_redirects(const report *r, FILE *out)
 {
     jobj j = jbegin(out, "redirects");
@@ -328,6 +347,9 @@ void report_print_json(const report *r, FILE *out)
         print_migration(&r->migrations[i], out);
     for (size_t i = 0; i < r->n_failovers; i++)
         print_failover(&r->failovers[i], out);
+    /* like the text: only with bus traffic (other captures' JSON unchanged) */
+    for (size_t i = 0; r->owner_rows_bus && i < r->n_convergence; i++)
+        print_convergence(&r->convergence[i], out);
     for (size_t i = 0; i < r->n_findings; i++)
         report_print_finding_json(&r->findings[i], "finding", out);
     print_groups(r, &g, out);

@@ -312,6 +312,36 @@ static void print_failovers(const report *r, FILE *out)
                 r->n_failovers - TEXT_MAX_MIGRATIONS);
 }
 
+/* After the ownership changes, the clients that took longest to stop using
+ * the old owner (only with bus traffic, as the failovers). */
+#define TEXT_MAX_CONVERGENCE 5
+static void print_convergence(const report *r, FILE *out)
+{
+    if (!r->owner_rows_bus || r->n_convergence == 0)
+        return;
+    size_t stale = 0;
+    for (size_t i = 0; i < r->n_convergence; i++)
+        stale += r->convergence[i].stale_commands > 0;
+    fprintf(out, "  convergence  %zu client%s after ownership changes, %zu kept using the old "
+                 "owner; query 'convergence'\n",
+            r->n_convergence, r->n_convergence == 1 ? "" : "s", stale);
+    for (size_t i = 0; i < r->n_convergence && i < TEXT_MAX_CONVERGENCE; i++) {
+        const rep_convergence *c = &r->convergence[i];
+        if (!c->stale_commands)
+            break;
+        fprintf(out, "  %-12s ", "");
+        cli_print_safe(out, c->client);
+        fprintf(out, " sent slots %d-%d to ", (int)c->slot_lo, (int)c->slot_hi);
+        cli_print_safe(out, c->old_node);
+        fprintf(out, " for %.3f ms after ", (double)(c->last_stale_us - c->flip_us) / 1000.0);
+        cli_print_safe(out, c->new_node);
+        fprintf(out, " took them: %" PRIu64 " command%s, %" PRIu64 " MOVED, %" PRIu64
+                     " write%s at risk\n",
+                c->stale_commands, c->stale_commands == 1 ? "" : "s", c->moved_replies,
+                c->at_risk_writes, c->at_risk_writes == 1 ? "" : "s");
+    }
+}
+
 /* ---------------------------------------------------------------- findings */
 
 /* One event's fields on the current line:
@@ -816,6 +846,7 @@ static void render_text(const report *r, FILE *out)
     print_nodes(r, out);
     print_migrations(r, out);
     print_failovers(r, out);
+    print_convergence(r, out);
     print_findings(r, out);
     print_cost(r, out);
     print_blind_spots(r, out);

@@ -26,11 +26,14 @@ nodes as ports):
       slot while another node had claimed it with a higher config epoch (the
       slot's owner on the bus at ACK_US was not PORT), else 0 (an importing
       node serving ASKING claims nothing: no risk)
-  stale  CLIENT LO HI OLD NEW COMMANDS LAST_US
+  stale  CLIENT LO HI OLD NEW COMMANDS FIRST_US LAST_US UNTOLD_US
       per owner change in the window and writer (wN speaks from 127.0.0.2N,
       bus-writes.sh): the commands it sent to OLD for slots LO..HI that were
-      answered (ack, moved, ask lines of its log) after the change, and the
-      last one's answer time; writers that sent none there are left out
+      answered (ack, moved, ask lines of its log) after the change, the
+      answer time of its first command for those slots after the change (to
+      any node), of the last one to OLD, and of the last one OLD still
+      acknowledged before its first MOVED there (0: none); writers that sent
+      none to OLD are left out
   lost   KEY VALUE PORT ACK_US WHY
       the lost writes again, WHY = after_claim (RISK 1: the window the
       cluster spec's write safety section describes) or before_claim
@@ -268,15 +271,22 @@ def main():
                 from_key.setdefault(w[2], []).append((int(w[1]), w[3], int(w[4])))
             if w[0] in ("ack", "moved", "ask"):
                 port = int(w[4] if w[0] == "ack" else w[3])
-                answered.setdefault(writer, []).append((int(w[1]), key_slot(w[2].encode()), port))
+                answered.setdefault(writer, []).append(
+                    (int(w[1]), key_slot(w[2].encode()), port, w[0]))
     for (ts, old, new, ep), slots in sorted(groups.items()):
         for a, b in ranges(slots):
             for writer, cmds in sorted(answered.items()):
-                late = [t for t, s, p in cmds
-                        if p == ports[old] and a <= s <= b and ts < t and inside(t)]
-                if late:
-                    print("stale\t127.0.0.2%s\t%d\t%d\t%d\t%d\t%d\t%d" % (
-                        writer[1:], a, b, ports[old], ports[new], len(late), max(late)))
+                at_old = [(t, k) for t, s, p, k in cmds
+                          if p == ports[old] and a <= s <= b and ts < t and inside(t)]
+                first = min((t for t, s, p, k in cmds if a <= s <= b and ts < t and inside(t)),
+                            default=0)
+                told = min((t for t, k in at_old if k == "moved"), default=None)
+                untold = max((t for t, k in at_old if k == "ack" and (told is None or t < told)),
+                             default=0)
+                if at_old:
+                    print("stale\t127.0.0.2%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d" % (
+                        writer[1:], a, b, ports[old], ports[new], len(at_old), first,
+                        max(t for t, k in at_old), untold))
     final = {}
     for line in open(os.path.join(run, "readback.tsv")):
         _, k, v = line.rstrip("\n").split("\t")
