@@ -383,6 +383,8 @@ typedef struct an_stats {
     uint64_t failovers;              /* failovers seen */
     uint64_t dropped_failovers;      /* not kept: table full */
     uint64_t health_changes;         /* node health transitions */
+    uint64_t dropped_bus_conns;      /* bus connections whose peers were not
+                                        kept: table full */
 } an_stats;
 
 typedef struct an_analyzer an_analyzer;

@@ -783,8 +783,12 @@ static an_bconn *bconn_get(an_analyzer *an, uint64_t id, int create)
     int32_t i = an_map_find(&cl->bconn_map, h, bconn_eq, cl, &id);
     if (i != AN_NONE)
         return &cl->bconns[i];
-    if (!create || cl->nbconns >= BUS_CONNS_MAX)
+    if (!create)
         return NULL;
+    if (cl->nbconns >= BUS_CONNS_MAX) {
+        an->st.dropped_bus_conns++; /* its votes cannot be told apart */
+        return NULL;
+    }
     if (!cl->bconns && !(cl->bconns = calloc(BUS_CONNS_MAX, sizeof *cl->bconns)))
         return NULL;
     /* a free entry: closed connections leave id 0 behind */
