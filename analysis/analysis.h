@@ -425,6 +425,8 @@ typedef struct an_stats {
     uint64_t failovers;              /* failovers seen */
     uint64_t dropped_failovers;      /* not kept: table full */
     uint64_t health_changes;         /* node health transitions */
+    uint64_t dropped_bus_conns;      /* bus connections whose peers were not
+                                        kept: table full */
     uint64_t convergence_evicted;    /* changes closed early: AN_CV_CHANGES watched */
     uint64_t convergence_dropped;    /* (client, change) rows not kept: cap */
 } an_stats;

@@ -93,6 +93,8 @@ struct an_cluster {
     an_failover fo[FO_MAX];
     uint32_t nfo;
     an_bconn *bconns; an_map bconn_map; uint32_t nbconns;
+    an_map id_map;                 /* node id -> registry node: every message
+                                      and gossip entry names nodes by id */
     int has_bus;                   /* a bus claim was seen */
 };
 
@@ -134,7 +136,9 @@ static struct an_cluster *cl_get(an_analyzer *an)
 {
     if (!an->cluster) {
         an->cluster = calloc(1, sizeof *an->cluster);
-        if (an->cluster && an_map_init(&an->cluster->bconn_map, BUS_CONNS_MAX) != 0) {
+        if (an->cluster && (an_map_init(&an->cluster->bconn_map, BUS_CONNS_MAX) != 0 ||
+                            an_map_init(&an->cluster->id_map, an->cfg.max_nodes) != 0)) {
+            an_map_free(&an->cluster->bconn_map);
             free(an->cluster);
             an->cluster = NULL;
         }
@@ -212,20 +216,36 @@ static void endpoint_of(char *out, size_t n, const char *ip, uint16_t port)
         snprintf(out, n, "%s:%u", ip, port);
 }
 
+/* Does registry node val have id key? */
+static int id_eq(const void *ctx, int32_t val, const void *key)
+{
+    const an_analyzer *an = ctx;
+    return (uint32_t)val < an->nnodes && strcmp(an->nodes[val].pub.node_id, key) == 0;
+}
+
 /* The node a bus id names, registered by its announced endpoint when new
- * (ip "" : not registered). */
+ * (ip "" : not registered). Ids seen before are found by their own map, not
+ * by the registry's names. */
 static int32_t node_of_id(an_analyzer *an, const char *id, const char *ip, uint16_t port)
 {
     char ep[AN_NAME_MAX];
-    if (!id[0])
+    struct an_cluster *cl = an->cluster;
+    size_t n = strlen(id);
+    if (!n)
         return AN_NONE;
-    int32_t i = an_node_by_id(an, id, strlen(id));
-    if (i != AN_NONE || !ip[0] || port == 0)
-        return i;
-    endpoint_of(ep, sizeof ep, ip, port);
-    i = an_node_by_announced(an, ep, 1);
+    uint64_t h = an_hash_fast(id, n, 17);
+    int32_t i = an_map_find(&cl->id_map, h, id_eq, an, id);
     if (i != AN_NONE)
-        an_node_learn_id(an, i, id);
+        return i;
+    i = an_node_by_id(an, id, n);
+    if (i == AN_NONE && ip[0] && port != 0) {
+        endpoint_of(ep, sizeof ep, ip, port);
+        i = an_node_by_announced(an, ep, 1);
+        if (i != AN_NONE)
+            an_node_learn_id(an, i, id);
+    }
+    if (i != AN_NONE && id_eq(an, i, id) && cl->id_map.n < an->cfg.max_nodes)
+        an_map_put(&cl->id_map, h, i);
     return i;
 }
 
@@ -234,6 +254,9 @@ static int32_t node_of_id(an_analyzer *an, const char *id, const char *ip, uint1
 static int32_t sender_of(an_analyzer *an, const cap_conn *cc, int dir, const bus_msg *m)
 {
     char ip[AN_NAME_MAX];
+    int32_t known = node_of_id(an, m->sender, "", 0);
+    if (known != AN_NONE)
+        return known;
     if (m->ip[0]) {
         an_copy_str(ip, sizeof ip, m->ip);
     } else {
@@ -783,8 +806,12 @@ static an_bconn *bconn_get(an_analyzer *an, uint64_t id, int create)
     int32_t i = an_map_find(&cl->bconn_map, h, bconn_eq, cl, &id);
     if (i != AN_NONE)
         return &cl->bconns[i];
-    if (!create || cl->nbconns >= BUS_CONNS_MAX)
+    if (!create)
         return NULL;
+    if (cl->nbconns >= BUS_CONNS_MAX) {
+        an->st.dropped_bus_conns++; /* its votes cannot be told apart */
+        return NULL;
+    }
     if (!cl->bconns && !(cl->bconns = calloc(BUS_CONNS_MAX, sizeof *cl->bconns)))
         return NULL;
     /* a free entry: closed connections leave id 0 behind */
@@ -1075,6 +1102,7 @@ void an_cluster_free(an_analyzer *an)
     free(cl->told);
     free(cl->bconns);
     an_map_free(&cl->bconn_map);
+    an_map_free(&cl->id_map);
     free(cl);
     an->cluster = NULL;
 }

@@ -16,5 +16,6 @@ ALTER TABLE nodes DROP COLUMN config_epoch_us;
 ALTER TABLE nodes DROP COLUMN flags_us;
 ALTER TABLE redirects DROP COLUMN cause;
 DELETE FROM counters WHERE name LIKE 'bus\_%' ESCAPE '\'
-    OR name IN ('owner_changes', 'failovers', 'dropped_failovers', 'health_changes');
+    OR name IN ('owner_changes', 'failovers', 'dropped_failovers', 'health_changes',
+                 'dropped_bus_conns');
 UPDATE meta SET value = '2' WHERE key = 'schema_version';

@@ -1003,6 +1003,7 @@ static void each_an_counter(const an_stats *a, store_counter_fn fn, void *ctx)
     fn(ctx, "failovers", a->failovers);
     fn(ctx, "dropped_failovers", a->dropped_failovers);
     fn(ctx, "health_changes", a->health_changes);
+    fn(ctx, "dropped_bus_conns", a->dropped_bus_conns);
 }
 
 void store_each_counter(const cap_stats *cs, const resp_stats *rs, const an_stats *as,
