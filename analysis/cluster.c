@@ -309,9 +309,17 @@ static uint32_t announce(an_analyzer *an, int32_t node, const bus_msg *m, int64_
     if (!b)
         return 0;
     /* A message built before the sender's latest one (sent on another
-     * connection, captured later) says nothing new: epochs never go back. */
+     * connection, captured later) says nothing new: a node's currentEpoch
+     * never goes back; and a promoted replica's messages from before its
+     * promotion (a replica of the master it replaced, with that master's
+     * lower configEpoch) are older than its first as master. (A master may
+     * become the replica of a master with a lower configEpoch, as at a
+     * cluster's creation: configEpochs alone do not order messages.) */
     if (b->seen && (m->current_epoch < b->current_epoch ||
-                    (m->current_epoch == b->current_epoch && m->config_epoch < b->config_epoch))) {
+                    (b->promoted && (m->flags & BUS_NODE_REPLICA) &&
+                     m->current_epoch == b->current_epoch &&
+                     m->config_epoch < b->config_epoch &&
+                     strcmp(m->master, node_id_of(an, b->promoted_from)) == 0))) {
         an->st.bus_stale_headers++;
         return 0;
     }
@@ -336,7 +344,7 @@ static uint32_t announce(an_analyzer *an, int32_t node, const bus_msg *m, int64_
     }
     if (b->seen && (changed & AN_ANN_ROLE) && (b->flags & BUS_NODE_REPLICA) &&
         (flags & BUS_NODE_MASTER))
-        *was_replica_of = b->master;
+        *was_replica_of = b->master != AN_NONE ? b->master : node_of_id(an, b->master_id, "", 0);
     if (!changed) {
         b->offset = m->offset;
         return 0;
