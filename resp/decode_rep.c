@@ -388,7 +388,7 @@ static int rp_num(rc_conn *c, uint8_t t, int64_t v)
             rep->elements = v;
         uint64_t elems = (t == '%' || t == '|') ? 2 * (uint64_t)v : (uint64_t)v;
         if (top && t == '*' && d->trim_at == d->msg_off + 1 && (uint64_t)v == d->trim_decl)
-            elems = d->trim_to; /* EXEC after CLIENT REPLY OFF/SKIP (pair.c) */
+            elems = d->trim_to; /* EXEC after CLIENT REPLY OFF/SKIP (modes.c) */
         if (elems == 0)
             return rp_value_done(c, t == '|') ? LN_MSG : LN_VALUE;
         if (rp_push(c, t, elems) != 0)

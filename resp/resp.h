@@ -42,7 +42,7 @@
  * declared length: the pairing stays exact and the command is flagged (gap;
  * slot_unknown when a key lost bytes). Any other gap is a loss.
  *
- * Pairing after a loss (see pair.c, "loss"): a gap between whole messages
+ * Pairing after a loss (see loss.c): a gap between whole messages
  * that the sizes seen on the connection account for exactly (one count of
  * lost replies, or of lost requests, fits it) and the server's ACK numbers
  * agree with is no loss: the commands whose replies were lost are

@@ -4,7 +4,8 @@
  *   decode_req.c  request decoder (client -> server): multibulk and inline
  *   decode_rep.c  reply decoder (server -> client): every RESP2/RESP3 type
  *   resync.c      finding a plausible message boundary after garbage or a gap
- *   pair.c        per-connection FIFO pairing, modes, events, stats
+ *   pair.c        per-connection FIFO pairing (with modes.c, ring.c, loss.c,
+ *                 conn.c; their shared part: pair_internal.h)
  *
  * Spec: https://redis.io/docs/latest/develop/reference/protocol-spec/
  */
@@ -69,7 +70,7 @@ typedef struct rd_resync {
 
 /* ---------------------------------------------------------------- requests */
 
-/* In-flight rings (pair.c): a ring is cut back (to at least RING_KEEP
+/* In-flight rings (ring.c): a ring is cut back (to at least RING_KEEP
  * entries) only when a window of RING_WINDOW x its capacity requests never
  * filled a quarter of it; draining it frees it only when all rings hold
  * more entries than max_inflight (one connection's cap). */
@@ -77,21 +78,23 @@ typedef struct rd_resync {
 #define RING_WINDOW 4
 
 /* One in-flight request: the command event it becomes, plus pairing facts.
- * Aligned to a cache line (allocated by entries_new in pair.c). */
+ * Aligned to a cache line (allocated by entries_alloc in ring.c). */
 typedef struct rq_entry {
     /* the pairing facts first: they share a cache line with the start of
      * the request (a pipelined connection's ring does not stay in cache) */
+    /* nreply to dynamic, and sub_word with hello_proto, are neighbours:
+     * pair_request_done writes each group with one store */
     _Alignas(64) uint32_t nreply; /* replies still expected (0: none by design) */
-    uint8_t kind;            /* RQK_* in pair.c */
-    uint8_t name_len;        /* strlen(cmd.req.name), set with the name */
-    uint8_t sub_word;        /* subscribe family: which confirmation word */
-    uint8_t uncertain;       /* queued while the pairing was unknown */
+    uint8_t kind;            /* RQK_* in pair_internal.h */
     uint8_t keep;            /* keep the raw reply (resp_keep_reply) */
-    uint8_t hello_proto;     /* HELLO: requested protocol (0 none) */
     uint8_t got_reply;       /* subscribe family: a confirmation arrived */
     uint8_t dynamic;         /* unsubscribe from all: count unknown in advance */
+    uint8_t sub_word;        /* subscribe family: which confirmation word */
+    uint8_t hello_proto;     /* HELLO: requested protocol (0 none) */
+    uint8_t uncertain;       /* queued while the pairing was unknown */
+    uint8_t name_len;        /* strlen(cmd.req.name), set with the name */
     uint8_t tx;              /* EXEC of a transaction that holds CLIENT REPLY
-                                or HELLO: TXF_* in pair.c (0 otherwise) */
+                                or HELLO: TXF_* in pair_internal.h (0 otherwise) */
     uint64_t req_end;        /* request stream position after its last byte
                                 (decoder offset plus rc_conn.rq_lost_bytes):
                                 a reply whose sender had not acknowledged it
@@ -245,11 +248,11 @@ typedef struct rp_dec {
 /* ---------------------------------------------------------------- connection */
 
 /* The reply sizes one command has had on a connection, for counting the
- * replies a gap holds (pair.c, "loss"). */
+ * replies a gap holds (loss.c). */
 typedef struct rc_sizes {
-    uint64_t key;            /* name, its length and argc (pair.c size_key) */
+    uint64_t key;            /* name, its length and argc (size_key, pair_internal.h) */
     uint32_t size[2];        /* the sizes seen, most recent first */
-    uint16_t seen;           /* replies seen (saturating) */
+    uint16_t seen;           /* replies seen (up to SIZES_SEEN) */
     uint8_t n;               /* sizes in size[] */
     uint8_t varied;          /* a third size was seen: not predictable */
 } rc_sizes;
@@ -288,6 +291,8 @@ typedef struct rc_conn {
     uint8_t resp3, monitor, replication;
     uint8_t repl_watch;       /* picked up mid-stream and nothing paired yet:
                                  may be a replication link (pair.c, repl_*) */
+    uint8_t reply_modes;      /* monitor, subscribed or repl_watch: a reply
+                                 may be a push or REPLCONF (pair.c) */
     uint8_t repl_mid;         /* recognised mid-stream as a replication link:
                                  REPL_MID_SERVER (the server side is the
                                  master), REPL_MID_CLIENT (the client side is) */
@@ -307,7 +312,7 @@ typedef struct rc_conn {
     size_t keep_len, keep_cap;
     resp_conn_stats st;
     /* The transaction being queued (MULTI .. EXEC), as the server will run it
-     * at EXEC: queued commands have no effect until then (pair.c, tx_*). */
+     * at EXEC: queued commands have no effect until then (modes.c, tx_*). */
     uint32_t tx_queued;       /* commands queued: the count EXEC's array declares */
     uint32_t tx_sent;         /* how many of their replies the server will send */
     uint8_t tx_off;           /* CLIENT REPLY OFF in force after them */
@@ -315,7 +320,7 @@ typedef struct rc_conn {
                                  after EXEC */
     uint8_t tx_hello;         /* the last queued HELLO's protocol (0 none) */
     uint8_t tx_modes;         /* a queued CLIENT REPLY changes the client's modes */
-    /* Re-anchoring after a loss (pair.c, "loss"). Positions in the request
+    /* Re-anchoring after a loss (loss.c). Positions in the request
      * stream count every byte the client sent, lost ones too. */
     uint64_t rep_ack;         /* request stream position the packet that
                                  started the reply being decoded had
@@ -340,9 +345,10 @@ typedef struct rc_conn {
     uint32_t rq_gap_orphans;  /* orphans when it came */
     uint32_t anchored;        /* losses accounted exactly (tests) */
     uint8_t rsz_next;         /* rsz slot replaced next */
+    uint8_t rsz_last;         /* rsz slot learnt from last */
     uint8_t qsz_n;            /* request sizes in qsz */
     uint8_t qsz_varied;       /* more request sizes than qsz holds were seen */
-    uint16_t qsz_seen;        /* requests seen (saturating) */
+    uint16_t qsz_seen;        /* requests seen (up to SIZES_SEEN) */
     uint32_t qsz[RC_RQ_SIZES];
     rc_sizes rsz[RC_SIZE_SLOTS];
     struct rc_bus *bus;       /* a cluster-bus connection: its two streams
@@ -731,7 +737,7 @@ void rp_lost(rc_conn *c, int at_boundary);
 int rp_skip_gap(rc_conn *c, uint64_t len, int64_t ts); /* 1: gap inside a payload */
 void rp_sink(rc_conn *c);
 
-/* pair.c: called by the decoders */
+/* pair.c, loss.c: called by the decoders */
 rq_entry *pair_request_slot(rc_conn *c, int64_t ts);  /* a request starts */
 void pair_request_done(rc_conn *c);                    /* it is complete */
 void pair_request_abandon(rc_conn *c);                 /* it was not a request */

@@ -79,9 +79,11 @@ static void assert_no_controls(const char *text, const char *what)
 static void check_last(const char *what)
 {
     char name[160];
-    snprintf(name, sizeof name, "%s (stdout)", what);
+    if (snprintf(name, sizeof name, "%s (stdout)", what) >= (int)sizeof name)
+        fail_msg("test name too long: %s", what);
     assert_no_controls(last.out, name);
-    snprintf(name, sizeof name, "%s (stderr)", what);
+    if (snprintf(name, sizeof name, "%s (stderr)", what) >= (int)sizeof name)
+        fail_msg("test name too long: %s", what);
     assert_no_controls(last.err, name);
 }
 

@@ -118,7 +118,7 @@ static void tshark_run(const char *file, const char *filter, pkts *out)
     memset(out, 0, sizeof *out);
     for (char *line = r.out; line && *line;) {
         char *nl = strchr(line, '\n');
-        char *f[7];
+        char *f[7] = {0};
         int k = 0;
         if (nl)
             *nl = 0;

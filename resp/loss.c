@@ -1,0 +1,404 @@
+/*
+ * loss.c - re-anchoring the pairing after a capture gap that the decoders
+ * could not bridge: the pairing resumes at the earliest point the bytes make
+ * certain, and only there (the "loss" section below).
+ *
+ * It rests on what each connection has shown before the gap: the sizes of
+ * each command's replies and of the requests. Learning them runs for every
+ * command, so its common case is inline in pair_internal.h and returns after
+ * a few compares; the rest, and everything a gap runs, is here.
+ */
+#include <stddef.h>
+#include <stdlib.h>
+
+#include "resp/pair_internal.h"
+
+/* ---------------------------------------------------------------- sizes
+ *
+ * What a gap can be counted with (see "loss" below): the sizes the replies
+ * of each command have had on this connection, and the sizes of its
+ * requests. A command is keyed by its name, the name's length and argc
+ * (SET k v and SET k v GET are different commands here). */
+
+#define KEY_MASK(n) (((uint64_t)1 << (8 * (n))) - 1)
+#define KEY_ALL8 UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX, \
+                 UINT64_MAX, UINT64_MAX
+_Static_assert(RESP_NAME_MAX == 32, "size_key_mask has an entry per name length");
+const uint64_t size_key_mask[RESP_NAME_MAX] = {
+    0, KEY_MASK(1), KEY_MASK(2), KEY_MASK(3), KEY_MASK(4), KEY_MASK(5), KEY_MASK(6), KEY_MASK(7),
+    KEY_ALL8, KEY_ALL8, KEY_ALL8
+};
+
+/* Where sizes_learn finds or makes k's slot (its slow part: the last slot
+ * used did not hold k). Keys are unique among the slots in use, so where
+ * the search starts does not matter. */
+PAIR_APART rc_sizes *sizes_slot(rc_conn *c, uint64_t k)
+{
+    for (int i = 0; i < RC_SIZE_SLOTS; i++) {
+        if (c->rsz[i].key == k && c->rsz[i].seen != 0) {
+            c->rsz_last = (uint8_t)i;
+            return &c->rsz[i];
+        }
+    }
+    uint8_t i = (uint8_t)(c->rsz_next++ % RC_SIZE_SLOTS);
+    rc_sizes *z = &c->rsz[i];
+    memset(z, 0, sizeof(*z));
+    z->key = k;
+    c->rsz_last = i;
+    return z;
+}
+
+/* sizes_learn for a reply that may change what its slot says. */
+PAIR_APART void sizes_learn_change(rc_sizes *z, const resp_reply *r)
+{
+    if (z->seen < SIZES_SEEN)
+        z->seen++;
+    /* an integer other than 0 or 1 (a length, a counter) grows a digit
+     * now and then: its size is not predictable */
+    if (r->gap || r->bytes > UINT32_MAX ||
+        (r->type == RESP_T_INT && (r->integer < 0 || r->integer > 1))) {
+        z->varied = 1;
+        return;
+    }
+    uint32_t b = (uint32_t)r->bytes;
+    if (z->n > 0 && z->size[0] == b)
+        return;
+    if (z->n > 1 && z->size[1] == b) {
+        z->size[1] = z->size[0];
+        z->size[0] = b;
+        return;
+    }
+    if (z->n == 2)
+        z->varied = 1; /* a third size: the command's replies vary */
+    z->size[1] = z->size[0];
+    z->size[0] = b;
+    if (z->n < 2)
+        z->n++;
+}
+
+/* The sizes e's reply may have: 1 or 2 of them in out, or 0 when they are
+ * not predictable (a command seen fewer than SIZES_SEEN times, with more
+ * than two sizes or an integer other than 0 and 1, or not a plain one). */
+static int sizes_of(const rc_conn *c, const rq_entry *e, uint32_t out[2])
+{
+    if (e->kind != RQK_NORMAL || e->nreply != 1 || e->uncertain || e->keep)
+        return 0;
+    uint64_t k = size_key(e);
+    for (int i = 0; i < RC_SIZE_SLOTS; i++) {
+        const rc_sizes *z = &c->rsz[i];
+        if (z->key == k && z->seen >= SIZES_SEEN && !z->varied && z->n > 0) {
+            out[0] = z->size[0];
+            out[1] = z->size[1];
+            return z->n;
+        }
+    }
+    return 0;
+}
+
+
+/* ---------------------------------------------------------------- loss
+ *
+ * Re-anchoring after a gap that is not bridged: the pairing resumes at the
+ * earliest point the bytes make certain, and only there.
+ *
+ *   - A reply gap of known length that starts at a message boundary holds
+ *     the replies of the first d requests queued, for some d >= 1 (the
+ *     requests queued later were captured after the gap, so their replies
+ *     come after it). When the replies of those requests have predictable
+ *     sizes (sizes_of: each command's replies on this connection have had
+ *     at most two sizes, seen SIZES_SEEN times or more), the gap's length
+ *     allows few values of d, often one; each candidate must also let the
+ *     first reply after the gap answer request d: its packet acknowledged
+ *     that request (rep_ack), and was captured after it. When one d
+ *     remains, those d requests lost their replies (emitted unanswered)
+ *     and the pairing goes on in step, at the byte after the gap.
+ *   - A request gap of known length between two request boundaries, on a
+ *     connection whose requests have had at most RC_RQ_SIZES sizes: when
+ *     exactly one count m of such requests fills it, m requests were lost;
+ *     their replies come in their place (the server answers in order), as
+ *     RQK_LOST entries that emit nothing. The requests queued before the
+ *     gap are answered first in any case.
+ *   - Always: a reply whose packet had not acknowledged the head request
+ *     cannot answer it. For a certain head that means the pairing was
+ *     wrong already (a clean-looking mid-stream start): the connection is
+ *     out of sync. For an uncertain head (after a loss nothing settled),
+ *     the reply is one for a lost request and is not matched to the head.
+ *
+ * Anything else is a loss as before (pair_lost, pair_lost_requests). */
+
+#define LOSS_SUMS 256          /* reachable sums tracked while counting */
+#define LOSS_MAX_GAP (1u << 20) /* longest gap counted */
+
+/* Sorted, distinct sums below or at max: add v to each of a[0..n) for
+ * each v in vals, into out. Returns the count, or -1 when it would pass
+ * LOSS_SUMS (too many: not counted). */
+static int sums_step(const uint32_t *a, int n, const uint32_t *vals, int nv, uint32_t max,
+                     uint32_t *out)
+{
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        for (int j = 0; j < nv; j++) {
+            uint64_t v = (uint64_t)a[i] + vals[j];
+            if (v > max)
+                continue;
+            int at = k;
+            while (at > 0 && out[at - 1] > v)
+                at--;
+            if (at > 0 && out[at - 1] == v)
+                continue;
+            if (k == LOSS_SUMS)
+                return -1;
+            memmove(out + at + 1, out + at, (size_t)(k - at) * sizeof(*out));
+            out[at] = (uint32_t)v;
+            k++;
+        }
+    }
+    return k;
+}
+
+/* Is v in the sorted a[0..n)? */
+static int sums_has(const uint32_t *a, int n, uint32_t v)
+{
+    for (int i = 0; i < n && a[i] <= v; i++)
+        if (a[i] == v)
+            return 1;
+    return 0;
+}
+
+/* The counts d of lost replies a reply gap of len bytes allows, from the
+ * sizes alone, into cand (at most 8). Returns how many, or -1 when too
+ * many to say. */
+static int rp_gap_candidates(const rc_conn *c, uint64_t len, uint32_t *cand)
+{
+    uint32_t a[LOSS_SUMS], b[LOSS_SUMS];
+    int n = 1, ncand = 0, known = 1;
+    a[0] = 0;
+    if (len > LOSS_MAX_GAP)
+        return -1;
+    for (uint32_t d = 1; d <= c->count; d++) {
+        const rq_entry *e = ring_at((rc_conn *)c, d - 1);
+        uint32_t sz[2];
+        int nz = sizes_of(c, e, sz);
+        if (nz == 0)
+            known = 0;
+        if (known) {
+            n = sums_step(a, n, sz, nz, (uint32_t)len, b);
+            if (n < 0)
+                return -1;
+            memcpy(a, b, (size_t)n * sizeof(*a));
+            if (n == 0)
+                break; /* every sum passed the gap */
+        } else if ((uint64_t)d * 3 > len) {
+            break; /* no reply is shorter than 3 bytes ("+\r\n") */
+        }
+        if (!known || sums_has(a, n, (uint32_t)len)) {
+            if (ncand == 8)
+                return -1;
+            cand[ncand++] = d;
+        }
+    }
+    return ncand;
+}
+
+/* Does every request queued expect exactly one reply, so that the d-th
+ * reply after the first queued answers the d-th request? (Not for long
+ * queues: they are not counted.) */
+static int queue_one_reply_each(rc_conn *c)
+{
+    if (c->count > 4096)
+        return 0;
+    for (uint32_t i = 0; i < c->count; i++) {
+        const rq_entry *e = ring_at(c, i);
+        if ((e->kind >= RQK_SUB && e->kind != RQK_LOST) || e->nreply != 1 || e->dynamic)
+            return 0;
+    }
+    return 1;
+}
+
+/* The reply gap was counted: the first d requests queued lost their
+ * replies; the next reply answers the one after them. */
+static void rp_gap_anchor(rc_conn *c, uint32_t d)
+{
+    for (uint32_t i = 0; i < d && c->count > 0; i++)
+        pair_pop_unanswered(c);
+    flush_no_reply(c);
+    c->anchored++;
+}
+
+/* The first n queued requests, which a reply gap may have answered, are
+ * given up; the rest stay uncertain (pair_lost for the first n only). */
+void rp_gap_give_up(rc_conn *c, uint32_t n)
+{
+    c->st.out_of_sync = 1;
+    c->synced = 0;
+    c->reply_since_loss = 0;
+    c->keeping = 0;
+    for (uint32_t i = 0; i < n && c->count > 0; i++)
+        pair_pop_unanswered(c);
+    if (c->count == 0)
+        c->noreply_queued = 0;
+    rp_lost(c, 1);
+}
+
+void pair_reply_gap(rc_conn *c, uint64_t len)
+{
+    c->rp_lost_bytes += len;
+    const rp_dec *d = &c->rpd;
+    int plain = c->synced && !c->resp3 && !c->monitor && !subscribed(c) && !c->replication &&
+                !c->rq_gap_pending && !c->rp_gap_pending;
+    if (plain && len > 0 && d->state == RP_TYPE && !d->in_msg && d->depth == 0) {
+        if (c->count == 0) {
+            /* the lost bytes answered nothing queued (a stream nobody
+             * asked for, or replies of lost requests: how many is not
+             * known, see orphans); where the next message starts is not
+             * known either, but nothing is owed: the next reply found
+             * answers the next request */
+            c->orphans = UINT32_MAX;
+            rp_lost(c, 1);
+            c->anchored++;
+            return;
+        }
+        uint32_t cand[8];
+        int n = queue_one_reply_each(c) ? rp_gap_candidates(c, len, cand) : -1;
+        if (n >= 1) { /* settled by the first reply after it (or not) */
+            memcpy(c->rp_cand, cand, (size_t)n * sizeof(*cand));
+            c->rp_ncand = (uint8_t)n;
+            c->rp_gap_queued = c->count;
+            c->rp_gap_pending = 1;
+            /* requests from now on are uncertain until it is settled */
+            c->synced = 0;
+            c->reply_since_loss = 0;
+            return;
+        }
+    }
+    if (c->rp_gap_pending) {
+        c->rp_gap_pending = 0;
+        rp_gap_give_up(c, c->rp_gap_queued);
+        return;
+    }
+    rp_lost(c, 1);
+    pair_lost(c);
+}
+
+/* The first reply bytes after a pending reply gap: p[0..n), their packet
+ * captured at ts. Keep the counts the next reply allows: it must start
+ * right after the gap (a type byte) and be able to answer the request
+ * after the lost ones. One left: anchored; else the gap is a loss. */
+void rp_gap_resolve(rc_conn *c, const uint8_t *p, size_t n, int64_t ts)
+{
+    c->rp_gap_pending = 0;
+    uint32_t keep = 0, d = 0;
+    int type_ok = n > 0 && (p[0] == '+' || p[0] == '-' || p[0] == ':' || p[0] == '$' ||
+                            p[0] == '*' || p[0] == '_' || p[0] == ',' || p[0] == '#' ||
+                            p[0] == '!' || p[0] == '=' || p[0] == '(' || p[0] == '%' ||
+                            p[0] == '~' || p[0] == '|');
+    uint64_t saved = c->rep_ack;
+    c->rep_ack = c->ev_ack;
+    for (int i = 0; type_ok && i < c->rp_ncand; i++) {
+        uint32_t k = c->rp_cand[i];
+        if (k < c->count && !reply_may_answer(c, ring_at(c, k), ts, 1))
+            continue;
+        keep++;
+        d = k;
+    }
+    c->rep_ack = saved;
+    if (keep != 1) {
+        rp_gap_give_up(c, c->rp_gap_queued);
+        return;
+    }
+    /* certain again: so are the requests queued while it was pending */
+    for (uint32_t i = 0; i < c->count; i++)
+        ring_at(c, i)->uncertain = 0;
+    c->synced = 1;
+    rp_gap_anchor(c, d);
+}
+
+/* How many requests of the sizes seen fill len bytes: 1 with *m set when
+ * exactly one count at least min_m does. */
+static int rq_gap_count(const rc_conn *c, uint64_t len, uint32_t min_m, uint32_t *m)
+{
+    uint32_t a[LOSS_SUMS], b[LOSS_SUMS];
+    int n = 1, found = 0;
+    a[0] = 0;
+    if (len > LOSS_MAX_GAP || c->qsz_n == 0)
+        return 0;
+    for (uint32_t k = 1; n > 0; k++) {
+        n = sums_step(a, n, c->qsz, c->qsz_n, (uint32_t)len, b);
+        if (n < 0)
+            return 0;
+        memcpy(a, b, (size_t)n * sizeof(*a));
+        if (k >= min_m && sums_has(a, n, (uint32_t)len)) {
+            if (found)
+                return 0;
+            found = 1;
+            *m = k;
+        }
+    }
+    return found;
+}
+
+void pair_request_gap(rc_conn *c, uint64_t len)
+{
+    c->rq_lost_bytes += len;
+    if (len == 0)
+        c->ack_broken = 1;
+    if (c->rq_gap_pending) { /* two gaps without a byte between them */
+        c->rq_gap_len = len == 0 || c->rq_gap_len == 0 ? 0 : c->rq_gap_len + len;
+        return;
+    }
+    const rq_dec *d = &c->rq;
+    if (len > 0 && c->synced && !c->rp_gap_pending && d->state == RQ_START && !d->in_msg &&
+        !d->inline_seen && !c->in_multi && !c->reply_off && !c->skip_next &&
+        c->qsz_seen >= SIZES_SEEN && !c->qsz_varied) {
+        c->rq_gap_pending = 1;
+        c->rq_gap_len = len;
+        c->rq_gap_start = c->rq.off + c->rq_lost_bytes - len;
+        c->rq_gap_orphans = c->orphans;
+        return;
+    }
+    rq_lost(c, 1);
+    pair_lost_requests(c);
+}
+
+/* The first request bytes after a pending request gap (p[0..n); NULL at
+ * the close): count the requests lost, or make it a loss. */
+void rq_gap_resolve(rc_conn *c, const uint8_t *p, size_t n)
+{
+    resp_pipeline *rp = c->rp;
+    uint32_t m = 0;
+    c->rq_gap_pending = 0;
+    if (p != NULL && n > 0 && p[0] == '*' && c->rq_gap_len > 0 && c->synced &&
+        c->orphans != UINT32_MAX &&
+        rq_gap_count(c, c->rq_gap_len, c->orphans > 0 ? c->orphans : 1, &m)) {
+        uint32_t owed = m - c->orphans, smin = c->qsz[0];
+        for (uint8_t i = 1; i < c->qsz_n; i++)
+            smin = c->qsz[i] < smin ? c->qsz[i] : smin;
+        if ((uint64_t)c->count + owed <= rp->cfg.max_inflight &&
+            rp->inflight_total + owed <= rp->cfg.max_inflight_total) {
+            for (uint32_t i = 0; i < owed; i++) {
+                if (ring_reserve(c) != 0)
+                    break;
+                rq_entry *e = ring_next_free(c);
+                e->kind = RQK_LOST;
+                e->nreply = 1;
+                e->dynamic = 0;
+                e->uncertain = 0;
+                e->keep = 0;
+                /* a bound of its end: the requests are at least smin long */
+                e->req_end = c->rq_gap_start + (uint64_t)(i + 1) * smin;
+                c->count++;
+                rp->inflight_total++;
+                if (i + 1 == owed)
+                    c->anchored++;
+            }
+            if (owed == 0)
+                c->anchored++;
+            return;
+        }
+    }
+    rq_lost(c, 1);
+    pair_lost_requests(c);
+    if (c->orphans != c->rq_gap_orphans)
+        c->reply_since_loss = 1; /* as the replies since the gap set it */
+}
+
