@@ -41,6 +41,8 @@ typedef enum an_finding_kind {
     AN_READONLY_MISSING,
     AN_CROSSSLOT,
     AN_MIGRATION_STUCK,
+    AN_SLOW_CONVERGENCE,
+    AN_WRITES_AT_RISK,
     AN_FINDING_KINDS
 } an_finding_kind;
 
@@ -107,7 +109,43 @@ typedef struct an_redirect {
     int64_t latency_us;           /* request complete -> reply complete */
     uint64_t req_frame;           /* record of the request's first byte */
     uint64_t reply_frame;         /* record of the reply's last byte */
+    const char *cause;            /* MOVED: what changed the slot's owner:
+                                     "migration", "failover" or "unknown"
+                                     (an_cluster_moved_cause); "" otherwise */
 } an_redirect;
+
+/* One client after one ownership change (convergence.c): from the flip on,
+ * how long it kept sending the slots to the old owner and what it paid. */
+typedef struct an_convergence {
+    char client[AN_NAME_MAX];
+    int32_t slot_lo, slot_hi;
+    char old_node[AN_NAME_MAX], new_node[AN_NAME_MAX];
+    const char *source;           /* "bus" or "clients": where the change came from */
+    int64_t flip_us;              /* the change (bus: the claim's capture time) */
+    uint64_t flip_frame;          /* the record that proved it (bus), else 0 */
+    uint64_t config_epoch;        /* the new owner's (bus), else 0 */
+    int64_t first_us;             /* its first command for the slots after the flip */
+    int64_t last_stale_us;        /* its last one sent to the old owner, 0: none */
+    int64_t converged_us;         /* its first one sent to the new owner, 0: none */
+    uint64_t stale_commands;      /* commands sent to the old owner (not ASKING'd) */
+    uint64_t moved_replies;       /* ... answered MOVED */
+    uint64_t at_risk_writes;      /* ... writes the old owner acknowledged */
+} an_convergence;
+
+/* One write at risk: acknowledged by node for slot after new_node had claimed
+ * the slot on the bus with a higher config epoch (proof_frame). */
+typedef struct an_risky_write {
+    int64_t ts_us;                /* the acknowledgement (reply time) */
+    uint64_t finding_id;          /* its writes_at_risk finding */
+    char client[AN_NAME_MAX];
+    char node[AN_NAME_MAX], new_node[AN_NAME_MAX];
+    int32_t slot;
+    char command[RESP_NAME_MAX];
+    char key[RESP_ARG_PREFIX + 1];/* redacted when asked */
+    uint64_t req_frame, reply_frame;
+    uint64_t proof_frame;         /* the bus message with the newer claim */
+    uint64_t config_epoch;        /* its config epoch */
+} an_risky_write;
 
 /* A node as learned. */
 typedef struct an_node {
@@ -117,6 +155,16 @@ typedef struct an_node {
     char role[16];                /* "master", "replica", "" */
     uint32_t slots_owned;         /* per the latest map seen */
     uint64_t commands;            /* commands it answered */
+    /* what the cluster bus showed ("" / 0 when the capture has no bus
+     * message from or about it); each *_us is when the current value was
+     * first seen (its first message, or the message that changed it) */
+    char flags[64];               /* "master" or "replica", then ",pfail",
+                                     ",fail", ",handshake", ",noaddr",
+                                     ",nofailover" as they stand at the end */
+    char master_id[48];           /* a replica's master, "" for a master */
+    uint64_t config_epoch, current_epoch;
+    uint16_t bus_port;
+    int64_t role_us, master_us, config_epoch_us, flags_us;
 } an_node;
 
 /* Who a client says it is, from the wire: CLIENT SETINFO LIB-NAME / LIB-VER,
@@ -181,6 +229,56 @@ typedef struct an_migration {
 } an_migration;
 #define AN_MIG_ABORTED 2
 
+/* Slots slot_lo..slot_hi were owned by node from from_us to to_us (0: still
+ * at the end of the capture), with config epoch config_epoch (0 when the
+ * source gives none). source "bus": as the masters claimed them on the
+ * cluster bus (a claim wins with a higher config epoch); "clients": as the
+ * clients were told (CLUSTER SLOTS / SHARDS / NODES replies, MOVED). cause:
+ * how the node got them: "first" (the first owner the capture shows),
+ * "migration", "failover", "unknown". */
+typedef struct an_owner_row {
+    int32_t slot_lo, slot_hi;
+    char node[AN_NAME_MAX];
+    char node_id[48];
+    uint64_t config_epoch;
+    int64_t from_us, to_us;
+    const char *source;
+    const char *cause;
+} an_owner_row;
+
+/* A node's health changed as the other nodes see it: from / to "ok",
+ * "pfail", "fail"; reporter is the node whose bus message showed it, via
+ * that message's type ("ping", "pong", "fail", ...), frame its record. */
+typedef struct an_node_transition {
+    int64_t ts_us;
+    char node[AN_NAME_MAX];
+    char node_id[48];
+    const char *from, *to;
+    char reporter[AN_NAME_MAX];
+    char reporter_id[48];
+    const char *via;
+    uint64_t frame;
+} an_node_transition;
+
+/* A failover as the cluster bus showed it. kind "manual" (MFSTART seen),
+ * "takeover" (the replica bumped its epoch without an election),
+ * "automatic" (the master failed, the replica was elected). detected_us:
+ * manual the MFSTART, automatic the master's FAIL (else PFAIL), 0 for a
+ * takeover; elected_us: the vote that made the majority (else the last);
+ * done_us: the new master's first claim of the slots (0: the election was
+ * seen, not its outcome). Times 0: not seen. */
+typedef struct an_failover_rec {
+    int64_t ts_us;
+    const char *kind;
+    char old_master[AN_NAME_MAX], old_id[48];
+    char new_master[AN_NAME_MAX], new_id[48];
+    uint64_t config_epoch;
+    int64_t detected_us, elected_us, done_us;
+    uint32_t votes;
+    uint32_t slots;               /* slots the new master took over */
+    uint64_t frame;               /* record of the message that showed it done */
+} an_failover_rec;
+
 /* Latency of logical operations, direct vs redirected, for one scope. */
 typedef enum an_scope { AN_SCOPE_CLIENT = 0, AN_SCOPE_SLOT, AN_SCOPE_NODE, AN_SCOPE_ALL } an_scope;
 typedef struct an_latency {
@@ -230,6 +328,12 @@ typedef struct an_sink {
     void (*latency)(void *ctx, const an_latency *l);
     void (*command)(void *ctx, const resp_command *cmd, const char *client,
                     int32_t slot); /* every command, for --store-commands */
+    /* the cluster's own story (analysis/cluster.c) */
+    void (*owner_row)(void *ctx, const an_owner_row *r);
+    void (*node_transition)(void *ctx, const an_node_transition *t);
+    void (*failover)(void *ctx, const an_failover_rec *f);
+    void (*convergence)(void *ctx, const an_convergence *c);
+    void (*at_risk_write)(void *ctx, const an_risky_write *w);
     void (*series)(void *ctx, const an_series_row *r); /* a closed bucket's rows */
 } an_sink;
 
@@ -289,6 +393,11 @@ typedef struct an_config {
     uint8_t redact_key[AN_REDACT_KEY_BYTES]; /* secret key of the redaction PRF
                                         (an_redact_key_random, or the user's key
                                         file); never stored or printed */
+    int64_t slow_convergence_us;     /* slow_convergence: a client still sends
+                                        slots to their old owner this long after
+                                        the change (default 1 s) */
+    int64_t convergence_window_us;   /* a change is watched this long (default 60 s) */
+    uint32_t max_convergence;        /* (client, change) rows (default 16384) */
     int64_t series_bucket_us;        /* time series bucket (default 1 s; --bucket) */
     uint32_t series_top;             /* rows of their own per bucket and scope kind
                                         (nodes, clients, slot ranges), by redirects;
@@ -334,6 +443,22 @@ typedef struct an_stats {
     uint64_t abandoned_ops;          /* operations still open at the end, too
                                         recent to judge */
     uint64_t dropped_nodes;          /* nodes not added: registry full */
+    /* the cluster bus (cluster.c) */
+    uint64_t bus_connections;        /* connections that carried bus messages */
+    uint64_t bus_messages;           /* bus messages analysed */
+    uint64_t bus_unknown_sender;     /* ... whose sender found no node entry */
+    uint64_t bus_stale_claims;       /* slot claims below the owner's epoch */
+    uint64_t bus_stale_headers;      /* messages older than the sender's latest
+                                        (lower epochs): not an announcement */
+    uint64_t bus_claim_conflicts;    /* claims with the owner's epoch by another */
+    uint64_t owner_changes;          /* slot ownership changes (both sources) */
+    uint64_t failovers;              /* failovers seen */
+    uint64_t dropped_failovers;      /* not kept: table full */
+    uint64_t health_changes;         /* node health transitions */
+    uint64_t dropped_bus_conns;      /* bus connections whose peers were not
+                                        kept: table full */
+    uint64_t convergence_evicted;    /* changes closed early: AN_CV_CHANGES watched */
+    uint64_t convergence_dropped;    /* (client, change) rows not kept: cap */
     uint64_t series_rows;            /* timeline rows emitted */
     uint64_t series_late;            /* counts (a command, a reply, an operation)
                                         older than every bucket still open:

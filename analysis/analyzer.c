@@ -175,7 +175,10 @@ static void conn_emit(an_analyzer *an, an_cn *cn, const resp_conn_stats *st)
         r.last_us = cn->cc->last_us;
     }
     r.mid_stream = cn->mid_stream;
-    r.kind = st && st->replication ? "replication" : cn->node_link ? "node" : "client";
+    r.kind = cn->bus ? "bus"
+             : st && st->replication ? "replication" : cn->node_link ? "node" : "client";
+    if (cn->bus)
+        r.client[0] = 0; /* node-to-node gossip: no client's */
     if (st && st->replication_reversed && cn->cc) {
         /* the replica is the client of a replication link, whichever way
          * the capture layer first took it */
@@ -515,6 +518,7 @@ an_analyzer *an_new(const an_config *cfg, const an_sink *sink)
     FIX(max_clients); FIX(max_ops); FIX(max_conns); FIX(max_nodes); FIX(max_findings);
     FIX(max_memos); FIX(loop_max_redirects); FIX(op_window_us); FIX(moved_ignored_min);
     FIX(tryagain_min); FIX(ask_cached_min); FIX(migration_stuck_us); FIX(tryagain_max);
+    FIX(readonly_missing_min); FIX(convergence_window_us); FIX(max_convergence);
     FIX(readonly_missing_min);
     FIX(series_bucket_us); FIX(series_scopes);
 #undef FIX
@@ -549,6 +553,12 @@ an_analyzer *an_new(const an_config *cfg, const an_sink *sink)
         an->conn_cache[k].id = UINT64_MAX;
         an->conn_cache[k].idx = AN_NONE;
     }
+    /* convergence.c follows the ownership changes */
+    an_cluster_observer cv_obs = {.slot_owner = an_cv_slot_owner};
+    if (an_cluster_observe(an, &cv_obs) != 0) {
+        an_free(an);
+        return NULL;
+    }
     return an;
 }
 
@@ -566,8 +576,10 @@ void an_free(an_analyzer *an)
         }
     }
     an_nodes_free(an);
+    an_cluster_free(an);
     an_findings_free(an);
     an_tl_free(an);
+    an_cv_free(an);
     an_ser_free(an);
     for (int s = 0; s < AN_SLOTS; s++) {
         if (an->slot_lat[s]) {
@@ -707,10 +719,16 @@ static void on_redirect_reply(an_analyzer *an, an_cmdctx *x)
     case RESP_ERR_CROSSSLOT: an->st.crossslot++; break;
     default: an->st.clusterdown++; break;
     }
+    an_own_cause cause = AN_CAUSE_UNKNOWN;
+    if (e == RESP_ERR_MOVED && x->target != AN_NONE && x->slot >= 0) {
+        cause = an_cluster_moved_cause(an, x->slot, x->node, x->target, cmd->reply.ts_us);
+        an_cluster_on_told(an, x->slot, x->slot, x->target, 0, cmd->reply.ts_us, 'M');
+    }
     if (!an->sink.redirect)
         return;
     an_redirect r;
     memset(&r, 0, sizeof r);
+    r.cause = e == RESP_ERR_MOVED ? an_own_cause_name(cause) : "";
     r.ts_us = cmd->reply.ts_us;
     an_copy_str(r.client, sizeof r.client, an_client_name(an, x->cn->client));
     r.conn_id = x->cn->id;
@@ -1027,6 +1045,8 @@ static __attribute__((noinline)) void on_command_full(an_analyzer *an, const res
         an_tl_migrate(an, &x); /* administration: not a client operation */
         return;
     }
+    if (x.slot >= 0 && (an->slot_busy[x.slot] & AN_SLOT_OWN))
+        an_cv_on_command(an, &x);
     if (is_redirect_class(cmd->reply.err)) {
         int32_t mig = an_ser_slot(an, x.slot);
         on_redirect_reply(an, &x);
@@ -1102,7 +1122,7 @@ static __attribute__((noinline)) void on_command_general(an_analyzer *an,
         cmd->outcome == RESP_OK && !is_redirect_class(cmd->reply.err) &&
         (slot < 0 ||
          (!cmd->in_multi &&
-          !(an->slot_busy[slot] & (AN_SLOT_OPS | AN_SLOT_MEMOS | AN_SLOT_MIG))))) {
+          !(an->slot_busy[slot] & (AN_SLOT_OPS | AN_SLOT_MEMOS | AN_SLOT_MIG | AN_SLOT_OWN))))) {
         if (an->sink.command)
             emit_command(an, cmd, cn->client, info, slot);
         if (slot >= 0 && req->name[0]) {
@@ -1198,7 +1218,8 @@ static inline unsigned quick_command(an_analyzer *an, const resp_command *cmd)
     an_hist *cli_hist = NULL, *node_hist = NULL;
     if (slot >= 0) {
         if (cmd->in_multi ||
-            (an->slot_busy[slot] & (AN_SLOT_OPS | AN_SLOT_MEMOS | AN_SLOT_LAT | AN_SLOT_MIG)))
+            (an->slot_busy[slot] & (AN_SLOT_OPS | AN_SLOT_MEMOS | AN_SLOT_LAT | AN_SLOT_MIG |
+                                  AN_SLOT_OWN)))
             return 0;
         const an_vblock *b = cli->view.blocks;
         if (!b || node < 0 || node >= 0xfffe)
@@ -1308,6 +1329,39 @@ static void on_midstream_link(an_analyzer *an, an_cn *cn, const resp_conn_stats 
     }
 }
 
+/* Connection cn carries the cluster bus: it is no client's connection
+ * (its client keeps no record for it) and it makes no commands. */
+static void mark_bus(an_analyzer *an, an_cn *cn)
+{
+    if (cn->bus)
+        return;
+    cn->bus = 1;
+    an->st.bus_connections++;
+    an_nodes_phantom(an, cn->node); /* a bus port is not a node's address */
+    an_cli *c = &an->clients[cn->client];
+    if (!c->used || c->gen != cn->client_gen)
+        return;
+    uint64_t *kind = cn->node_link ? &c->node_conns : &c->client_conns;
+    c->pub.connections -= c->pub.connections ? 1 : 0;
+    *kind -= *kind ? 1 : 0;
+}
+
+/* resp_sink.bus_message: a cluster-bus message, to cluster.c. */
+static void on_bus_message(void *ctx, const cap_conn *conn, int dir, const bus_msg *m,
+                           int64_t ts_us, uint64_t frame)
+{
+    an_analyzer *an = ctx;
+    if (ts_us > an->now_us)
+        an->now_us = ts_us;
+    int32_t i = conn_find(an, conn, ts_us);
+    an_cn *cn = &an->conns[i];
+    mark_bus(an, cn);
+    if (conn_relink_due(an, i, cn))
+        conn_relink(an, i);
+    cn->last_us = ts_us;
+    an_cluster_on_bus(an, conn, dir, m, ts_us, frame);
+}
+
 static void on_conn_close(void *ctx, const cap_conn *conn, const resp_conn_stats *st)
 {
     an_analyzer *an = ctx;
@@ -1316,6 +1370,10 @@ static void on_conn_close(void *ctx, const cap_conn *conn, const resp_conn_stats
     if (i == AN_NONE)
         return;
     an->conns[i].cc = conn;
+    if (st && st->cluster_bus) {
+        mark_bus(an, &an->conns[i]);
+        an_cluster_conn_close(an, id);
+    }
     if (st && st->replication_midstream)
         on_midstream_link(an, &an->conns[i], st);
     conn_emit(an, &an->conns[i], st);
@@ -1331,6 +1389,7 @@ resp_sink an_resp_sink(an_analyzer *an)
     s.command = on_command;
     s.conn_close = on_conn_close;
     s.conn_word = on_conn_word;
+    s.bus_message = on_bus_message;
     return s;
 }
 
@@ -1342,6 +1401,7 @@ void an_flush(an_analyzer *an, int64_t now_us)
         an->now_us = now_us;
     an_ops_expire(an, an->now_us, 0);
     an_tl_check(an, an->now_us, 0);
+    an_cv_check(an, an->now_us, 0);
     an_ser_flush(an, an->now_us);
     an_findings_emit(an, 0);
 }
@@ -1352,6 +1412,7 @@ void an_finish(an_analyzer *an, int64_t end_us)
         an->now_us = end_us;
     an_ops_expire(an, an->now_us, 1);
     an_tl_check(an, an->now_us, 1);
+    an_cluster_finish(an);
     an_ser_finish(an);
     an_nodes_emit(an);
     for (int32_t i = an->cli_lru_head; i != AN_NONE; i = an->clients[i].lnext)
@@ -1364,6 +1425,7 @@ void an_finish(an_analyzer *an, int64_t end_us)
     while (an->conn_lru_head != AN_NONE)
         conn_drop(an, an->conn_lru_head);
     an_tl_emit(an);
+    an_cv_check(an, an->now_us, 1);
     for (int s = 0; s < AN_SLOTS; s++) {
         if (!an->slot_lat[s])
             continue;

@@ -24,6 +24,8 @@ static const char *const finding_names[AN_FINDING_KINDS] = {
     "readonly_missing",
     "crossslot",
     "migration_stuck",
+    "slow_convergence",
+    "writes_at_risk",
 };
 
 const char *an_finding_name(an_finding_kind k)
@@ -53,12 +55,14 @@ an_severity an_finding_severity(an_finding_kind k)
     case AN_REDIRECT_LOOP:
     case AN_REDIRECT_UNFOLLOWED:
     case AN_CROSSSLOT:
+    case AN_WRITES_AT_RISK:
         return AN_ERROR;
     case AN_ASK_CACHED:
     case AN_MOVED_IGNORED:
     case AN_TRYAGAIN_STORM:
     case AN_READONLY_MISSING:
     case AN_MIGRATION_STUCK:
+    case AN_SLOW_CONVERGENCE:
     default:
         return AN_WARNING;
     }
@@ -85,6 +89,9 @@ void an_config_defaults(an_config *cfg)
     cfg->max_memos = 262144;
     cfg->max_slot_latency = 2048;
     cfg->max_view_bytes = 64u << 20;
+    cfg->slow_convergence_us = 1000000;
+    cfg->convergence_window_us = 60000000;
+    cfg->max_convergence = 16384;
     cfg->series_bucket_us = 1000000;
     cfg->series_top = 10;
     cfg->series_scopes = 64;
@@ -106,13 +113,15 @@ int an_redact_key_random(an_config *cfg)
 typedef struct cfg_item {
     const char *name;
     size_t off;
-    int width;          /* 4: uint32_t, 8: int64_t/uint64_t */
+    int width;          /* 4: uint32_t, 8: int64_t/uint64_t, 9: int64_t in us
+                           set in ms */
     uint64_t min, max;
     const char *help;
 } cfg_item;
 
 #define U32(f) offsetof(an_config, f), 4
 #define I64(f) offsetof(an_config, f), 8
+#define MS(f) offsetof(an_config, f), 9
 
 static const cfg_item items[] = {
     {"loop_max_redirects", U32(loop_max_redirects), 1, 1000,
@@ -133,6 +142,14 @@ static const cfg_item items[] = {
      "readonly_missing: reads bounced by a replica for want of READONLY (default 1)"},
     {"migration_stuck_us", I64(migration_stuck_us), 1000, 365ull * 86400 * 1000000,
      "migration_stuck: a migration window longer than this (default 60000000)"},
+    {"slow_convergence_ms", MS(slow_convergence_us), 0, 86400000,
+     "slow_convergence: a client still sends slots to their old owner this long after an "
+     "ownership change, in ms (default 1000)"},
+    {"convergence_window_ms", MS(convergence_window_us), 1, 86400000,
+     "an ownership change is watched for stale clients and writes at risk this long, in ms "
+     "(default 60000)"},
+    {"max_convergence", U32(max_convergence), 1, 10000000,
+     "(client, ownership change) convergence rows (default 16384)"},
     {"max_clients", U32(max_clients), 1, 10000000, "clients tracked (default 4096)"},
     {"max_ops", U32(max_ops), 16, 10000000, "operations waiting for a retry (default 65536)"},
     {"max_conns", U32(max_conns), 16, 10000000, "connections tracked (default 65536)"},
@@ -172,7 +189,7 @@ int an_config_set(an_config *cfg, const char *assignment)
             uint32_t u = (uint32_t)v;
             memcpy(base, &u, sizeof u);
         } else {
-            uint64_t u = (uint64_t)v;
+            uint64_t u = it->width == 9 ? (uint64_t)v * 1000 : (uint64_t)v;
             memcpy(base, &u, sizeof u);
         }
         return 0;
@@ -182,7 +199,7 @@ int an_config_set(an_config *cfg, const char *assignment)
 
 const char *an_config_help(void)
 {
-    static char text[4096];
+    static char text[8192];
     if (text[0])
         return text;
     an_buf b = {text, 0, sizeof text, 0};

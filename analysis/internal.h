@@ -9,9 +9,13 @@
  *   findings.c  finding aggregation, evidence, emission
  *   detect_*.c  one function per finding kind (definitions above each)
  *   timeline.c  per slot migration windows
+ *   cluster.c   the cluster's own story: nodes, health, slot owners and
+ *               failovers from the bus (or from what clients were told)
  *   latency.c   log-linear histograms, per scope summaries
  *   series.c    the redirect time series per bucket (the timeline table)
  *   util.c      hash maps, JSON text, key redaction
+ *   convergence.c  clients after an ownership change: convergence rows,
+ *               slow_convergence, writes_at_risk
  *
  * Every table has a cap, an eviction rule and a counter in an_stats.
  */
@@ -23,6 +27,7 @@
 
 #include "analysis/analysis.h"
 #include "analysis/keys_internal.h"
+#include "bus/bus.h"
 
 #define AN_SLOTS 16384
 #define AN_NONE (-1)
@@ -30,7 +35,8 @@
 #define AN_LRU_EPOCH 64              /* commands per recency epoch (power of 2) */
 /* slot_busy bits; AN_SLOT_MIG: a migration window of the slot is open with a
  * known target (timeline.c watches its commands for the target serving it) */
-enum { AN_SLOT_OPS = 1, AN_SLOT_MEMOS = 2, AN_SLOT_LAT = 4, AN_SLOT_MIG = 8 };
+enum { AN_SLOT_OPS = 1, AN_SLOT_MEMOS = 2, AN_SLOT_LAT = 4, AN_SLOT_MIG = 8,
+       AN_SLOT_OWN = 16 /* its owner changed lately: convergence.c watches it */ };
 
 /* ---------------------------------------------------------------- util.c */
 
@@ -152,6 +158,8 @@ typedef struct an_nd {
     size_t map_len;             /* its length, 0: none */
     char map_kind;
     uint64_t map_version;       /* reg_version then */
+    uint64_t told_epoch;        /* config epoch in the latest CLUSTER NODES
+                                   reply that listed it (0: none) */
     uint8_t phantom;            /* made for the server side of a replication link
                                    found reversed (it is the replica's source
                                    endpoint, not a node): not reported while
@@ -245,6 +253,7 @@ typedef struct an_cn {
     uint8_t has_ident;           /* announced itself: an->conn_ident[entry] */
     /* then the rest (these two fill the first line: 256-byte entries) */
     uint8_t mid_stream;          /* started without a handshake: state unknown */
+    uint8_t bus;                 /* carries the cluster bus: no client's */
     int32_t asking_ring;         /* its ASKING's entry in the ASKING ring */
     int32_t lprev, lnext;        /* LRU list (relinked once per epoch) */
     uint64_t id;
@@ -527,6 +536,8 @@ struct an_analyzer {
      * AN_SLOT_MEMOS (memo_slot_n > 0), AN_SLOT_LAT (slot_lat set) */
     uint8_t slot_busy[AN_SLOTS];
     struct { uint64_t id; int32_t idx; } conn_cache[AN_CONN_CACHE];
+    struct an_cluster *cluster;  /* cluster.c's state, made at its first event */
+    struct an_cv *cv;            /* convergence.c's state, made at its first change */
     an_series ser;               /* the time series (series.c) */
 };
 typedef struct an_analyzer an_analyzer;
@@ -550,6 +561,10 @@ int32_t an_node_by_endpoint_text(an_analyzer *an, const char *text);
 int32_t an_node_by_announced(an_analyzer *an, const char *text, int create);
 int32_t an_node_by_redirect(an_analyzer *an, const resp_redirect *r, int32_t answering);
 int32_t an_node_by_id(an_analyzer *an, const char *id, size_t len);
+/* Node i has cluster node id `id` (40 hex characters, from the bus). */
+void an_node_learn_id(an_analyzer *an, int32_t i, const char *id);
+/* Node i is a "master" or a "replica" of master (AN_NONE: not known). */
+void an_node_learn_role(an_analyzer *an, int32_t i, const char *role, int32_t master);
 /* Parse a CLUSTER SLOTS / SHARDS / NODES reply answered by node. 0 ok. */
 int an_nodes_learn_map(an_analyzer *an, const char *sub, int32_t node, const resp_reply *r);
 /* A replica connected to master (REPLCONF listening-port). */
@@ -780,6 +795,211 @@ static inline void an_lat_direct(an_analyzer *an, an_cli *c, int32_t node, int32
         an_lat_add_direct(&an->slot_lat[slot][0], total_us, b);
 }
 
+/* ---------------------------------------------------------------- cluster.c */
+
+/*
+ * The cluster's own story: what the nodes said about themselves on the
+ * cluster bus (bus/), or, without bus traffic, what clients were told
+ * (CLUSTER SLOTS / SHARDS / NODES replies, MOVED). cluster.c turns bus
+ * messages into the events below and hands each, in capture-time order, to
+ * the observers registered with an_cluster_observe (the store's records are
+ * one of them; convergence and writes_at_risk are others).
+ *
+ * Contract (names are stable: other modules build on them):
+ * - Every event is emitted once, when the message that proves it is handed
+ *   to the analysis, with ts_us its capture time; events never go back in
+ *   time further than the capture does (a capture whose clock goes back may
+ *   give an earlier ts after a later one).
+ * - Nodes are registry indexes (an_nd, nodes.c), AN_NONE when the registry is
+ *   full (counted in an_stats.dropped_nodes); ids are the 40 hex characters
+ *   of the cluster node id, "" when not known.
+ * - Where an event names the bus message behind it, frame is its capture
+ *   record (cap_event.frame of the chunk that completed it; 0 for clients'
+ *   sources) and conn the id of the connection it travelled on.
+ * - Pointers are valid during the observer's call only; observers must not
+ *   call back into cluster.c's emitting functions.
+ */
+
+/* A node's announced state: the header of a message it sent (a PING, PONG,
+ * MEET, FAIL, UPDATE, AUTH_REQUEST/ACK or MFSTART carries the sender's own
+ * flags, master, epochs and ports). Emitted at a node's first announcement
+ * and whenever one of the AN_ANN_* fields differs from its previous one. */
+enum {
+    AN_ANN_FIRST = 1,            /* its first announcement in the capture */
+    AN_ANN_ROLE = 2,             /* master/replica flag changed */
+    AN_ANN_MASTER = 4,           /* master id changed */
+    AN_ANN_FLAGS = 8,            /* other BUS_NODE_* flags (handshake, nofailover) */
+    AN_ANN_CURRENT_EPOCH = 16,
+    AN_ANN_CONFIG_EPOCH = 32,
+    AN_ANN_ADDR = 64             /* announced ip, port or bus port changed */
+};
+typedef struct an_node_ann {
+    int64_t ts_us;
+    uint64_t frame, conn;
+    int32_t node;                /* the sender */
+    char id[BUS_NAMELEN + 1];
+    char ip[BUS_IPLEN + 1];      /* announced ip; "" when it announced none
+                                    (then the connection's address is used
+                                    for the registry) */
+    uint16_t port, cport;        /* client port, bus port */
+    uint16_t flags;              /* BUS_NODE_* as it sent them (MYSELF cleared) */
+    int32_t master;              /* its master (replicas), else AN_NONE */
+    char master_id[BUS_NAMELEN + 1]; /* "" for a master */
+    uint64_t current_epoch, config_epoch;
+    uint64_t offset;             /* replication offset */
+    uint32_t changed;            /* AN_ANN_* */
+} an_node_ann;
+
+/* A node's health as the other nodes see it: PFAIL (some node flags it in
+ * gossip or in its own view), FAIL (a FAIL message, or the flag in gossip),
+ * ok again (a FAIL cleared: the node is flagged neither way by the node that
+ * spoke last about it, or it announced itself again after FAIL). */
+typedef enum an_health { AN_HEALTH_OK = 0, AN_HEALTH_PFAIL = 1, AN_HEALTH_FAIL = 2 } an_health;
+/* "ok", "pfail", "fail". */
+const char *an_health_name(an_health h);
+typedef struct an_node_state {
+    int64_t ts_us;
+    uint64_t frame, conn;
+    int32_t node;
+    char id[BUS_NAMELEN + 1];
+    an_health from, to;
+    int32_t reporter;            /* the node whose message showed it */
+    char reporter_id[BUS_NAMELEN + 1];
+    uint8_t via;                 /* bus_type of that message (FAIL, PING, ...) */
+} an_node_state;
+
+/* Where slot ownership came from. */
+typedef enum an_own_source { AN_OWN_BUS = 0, AN_OWN_CLIENTS = 1 } an_own_source;
+/* "bus", "clients". */
+const char *an_own_source_name(an_own_source s);
+
+/* Why a slot changed owner. */
+typedef enum an_own_cause {
+    AN_CAUSE_UNKNOWN = 0,
+    AN_CAUSE_FIRST = 1,          /* the first owner the capture shows */
+    AN_CAUSE_MIGRATION = 2,      /* another master took it (resharding) */
+    AN_CAUSE_FAILOVER = 3        /* the old owner's replica took it */
+} an_own_cause;
+/* "unknown", "first", "migration", "failover". */
+const char *an_own_cause_name(an_own_cause c);
+
+/* Slots lo..hi changed owner at ts_us: node now owns them with config epoch
+ * config_epoch (0 when the source gives none: CLUSTER SLOTS, MOVED), after
+ * old_node (AN_NONE for the first owner seen) with old_epoch. Source bus: a
+ * master's claim in its header (or an UPDATE) with a config epoch above the
+ * owner's; source clients: the latest map reply or MOVED clients received.
+ * One event per contiguous range with the same old owner, per message. */
+typedef struct an_slot_owner {
+    int64_t ts_us;
+    uint64_t frame, conn;
+    int32_t slot_lo, slot_hi;
+    int32_t node;
+    char node_id[BUS_NAMELEN + 1];
+    uint64_t config_epoch;
+    int32_t old_node;
+    char old_id[BUS_NAMELEN + 1];
+    uint64_t old_epoch;
+    int64_t old_from_us;         /* since when old_node owned them, 0: none */
+    an_own_source source;
+    an_own_cause cause;
+    uint8_t via;                 /* bus: the bus_type that proved it; clients:
+                                    'M' MOVED, 'S' SLOTS, 'H' SHARDS, 'N' NODES */
+} an_slot_owner;
+
+/* A failover: a replica replaced its master. Emitted when the new master's
+ * first claim of the old master's slots with the new config epoch is seen
+ * (done_us), or at the end for an election seen without its outcome (done_us
+ * 0). kind: manual when MFSTART from the replica to its master was seen;
+ * automatic when the master was failed (FAIL) and the replica asked for votes
+ * (AUTH_REQUEST); takeover when the replica bumped its epoch without an
+ * election (no AUTH_REQUEST for that epoch). */
+typedef enum an_fo_kind { AN_FO_MANUAL = 0, AN_FO_TAKEOVER = 1, AN_FO_AUTOMATIC = 2,
+                          AN_FO_UNKNOWN = 3 } an_fo_kind;
+/* "manual", "takeover", "automatic", "unknown". */
+const char *an_fo_kind_name(an_fo_kind k);
+typedef struct an_failover {
+    int64_t ts_us;               /* = done_us, or the last election event */
+    uint64_t frame, conn;        /* the message that showed it done */
+    an_fo_kind kind;
+    int32_t old_master, new_master;
+    char old_id[BUS_NAMELEN + 1], new_id[BUS_NAMELEN + 1];
+    uint64_t config_epoch;       /* the new master's */
+    int64_t detected_us;         /* manual: MFSTART; automatic: the first FAIL
+                                    about the old master (else its first PFAIL);
+                                    takeover: 0 (nothing announces it) */
+    int64_t elected_us;          /* the vote that made the majority (else the
+                                    last vote seen), 0 when none */
+    int64_t done_us;             /* the new master's first claim, 0: not seen */
+    uint32_t votes;              /* AUTH_ACKs for its election epoch seen */
+    uint32_t slots;              /* slots it took over */
+} an_failover;
+
+/* Who listens. Any callback may be NULL. */
+typedef struct an_cluster_observer {
+    void *ctx;
+    void (*node_announced)(an_analyzer *an, void *ctx, const an_node_ann *e);
+    void (*node_state)(an_analyzer *an, void *ctx, const an_node_state *e);
+    void (*slot_owner)(an_analyzer *an, void *ctx, const an_slot_owner *e);
+    void (*failover)(an_analyzer *an, void *ctx, const an_failover *e);
+} an_cluster_observer;
+#define AN_CLUSTER_OBSERVERS 8
+/* Register an observer (called in an_new, before any event). 0, -1 full. */
+int an_cluster_observe(an_analyzer *an, const an_cluster_observer *o);
+
+/* The owner of slot now, per source (bus, else clients when the capture
+ * has no bus claim): node, its config epoch and since when (each may be
+ * NULL). AN_NONE when nobody is known to own it. */
+int32_t an_cluster_slot_owner(const an_analyzer *an, int32_t slot, uint64_t *config_epoch,
+                              int64_t *since_us, an_own_source *source);
+/* The latest failover that gave slot to its current bus owner, or NULL. */
+const an_failover *an_cluster_slot_failover(const an_analyzer *an, int32_t slot);
+/* Does the capture carry bus messages with slot claims (the source used)? */
+int an_cluster_has_bus(const an_analyzer *an);
+
+/* Fed by analyzer.c: one bus message of a connection (dir: its cap_dir). */
+void an_cluster_on_bus(an_analyzer *an, const cap_conn *cc, int dir, const bus_msg *m,
+                       int64_t ts_us, uint64_t frame);
+/* Fed by nodes.c / analyzer.c: what clients were told. Slots lo..hi belong
+ * to node (config_epoch 0: not given) per a map reply or MOVED (via as in
+ * an_slot_owner). */
+void an_cluster_on_told(an_analyzer *an, int32_t lo, int32_t hi, int32_t node,
+                        uint64_t config_epoch, int64_t ts_us, uint8_t via);
+/* The cause of a MOVED for slot from node `from` to node `to` at ts_us:
+ * failover when the latest ownership change of the slot to `to` was a
+ * failover (or `to` is or was `from`'s replica), migration when it was a
+ * migration (or the slot has a migration window to `to`), else unknown. */
+an_own_cause an_cluster_moved_cause(an_analyzer *an, int32_t slot, int32_t from, int32_t to,
+                                    int64_t ts_us);
+/* A bus connection ended (its peers are forgotten). */
+void an_cluster_conn_close(an_analyzer *an, uint64_t conn_id);
+/* The bus's fields of node's record (an_nodes_emit). */
+void an_cluster_fill_node(const an_analyzer *an, int32_t node, an_node *out);
+/* End of input: pending elections, the open ownership rows. */
+void an_cluster_finish(an_analyzer *an);
+void an_cluster_free(an_analyzer *an);
+
+/* ---------------------------------------------------------------- convergence.c */
+
+/*
+ * After each ownership change of cluster.c (bus claims; clients' changes when
+ * the capture has no bus), what each client did with those slots: rows for
+ * the convergence table, the finding slow_convergence (a client still sending
+ * them to the old owner more than cfg.slow_convergence_us after the flip) and
+ * writes_at_risk (writes the old owner acknowledged after a bus claim with a
+ * higher config epoch). A change is watched for cfg.convergence_window_us;
+ * its slots carry AN_SLOT_OWN meanwhile, so that their commands take the full
+ * path and reach an_cv_on_command.
+ */
+#define AN_CV_CHANGES 256            /* changes watched at once */
+typedef struct an_cv an_cv;
+/* The observer of ownership changes (an_cluster_observer.slot_owner). */
+void an_cv_slot_owner(an_analyzer *an, void *ctx, const an_slot_owner *e);
+/* A command on a slot with AN_SLOT_OWN, answered (outcome RESP_OK). */
+void an_cv_on_command(an_analyzer *an, an_cmdctx *x);
+/* Close the changes watched past their window (all: every one, at the end),
+ * emitting their rows. */
+void an_cv_check(an_analyzer *an, int64_t now_us, int all);
+void an_cv_free(an_analyzer *an);
 /* series.c */
 int an_ser_init(an_analyzer *an);
 void an_ser_free(an_analyzer *an);

@@ -240,6 +240,16 @@ static void node_set_role(an_analyzer *an, int32_t i, const char *role, int32_t 
     an->reg_version++;
 }
 
+void an_node_learn_id(an_analyzer *an, int32_t i, const char *id)
+{
+    node_set_id(an, i, id, strlen(id));
+}
+
+void an_node_learn_role(an_analyzer *an, int32_t i, const char *role, int32_t master)
+{
+    node_set_role(an, i, role, master);
+}
+
 /* The port of an "host:port" text, or 0. */
 static long name_port(const char *t)
 {
@@ -586,6 +596,17 @@ static void nodes_line(an_analyzer *an, const char *p, const char *end, int32_t 
     }
     if (pass == 0)
         return; /* first pass: names and ids, so masters resolve in the second */
+    /* <ping-sent> <pong-recv> <config-epoch> <link-state>, then the slots */
+    const char *ep = NULL;
+    size_t epl = 0;
+    for (int k = 0; k < 4; k++)
+        if (!next_field(&p, end, &f, &fl))
+            return;
+        else if (k == 2)
+            ep = f, epl = fl;
+    n->told_epoch = 0;
+    for (size_t k = 0; k < epl && k < 19 && ep[k] >= '0' && ep[k] <= '9'; k++)
+        n->told_epoch = n->told_epoch * 10 + (uint64_t)(ep[k] - '0');
     if (has_flag(flags, flagsl, "master")) {
         node_set_role(an, i, "master", AN_NONE);
         while (next_field(&p, end, &f, &fl)) {
@@ -635,6 +656,23 @@ static int learn_nodes(an_analyzer *an, const resp_value *v, int32_t answering)
     return 0;
 }
 
+/* What the clients were just told (owner[] after a map reply), for
+ * cluster.c's 'clients' source: runs of slots with one owner, with the
+ * config epoch the reply gave (CLUSTER NODES only). */
+static void told_map(an_analyzer *an, char kind, int64_t ts_us)
+{
+    uint8_t via = kind == 'L' ? 'S' : kind == 'H' ? 'H' : 'N';
+    for (int32_t s = 0; s < AN_SLOTS;) {
+        int32_t node = an->owner[s], e = s;
+        while (e + 1 < AN_SLOTS && an->owner[e + 1] == node)
+            e++;
+        if (node != AN_NONE && (uint32_t)node < an->nnodes)
+            an_cluster_on_told(an, s, e, node, via == 'N' ? an->nodes[node].told_epoch : 0,
+                               ts_us, via);
+        s = e + 1;
+    }
+}
+
 /* Learning a map is deterministic: the same reply bytes, from the same node,
  * on the same registry and slot owners give the same result. Clients fetch
  * the same map again and again (every new connection of redis-benchmark or a
@@ -673,6 +711,8 @@ int an_nodes_learn_map(an_analyzer *an, const char *sub, int32_t node, const res
     int rc = learn_parsed(an, sub, node, r);
     if (memcmp(an->owner_saved, an->owner, sizeof an->owner) != 0)
         an->reg_version++;
+    if (rc == 0)
+        told_map(an, kind, r->ts_us);
     if (!nd)
         return rc;
     nd->map_len = 0;
@@ -700,6 +740,7 @@ void an_nodes_emit(an_analyzer *an)
     for (uint32_t i = 0; i < an->nnodes; i++) {
         an_nd *n = &an->nodes[i];
         n->pub.slots_owned = owned ? owned[i] : 0;
+        an_cluster_fill_node(an, (int32_t)i, &n->pub);
         if (n->phantom && n->pub.commands == 0 && !n->pub.role[0] && !n->pub.node_id[0] &&
             !n->pub.announced[0] && n->pub.slots_owned == 0)
             continue;

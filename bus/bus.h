@@ -137,6 +137,10 @@ typedef struct bus_msg {
     uint64_t module_id;      /* MODULE */
     uint32_t module_len;     /* MODULE */
     uint8_t module_type;     /* MODULE */
+
+    const uint8_t *raw;      /* the bytes it was decoded from: the whole
+                                message, or its header (whole == 0) */
+    uint32_t raw_len;
 } bus_msg;
 
 /* Gossip entry i (0 <= i < m->count) of a PING/PONG/MEET decoded whole. */
@@ -156,6 +160,10 @@ const char *bus_type_name(unsigned type);
  * says). 0 on success, -1 when it is not a valid message (bad signature,
  * version, lengths that disagree with totlen or with each other). */
 int bus_decode(const uint8_t *data, size_t len, bus_msg *out);
+
+/* Decode the header of a message (len >= BUS_HEADER_LEN bytes of it, the
+ * type's data not read): whole stays 0. 0, or -1 when not a valid header. */
+int bus_decode_header_only(const uint8_t *data, size_t len, bus_msg *out);
 
 /* Do these first bytes of a stream start a bus message? +1 yes (signature,
  * version 1 and a plausible totlen), -1 no, 0 too few bytes to tell. */

@@ -105,6 +105,8 @@ static void finish_message(bus_stream *s, const uint8_t *d, size_t n, int64_t ts
         s->st.bad++;
         return;
     }
+    s->msg.raw = d;
+    s->msg.raw_len = (uint32_t)n;
     deliver(s, ts_us);
 }
 

@@ -234,6 +234,29 @@ typedef struct rep_latency {
     uint64_t extra_round_trips;
 } rep_latency;
 
+/* A failover as the cluster bus showed it (an_failover_rec, with its own
+ * text). */
+typedef struct rep_failover {
+    int64_t ts_us;
+    char kind[16];
+    char old_master[AN_NAME_MAX], old_id[48];
+    char new_master[AN_NAME_MAX], new_id[48];
+    uint64_t config_epoch;
+    int64_t detected_us, elected_us, done_us;
+    uint32_t votes, slots;
+} rep_failover;
+
+/* One client after one slot ownership change (an_convergence, with its own
+ * text). */
+typedef struct rep_convergence {
+    char client[AN_NAME_MAX];
+    int32_t slot_lo, slot_hi;
+    char old_node[AN_NAME_MAX], new_node[AN_NAME_MAX];
+    char source[16];
+    int64_t flip_us, last_stale_us, converged_us;
+    uint64_t config_epoch, stale_commands, moved_replies, at_risk_writes;
+} rep_convergence;
+
 /* A client that announced who it is (the others need no record here). */
 typedef struct rep_client {
     char name[AN_NAME_MAX];
@@ -251,6 +274,10 @@ typedef struct report {
     rep_input *inputs;           size_t n_inputs;
     rep_node *nodes;             size_t n_nodes;
     an_migration *migrations;    size_t n_migrations;
+    rep_failover *failovers;     size_t n_failovers;
+    rep_convergence *convergence; size_t n_convergence; /* the slowest first */
+    uint64_t owner_rows_bus;     /* slot_owners rows from the bus ... */
+    uint64_t owner_rows_clients; /* ... and from what clients were told */
     rep_finding *findings;       size_t n_findings;
     rep_latency *latency;        size_t n_latency;
     rep_counter *counters;       size_t n_counters;
@@ -280,6 +307,10 @@ void report_add_finding(report *r, const rep_finding *f, const char *evidence);
 void report_add_input(report *r, const rep_input *in);
 void report_add_node(report *r, const rep_node *n);
 void report_add_migration(report *r, const an_migration *m);
+void report_add_failover(report *r, const rep_failover *f);
+void report_add_convergence(report *r, const rep_convergence *c);
+/* Where slot ownership comes from: "bus", "clients", or "none". */
+const char *report_ownership_source(const report *r);
 void report_add_latency(report *r, const rep_latency *l);
 void report_add_counter(report *r, const char *name, uint64_t value);
 void report_add_client(report *r, const char *name, const an_ident *ident);

@@ -315,6 +315,20 @@ static const char views_sql[] =
     " AND (v.until_us IS NULL OR (SELECT min(x) FROM (SELECT m.first_ask_us AS x UNION ALL"
     "      SELECT m.importing_us UNION ALL SELECT m.migrating_us UNION ALL SELECT m.flip_us)"
     "      WHERE x > 0) <= v.until_us);"
+    "CREATE TEMP VIEW convergence AS SELECT c.* FROM main.convergence c, filter_values v"
+    " WHERE (v.client IS NULL OR c.client = v.client)"
+    " AND (v.slot IS NULL OR v.slot BETWEEN c.slot_lo AND c.slot_hi)"
+    " AND (v.node IS NULL OR c.old_node IN (SELECT a FROM filter_nodes)"
+    "      OR c.new_node IN (SELECT a FROM filter_nodes))"
+    " AND (v.since_us IS NULL OR max(c.flip_us, c.last_stale_us) >= v.since_us)"
+    " AND (v.until_us IS NULL OR c.flip_us <= v.until_us);"
+    "CREATE TEMP VIEW at_risk_writes AS SELECT w.* FROM main.at_risk_writes w, filter_values v"
+    " WHERE (v.client IS NULL OR w.client = v.client)"
+    " AND (v.slot IS NULL OR w.slot = v.slot)"
+    " AND (v.node IS NULL OR w.node IN (SELECT a FROM filter_nodes)"
+    "      OR w.new_node IN (SELECT a FROM filter_nodes))"
+    " AND (v.since_us IS NULL OR w.ts_us >= v.since_us)"
+    " AND (v.until_us IS NULL OR w.ts_us <= v.until_us);"
     /* the grouped view over the filtered findings */
     "CREATE TEMP VIEW finding_blocks AS SELECT * FROM main.finding_blocks WHERE 0;";
 

@@ -107,10 +107,51 @@ static void fan_latency(void *ctx, const an_latency *l)
     p->to_report.latency(p->to_report.ctx, l);
 }
 
+static void fan_convergence(void *ctx, const an_convergence *c)
+{
+    pipeline *p = ctx;
+    if (p->to_store.convergence)
+        p->to_store.convergence(p->to_store.ctx, c);
+    if (p->to_report.convergence)
+        p->to_report.convergence(p->to_report.ctx, c);
+}
+
+static void fan_at_risk_write(void *ctx, const an_risky_write *w)
+{
+    pipeline *p = ctx;
+    if (p->to_store.at_risk_write)
+        p->to_store.at_risk_write(p->to_store.ctx, w);
+}
+
 static void fan_command(void *ctx, const resp_command *cmd, const char *client, int32_t slot)
 {
     pipeline *p = ctx;
     p->to_store.command(p->to_store.ctx, cmd, client, slot);
+}
+
+static void fan_owner_row(void *ctx, const an_owner_row *r)
+{
+    pipeline *p = ctx;
+    if (p->to_store.owner_row)
+        p->to_store.owner_row(p->to_store.ctx, r);
+    if (p->to_report.owner_row)
+        p->to_report.owner_row(p->to_report.ctx, r);
+}
+
+static void fan_node_transition(void *ctx, const an_node_transition *t)
+{
+    pipeline *p = ctx;
+    if (p->to_store.node_transition)
+        p->to_store.node_transition(p->to_store.ctx, t);
+}
+
+static void fan_failover(void *ctx, const an_failover_rec *f)
+{
+    pipeline *p = ctx;
+    if (p->to_store.failover)
+        p->to_store.failover(p->to_store.ctx, f);
+    if (p->to_report.failover)
+        p->to_report.failover(p->to_report.ctx, f);
 }
 
 static void fan_series(void *ctx, const an_series_row *r)
@@ -124,7 +165,10 @@ static an_sink fan_sink(pipeline *p)
 {
     an_sink s = {.ctx = p, .finding = fan_finding, .redirect = fan_redirect, .node = fan_node,
                  .client = fan_client, .connection = fan_connection,
-                 .migration = fan_migration, .latency = fan_latency};
+                 .migration = fan_migration, .latency = fan_latency,
+                 .owner_row = fan_owner_row, .node_transition = fan_node_transition,
+                 .failover = fan_failover,
+                 .convergence = fan_convergence, .at_risk_write = fan_at_risk_write};
     /* Only ask analysis for every command when they are stored. */
     if (p->to_store.command)
         s.command = fan_command;

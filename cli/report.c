@@ -38,6 +38,8 @@ void report_free(report *r)
     free(r->inputs);
     free(r->nodes);
     free(r->migrations);
+    free(r->failovers);
+    free(r->convergence);
     free(r->latency);
     free(r->counters);
     free(r->finding_index);
@@ -213,6 +215,35 @@ void report_add_migration(report *r, const an_migration *m)
     }
     r->migrations = arr;
     arr[r->n_migrations++] = *m;
+}
+
+void report_add_failover(report *r, const rep_failover *f)
+{
+    rep_failover *arr;
+    if (r->n_failovers >= REPORT_MAX_MIGRATIONS ||
+        !(arr = room_for(r->failovers, r->n_failovers, sizeof *arr))) {
+        r->dropped++;
+        return;
+    }
+    r->failovers = arr;
+    arr[r->n_failovers++] = *f;
+}
+
+void report_add_convergence(report *r, const rep_convergence *c)
+{
+    rep_convergence *arr;
+    if (r->n_convergence >= REPORT_MAX_MIGRATIONS ||
+        !(arr = room_for(r->convergence, r->n_convergence, sizeof *arr))) {
+        r->dropped++;
+        return;
+    }
+    r->convergence = arr;
+    arr[r->n_convergence++] = *c;
+}
+
+const char *report_ownership_source(const report *r)
+{
+    return r->owner_rows_bus ? "bus" : r->owner_rows_clients ? "clients" : "none";
 }
 
 /* FNV-1a of a string, folded with an extra word. */
@@ -415,6 +446,34 @@ static void sink_migration(void *ctx, const an_migration *m)
     report_add_migration(ctx, m);
 }
 
+static void sink_failover(void *ctx, const an_failover_rec *f)
+{
+    rep_failover rf;
+    memset(&rf, 0, sizeof rf);
+    rf.ts_us = f->ts_us;
+    copy_field(rf.kind, sizeof rf.kind, f->kind);
+    copy_field(rf.old_master, sizeof rf.old_master, f->old_master);
+    copy_field(rf.old_id, sizeof rf.old_id, f->old_id);
+    copy_field(rf.new_master, sizeof rf.new_master, f->new_master);
+    copy_field(rf.new_id, sizeof rf.new_id, f->new_id);
+    rf.config_epoch = f->config_epoch;
+    rf.detected_us = f->detected_us;
+    rf.elected_us = f->elected_us;
+    rf.done_us = f->done_us;
+    rf.votes = f->votes;
+    rf.slots = f->slots;
+    report_add_failover(ctx, &rf);
+}
+
+static void sink_owner_row(void *ctx, const an_owner_row *o)
+{
+    report *r = ctx;
+    if (strcmp(o->source, "bus") == 0)
+        r->owner_rows_bus++;
+    else
+        r->owner_rows_clients++;
+}
+
 /* "client", "slot", "node", "all" as the database stores them. */
 static const char *scope_name(an_scope s)
 {
@@ -440,6 +499,26 @@ static void sink_latency(void *ctx, const an_latency *l)
     report_add_latency(ctx, &rl);
 }
 
+static void sink_convergence(void *ctx, const an_convergence *c)
+{
+    rep_convergence rc;
+    memset(&rc, 0, sizeof rc);
+    copy_field(rc.client, sizeof rc.client, c->client);
+    rc.slot_lo = c->slot_lo;
+    rc.slot_hi = c->slot_hi;
+    copy_field(rc.old_node, sizeof rc.old_node, c->old_node);
+    copy_field(rc.new_node, sizeof rc.new_node, c->new_node);
+    copy_field(rc.source, sizeof rc.source, c->source ? c->source : "");
+    rc.flip_us = c->flip_us;
+    rc.last_stale_us = c->last_stale_us;
+    rc.converged_us = c->converged_us;
+    rc.config_epoch = c->config_epoch;
+    rc.stale_commands = c->stale_commands;
+    rc.moved_replies = c->moved_replies;
+    rc.at_risk_writes = c->at_risk_writes;
+    report_add_convergence(ctx, &rc);
+}
+
 an_sink report_sink(report *r)
 {
     an_sink s;
@@ -450,6 +529,9 @@ an_sink report_sink(report *r)
     s.client = sink_client;
     s.migration = sink_migration;
     s.latency = sink_latency;
+    s.failover = sink_failover;
+    s.convergence = sink_convergence;
+    s.owner_row = sink_owner_row;
     return s;
 }
 
@@ -521,8 +603,31 @@ static int cmp_latency(const void *a, const void *b)
     return strcmp(x->key, y->key);
 }
 
+/* The slowest first: the longest time stale after the flip, then flip time,
+ * client and slots (a total order: the same report from the run and the db). */
+static int64_t stale_us(const rep_convergence *c)
+{
+    return c->last_stale_us ? c->last_stale_us - c->flip_us : -1;
+}
+
+static int cmp_convergence(const void *a, const void *b)
+{
+    const rep_convergence *x = a, *y = b;
+    if (stale_us(x) != stale_us(y))
+        return stale_us(x) > stale_us(y) ? -1 : 1;
+    if (x->flip_us != y->flip_us)
+        return x->flip_us < y->flip_us ? -1 : 1;
+    int c = strcmp(x->client, y->client);
+    if (c)
+        return c;
+    return x->slot_lo != y->slot_lo ? (x->slot_lo < y->slot_lo ? -1 : 1)
+                                    : strcmp(x->old_node, y->old_node);
+}
+
 void report_sort(report *r)
 {
+    if (r->n_convergence)
+        qsort(r->convergence, r->n_convergence, sizeof *r->convergence, cmp_convergence);
     if (r->n_findings)
         qsort(r->findings, r->n_findings, sizeof *r->findings, cmp_finding);
     if (r->n_migrations)

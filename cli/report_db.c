@@ -101,6 +101,51 @@ static void row_migration(report *r, sqlite3_stmt *st)
     report_add_migration(r, &m);
 }
 
+static void row_convergence(report *r, sqlite3_stmt *st)
+{
+    rep_convergence c;
+    memset(&c, 0, sizeof c);
+    snprintf(c.client, sizeof c.client, "%s", col_text(st, 0));
+    c.slot_lo = col_int_in(st, 1, -1, 16383);
+    c.slot_hi = col_int_in(st, 2, -1, 16383);
+    snprintf(c.old_node, sizeof c.old_node, "%s", col_text(st, 3));
+    snprintf(c.new_node, sizeof c.new_node, "%s", col_text(st, 4));
+    snprintf(c.source, sizeof c.source, "%s", col_text(st, 5));
+    c.flip_us = col_time(st, 6);
+    c.config_epoch = col_uint(st, 7);
+    c.last_stale_us = col_time(st, 8);
+    c.converged_us = col_time(st, 9);
+    c.stale_commands = col_uint(st, 10);
+    c.moved_replies = col_uint(st, 11);
+    c.at_risk_writes = col_uint(st, 12);
+    report_add_convergence(r, &c);
+}
+
+static void row_failover(report *r, sqlite3_stmt *st)
+{
+    rep_failover f;
+    memset(&f, 0, sizeof f);
+    f.ts_us = col_time(st, 0);
+    snprintf(f.kind, sizeof f.kind, "%s", col_text(st, 1));
+    snprintf(f.old_master, sizeof f.old_master, "%s", col_text(st, 2));
+    snprintf(f.old_id, sizeof f.old_id, "%s", col_text(st, 3));
+    snprintf(f.new_master, sizeof f.new_master, "%s", col_text(st, 4));
+    snprintf(f.new_id, sizeof f.new_id, "%s", col_text(st, 5));
+    f.config_epoch = col_uint(st, 6);
+    f.detected_us = col_time(st, 7);
+    f.elected_us = col_time(st, 8);
+    f.done_us = col_time(st, 9);
+    f.votes = (uint32_t)col_uint(st, 10);
+    f.slots = (uint32_t)col_uint(st, 11);
+    report_add_failover(r, &f);
+}
+
+static void row_owner_sources(report *r, sqlite3_stmt *st)
+{
+    r->owner_rows_bus = col_uint(st, 0);
+    r->owner_rows_clients = col_uint(st, 1);
+}
+
 static void row_finding(report *r, sqlite3_stmt *st)
 {
     rep_finding f;
@@ -212,6 +257,13 @@ int report_load_db(report *r, sqlite3 *db, char *err, size_t err_size)
         {"SELECT slot, source, target, first_ask_us, last_ask_us, flip_us, importing_us,"
          " migrating_us, asks, tryagains, moveds, keys_migrated, complete FROM slot_migrations"
          " ORDER BY id", row_migration},
+        {"SELECT ts_us, kind, old_master, old_id, new_master, new_id, config_epoch, detected_us,"
+         " elected_us, done_us, votes, slots FROM failovers ORDER BY id", row_failover},
+        {"SELECT client, slot_lo, slot_hi, old_node, new_node, source, flip_us, config_epoch,"
+         " last_stale_us, converged_us, stale_commands, moved_replies, at_risk_writes"
+         " FROM convergence ORDER BY id", row_convergence},
+        {"SELECT coalesce(sum(source = 'bus'), 0), coalesce(sum(source <> 'bus'), 0)"
+         " FROM slot_owners", row_owner_sources},
         {"SELECT id, kind, severity, severity_level, client, node, slot, first_us, last_us, count,"
          " extra_latency_us, summary, evidence, operations FROM findings ORDER BY id",
          row_finding},

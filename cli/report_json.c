@@ -193,6 +193,8 @@ static void print_totals(const report *r, const rg_groups *g, FILE *out)
     juint(&j, "clients_cluster_aware", r->clients_aware);
     juint(&j, "nodes", r->n_nodes);
     juint(&j, "migrations", r->n_migrations);
+    juint(&j, "failovers", r->n_failovers);
+    jstr(&j, "ownership_source", report_ownership_source(r));
     juint(&j, "findings", r->n_findings);
     juint(&j, "redirects", report_counter(r, "redirects"));
     juint(&j, "not_shown", r->dropped);
@@ -254,6 +256,43 @@ static void print_migration(const an_migration *m, FILE *out)
     jend(&j);
 }
 
+static void print_failover(const rep_failover *f, FILE *out)
+{
+    jobj j = jbegin(out, "failover");
+    jint(&j, "ts_us", f->ts_us);
+    jstr(&j, "kind", f->kind);
+    jstr(&j, "old_master", f->old_master);
+    jstr(&j, "old_id", f->old_id);
+    jstr(&j, "new_master", f->new_master);
+    jstr(&j, "new_id", f->new_id);
+    juint(&j, "config_epoch", f->config_epoch);
+    jint(&j, "detected_us", f->detected_us);
+    jint(&j, "elected_us", f->elected_us);
+    jint(&j, "done_us", f->done_us);
+    juint(&j, "votes", f->votes);
+    juint(&j, "slots", f->slots);
+    jend(&j);
+}
+
+static void print_convergence(const rep_convergence *c, FILE *out)
+{
+    jobj j = jbegin(out, "convergence");
+    jstr(&j, "client", c->client);
+    jint(&j, "slot_lo", c->slot_lo);
+    jint(&j, "slot_hi", c->slot_hi);
+    jstr(&j, "old_node", c->old_node);
+    jstr(&j, "new_node", c->new_node);
+    jstr(&j, "source", c->source);
+    jint(&j, "flip_us", c->flip_us);
+    juint(&j, "config_epoch", c->config_epoch);
+    jint(&j, "last_stale_us", c->last_stale_us);
+    jint(&j, "converged_us", c->converged_us);
+    juint(&j, "stale_commands", c->stale_commands);
+    juint(&j, "moved_replies", c->moved_replies);
+    juint(&j, "at_risk_writes", c->at_risk_writes);
+    jend(&j);
+}
+
 static void print_redirects(const report *r, FILE *out)
 {
     jobj j = jbegin(out, "redirects");
@@ -306,6 +345,11 @@ void report_print_json(const report *r, FILE *out)
         print_node(&r->nodes[i], out);
     for (size_t i = 0; i < r->n_migrations; i++)
         print_migration(&r->migrations[i], out);
+    for (size_t i = 0; i < r->n_failovers; i++)
+        print_failover(&r->failovers[i], out);
+    /* like the text: only with bus traffic (other captures' JSON unchanged) */
+    for (size_t i = 0; r->owner_rows_bus && i < r->n_convergence; i++)
+        print_convergence(&r->convergence[i], out);
     for (size_t i = 0; i < r->n_findings; i++)
         report_print_finding_json(&r->findings[i], "finding", out);
     print_groups(r, &g, out);

@@ -271,6 +271,77 @@ static void print_migrations(const report *r, FILE *out)
         fprintf(out, "  %-12s ... and %zu more (query 'migrations')\n", "", r->n_migrations - i);
 }
 
+/* The failovers beside the migrations, and where slot ownership came from
+ * (only when the capture has cluster-bus traffic: otherwise ownership is
+ * what the migrations above show). */
+static void print_failovers(const report *r, FILE *out)
+{
+    int days = spans_days(r);
+    char a[48], b[48], c[48];
+    if (!r->owner_rows_bus && r->n_failovers == 0)
+        return;
+    if (r->owner_rows_bus)
+        fprintf(out, "  ownership    from the cluster bus (the masters' claims and config "
+                     "epochs); query 'slot_owners'\n");
+    if (r->n_failovers == 0) {
+        fprintf(out, "  failovers    none seen\n");
+        return;
+    }
+    fprintf(out, "  failovers    %zu failover%s\n", r->n_failovers, r->n_failovers == 1 ? "" : "s");
+    for (size_t i = 0; i < r->n_failovers && i < TEXT_MAX_MIGRATIONS; i++) {
+        const rep_failover *f = &r->failovers[i];
+        fprintf(out, "  %-12s ", "");
+        cli_print_safe(out, f->kind);
+        fputc(' ', out);
+        cli_print_safe(out, f->old_master[0] ? f->old_master : "?");
+        fputs(" -> ", out);
+        cli_print_safe(out, f->new_master[0] ? f->new_master : "?");
+        fprintf(out, ", config epoch %" PRIu64 ", %u slots", f->config_epoch, f->slots);
+        if (f->detected_us)
+            fprintf(out, ", detected %s", fmt_time(a, sizeof a, f->detected_us, days));
+        if (f->elected_us)
+            fprintf(out, ", elected %s (%u vote%s)", fmt_time(b, sizeof b, f->elected_us, days),
+                    f->votes, f->votes == 1 ? "" : "s");
+        if (f->done_us)
+            fprintf(out, ", done %s\n", fmt_time(c, sizeof c, f->done_us, days));
+        else
+            fputs(", no outcome seen\n", out);
+    }
+    if (r->n_failovers > TEXT_MAX_MIGRATIONS)
+        fprintf(out, "  %-12s ... and %zu more (query 'failovers')\n", "",
+                r->n_failovers - TEXT_MAX_MIGRATIONS);
+}
+
+/* After the ownership changes, the clients that took longest to stop using
+ * the old owner (only with bus traffic, as the failovers). */
+#define TEXT_MAX_CONVERGENCE 5
+static void print_convergence(const report *r, FILE *out)
+{
+    if (!r->owner_rows_bus || r->n_convergence == 0)
+        return;
+    size_t stale = 0;
+    for (size_t i = 0; i < r->n_convergence; i++)
+        stale += r->convergence[i].stale_commands > 0;
+    fprintf(out, "  convergence  %zu client%s after ownership changes, %zu kept using the old "
+                 "owner; query 'convergence'\n",
+            r->n_convergence, r->n_convergence == 1 ? "" : "s", stale);
+    for (size_t i = 0; i < r->n_convergence && i < TEXT_MAX_CONVERGENCE; i++) {
+        const rep_convergence *c = &r->convergence[i];
+        if (!c->stale_commands)
+            break;
+        fprintf(out, "  %-12s ", "");
+        cli_print_safe(out, c->client);
+        fprintf(out, " sent slots %d-%d to ", (int)c->slot_lo, (int)c->slot_hi);
+        cli_print_safe(out, c->old_node);
+        fprintf(out, " for %.3f ms after ", (double)(c->last_stale_us - c->flip_us) / 1000.0);
+        cli_print_safe(out, c->new_node);
+        fprintf(out, " took them: %" PRIu64 " command%s, %" PRIu64 " MOVED, %" PRIu64
+                     " write%s at risk\n",
+                c->stale_commands, c->stale_commands == 1 ? "" : "s", c->moved_replies,
+                c->at_risk_writes, c->at_risk_writes == 1 ? "" : "s");
+    }
+}
+
 /* ---------------------------------------------------------------- findings */
 
 /* One event's fields on the current line:
@@ -775,6 +846,8 @@ static void render_text(const report *r, FILE *out)
     print_traffic(r, out);
     print_nodes(r, out);
     print_migrations(r, out);
+    print_failovers(r, out);
+    print_convergence(r, out);
     print_findings(r, out);
     print_cost(r, out);
     print_blind_spots(r, out);

@@ -299,6 +299,19 @@ static void chk_conn_close(void *ctx, const cap_conn *conn, const resp_conn_stat
         p->an_sink_in.conn_close(p->an_sink_in.ctx, conn, st);
 }
 
+/* A bus message (a stream that began with "RCmb"): its bytes are the ones
+ * it was decoded from, then on to the analysis. */
+static void chk_bus_message(void *ctx, const cap_conn *conn, int dir, const bus_msg *m,
+                            int64_t ts_us, uint64_t frame)
+{
+    ss_fuzz_pipe *p = ctx;
+    SS_FUZZ_CHECK(conn != NULL && m != NULL && m->raw != NULL);
+    SS_FUZZ_CHECK(m->raw_len >= BUS_HEADER_LEN && m->raw_len <= m->totlen);
+    SS_FUZZ_CHECK(m->whole ? m->raw_len == m->totlen : m->raw_len < m->totlen);
+    if (p->an_sink_in.bus_message)
+        p->an_sink_in.bus_message(p->an_sink_in.ctx, conn, dir, m, ts_us, frame);
+}
+
 /* ---------------------------------------------------------------- analysis checks */
 
 /* An address-like name field. */
@@ -448,6 +461,7 @@ void ss_fuzz_pipe_init(ss_fuzz_pipe *p, unsigned variant)
         .conn_open = chk_conn_open,
         .command = chk_command,
         .conn_close = chk_conn_close,
+        .bus_message = chk_bus_message,
     };
     p->rp = resp_new(&rcfg, &rsink);
     SS_FUZZ_CHECK(p->rp != NULL);

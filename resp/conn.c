@@ -24,6 +24,7 @@ void resp_config_defaults(resp_config *cfg)
     cfg->key_ctx = NULL;
     cfg->max_bulk_request = 512ull << 20;
     cfg->max_bulk_reply = 1ull << 40;
+    cfg->max_bus_message = 64u << 10;
 }
 
 int resp_keep_reply(const resp_request *req)
@@ -98,6 +99,12 @@ void resp_conn_stats_add(resp_conn_stats *t, const resp_conn_stats *s)
     t->replication_skipped += s->replication_skipped;
     t->tls += s->tls;
     t->cluster_bus += s->cluster_bus;
+    t->bus_messages += s->bus_messages;
+    t->bus_bad += s->bus_bad;
+    t->bus_resyncs += s->bus_resyncs;
+    t->bus_skipped_bytes += s->bus_skipped_bytes;
+    t->bus_bytes += s->bus_bytes;
+    t->bus_gaps += s->bus_gaps;
 }
 
 /* Add one pipeline's totals into another's (one pipeline per worker thread). */
@@ -109,6 +116,7 @@ void resp_stats_add(resp_stats *t, const resp_stats *s)
     t->limit_hits += s->limit_hits;
     t->commands += s->commands;
     t->unanswered_at_end += s->unanswered_at_end;
+    bus_stats_add(&t->bus, &s->bus);
 }
 
 /* Unlink and free a connection's state (no events). */
@@ -127,20 +135,24 @@ static void conn_free(resp_pipeline *rp, rc_conn *c)
     free(c->overflow);
     rp->kept_total -= c->keep_cap;
     free(c->keep);
+    rc_bus_free(c);
     if (c->cc != NULL && c->cc->user == c)
         c->cc->user = NULL;
     free(c);
 }
 
 /* The first bytes of a stream: is it TLS (a record header: content type
- * 20-23, version 3.x) or the cluster bus (messages start with "RCmb")? Either
- * way there is no RESP to find; counted so that the report can say why. */
+ * 20-23, version 3.x) or the cluster bus (bus.c, rc_bus_sniff)? Either way
+ * there is no RESP to find; counted so that the report can say why. A bus
+ * connection's streams go to bus/ from here on. */
 static PAIR_RARE void sniff_foreign(rc_conn *c, const uint8_t *p, size_t n)
 {
-    if (n >= 3 && p[0] >= 0x14 && p[0] <= 0x17 && p[1] == 0x03 && p[2] <= 0x04)
+    if (n >= 3 && p[0] >= 0x14 && p[0] <= 0x17 && p[1] == 0x03 && p[2] <= 0x04) {
         c->st.tls = 1;
-    else if (n >= 4 && memcmp(p, "RCmb", 4) == 0)
+    } else if (rc_bus_sniff(p, n, !c->cc->saw_syn)) {
         c->st.cluster_bus = 1;
+        rc_bus_new(c);
+    }
 }
 
 /* The connection ended: partial messages are dropped (counted as skipped),
@@ -153,6 +165,7 @@ static void conn_close(resp_pipeline *rp, rc_conn *c)
         c->rp_gap_pending = 0;
         rp_gap_give_up(c, c->rp_gap_queued);
     }
+    rc_bus_close(rp, c);
     if (c->rq.in_msg)
         c->st.skipped_bytes += c->rq.off - c->rq.msg_off;
     if (c->rpd.in_msg)
@@ -207,8 +220,10 @@ const resp_stats *resp_get_stats(const resp_pipeline *rp)
 {
     resp_pipeline *m = (resp_pipeline *)rp; /* the view is a cache */
     m->view = rp->closed;
-    for (const rc_conn *c = rp->live; c != NULL; c = c->next)
+    for (const rc_conn *c = rp->live; c != NULL; c = c->next) {
         resp_conn_stats_add(&m->view.total, &c->st);
+        rc_bus_stats_live(c, &m->view.bus);
+    }
     return &m->view;
 }
 
@@ -240,10 +255,12 @@ void resp_on_capture_event(void *vrp, const cap_event *ev)
         if (c->repl_mid == REPL_MID_CLIENT)
             return; /* neither side is decoded */
         c->frame = ev->frame;
-        if ((ev->dir == CAP_TO_SERVER ? c->rq.off : c->rpd.off) == 0)
+        if ((ev->dir == CAP_TO_SERVER ? c->rq.off : c->rpd.off) == 0 && !c->st.cluster_bus)
             sniff_foreign(c, ev->data, ev->len);
-        if (c->st.cluster_bus)
-            return; /* node-to-node bus messages (bus/), not RESP: neither side is decoded */
+        if (c->st.cluster_bus) { /* node-to-node bus messages: bus/ decodes them */
+            rc_bus_feed(c, ev->dir, ev->data, ev->len, ev->ts_us);
+            return;
+        }
         if (ev->dir == CAP_TO_SERVER) {
             if (c->rq_gap_pending)
                 rq_gap_resolve(c, ev->data, ev->len);
@@ -261,7 +278,11 @@ void resp_on_capture_event(void *vrp, const cap_event *ev)
         /* A gap inside a value whose length is known costs nothing but the
          * value's bytes; anything else loses the pairing. A replication
          * stream recognised mid-stream is not paired: nothing to lose. */
-        if (c->repl_mid == REPL_MID_CLIENT || c->st.cluster_bus ||
+        if (c->st.cluster_bus) {
+            rc_bus_gap(c, ev->dir);
+            return;
+        }
+        if (c->repl_mid == REPL_MID_CLIENT ||
             (c->repl_mid == REPL_MID_SERVER && ev->dir == CAP_TO_CLIENT))
             return;
         if (ev->dir == CAP_TO_SERVER) {

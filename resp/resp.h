@@ -62,6 +62,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "bus/bus.h"
 #include "capture/capture.h"
 
 /* ---------------------------------------------------------------- values */
@@ -303,7 +304,16 @@ typedef struct resp_conn_stats {
     uint32_t tls;               /* a stream began with a TLS record header
                                    (encrypted: nothing to decode) */
     uint32_t cluster_bus;       /* a stream began with the cluster bus
-                                   signature "RCmb" (node-to-node gossip) */
+                                   signature "RCmb" (node-to-node gossip), or
+                                   a connection picked up mid-stream showed
+                                   bus messages: its bytes go to bus/ */
+    uint64_t bus_messages;      /* bus messages decoded (both directions) */
+    uint64_t bus_bad;           /* framed bus messages that were invalid or of
+                                   an unknown type: skipped */
+    uint64_t bus_resyncs;       /* bus framing lost (gap, garbage) and found */
+    uint64_t bus_skipped_bytes; /* bus bytes passed over looking for a message */
+    uint64_t bus_bytes;         /* bytes fed to the bus decoder */
+    uint64_t bus_gaps;          /* capture gaps in bus streams */
 } resp_conn_stats;
 
 /* Totals over all connections. */
@@ -316,6 +326,7 @@ typedef struct resp_stats {
     uint64_t unanswered_at_end; /* requests still waiting for their reply on
                                    connections open at the end of the input (a
                                    capture cut short, or stopped too early) */
+    bus_stats bus;              /* the bus decoder's counters, by message type */
 } resp_stats;
 
 /* Where paired commands go. Any callback may be NULL. */
@@ -329,6 +340,12 @@ typedef struct resp_sink {
      * lookup), carried as is in resp_command.conn_word of each of the
      * connection's commands. NULL: the word is 0. */
     uint64_t (*conn_word)(void *ctx, const cap_conn *conn);
+    /* A cluster-bus message (bus/) on a connection recognised as the bus,
+     * which is not decoded as RESP: dir its cap_dir, ts_us the time and
+     * frame the record of the chunk that completed it. m->raw holds the
+     * bytes it was decoded from (the whole message, or its header). */
+    void (*bus_message)(void *ctx, const cap_conn *conn, int dir, const bus_msg *m,
+                        int64_t ts_us, uint64_t frame);
 } resp_sink;
 
 /* Limits; fill with resp_config_defaults. */
@@ -351,6 +368,8 @@ typedef struct resp_config {
     uint64_t max_kept_total;     /* kept raw reply bytes over all connections
                                     (64 MiB); a reply that would pass it is not
                                     kept (counted in limit_hits) */
+    uint32_t max_bus_message;    /* bus messages up to this length are decoded
+                                    whole (64 KiB), longer ones by their header */
 } resp_config;
 void resp_config_defaults(resp_config *cfg);
 

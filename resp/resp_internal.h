@@ -351,6 +351,8 @@ typedef struct rc_conn {
     uint16_t qsz_seen;        /* requests seen (up to SIZES_SEEN) */
     uint32_t qsz[RC_RQ_SIZES];
     rc_sizes rsz[RC_SIZE_SLOTS];
+    struct rc_bus *bus;       /* a cluster-bus connection: its two streams
+                                 (bus.c), NULL for RESP */
 } rc_conn;
 
 enum { REPL_MID_NONE = 0, REPL_MID_SERVER = 1, REPL_MID_CLIENT = 2 };
@@ -371,6 +373,25 @@ struct resp_pipeline {
                                  allocated (no global state: one pipeline
                                  per thread is safe) */
 };
+
+/* ---------------------------------------------------------------- bus.c */
+
+/* Is this first chunk of a stream the cluster bus? At offset 0 the
+ * signature "RCmb" says so; a connection picked up mid-stream (mid != 0)
+ * is also one when a plausible message starts later in the chunk and its
+ * length frames the chunk (it ends at the chunk's end or at another
+ * message). */
+int rc_bus_sniff(const uint8_t *p, size_t n, int mid);
+/* The connection turned out to be a bus connection: its streams (NULL on
+ * out of memory: its bytes are then only counted). */
+struct rc_bus *rc_bus_new(rc_conn *c);
+void rc_bus_feed(rc_conn *c, int dir, const uint8_t *p, size_t n, int64_t ts_us);
+void rc_bus_gap(rc_conn *c, int dir);
+/* The streams' counters into the connection's (at close) and rp's totals. */
+void rc_bus_close(resp_pipeline *rp, rc_conn *c);
+/* Add the live streams' message counters to st (resp_get_stats). */
+void rc_bus_stats_live(const rc_conn *c, bus_stats *st);
+void rc_bus_free(rc_conn *c);
 
 /* ---------------------------------------------------------------- helpers */
 

@@ -97,6 +97,8 @@ typedef enum ev_kind {
     EV_CLOSE,                      /* body: cap_conn, resp_conn_stats */
     EV_UPDATE,                     /* body: ev_counters */
     EV_TIME,                       /* live: the capture time moved on; no body */
+    EV_BUS,                        /* body: bus_head; the message's bytes in the
+                                      raw ring */
     EV_SKIP                        /* the rest of the ring is unused */
 } ev_kind;
 
@@ -152,6 +154,21 @@ _Static_assert(sizeof(((resp_command *)0)->req.key0) == RESP_ARG_PREFIX &&
 #define SPAN_SIZE(from, to) + ((to) - (from))
 #define CMD_FIXED (0 CMD_SPANS(SPAN_SIZE))
 _Static_assert(RESP_ARG_PREFIX == 64, "copy_text copies 16, 32 or 64 bytes");
+
+/* A bus message (resp_sink.bus_message): the bytes it was decoded from go
+ * to the raw ring and are decoded again by the merger, as bus/ did. */
+typedef struct bus_head {
+    uint64_t conn_id;
+    uint64_t frame;
+    int64_t ts_us;
+    uint64_t raw_off;              /* where its bytes are in the raw ring */
+    uint32_t raw_len;
+    uint8_t dir;
+    uint8_t whole;                 /* the whole message (else its header) */
+    uint8_t has_raw;               /* 0: longer than the raw ring allows (only
+                                      with PAR_TINY_RINGS): not handed on */
+    uint8_t pad;
+} bus_head;
 
 /* What a packed command starts with. */
 typedef struct cmd_head {

@@ -248,6 +248,32 @@ static resp_command *unpack_command(struct par *p, worker *w, const uint8_t *in)
     return cmd;
 }
 
+/* A bus message (w_bus's layout), decoded again from its bytes, to the
+ * sink. */
+static void deliver_bus(struct par *p, worker *w, const uint8_t *body)
+{
+    const resp_sink *s = &p->o.sink;
+    bus_head head;
+    bus_msg m;
+    memcpy(&head, body, sizeof head);
+    if (!head.has_raw)
+        return;
+    const uint8_t *raw = w->raw + (head.raw_off & (w->raw_size - 1));
+    w->m_raw_tail = head.raw_off + head.raw_len;
+    int rc = head.whole ? bus_decode(raw, head.raw_len, &m)
+                        : bus_decode_header_only(raw, head.raw_len, &m);
+    if (rc != 0 || !s->bus_message)
+        return;
+    m.raw = raw;
+    m.raw_len = head.raw_len;
+    if (head.conn_id != p->last_id) {
+        p->last_id = head.conn_id;
+        p->last_conn = map_find(p, head.conn_id);
+    }
+    if (p->last_conn)
+        s->bus_message(s->ctx, p->last_conn, head.dir, &m, head.ts_us, head.frame);
+}
+
 /* A record's counters into the copy of its connection (see worker_update). */
 static void take_counters(struct par *p, const ev_counters *u)
 {
@@ -289,6 +315,9 @@ static void deliver(struct par *p, worker *w, const ev_hdr *h)
             s->command(s->ctx, cmd);
         break;
     }
+    case EV_BUS:
+        deliver_bus(p, w, body);
+        break;
     case EV_CLOSE:
         c = map_find(p, ((const cap_conn *)body)->id);
         if (!c)

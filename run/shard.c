@@ -219,6 +219,23 @@ static void w_command(void *ctx, const resp_command *cmd)
     ev_end(w, h);
 }
 
+/* resp_sink: a bus message; its bytes go to the raw ring (see bus_head). */
+static void w_bus(void *ctx, const cap_conn *conn, int dir, const bus_msg *m, int64_t ts_us,
+                  uint64_t frame)
+{
+    worker *w = ctx;
+    bus_head head = {.conn_id = conn ? conn->id : 0, .frame = frame, .ts_us = ts_us,
+                     .raw_len = m->raw_len, .dir = (uint8_t)dir, .whole = m->whole,
+                     .has_raw = m->raw != NULL && m->raw_len <= w->raw_size / 2};
+    if (head.has_raw) {
+        head.raw_off = raw_reserve(w, m->raw_len);
+        memcpy(w->raw + (head.raw_off & (w->raw_size - 1)), m->raw, m->raw_len);
+    }
+    ev_hdr *h = ev_begin(w, conn, EV_BUS, ev_round(sizeof(ev_hdr) + sizeof head));
+    memcpy(h + 1, &head, sizeof head);
+    ev_end(w, h);
+}
+
 /* Room for the counters right after the record's latest event, which is
  * of connection id and not yet published: they are appended to it (most
  * records that make an event make one, so one event instead of two). */
@@ -514,6 +531,6 @@ void reader_record(void *ctx, const cap_record *rec)
 resp_sink worker_sink(worker *w)
 {
     resp_sink sink = {.ctx = w, .conn_open = w_conn_open, .command = w_command,
-                      .conn_close = w_conn_close};
+                      .conn_close = w_conn_close, .bus_message = w_bus};
     return sink;
 }

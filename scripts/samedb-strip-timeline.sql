@@ -3,4 +3,4 @@
 -- the timeline table, its three counters, the schema version it bumped.
 DROP TABLE IF EXISTS timeline;
 DELETE FROM counters WHERE name IN ('timeline_rows', 'timeline_late', 'timeline_overflow');
-UPDATE meta SET value = '2' WHERE key = 'schema_version';
+UPDATE meta SET value = '4' WHERE key = 'schema_version';

@@ -3,6 +3,7 @@
 # fixture captures, and the live tests against a real Redis Cluster on loopback
 # (those skip themselves when not root or redis-server/tcpdump are missing).
 #   SANITIZE=1 scripts/test.sh   the same under AddressSanitizer + UBSan
+#   TSAN=1 scripts/test.sh       the tests that run threads, under ThreadSanitizer
 #   CC=clang scripts/test.sh      with clang
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,6 +17,14 @@ if [ -n "${SANITIZE:-}" ]; then
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 fi
+select=()
+if [ -n "${TSAN:-}" ]; then
+  build=build-tsan
+  flags+=(-DSLOTSCOPE_TSAN=ON)
+  export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+  # every test that runs --threads, the live capture threads or the store writer
+  select=(-R 'test_threads|test_midstream|test_store_writer|live_loopback|test_live|test_cluster_bus|test_evidence|test_report')
+fi
 cmake -S . -B "$build" "${flags[@]}" >/dev/null
 cmake --build "$build" -j"$(nproc)"
 cd "$build"
@@ -23,7 +32,7 @@ cd "$build"
 # tests fail instead (tests/helpers/skip.*), and no test may be skipped.
 log=$(mktemp /tmp/ctest.XXXXXX)
 status=0
-ctest --output-on-failure -j"$(nproc)" --timeout 600 2>&1 | tee "$log" || status=1
+ctest --output-on-failure -j"$(nproc)" --timeout 600 "${select[@]}" 2>&1 | tee "$log" || status=1
 grep -E '\*\*\*Skipped|SKIP: |SKIPPED' "$log" | sed 's/^/skipped: /' || true
 if [ "${CI:-}" = true ] && grep -qE '\*\*\*Skipped|Not Run|SKIPPED' "$log"; then
   echo "CI: a test was skipped (every prerequisite is installed in CI)"

@@ -32,6 +32,11 @@ enum store_stmt {
     ST_MIGRATION,
     ST_LATENCY,
     ST_COMMAND,
+    ST_OWNER,
+    ST_NODE_STATE,
+    ST_FAILOVER,
+    ST_CONVERGENCE,
+    ST_AT_RISK,
     ST_TIMELINE,
     ST_COUNT,
     /* Not statements: the writer thread's other jobs (writer.c). A queued

@@ -79,6 +79,7 @@ static void write_redirect(void *ctx, const an_redirect *r)
     store_set_int(st, 10, r->latency_us);
     store_set_uint(st, 11, r->req_frame);
     store_set_uint(st, 12, r->reply_frame);
+    store_set_text(st, 13, r->cause ? r->cause : "");
     store_row_end(s, st);
 }
 
@@ -95,6 +96,76 @@ static void write_node(void *ctx, const an_node *n)
     store_set_text(st, 4, n->role);
     store_set_int(st, 5, n->slots_owned);
     store_set_uint(st, 6, n->commands);
+    store_set_text(st, 7, n->flags);
+    store_set_text(st, 8, n->master_id);
+    store_set_uint(st, 9, n->config_epoch);
+    store_set_uint(st, 10, n->current_epoch);
+    store_set_int(st, 11, n->bus_port);
+    store_set_int(st, 12, n->role_us);
+    store_set_int(st, 13, n->master_us);
+    store_set_int(st, 14, n->config_epoch_us);
+    store_set_int(st, 15, n->flags_us);
+    store_row_end(s, st);
+}
+
+/* Append a slot ownership period. */
+static void write_owner_row(void *ctx, const an_owner_row *r)
+{
+    store *s = ctx;
+    store_row *st = store_row_begin(s, ST_OWNER);
+    if (!st)
+        return;
+    store_set_int(st, 1, r->slot_lo);
+    store_set_int(st, 2, r->slot_hi);
+    store_set_text(st, 3, r->node);
+    store_set_text(st, 4, r->node_id);
+    store_set_uint(st, 5, r->config_epoch);
+    store_set_int(st, 6, r->from_us);
+    store_set_int(st, 7, r->to_us);
+    store_set_text(st, 8, r->source);
+    store_set_text(st, 9, r->cause);
+    store_row_end(s, st);
+}
+
+/* Append a node health transition. */
+static void write_node_transition(void *ctx, const an_node_transition *t)
+{
+    store *s = ctx;
+    store_row *st = store_row_begin(s, ST_NODE_STATE);
+    if (!st)
+        return;
+    store_set_int(st, 1, t->ts_us);
+    store_set_text(st, 2, t->node);
+    store_set_text(st, 3, t->node_id);
+    store_set_text(st, 4, t->from);
+    store_set_text(st, 5, t->to);
+    store_set_text(st, 6, t->reporter);
+    store_set_text(st, 7, t->reporter_id);
+    store_set_text(st, 8, t->via);
+    store_set_uint(st, 9, t->frame);
+    store_row_end(s, st);
+}
+
+/* Append a failover. */
+static void write_failover(void *ctx, const an_failover_rec *f)
+{
+    store *s = ctx;
+    store_row *st = store_row_begin(s, ST_FAILOVER);
+    if (!st)
+        return;
+    store_set_int(st, 1, f->ts_us);
+    store_set_text(st, 2, f->kind);
+    store_set_text(st, 3, f->old_master);
+    store_set_text(st, 4, f->old_id);
+    store_set_text(st, 5, f->new_master);
+    store_set_text(st, 6, f->new_id);
+    store_set_uint(st, 7, f->config_epoch);
+    store_set_int(st, 8, f->detected_us);
+    store_set_int(st, 9, f->elected_us);
+    store_set_int(st, 10, f->done_us);
+    store_set_uint(st, 11, f->votes);
+    store_set_uint(st, 12, f->slots);
+    store_set_uint(st, 13, f->frame);
     store_row_end(s, st);
 }
 
@@ -294,6 +365,53 @@ static void write_command(void *ctx, const resp_command *cmd, const char *client
     store_row_end(s, st);
 }
 
+/* Write one client's convergence after an ownership change. */
+static void write_convergence(void *ctx, const an_convergence *c)
+{
+    store *s = ctx;
+    store_row *st = store_row_begin(s, ST_CONVERGENCE);
+    if (!st)
+        return;
+    store_set_text(st, 1, c->client);
+    store_set_int(st, 2, c->slot_lo);
+    store_set_int(st, 3, c->slot_hi);
+    store_set_text(st, 4, c->old_node);
+    store_set_text(st, 5, c->new_node);
+    store_set_text(st, 6, c->source);
+    store_set_int(st, 7, c->flip_us);
+    store_set_uint(st, 8, c->flip_frame);
+    store_set_uint(st, 9, c->config_epoch);
+    store_set_int(st, 10, c->first_us);
+    store_set_int(st, 11, c->last_stale_us);
+    store_set_int(st, 12, c->converged_us);
+    store_set_uint(st, 13, c->stale_commands);
+    store_set_uint(st, 14, c->moved_replies);
+    store_set_uint(st, 15, c->at_risk_writes);
+    store_row_end(s, st);
+}
+
+/* Write one write at risk. */
+static void write_at_risk(void *ctx, const an_risky_write *w)
+{
+    store *s = ctx;
+    store_row *st = store_row_begin(s, ST_AT_RISK);
+    if (!st)
+        return;
+    store_set_uint(st, 1, w->finding_id);
+    store_set_int(st, 2, w->ts_us);
+    store_set_text(st, 3, w->client);
+    store_set_text(st, 4, w->node);
+    store_set_text(st, 5, w->new_node);
+    store_set_int(st, 6, w->slot);
+    store_set_text(st, 7, w->command);
+    store_set_text(st, 8, w->key);
+    store_set_uint(st, 9, w->req_frame);
+    store_set_uint(st, 10, w->reply_frame);
+    store_set_uint(st, 11, w->proof_frame);
+    store_set_uint(st, 12, w->config_epoch);
+    store_row_end(s, st);
+}
+
 /* A p50/p99 of the time series: NULL when no operation ended (-1). */
 static void set_opt_us(store_row *st, int i, int64_t us)
 {
@@ -342,6 +460,11 @@ an_sink store_sink(store *s)
     sink.connection = write_connection;
     sink.migration = write_migration;
     sink.latency = write_latency;
+    sink.owner_row = write_owner_row;
+    sink.node_transition = write_node_transition;
+    sink.failover = write_failover;
+    sink.convergence = write_convergence;
+    sink.at_risk_write = write_at_risk;
     sink.series = write_series;
     if (s && s->opts.store_commands)
         sink.command = write_command;

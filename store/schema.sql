@@ -1,4 +1,4 @@
--- slotscope database schema, version 3 (store.h: STORE_SCHEMA_VERSION).
+-- slotscope database schema, version 5 (store.h: STORE_SCHEMA_VERSION).
 --
 -- One database holds one run: the inputs it read, the nodes and clients it saw,
 -- every redirect reply, the findings with their evidence, each slot's migration
@@ -33,7 +33,10 @@ CREATE TABLE inputs (
 );
 
 -- Cluster nodes: the address seen in the capture, the one the cluster
--- announces (MOVED/ASK targets, CLUSTER SLOTS), its node id and role.
+-- announces (MOVED/ASK targets, CLUSTER SLOTS), its node id and role. The
+-- columns from flags on are what the cluster bus showed ('' / 0 without bus
+-- messages from or about the node); each *_us is when the current value was
+-- first seen (its first message, or the message that changed it).
 CREATE TABLE nodes (
     id          INTEGER PRIMARY KEY,
     observed    TEXT NOT NULL,
@@ -42,6 +45,15 @@ CREATE TABLE nodes (
     role        TEXT NOT NULL,
     slots_owned INTEGER NOT NULL,
     commands    INTEGER NOT NULL,
+    flags           TEXT NOT NULL DEFAULT '',   -- master|replica[,pfail|,fail][,handshake,noaddr,nofailover]
+    master_id       TEXT NOT NULL DEFAULT '',   -- a replica's master
+    config_epoch    INTEGER NOT NULL DEFAULT 0,
+    current_epoch   INTEGER NOT NULL DEFAULT 0,
+    bus_port        INTEGER NOT NULL DEFAULT 0,
+    role_us         INTEGER NOT NULL DEFAULT 0,
+    master_us       INTEGER NOT NULL DEFAULT 0,
+    config_epoch_us INTEGER NOT NULL DEFAULT 0,
+    flags_us        INTEGER NOT NULL DEFAULT 0,
     UNIQUE (observed, announced)
 );
 
@@ -97,7 +109,8 @@ CREATE TABLE connections (
     protocol_errors   INTEGER NOT NULL,
     kind              TEXT NOT NULL,   -- client; replication (a replication link, with or
                                        -- without its PSYNC: never paired nor judged);
-                                       -- node (other node-to-node traffic: MIGRATE)
+                                       -- node (other node-to-node traffic: MIGRATE);
+                                       -- bus (the cluster bus: client '', no commands)
     lib_name          TEXT NOT NULL DEFAULT '',  -- what it announced (as clients)
     lib_ver           TEXT NOT NULL DEFAULT '',
     client_name       TEXT NOT NULL DEFAULT ''
@@ -119,7 +132,9 @@ CREATE TABLE redirects (
     key        TEXT NOT NULL,
     latency_us INTEGER NOT NULL,
     req_frame   INTEGER NOT NULL DEFAULT 0, -- record (frame number) of the request's first packet
-    reply_frame INTEGER NOT NULL DEFAULT 0  -- record of the reply's last packet
+    reply_frame INTEGER NOT NULL DEFAULT 0, -- record of the reply's last packet
+    cause       TEXT NOT NULL DEFAULT ''    -- MOVED: migration, failover or unknown (what
+                                            -- changed the slot's owner); '' for the others
 );
 
 -- Findings: one kind of mishandling by one client (client '' for cluster-side
@@ -194,6 +209,65 @@ CREATE TABLE slot_migrations (
     complete      INTEGER NOT NULL
 );
 
+-- Slot ownership over time. source 'bus': as the masters claimed the slots on
+-- the cluster bus (the higher config epoch wins); 'clients': as clients were
+-- told (CLUSTER SLOTS / SHARDS / NODES replies, MOVED). Both are kept; the
+-- report uses 'bus' when the capture has any. A row is a run of consecutive
+-- slots with one owner, epoch and period; to_us 0: still the owner at the
+-- end. config_epoch 0: the source gives none. cause: how the node got them
+-- (first: the first owner the capture shows; migration; failover; unknown).
+CREATE TABLE slot_owners (
+    id           INTEGER PRIMARY KEY,
+    slot_lo      INTEGER NOT NULL,
+    slot_hi      INTEGER NOT NULL,
+    node         TEXT NOT NULL,
+    node_id      TEXT NOT NULL,
+    config_epoch INTEGER NOT NULL,
+    from_us      INTEGER NOT NULL,
+    to_us        INTEGER NOT NULL,
+    source       TEXT NOT NULL,
+    cause        TEXT NOT NULL
+);
+
+-- A node's health as the other nodes saw it on the bus: from / to 'ok',
+-- 'pfail', 'fail'; reporter is the node whose message showed the change, via
+-- that message's type (ping, pong, fail, ...), frame its record.
+CREATE TABLE node_states (
+    id          INTEGER PRIMARY KEY,
+    ts_us       INTEGER NOT NULL,
+    node        TEXT NOT NULL,
+    node_id     TEXT NOT NULL,
+    from_state  TEXT NOT NULL,
+    to_state    TEXT NOT NULL,
+    reporter    TEXT NOT NULL,
+    reporter_id TEXT NOT NULL,
+    via         TEXT NOT NULL,
+    frame       INTEGER NOT NULL
+);
+
+-- Failovers as the cluster bus showed them. kind: manual (MFSTART seen),
+-- takeover (epoch bump without an election), automatic (FAIL, then the
+-- election). detected_us: manual the MFSTART, automatic the old master's FAIL
+-- (else PFAIL), 0 for takeover; elected_us: the vote that made the majority
+-- (else the last vote); done_us: the new master's first claim (0: election
+-- seen, outcome not). votes: FAILOVER_AUTH_ACKs seen; slots: slots taken over.
+CREATE TABLE failovers (
+    id           INTEGER PRIMARY KEY,
+    ts_us        INTEGER NOT NULL,
+    kind         TEXT NOT NULL,
+    old_master   TEXT NOT NULL,
+    old_id       TEXT NOT NULL,
+    new_master   TEXT NOT NULL,
+    new_id       TEXT NOT NULL,
+    config_epoch INTEGER NOT NULL,
+    detected_us  INTEGER NOT NULL,
+    elected_us   INTEGER NOT NULL,
+    done_us      INTEGER NOT NULL,
+    votes        INTEGER NOT NULL,
+    slots        INTEGER NOT NULL,
+    frame        INTEGER NOT NULL
+);
+
 -- Latency of logical operations (first attempt to final reply), direct and
 -- redirected, per client, slot, node and over all ('all', key 'all').
 -- extra_us is the time redirected operations spent on redirects.
@@ -245,6 +319,48 @@ CREATE TABLE commands (
     reply_frame INTEGER NOT NULL DEFAULT 0  -- record of the reply's last packet, 0 if none
 );
 
+-- After each ownership change (a bus claim; what clients were told when the
+-- capture has no bus), one row per client that sent commands for those slots:
+-- how long it kept sending them to the old owner (last_stale_us - flip_us) and
+-- what it paid. Commands sent with ASKING are not stale. A change is watched
+-- for convergence_window_ms (--set). 0 in a *_us column means none.
+CREATE TABLE convergence (
+    id             INTEGER PRIMARY KEY,
+    client         TEXT NOT NULL,
+    slot_lo        INTEGER NOT NULL,
+    slot_hi        INTEGER NOT NULL,
+    old_node       TEXT NOT NULL,
+    new_node       TEXT NOT NULL,
+    source         TEXT NOT NULL,      -- bus, clients
+    flip_us        INTEGER NOT NULL,   -- the change (bus: the claim's capture time)
+    flip_frame     INTEGER NOT NULL,   -- the record proving it (bus), else 0
+    config_epoch   INTEGER NOT NULL,   -- the new owner's (bus), else 0
+    first_us       INTEGER NOT NULL,   -- its first command for the slots after the flip
+    last_stale_us  INTEGER NOT NULL,   -- its last command sent to the old owner
+    converged_us   INTEGER NOT NULL,   -- its first command sent to the new owner
+    stale_commands INTEGER NOT NULL,
+    moved_replies  INTEGER NOT NULL,
+    at_risk_writes INTEGER NOT NULL
+);
+
+-- Every write of a writes_at_risk finding: acknowledged by node for slot
+-- after new_node had claimed the slot on the bus with a higher config epoch
+-- (proof_frame: that bus message's record). Keys are hashed under
+-- --redact-keys.
+CREATE TABLE at_risk_writes (
+    id            INTEGER PRIMARY KEY,
+    finding_id    INTEGER NOT NULL,    -- findings.id
+    ts_us         INTEGER NOT NULL,    -- the acknowledgement (reply complete)
+    client        TEXT NOT NULL,
+    node          TEXT NOT NULL,
+    new_node      TEXT NOT NULL,
+    slot          INTEGER NOT NULL,
+    command       TEXT NOT NULL,
+    key           TEXT NOT NULL,
+    req_frame     INTEGER NOT NULL,
+    reply_frame   INTEGER NOT NULL,
+    proof_frame   INTEGER NOT NULL,
+    config_epoch  INTEGER NOT NULL
 -- The redirect time series (analysis/series.c; not slot_migrations, the
 -- per slot windows): per time bucket [bucket_us, bucket_us + width_us) of
 -- capture time (1 s unless --bucket), what the whole cluster (scope

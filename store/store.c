@@ -83,11 +83,17 @@ static const char *const stmt_sql[ST_COUNT] = {
         " (SELECT name FROM inputs ORDER BY id)), '')",
     [ST_COUNTER] = "INSERT OR REPLACE INTO counters (name, value) VALUES (?1, ?2)",
     [ST_NODE] =
-        "INSERT INTO nodes (observed, announced, node_id, role, slots_owned, commands)"
-        " VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
+        "INSERT INTO nodes (observed, announced, node_id, role, slots_owned, commands,"
+        " flags, master_id, config_epoch, current_epoch, bus_port, role_us, master_us,"
+        " config_epoch_us, flags_us)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)"
         " ON CONFLICT (observed, announced) DO UPDATE SET node_id = excluded.node_id,"
         " role = excluded.role, slots_owned = excluded.slots_owned,"
-        " commands = excluded.commands",
+        " commands = excluded.commands, flags = excluded.flags,"
+        " master_id = excluded.master_id, config_epoch = excluded.config_epoch,"
+        " current_epoch = excluded.current_epoch, bus_port = excluded.bus_port,"
+        " role_us = excluded.role_us, master_us = excluded.master_us,"
+        " config_epoch_us = excluded.config_epoch_us, flags_us = excluded.flags_us",
     [ST_CLIENT] =
         "INSERT INTO clients (name, first_us, last_us, connections, commands,"
         " redirects, findings, cluster_aware, is_node, lib_name, lib_ver, client_name)"
@@ -113,8 +119,8 @@ static const char *const stmt_sql[ST_COUNT] = {
         " ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30)",
     [ST_REDIRECT] =
         "INSERT INTO redirects (ts_us, client, conn, node, kind, slot, target, command,"
-        " key, latency_us, req_frame, reply_frame)"
-        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+        " key, latency_us, req_frame, reply_frame, cause)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
     [ST_FINDING] =
         "INSERT OR REPLACE INTO findings (id, kind, severity, severity_level, client, node,"
         " slot, first_us, last_us, count, extra_latency_us, summary, evidence, operations,"
@@ -135,6 +141,25 @@ static const char *const stmt_sql[ST_COUNT] = {
         " req_frame, reply_frame)"
         " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,"
         " ?17, ?18, ?19)",
+    [ST_OWNER] =
+        "INSERT INTO slot_owners (slot_lo, slot_hi, node, node_id, config_epoch, from_us,"
+        " to_us, source, cause) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    [ST_NODE_STATE] =
+        "INSERT INTO node_states (ts_us, node, node_id, from_state, to_state, reporter,"
+        " reporter_id, via, frame) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    [ST_FAILOVER] =
+        "INSERT INTO failovers (ts_us, kind, old_master, old_id, new_master, new_id,"
+        " config_epoch, detected_us, elected_us, done_us, votes, slots, frame)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+    [ST_CONVERGENCE] =
+        "INSERT INTO convergence (client, slot_lo, slot_hi, old_node, new_node, source,"
+        " flip_us, flip_frame, config_epoch, first_us, last_stale_us, converged_us,"
+        " stale_commands, moved_replies, at_risk_writes)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+    [ST_AT_RISK] =
+        "INSERT INTO at_risk_writes (finding_id, ts_us, client, node, new_node, slot,"
+        " command, key, req_frame, reply_frame, proof_frame, config_epoch)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
     [ST_TIMELINE] =
         "INSERT INTO timeline (bucket_us, width_us, scope, scope_id, scopes, commands, moved,"
         " ask, tryagain, crossslot, clusterdown, asking, retries, direct_ops, redirected_ops,"
@@ -923,6 +948,23 @@ static void each_resp_counter(const resp_stats *r, store_counter_fn fn, void *ct
     fn(ctx, "resp_commands", r->commands);
     fn(ctx, "tls_connections", r->total.tls);
     fn(ctx, "cluster_bus_connections", r->total.cluster_bus);
+    fn(ctx, "bus_messages", r->bus.messages);
+    for (unsigned t = 0; t < BUS_TYPE_COUNT; t++) {
+        char name[48];
+        snprintf(name, sizeof name, "bus_%s", bus_type_name(t));
+        for (char *p = name; *p; p++)
+            if (*p == '-')
+                *p = '_';
+        fn(ctx, name, r->bus.by_type[t]);
+    }
+    fn(ctx, "bus_unknown_type", r->bus.unknown_type);
+    fn(ctx, "bus_bad", r->bus.bad);
+    fn(ctx, "bus_header_only", r->bus.header_only);
+    fn(ctx, "bus_resyncs", r->bus.resyncs);
+    fn(ctx, "bus_skipped_bytes", r->bus.skipped_bytes);
+    fn(ctx, "bus_text_cut", r->bus.text_cut);
+    fn(ctx, "bus_bytes", r->total.bus_bytes);
+    fn(ctx, "bus_gaps", r->total.bus_gaps);
     fn(ctx, "unanswered_at_end", r->unanswered_at_end);
 }
 
@@ -943,6 +985,8 @@ static void each_an_counter(const an_stats *a, store_counter_fn fn, void *ctx)
     fn(ctx, "findings", a->findings);
     fn(ctx, "evicted_clients", a->evicted_clients);
     fn(ctx, "dropped_nodes", a->dropped_nodes);
+    fn(ctx, "convergence_evicted", a->convergence_evicted);
+    fn(ctx, "convergence_dropped", a->convergence_dropped);
     fn(ctx, "evicted_ops", a->evicted_ops);
     fn(ctx, "node_links", a->node_links);
     fn(ctx, "evicted_conns", a->evicted_conns);
@@ -958,6 +1002,17 @@ static void each_an_counter(const an_stats *a, store_counter_fn fn, void *ctx)
     fn(ctx, "map_replies", a->map_replies);
     fn(ctx, "map_errors", a->map_errors);
     fn(ctx, "abandoned_ops", a->abandoned_ops);
+    fn(ctx, "bus_connections", a->bus_connections);
+    fn(ctx, "bus_messages_analysed", a->bus_messages);
+    fn(ctx, "bus_unknown_sender", a->bus_unknown_sender);
+    fn(ctx, "bus_stale_claims", a->bus_stale_claims);
+    fn(ctx, "bus_stale_headers", a->bus_stale_headers);
+    fn(ctx, "bus_claim_conflicts", a->bus_claim_conflicts);
+    fn(ctx, "owner_changes", a->owner_changes);
+    fn(ctx, "failovers", a->failovers);
+    fn(ctx, "dropped_failovers", a->dropped_failovers);
+    fn(ctx, "health_changes", a->health_changes);
+    fn(ctx, "dropped_bus_conns", a->dropped_bus_conns);
 }
 
 void store_each_counter(const cap_stats *cs, const resp_stats *rs, const an_stats *as,
@@ -989,7 +1044,8 @@ static int read_schema_version(sqlite3 *db)
  * file may have put a view in their place (a recursive CTE never ends). */
 static const char *const schema_tables[] = {
     "meta", "inputs", "nodes", "clients", "connections", "redirects", "findings",
-    "slot_migrations", "latency", "counters", "commands", "timeline",
+    "slot_migrations", "latency", "counters", "commands", "convergence", "at_risk_writes",
+    "timeline",
 };
 
 /* The first n tables of the schema are there and are tables (meta is the

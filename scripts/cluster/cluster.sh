@@ -28,11 +28,13 @@
 # Facts used: https://redis.io/docs/reference/cluster-spec/ ("Live resharding"),
 # https://redis.io/commands/cluster-setslot/ (order of SETSLOT calls).
 # Every wait is bounded; every node started is recorded in DIR/pids.
+# CLUSTER_NODE_TIMEOUT_MS sets cluster-node-timeout (default 5000).
 set -euo pipefail
 
 REDIS_SERVER=${REDIS_SERVER:-redis-server}
 REDIS_CLI=${REDIS_CLI:-redis-cli}
 WAIT_S=${CLUSTER_WAIT_S:-30}   # bound on each wait below
+NODE_TIMEOUT_MS=${CLUSTER_NODE_TIMEOUT_MS:-5000} # cluster-node-timeout of every node
 
 die() { echo "cluster.sh: $*" >&2; exit 1; }
 
@@ -79,7 +81,7 @@ start_node() {
         "$REDIS_SERVER" --port "$port" --bind 127.0.0.1 --protected-mode no \
             --bind-source-addr "$src" --cluster-announce-ip 127.0.0.1 \
             --cluster-enabled yes --cluster-config-file "$dir/$port/nodes.conf" \
-            --cluster-node-timeout 5000 --appendonly no --save "" \
+            --cluster-node-timeout "$NODE_TIMEOUT_MS" --appendonly no --save "" \
             --dir "$dir/$port" --logfile "$dir/$port/redis.log" \
             --pidfile "$dir/$port/redis.pid" --daemonize yes \
             || die "redis-server on port $port did not start"

@@ -93,13 +93,28 @@ static void on_command(void *ctx, const resp_command *cmd, const char *client, i
              cmd->req.nargs ? (int)cmd->req.arg_len[0] : 0, cmd->req.args[0]);
 }
 
+static void on_convergence(void *ctx, const an_convergence *c)
+{
+    sc_sink *o = ctx;
+    if (o->nconvergence < SC_MAX)
+        o->convergence[o->nconvergence++] = *c;
+}
+
+static void on_at_risk_write(void *ctx, const an_risky_write *w)
+{
+    sc_sink *o = ctx;
+    if (o->nat_risk < SC_MAX)
+        o->at_risk[o->nat_risk++] = *w;
+}
+
 /* A scenario whose analyzer records into s->out; with_commands: also every
  * command (a command sink, which keeps the analyzer off its quick path). */
 static void sc_init_sink(sc *s, const an_config *cfg, int with_commands)
 {
     memset(s, 0, sizeof *s);
     an_sink sink = {&s->out, on_finding, on_redirect, on_node, on_client, on_connection,
-                    on_migration, on_latency, with_commands ? on_command : NULL, on_series};
+                    on_migration, on_latency, with_commands ? on_command : NULL, NULL, NULL, NULL,
+                    on_convergence, on_at_risk_write, on_series};
     s->an = an_new(cfg, &sink);
     s->rs = an_resp_sink(s->an);
 }

@@ -37,6 +37,10 @@ typedef struct sc_sink {
         an_ident ident;
         char client[AN_NAME_MAX];
     } conn_records[SC_MAX]; /* the first SC_MAX */
+    an_convergence convergence[SC_MAX];
+    size_t nconvergence;
+    an_risky_write at_risk[SC_MAX];
+    size_t nat_risk;
     uint64_t commands;
     char last_command_key[128];
     char last_command_arg0[128];

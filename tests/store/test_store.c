@@ -203,7 +203,7 @@ static void test_round_trip(void **state)
 {
     cap_conn conn = sample_conn();
     cap_input_info in;
-    char buf[512], num[16];
+    char buf[512];
     store *s;
     sqlite3 *db;
     (void)state;
@@ -225,8 +225,10 @@ static void test_round_trip(void **state)
     close_store(s);
 
     db = open_ro();
-    snprintf(num, sizeof num, "%d", STORE_SCHEMA_VERSION);
-    assert_string_equal(q_text(db, buf, sizeof buf, "SELECT value FROM meta WHERE key='schema_version'"), num);
+    char version[16];
+    snprintf(version, sizeof version, "%d", STORE_SCHEMA_VERSION);
+    assert_string_equal(q_text(db, buf, sizeof buf, "SELECT value FROM meta WHERE key='schema_version'"),
+                        version);
     assert_string_equal(q_text(db, buf, sizeof buf, "SELECT value FROM meta WHERE key='command_line'"),
                         "slotscope analyze t.pcap --db t.db");
     assert_string_equal(q_text(db, buf, sizeof buf, "SELECT value FROM meta WHERE key='inputs'"), "a.pcap");
