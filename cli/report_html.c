@@ -351,7 +351,8 @@ static size_t load_bars(sqlite3 *db, const span *sp, bar **out, int64_t *cut)
 }
 
 /* Failovers as markers, when the database has the table: its first column
- * ending in _us is the time, a text column naming a node the label. */
+ * ending in _us is the time, new_master (else a column naming a node) the
+ * label. */
 typedef struct marker {
     int64_t ts;
     char label[96];
@@ -372,9 +373,10 @@ static size_t load_failovers(sqlite3 *db, marker *m, size_t max)
         int ok = len > 0 && len < sizeof time_col && strspn(name, "abcdefghijklmnopqrstuvwxyz_") == len;
         if (ok && !time_col[0] && len > 3 && !strcmp(name + len - 3, "_us"))
             snprintf(time_col, sizeof time_col, "%s", name);
-        else if (ok && !label_col[0] && (strstr(name, "node") || strstr(name, "master") ||
-                                         strstr(name, "promoted") || strstr(name, "new")))
-            snprintf(label_col, sizeof label_col, "%s", name);
+        else if (ok && (!strcmp(name, "new_master") ||
+                        (!label_col[0] && (strstr(name, "node") || strstr(name, "master") ||
+                                           strstr(name, "promoted") || strstr(name, "new")))))
+            snprintf(label_col, sizeof label_col, "%s", name); /* new_master first */
     }
     sqlite3_finalize(st);
     if (!time_col[0])

@@ -361,6 +361,8 @@ CREATE TABLE at_risk_writes (
     reply_frame   INTEGER NOT NULL,
     proof_frame   INTEGER NOT NULL,
     config_epoch  INTEGER NOT NULL
+);
+
 -- The redirect time series (analysis/series.c; not slot_migrations, the
 -- per slot windows): per time bucket [bucket_us, bucket_us + width_us) of
 -- capture time (1 s unless --bucket), what the whole cluster (scope
