@@ -249,9 +249,11 @@ static void test_hostile_strings(void **state)
                 "INSERT INTO clients (name, first_us, last_us, connections, commands, redirects,"
                 " findings, cluster_aware, is_node) VALUES ('<svg onload=alert(4)>' || char(1)"
                 " || char(200), 0, 0, 1, 1, 1, 0, 0, 0);"
-                "CREATE TABLE failovers (id INTEGER PRIMARY KEY, ts_us INTEGER, promoted TEXT);"
-                "INSERT INTO failovers (ts_us, promoted) SELECT min(first_ask_us),"
-                " '<script>alert(5)</script>' FROM slot_migrations WHERE first_ask_us > 0;");
+                "DELETE FROM failovers;"
+                "INSERT INTO failovers (ts_us, kind, old_master, old_id, new_master, new_id,"
+                " config_epoch, detected_us, elected_us, done_us, votes, slots, frame)"
+                " SELECT min(first_ask_us), 'manual', 'a', '', '<script>alert(5)</script>', '',"
+                " 1, 0, 0, 0, 0, 0, 0 FROM slot_migrations WHERE first_ask_us > 0;");
     sqlite3_close(d);
     run_ok(TH_ARGS("report", dbp, "--html", htmlp));
     char *page = th_slurp(htmlp, NULL);
