@@ -28,6 +28,11 @@
  *
  * Then --threads 1, 2, 3, 4 (and sharded 2) give the same rows, and the
  * report's capture quality part says what oriented them.
+ *
+ * real         tests/fixtures/cli/orient-real.pcap (bench/orient-capture.sh),
+ *              a real 3+3 cluster whose replication links and three clients
+ *              predate the capture: oriented by the CLUSTER SLOTS reply a new
+ *              client asked for, whichever side spoke first; --threads 1-3
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -409,6 +414,58 @@ static void test_threads_agree(void **state)
     free(one);
 }
 
+/* tests/fixtures/cli/orient-real.pcap (bench/orient-capture.sh): a real
+ * cluster whose replication links and three clients predate the capture. */
+static void assert_real(sqlite3 *d)
+{
+    /* the replication link whose replica's ACK came before any proof about
+     * its master 31002: its shape (the ACK is a request); to 31000 (the new
+     * client's handshake proved it); to 31001 (named in CLUSTER SLOTS) */
+    assert_conn(d, "127.0.1.5:38373", "127.0.1.5:38373 127.0.0.1:31002 shape replication 18 0 0 0");
+    assert_conn(d, "127.0.1.6:34997", "127.0.1.6:34997 127.0.0.1:31000 known replication 18 0 0 0");
+    assert_conn(d, "127.0.1.4:34145", "127.0.1.4:34145 127.0.0.1:31001 cluster replication 17 0 0 0");
+    /* the subscribers, whose nodes speak first (the published message, a
+     * reply whose SUBSCRIBE predates the capture: unpaired), and the idle
+     * READONLY client on the replica 31004, which speaks first */
+    assert_conn(d, "127.0.0.1:58666", "127.0.0.1:58666 127.0.0.1:31003 cluster client 0 1 0 1");
+    assert_conn(d, "127.0.0.1:51492", "127.0.0.1:51492 127.0.0.1:31001 cluster client 0 1 0 1");
+    assert_conn(d, "127.0.0.1:59186", "127.0.0.1:59186 127.0.0.1:31004 cluster client 1 1 0 0");
+    /* the new clients, with their handshakes */
+    assert_conn(d, "127.0.0.1:59706", "127.0.0.1:59706 127.0.0.1:31000 syn client 33 33 0 0");
+    assert_int_equal(counter(d, "mid_stream"), 6);
+    assert_int_equal(counter(d, "oriented_cluster"), 4);
+    assert_int_equal(counter(d, "oriented_known"), 1);
+    assert_int_equal(counter(d, "oriented_shape"), 1);
+    assert_int_equal(counter(d, "replication_midstream"), 3);
+    assert_int_equal(counter(d, "replication_reversed"), 0);
+    assert_int_equal(counter(d, "unpaired_requests"), 0);
+    assert_int_equal(counter(d, "unpaired_replies"), 2);
+}
+
+static void test_real_capture(void **state)
+{
+    char db[512];
+    char *one = NULL;
+    (void)state;
+    snprintf(db, sizeof db, "%s", th_path(tmpdir, "real.db"));
+    for (int n = 1; n <= 3; n++) {
+        char nt[4];
+        snprintf(nt, sizeof nt, "%d", n);
+        analyze(SS_FIXTURES "/cli/orient-real.pcap", db, TH_ARGS("--threads", nt));
+        sqlite3 *d = open_db(db);
+        assert_real(d);
+        sqlite3_close(d);
+        char *rows = rows_of(db);
+        if (one == NULL)
+            one = rows;
+        else {
+            assert_string_equal(rows, one);
+            free(rows);
+        }
+    }
+    free(one);
+}
+
 /* The report's capture quality part: what oriented them. */
 static void test_report_line(void **state)
 {
@@ -433,6 +490,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_orientation, setup, teardown),
         cmocka_unit_test_setup_teardown(test_threads_agree, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_real_capture, setup, teardown),
         cmocka_unit_test_setup_teardown(test_report_line, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
