@@ -22,23 +22,6 @@
 
 #include "analysis/internal.h"
 
-/* ---------------------------------------------------------------- names */
-
-const char *an_client_name(const an_analyzer *an, int32_t client)
-{
-    if (client < 0 || (uint32_t)client >= an->cfg.max_clients || !an->clients[client].used)
-        return "";
-    return an->clients[client].pub.name;
-}
-
-const char *an_node_name(const an_analyzer *an, int32_t node)
-{
-    if (node < 0 || (uint32_t)node >= an->nnodes)
-        return "";
-    const an_nd *n = &an->nodes[node];
-    return n->pub.observed[0] ? n->pub.observed : n->pub.announced;
-}
-
 /* ---------------------------------------------------------------- LRU lists */
 
 /* The tables below keep their entries in LRU order with prev/next indexes; these
@@ -59,18 +42,6 @@ const char *an_node_name(const an_analyzer *an, int32_t node)
     } while (0)
 
 /* ---------------------------------------------------------------- clients */
-
-/* Does client entry val have the name key? */
-static int client_eq(const void *ctx, int32_t val, const void *key)
-{
-    const an_analyzer *an = ctx;
-    return strcmp(an->clients[val].pub.name, key) == 0;
-}
-
-int32_t an_client_find(const an_analyzer *an, const char *name)
-{
-    return an_map_find(&an->client_map, an_hash_str(name, 0), client_eq, an, name);
-}
 
 /* Emit a client's record and latency, then forget it (eviction or finish). */
 static void client_emit(an_analyzer *an, an_cli *c)
@@ -107,7 +78,7 @@ static void client_drop(an_analyzer *an, int32_t i)
 static int32_t client_get(an_analyzer *an, const char *name, const cap_addr *host, int64_t ts)
 {
     uint64_t h = an_hash_str(name, 0);
-    int32_t i = an_map_find(&an->client_map, h, client_eq, an, name);
+    int32_t i = an_map_find(&an->client_map, h, an_client_eq, an, name);
     if (i != AN_NONE) {
         LRU_UNLINK(an->clients, i, an->cli_lru_head, an->cli_lru_tail);
         LRU_PUSH(an->clients, i, an->cli_lru_head, an->cli_lru_tail);
@@ -141,17 +112,6 @@ static int32_t client_get(an_analyzer *an, const char *name, const cap_addr *hos
 }
 
 /* ---------------------------------------------------------------- connections */
-
-static int conn_eq(const void *ctx, int32_t val, const void *key)
-{
-    const an_analyzer *an = ctx;
-    return an->conns[val].id == *(const uint64_t *)key;
-}
-
-static uint64_t conn_hash(uint64_t id)
-{
-    return an_mix64(id + 1);
-}
 
 /* Emit the record of a connection; st is NULL when it is evicted early. */
 static void conn_emit(an_analyzer *an, an_cn *cn, const resp_conn_stats *st)
@@ -202,7 +162,7 @@ static void conn_emit(an_analyzer *an, an_cn *cn, const resp_conn_stats *st)
 static void conn_drop(an_analyzer *an, int32_t i)
 {
     an_cn *cn = &an->conns[i];
-    an_map_del(&an->conn_map, conn_hash(cn->id), i);
+    an_map_del(&an->conn_map, an_conn_hash(cn->id), i);
     if (an->conn_cache[cn->id & (AN_CONN_CACHE - 1)].idx == i)
         an->conn_cache[cn->id & (AN_CONN_CACHE - 1)].idx = AN_NONE;
     LRU_UNLINK(an->conns, i, an->conn_lru_head, an->conn_lru_tail);
@@ -212,14 +172,6 @@ static void conn_drop(an_analyzer *an, int32_t i)
     cn->lnext = an->conn_free;
     an->conn_free = i;
     an->nconns--;
-}
-
-const char *an_conn_src(const an_analyzer *an, uint64_t id, int32_t client)
-{
-    int32_t i = an_map_find(&an->conn_map, conn_hash(id), conn_eq, an, &id);
-    if (i != AN_NONE)
-        return an->conns[i].src;
-    return client == AN_NONE ? NULL : an_client_name(an, client);
 }
 
 /* The client name of a connection per cfg.client_by; cn is its entry, NULL
@@ -286,7 +238,7 @@ static int32_t conn_new(an_analyzer *an, const cap_conn *cc, int64_t ts)
     cn->client_gen = an->clients[cn->client].gen;
     an->clients[cn->client].pub.connections++;
     an->clients[cn->client].client_conns++;
-    an_map_put(&an->conn_map, conn_hash(cn->id), i);
+    an_map_put(&an->conn_map, an_conn_hash(cn->id), i);
     LRU_PUSH(an->conns, i, an->conn_lru_head, an->conn_lru_tail);
     an->nconns++;
     return i;
@@ -298,7 +250,7 @@ static __attribute__((noinline)) int32_t conn_miss(an_analyzer *an, const cap_co
                                                    int64_t ts)
 {
     uint64_t id = cc->id;
-    int32_t i = an_map_find(&an->conn_map, conn_hash(id), conn_eq, an, &id);
+    int32_t i = an_map_find(&an->conn_map, an_conn_hash(id), an_conn_eq, an, &id);
     if (i == AN_NONE)
         i = conn_new(an, cc, ts);
     an->conn_cache[id & (AN_CONN_CACHE - 1)].id = id;
@@ -609,58 +561,6 @@ void an_free(an_analyzer *an)
 }
 
 /* ---------------------------------------------------------------- commands */
-
-/* Text for a reply in evidence and records: the error line, or its type. */
-static void reply_text(const resp_command *cmd, char *out, size_t n);
-
-const char *an_cmd_key(an_cmdctx *x)
-{
-    if (!x->key_done) {
-        const resp_request *req = &x->cmd->req;
-        x->key_done = 1;
-        x->key[0] = 0;
-        if (req->key0_full_len > 0) {
-            size_t n = req->key0_len < RESP_ARG_PREFIX ? req->key0_len : RESP_ARG_PREFIX;
-            an_key_text(x->cfg, req->key0, n, req->key0_full_len, x->key, sizeof x->key);
-        }
-        x->key_len = strlen(x->key);
-    }
-    return x->key;
-}
-
-const char *an_reply_text(an_cmdctx *x)
-{
-    if (!x->reply[0])
-        reply_text(x->cmd, x->reply, sizeof x->reply);
-    return x->reply;
-}
-
-static void reply_text(const resp_command *cmd, char *out, size_t n)
-{
-    const resp_reply *r = &cmd->reply;
-    if (cmd->outcome == RESP_NO_REPLY) {
-        snprintf(out, n, "(no reply)");
-        return;
-    }
-    if (cmd->outcome != RESP_OK) {
-        snprintf(out, n, "(unanswered)");
-        return;
-    }
-    switch (r->type) {
-    case RESP_T_ERROR:
-    case RESP_T_BLOBERR:
-        snprintf(out, n, "-%.*s", (int)strnlen(r->errtext, sizeof r->errtext), r->errtext);
-        break;
-    case RESP_T_SIMPLE: snprintf(out, n, "+simple"); break;
-    case RESP_T_INT: snprintf(out, n, ":%lld", (long long)r->integer); break;
-    case RESP_T_BULK: snprintf(out, n, "$bulk"); break;
-    case RESP_T_NIL: case RESP_T_NULL: snprintf(out, n, "nil"); break;
-    case RESP_T_ARRAY: case RESP_T_MAP: case RESP_T_SET: case RESP_T_PUSH:
-        snprintf(out, n, "%c%lld", (char)r->type, (long long)r->elements);
-        break;
-    default: snprintf(out, n, "%c", r->type ? (char)r->type : '?'); break;
-    }
-}
 
 /* Pass the command to the sink's command callback, with keys and arguments
  * hashed when redacting (arguments of keyed commands may be keys or values). */
@@ -1366,7 +1266,7 @@ static void on_conn_close(void *ctx, const cap_conn *conn, const resp_conn_stats
 {
     an_analyzer *an = ctx;
     uint64_t id = conn->id;
-    int32_t i = an_map_find(&an->conn_map, conn_hash(id), conn_eq, an, &id);
+    int32_t i = an_map_find(&an->conn_map, an_conn_hash(id), an_conn_eq, an, &id);
     if (i == AN_NONE)
         return;
     an->conns[i].cc = conn;

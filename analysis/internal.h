@@ -3,6 +3,9 @@
  *
  *   analyzer.c  an_new/an_free, the resp_sink, connections and clients, the
  *               per-command dispatch, flush and finish
+ *   names.c     names and texts for findings and records (client, node,
+ *               connection source, a command's key and reply): what the
+ *               detectors use besides this header
  *   ops.c       logical operations: first attempt, redirects, retries, reply
  *   nodes.c     node registry; CLUSTER SLOTS / SHARDS / NODES parsing
  *   views.c     per client slot -> node views; (client, slot) memories
@@ -24,6 +27,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "analysis/analysis.h"
 #include "analysis/keys_internal.h"
@@ -542,14 +546,33 @@ struct an_analyzer {
 };
 typedef struct an_analyzer an_analyzer;
 
-/* analyzer.c */
+/* names.c: what the detectors, findings and records print. A client's name
+ * ("" when the entry is unused). */
 const char *an_client_name(const an_analyzer *an, int32_t client);
 /* The client entry named name, or AN_NONE. */
 int32_t an_client_find(const an_analyzer *an, const char *name);
+/* A node's observed address, else its announced one ("" for no node). */
 const char *an_node_name(const an_analyzer *an, int32_t node);
 /* The client endpoint of connection id while it is tracked, else the name of
  * client (AN_NONE: NULL) (for evidence about earlier attempts). */
 const char *an_conn_src(const an_analyzer *an, uint64_t id, int32_t client);
+
+/* The keys of the client and connection maps (an_map_find's eq and hash):
+ * a client entry by name, a connection entry by id. */
+static inline int an_client_eq(const void *ctx, int32_t val, const void *key)
+{
+    const an_analyzer *an = ctx;
+    return strcmp(an->clients[val].pub.name, key) == 0;
+}
+static inline int an_conn_eq(const void *ctx, int32_t val, const void *key)
+{
+    const an_analyzer *an = ctx;
+    return an->conns[val].id == *(const uint64_t *)key;
+}
+static inline uint64_t an_conn_hash(uint64_t id)
+{
+    return an_mix64(id + 1);
+}
 
 /* nodes.c */
 int32_t an_node_by_endpoint(an_analyzer *an, const cap_endpoint *ep);

@@ -141,7 +141,8 @@ const char *cap_close_reason_name(int reason)
 /* Name of a cap_side_source, for reports. */
 const char *cap_side_source_name(int side_source)
 {
-    static const char *const names[] = {"syn", "port", "shape", "guess", "known"};
+    static const char *const names[] = {"syn",     "port",     "shape",      "guess",
+                                        "known",   "cluster",  "redirect",   "replication"};
     if (side_source < 0 || (size_t)side_source >= sizeof names / sizeof names[0])
         return "?";
     return names[side_source];

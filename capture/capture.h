@@ -75,8 +75,14 @@ typedef enum cap_side_source {
     CAP_SIDE_PORT = 1,  /* one side's port is a configured server port */
     CAP_SIDE_SHAPE = 2, /* the shape hook recognised a request */
     CAP_SIDE_GUESS = 3, /* nothing to go on: the lower port is taken as server */
-    CAP_SIDE_KNOWN = 4  /* one side was shown to serve earlier in the capture (a
+    CAP_SIDE_KNOWN = 4, /* one side was shown to serve earlier in the capture (a
                            handshake's server; see cap_servers) */
+    CAP_SIDE_CLUSTER = 5,     /* one side was named in an earlier CLUSTER SLOTS,
+                                 SHARDS or NODES reply */
+    CAP_SIDE_REDIRECT = 6,    /* one side was an earlier MOVED/ASK target */
+    CAP_SIDE_REPLICATION = 7, /* one side was the master of an earlier
+                                 replication link (REPLCONF/PSYNC sent to it) */
+    CAP_SIDE_SOURCES = 8
 } cap_side_source;
 
 /* One TCP connection as the tracker sees it. Owned by the tracker; valid from
@@ -140,6 +146,10 @@ typedef struct cap_event {
                                 first of the input, as Wireshark numbers
                                 frames; held out-of-order bytes keep the
                                 record that carried them) */
+    uint64_t index;          /* the number of the record being fed when the
+                                event was made (>= frame): what downstream
+                                learns from it is stamped with this
+                                (cap_servers_note) */
     const uint8_t *data;     /* DATA: the bytes */
     size_t len;              /* DATA: how many */
     uint64_t gap_len;        /* GAP: bytes missing (0 when not known, e.g. a
@@ -167,20 +177,34 @@ typedef int (*cap_shape_fn)(const uint8_t *data, size_t len);
 
 /* ---------------------------------------------------------------- known servers */
 
-/* Endpoints the capture has shown to be servers (a SYN's receiver, a
- * SYN-ACK's sender), each stamped with the record that showed it. A tracker
- * orients a connection picked up mid-stream at record r by the stamps below
- * r only (servers.c says why that keeps every --threads alike). Capped;
- * what does not fit is counted (cap_servers_dropped). One writer thread,
- * any number of readers. */
+/* Endpoints the capture has shown to be servers, each stamped per proof
+ * with the record that showed it. A tracker orients a connection picked up
+ * mid-stream at record r by the stamps below r only (servers.c says why
+ * that keeps every --threads alike). Capped; what does not fit is counted
+ * (cap_servers_dropped). Any thread may note and look up. */
 typedef struct cap_servers cap_servers;
+
+/* What showed an endpoint to serve. */
+typedef enum cap_proof {
+    CAP_PROOF_HANDSHAKE = 0,  /* a SYN's receiver, a SYN-ACK's sender */
+    CAP_PROOF_CLUSTER = 1,    /* named in a CLUSTER SLOTS / SHARDS / NODES reply */
+    CAP_PROOF_REDIRECT = 2,   /* a MOVED/ASK target */
+    CAP_PROOF_REPLICATION = 3, /* a replica's master (it was sent REPLCONF or
+                                  PSYNC), or a replica's listening port */
+    CAP_PROOFS = 4
+} cap_proof;
 
 /* An empty table; NULL on out of memory. */
 cap_servers *cap_servers_new(void);
 /* Accepts NULL. */
 void cap_servers_free(cap_servers *s);
-/* 1 when ep was shown to serve by a record numbered below `before`. */
+/* Note that ep serves, by proof, made at record index (any thread). 1 when
+ * it did not fit (counted), else 0. */
+int cap_servers_note(cap_servers *s, cap_proof proof, uint64_t index, const cap_endpoint *ep);
+/* 1 when a handshake of a record numbered below `before` showed ep to serve. */
 int cap_servers_known(const cap_servers *s, const cap_endpoint *ep, uint64_t before);
+/* The proofs (bit 1 << cap_proof) made below `before` that ep serves. */
+unsigned cap_servers_proofs(const cap_servers *s, const cap_endpoint *ep, uint64_t before);
 /* Endpoints not kept because the table was full. */
 uint64_t cap_servers_dropped(const cap_servers *s);
 
@@ -201,10 +225,19 @@ typedef struct cap_config {
                                    fed. Else the caller's, shared by several
                                    trackers: the caller notes every record
                                    (cap_record_route) before any tracker is
-                                   fed it, and the trackers only read it */
+                                   fed it, and the trackers only read it.
+                                   Downstream notes its proofs in either
+                                   (cap_tracker_servers) */
     int64_t since_us, until_us; /* only records in [since, until] are analysed
                                    (0: no bound); the others move the clock and
                                    keep their number, nothing else */
+    /* Called before a connection picked up mid-stream at record `before` is
+     * oriented by what resp/ proved (CLUSTER replies, MOVED/ASK targets,
+     * replication): returns once every proof of the records below `before`
+     * is in the servers table. NULL: they always are (downstream runs on
+     * the tracker's thread, as its callback). */
+    void (*await_proofs)(void *ctx, uint64_t before);
+    void *await_ctx;
 } cap_config;
 
 /* Sensible defaults: 262144 connections, 300 s idle, 1 MiB per connection and
@@ -228,6 +261,8 @@ typedef struct cap_stats {
                                       move); over the merged inputs */
     uint64_t connections;          /* connections opened */
     uint64_t mid_stream;           /* of which picked up without a SYN */
+    uint64_t mid_oriented[CAP_SIDE_SOURCES]; /* those, by what oriented them
+                                      (a cap_side_source; SYN stays 0) */
     uint64_t evicted_connections;  /* closed because the table was full */
     uint64_t idle_connections;     /* closed by the idle timeout */
     uint64_t stream_bytes[2];      /* in-order bytes delivered per cap_dir */
@@ -245,8 +280,9 @@ typedef struct cap_stats {
     uint64_t if_drops;             /* live: packets the interface dropped */
     uint64_t late_packets;         /* packets of a connection after its CLOSE (late
                                       ACKs, retransmitted FINs, data after a RST) */
-    uint64_t known_servers_dropped; /* servers shown by a handshake but not kept:
-                                      the table of known servers was full */
+    uint64_t known_servers_dropped; /* servers shown by a handshake or proved by
+                                      downstream but not kept: the table of
+                                      known servers was full */
 } cap_stats;
 
 typedef struct cap_tracker cap_tracker;
@@ -256,6 +292,9 @@ typedef struct cap_tracker cap_tracker;
  * of 0 or above 2^30. The table costs about 300 bytes of address space per
  * allowed connection, touched only as connections come. */
 cap_tracker *cap_tracker_new(const cap_config *cfg, cap_event_fn fn, void *ctx);
+/* The table of known servers the tracker reads (cap_config.servers, or its
+ * own): where downstream notes what it proves (cap_servers_note). */
+cap_servers *cap_tracker_servers(cap_tracker *t);
 /* Free the tracker. Does not emit CLOSE events: call cap_tracker_finish first.
  * Accepts NULL. */
 void cap_tracker_free(cap_tracker *t);
@@ -286,7 +325,7 @@ void cap_tracker_time(cap_tracker *t, uint64_t index, int64_t ts_us);
  * live connection with CAP_CLOSE_END. */
 void cap_tracker_finish(cap_tracker *t, int64_t ts_us);
 /* The counters so far. */
-const cap_stats *cap_tracker_stats(const cap_tracker *t);
+const cap_stats *cap_tracker_stats(cap_tracker *t);
 /* The connection the record of the latest cap_tracker_packet_at call was a
  * segment of, when it is open (its OPEN was sent) and not closed: that
  * record may have changed its counters (packets, last_us, bytes, ...) even

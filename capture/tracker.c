@@ -10,8 +10,10 @@
  *
  * Which side is the server, in order of trust: the handshake (the SYN's sender
  * is the client), a configured server port, an endpoint an earlier handshake
- * showed to serve (servers.c), the caller's shape hook on the first payload
- * bytes, the lower port.
+ * showed to serve, an endpoint downstream proved to serve earlier (named in a
+ * CLUSTER reply, a MOVED/ASK target, a replica's master: servers.c), the
+ * caller's shape hook on the first payload bytes, the lower port. Only one
+ * side may be known to serve; when both are, the next rule decides.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -136,7 +138,7 @@ static void emit(cap_tracker *t, cap_ev_kind kind, cap_flow *f, int side, int64_
     ev.conn = &f->pub;
     ev.dir = side >= 0 ? cap_dir_of(f, side) : CAP_TO_SERVER;
     ev.ts_us = ts_us;
-    ev.frame = t->index;
+    ev.frame = ev.index = t->index;
     if (t->fn != NULL)
         t->fn(t->ctx, &ev);
 }
@@ -146,6 +148,8 @@ static void emit(cap_tracker *t, cap_ev_kind kind, cap_flow *f, int side, int64_
 static void open_flow(cap_tracker *t, cap_flow *f, int64_t ts_us)
 {
     f->opened = 1;
+    if (!f->pub.saw_syn && f->pub.side_source < CAP_SIDE_SOURCES)
+        t->stats.mid_oriented[f->pub.side_source]++;
     f->pub.server = f->ep[f->server];
     f->pub.client = f->ep[1 - f->server];
     for (int side = 0; side < 2; side++)
@@ -172,6 +176,42 @@ static int server_by_known(const cap_tracker *t, const cap_flow *f)
     if (k0 != k1)
         return k0 ? 0 : 1;
     return -1;
+}
+
+/* The side source of each proof downstream makes (cap_proof), in the order
+ * they are trusted when a side has several. */
+static const struct {
+    cap_proof proof;
+    cap_side_source source;
+} proven_by[] = {
+    {CAP_PROOF_CLUSTER, CAP_SIDE_CLUSTER},
+    {CAP_PROOF_REPLICATION, CAP_SIDE_REPLICATION},
+    {CAP_PROOF_REDIRECT, CAP_SIDE_REDIRECT},
+};
+
+/* Decide the server from what downstream proved before this record (after
+ * waiting for it, see cap_config.await_proofs): 1 when exactly one side was
+ * proved to serve (f->server and the side source are set), else 0. */
+static int decide_by_proof(cap_tracker *t, cap_flow *f)
+{
+    unsigned k[2];
+    int side;
+    if (t->cfg.await_proofs != NULL)
+        t->cfg.await_proofs(t->cfg.await_ctx, t->index);
+    k[0] = cap_servers_proofs(t->servers, &f->ep[0], t->index);
+    k[1] = cap_servers_proofs(t->servers, &f->ep[1], t->index);
+    if ((k[0] != 0) == (k[1] != 0))
+        return 0;
+    side = k[0] ? 0 : 1;
+    f->server = (uint8_t)side;
+    f->side_known = 1;
+    for (size_t i = 0; i < sizeof proven_by / sizeof proven_by[0]; i++)
+        if (k[side] & (1u << proven_by[i].proof)) {
+            f->pub.side_source = proven_by[i].source;
+            return 1;
+        }
+    f->pub.side_source = CAP_SIDE_KNOWN; /* a handshake (not reached: known) */
+    return 1;
 }
 
 /* Last resort: the lower port is the server (ties: the receiver of the first
@@ -222,6 +262,7 @@ void cap_emit_data(cap_tracker *t, cap_flow *f, int side, int64_t ts_us, uint64_
     ev.dir = dir;
     ev.ts_us = ts_us;
     ev.frame = frame;
+    ev.index = t->index;
     ev.data = data;
     ev.len = len;
     /* How far the sender's highest ACK is ahead of (or behind) the peer's
@@ -257,6 +298,7 @@ void cap_emit_gap(cap_tracker *t, cap_flow *f, int side, int64_t ts_us, uint64_t
     ev.dir = dir;
     ev.ts_us = ts_us;
     ev.frame = frame;
+    ev.index = t->index;
     ev.gap_len = len;
     if (t->fn != NULL)
         t->fn(t->ctx, &ev);
@@ -315,7 +357,7 @@ static void close_flow(cap_tracker *t, cap_flow *f, cap_close_reason reason,
     ev.kind = CAP_EV_CLOSE;
     ev.conn = &f->pub;
     ev.ts_us = ts_us;
-    ev.frame = t->index;
+    ev.frame = ev.index = t->index;
     ev.reason = reason;
     if (t->fn != NULL)
         t->fn(t->ctx, &ev);
@@ -394,7 +436,7 @@ static cap_flow *new_flow(cap_tracker *t, const cap_pkt *p, uint32_t hash, int64
             f->server = (uint8_t)by_port;
             f->pub.side_source = CAP_SIDE_KNOWN;
             f->side_known = 1;
-        } else if (t->cfg.shape == NULL) {
+        } else if (!decide_by_proof(t, f) && t->cfg.shape == NULL) {
             decide_by_guess(f);
         }
     }
@@ -623,7 +665,7 @@ static void outside_window(cap_tracker *t, uint64_t index, int linktype, int64_t
     advance_clock(t, ts_us);
     if (t->own_servers != NULL &&
         cap_decode(linktype, pkt, caplen, wirelen, &p) == CAP_DEC_TCP && (p.flags & TCP_SYN))
-        t->stats.known_servers_dropped += (uint64_t)cap_servers_note_pkt(t->own_servers, index, &p);
+        cap_servers_note_pkt(t->own_servers, index, &p);
 }
 
 /* Feed the record numbered index. */
@@ -653,7 +695,7 @@ void cap_tracker_packet_at(cap_tracker *t, uint64_t index, int linktype, int64_t
     if (p.payload_missing > 0)
         t->stats.truncated++;
     if (t->own_servers != NULL && (p.flags & TCP_SYN))
-        t->stats.known_servers_dropped += (uint64_t)cap_servers_note_pkt(t->own_servers, index, &p);
+        cap_servers_note_pkt(t->own_servers, index, &p);
     on_segment(t, &p, ts_us);
 }
 
@@ -694,9 +736,17 @@ void cap_tracker_finish(cap_tracker *t, int64_t ts_us)
         cap_flows_release(&t->flows, f);
 }
 
-/* The counters so far. */
-const cap_stats *cap_tracker_stats(const cap_tracker *t)
+cap_servers *cap_tracker_servers(cap_tracker *t)
 {
+    return t->servers;
+}
+
+/* The counters so far. Its own table of known servers, which downstream
+ * notes in too, counts what it did not keep itself. */
+const cap_stats *cap_tracker_stats(cap_tracker *t)
+{
+    if (t->own_servers != NULL)
+        t->stats.known_servers_dropped = cap_servers_dropped(t->own_servers);
     return &t->stats;
 }
 

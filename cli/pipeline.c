@@ -361,7 +361,12 @@ static int create_stages(pipeline *p)
     if (!p->rp)
         return -1;
     p->tracker = cap_tracker_new(&cc, on_capture_event, p);
-    return p->tracker ? 0 : -1;
+    if (!p->tracker)
+        return -1;
+    /* what resp proves orients later connections (one thread: nothing to
+     * await, resp runs as the tracker's callback) */
+    resp_set_servers(p->rp, cap_tracker_servers(p->tracker));
+    return 0;
 }
 
 pipeline *pipeline_new(const cli_opts *o, report *rep, int live)

@@ -735,6 +735,32 @@ static void print_cost(const report *r, FILE *out)
     print_top(r, "slot", "by slot", out);
 }
 
+/* What oriented the connections picked up mid-stream (databases made before
+ * these counters existed have none: no line). */
+static void print_orientation(const report *r, FILE *out)
+{
+    static const struct {
+        const char *counter, *text;
+    } by[] = {
+        {"oriented_port", "a server port"},
+        {"oriented_known", "an earlier handshake"},
+        {"oriented_cluster", "a CLUSTER reply naming the server"},
+        {"oriented_replication", "an earlier replication link to the master"},
+        {"oriented_redirect", "a MOVED/ASK target"},
+        {"oriented_shape", "the shape of the first bytes"},
+        {"oriented_guess", "a guess (the lower port)"},
+    };
+    int any = 0;
+    for (size_t i = 0; i < sizeof by / sizeof by[0]; i++) {
+        uint64_t v = report_counter(r, by[i].counter);
+        if (!v)
+            continue;
+        fprintf(out, "%s%" PRIu64 " by %s", any ? ", " : "  oriented     ", v, by[i].text);
+        any = 1;
+    }
+    if (any)
+        fputc('\n', out);
+}
 /* ---------------------------------------------------------------- blind spots */
 
 static void print_loss(const report *r, FILE *out)
@@ -752,6 +778,7 @@ static void print_loss(const report *r, FILE *out)
             " evicted (table full)\n",
             report_counter(r, "mid_stream"), report_counter(r, "out_of_sync_connections"),
             report_counter(r, "evicted_connections"));
+    print_orientation(r, out);
     if (report_counter(r, "replication_midstream") > 0)
         fprintf(out,
                 "  replication  %" PRIu64 " links, %" PRIu64 " recognised without their PSYNC"

@@ -235,6 +235,12 @@ static inline void reply_ack_at(rc_conn *c, const cap_event *ev)
     c->ev_ack = ev->has_ack && !c->ack_broken && pos >= 0 ? (uint64_t)pos : UINT64_MAX;
 }
 
+void resp_set_servers(resp_pipeline *rp, cap_servers *servers)
+{
+    if (rp != NULL)
+        rp->cfg.servers = servers;
+}
+
 void resp_on_capture_event(void *vrp, const cap_event *ev)
 {
     resp_pipeline *rp = vrp;
@@ -242,6 +248,7 @@ void resp_on_capture_event(void *vrp, const cap_event *ev)
     if (rp == NULL || cc == NULL)
         return;
     rc_conn *c = cc->user;
+    rp->index = ev->index;
     switch (ev->kind) {
     case CAP_EV_OPEN:
         if (c == NULL)

@@ -172,8 +172,11 @@ static inline void emit_to_sink(rc_conn *c, resp_command *cmd)
     rp->closed.commands++;
     if (rp->sink.command != NULL)
         rp->sink.command(rp->sink.ctx, cmd);
-    if (cmd->reply.err != RESP_ERR_NONE)
+    if (cmd->reply.err != RESP_ERR_NONE) {
+        if (cmd->reply.err == RESP_ERR_MOVED || cmd->reply.err == RESP_ERR_ASK)
+            rc_proofs_redirect(rp, &cmd->reply.redir);
         reply_clear_error(&cmd->reply);
+    }
 }
 
 /* emit for a request paired with certainty (outcome RESP_OK). Inline: the
@@ -191,6 +194,7 @@ static inline void emit_paired(rc_conn *c, rq_entry *e)
     if (e->keep && c->keeping && !c->keep_over) {
         dst->raw = c->keep;
         dst->raw_len = c->keep_len;
+        rc_proofs_cluster(c->rp, cmd);
     }
     sizes_learn(c, e, dst);
     c->st.paired++;
@@ -342,6 +346,8 @@ static PAIR_RARE void repl_found(rc_conn *c, int mid)
     if (c->rep != &c->reply)
         reply_detach(c, c->rep); /* a reply half decoded into an entry */
     rp_sink(c);
+    /* the master: the side that does not ACK */
+    rc_proofs_master(c->rp, mid == REPL_MID_CLIENT ? &c->cc->client : &c->cc->server);
     if (mid != REPL_MID_CLIENT)
         return;
     /* What was queued was the master's stream, not requests. */
@@ -462,7 +468,7 @@ void pair_request_abandon(rc_conn *c)
 /* Which special kind a request is, from its name and first arguments.
  * Called for every request: a switch on the first letter and the length
  * settles almost every name without a comparison. */
-static uint8_t classify_request(rq_entry *e)
+static uint8_t classify_request(rc_conn *c, rq_entry *e)
 {
     const resp_request *r = &e->cmd.req;
     const char *n = r->name;
@@ -524,8 +530,11 @@ static uint8_t classify_request(rq_entry *e)
     case 'R':
         if (RD_NAME_IS(n, len, "RESET"))
             return RQK_RESET;
-        if (RD_NAME_IS(n, len, "REPLCONF") && rd_eq_ci(a0, l0, "ACK"))
-            return RQK_REPLCONF_ACK;
+        if (RD_NAME_IS(n, len, "REPLCONF")) {
+            if (rd_eq_ci(a0, l0, "ACK"))
+                return RQK_REPLCONF_ACK;
+            rc_proofs_replconf(c->rp, c->cc, &e->cmd.req); /* a replica's handshake */
+        }
         break;
     case 'S':
         if (len < 4)
@@ -608,7 +617,7 @@ void pair_request_done(rc_conn *c)
     rq_entry *e = c->cur;
     e->sub_word = 0;
     e->hello_proto = 0;
-    uint8_t kind = classify_request(e);
+    uint8_t kind = classify_request(c, e);
     if (kind != RQK_NORMAL || c->in_multi || c->reply_off || c->skip_next || c->cur_dropped ||
         e->cmd.req.name[0] == 'C') {
         request_done_general(c, e, kind);
@@ -649,6 +658,7 @@ static PAIR_RARE void reply_start_rare(rc_conn *c, rq_entry *h, int64_t ts)
         c->replication = 1;
         c->st.replication = 1;
         rp_sink(c);
+        rc_proofs_master(c->rp, &c->cc->server);
         pair_emit(c, h, RESP_NO_REPLY);
         ring_pop(c);
         flush_no_reply(c);
@@ -851,6 +861,7 @@ static void reply_effects(rc_conn *c, rq_entry *h)
         c->replication = 1;
         c->st.replication = 1;
         rp_sink(c);
+        rc_proofs_master(c->rp, &c->cc->server);
         break;
     default:
         break;

@@ -370,6 +370,13 @@ typedef struct resp_config {
                                     kept (counted in limit_hits) */
     uint32_t max_bus_message;    /* bus messages up to this length are decoded
                                     whole (64 KiB), longer ones by their header */
+    cap_servers *servers;        /* where the endpoints the commands prove to
+                                    serve are noted (a MOVED/ASK target, the
+                                    nodes of CLUSTER SLOTS/SHARDS/NODES, a
+                                    replication link's master), stamped with
+                                    cap_event.index, for the tracker's
+                                    orientation (cap_tracker_servers). NULL:
+                                    not noted */
 } resp_config;
 void resp_config_defaults(resp_config *cfg);
 
@@ -383,6 +390,9 @@ typedef struct resp_pipeline resp_pipeline;
 resp_pipeline *resp_new(const resp_config *cfg, const resp_sink *sink);
 /* Free everything, including per-connection state still attached. Accepts NULL. */
 void resp_free(resp_pipeline *rp);
+/* Note proofs in servers from now on (resp_config.servers; a tracker's own
+ * table, cap_tracker_servers, exists only after resp_new). */
+void resp_set_servers(resp_pipeline *rp, cap_servers *servers);
 /* Feed one capture event; use as the capture tracker's callback:
  *   cap_tracker_new(&cfg, resp_on_capture_event, rp) */
 void resp_on_capture_event(void *rp, const cap_event *ev);

@@ -6,6 +6,8 @@
  *   resync.c      finding a plausible message boundary after garbage or a gap
  *   pair.c        per-connection FIFO pairing (with modes.c, ring.c, loss.c,
  *                 conn.c; their shared part: pair_internal.h)
+ *   proofs.c      the endpoints a command proves to serve, noted for the
+ *                 capture layer's orientation (resp_config.servers)
  *
  * Spec: https://redis.io/docs/latest/develop/reference/protocol-spec/
  */
@@ -368,6 +370,8 @@ struct resp_pipeline {
     uint64_t ring_shrinks;    /* rings cut back after a burst (tests) */
     uint64_t ring_resident;   /* ring entries ever handed out, all rings: the
                                  ones whose memory was touched */
+    uint64_t index;           /* the record being fed (cap_event.index of the
+                                 latest event): proofs.c stamps with it */
     rq_entry *spare;          /* where a request is decoded when even the
                                  per-connection overflow slot could not be
                                  allocated (no global state: one pipeline
@@ -724,6 +728,14 @@ int rd_resync_scan(rd_resync *rs, rd_line *line, const uint8_t **pp,
                    uint64_t max_bulk);
 
 /* decode_req.c */
+/* proofs.c: note in cfg.servers (when set) what the pairer's rare paths
+ * see: a MOVED/ASK target, the nodes of a kept CLUSTER reply, a replica's
+ * REPLCONF (its listening port, its master), a replication link's master. */
+void rc_proofs_redirect(resp_pipeline *rp, const resp_redirect *r);
+void rc_proofs_cluster(resp_pipeline *rp, const resp_command *cmd);
+void rc_proofs_replconf(resp_pipeline *rp, const cap_conn *cc, const resp_request *req);
+void rc_proofs_master(resp_pipeline *rp, const cap_endpoint *master);
+
 void rq_init(rc_conn *c);
 void rq_feed(rc_conn *c, const uint8_t *p, size_t n, int64_t ts);
 void rq_lost(rc_conn *c, int at_boundary);   /* gap: drop the partial request */

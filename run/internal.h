@@ -254,6 +254,9 @@ struct par {
     pthread_cond_t in_cv;          /* workers: records, the end, or the finish order */
     pthread_cond_t room_cv;        /* reader: workers are done with records */
     pthread_cond_t out_cv;         /* merger: events or watermarks published */
+    pthread_cond_t proof_cv;       /* a tracker awaiting proofs: the others
+                                      passed more records (shard.c,
+                                      readahead.c: *_await_proofs) */
 
     /* the input ring; recs[] and bytes[] written by the reader only */
     in_rec *recs;
@@ -279,6 +282,7 @@ struct par {
     int reader_waiting;
     uint64_t reader_wake_at;       /* ... to be woken once this is the oldest in use */
     int merger_waiting;
+    int proof_waiters;             /* trackers waiting on proof_cv */
     cap_input_info *inputs;        /* the reader's copy of the inputs */
     size_t n_inputs;
     uint64_t done_bytes, total_bytes, packets;
@@ -444,6 +448,7 @@ void reader_show(struct par *p);
 void reader_record(void *ctx, const cap_record *rec);
 void *worker_main(void *arg);
 resp_sink worker_sink(worker *w);
+void worker_await_proofs(void *ctx, uint64_t before);
 
 /* merge.c: merge the workers' events until everything up to the end of
  * input (final 0) or the end (final 1) was handed on. */
@@ -453,6 +458,7 @@ void merge(struct par *p, int final);
  * calling thread's replay until the end of input. */
 void ra_record(void *ctx, const cap_record *rec);
 void ra_on_event(void *ctx, const cap_event *ev);
+void ra_await_proofs(void *ctx, uint64_t before);
 void read_ahead(struct par *p);
 
 /* chunks.c: the source goes on in chunk k (cap_chunk_fn, reader); the

@@ -58,6 +58,7 @@ struct ra_ev {
     uint32_t len;                  /* DATA: bytes that follow (_REF: referenced) */
     int64_t ts_us;
     uint64_t frame;                /* the cap_event's frame */
+    uint64_t index;                /* the cap_event's index */
     uint64_t arg;                  /* GAP: gap_len; UPDATE: last_record */
     int32_t ack_ahead;             /* DATA (_REF): the cap_event's ack_ahead */
 };
@@ -161,6 +162,7 @@ static ra_ev *ra_begin(struct par *p, ra_kind kind, uint32_t slot, const cap_eve
         h->reason = (uint8_t)ev->reason;
         h->ts_us = ev->ts_us;
         h->frame = ev->frame;
+        h->index = ev->index;
     }
     return h;
 }
@@ -185,6 +187,32 @@ static void ra_oom(struct par *p)
     p->rd_oom = 1;
     if (!p->ra_direct)
         cap_source_break(p->src);
+}
+
+/* cap_config.await_proofs of the reader's tracker: what resp proves about
+ * servers (resp/proofs.c) is noted on the calling thread as it replays, so
+ * the reader, about to orient a connection picked up mid-stream at record
+ * `before` by those proofs, first waits until the calling thread replayed
+ * every event written so far, and with them every event of the records
+ * below `before` (the stamps leave out what the record itself proves).
+ * Only the first packet of such a connection waits. Joined: each event was
+ * replayed as written. */
+void ra_await_proofs(void *ctx, uint64_t before)
+{
+    struct par *p = ctx;
+    (void)before;
+    if (p->ra_direct)
+        return;
+    reader_show(p);
+    pthread_mutex_lock(&p->mu);
+    p->ra_wake_at = p->ra_head;
+    while (p->ra_tail < p->ra_head) {
+        p->reader_waiting = 1;
+        pthread_cond_wait(&p->room_cv, &p->mu);
+        p->reader_waiting = 0;
+    }
+    p->ra_tail_seen = p->ra_tail;
+    pthread_mutex_unlock(&p->mu);
 }
 
 /* OPEN and CLOSE: the connection as it is now. */
@@ -380,6 +408,7 @@ static void ra_replay(struct par *p, const ra_ev *h)
     ev.dir = (cap_dir)h->dir;
     ev.ts_us = h->ts_us;
     ev.frame = h->frame;
+    ev.index = h->index;
     switch (h->kind) {
     case RA_OPEN:
     case RA_CLOSE:

@@ -57,6 +57,8 @@ static void cap_stats_add(cap_stats *t, const cap_stats *s)
     t->time_backwards += s->time_backwards;
     t->connections += s->connections;
     t->mid_stream += s->mid_stream;
+    for (int i = 0; i < CAP_SIDE_SOURCES; i++)
+        t->mid_oriented[i] += s->mid_oriented[i];
     t->evicted_connections += s->evicted_connections;
     t->idle_connections += s->idle_connections;
     t->stream_bytes[0] += s->stream_bytes[0];
@@ -169,6 +171,7 @@ static void worker_caps(const struct par *p, cap_config *cc, resp_config *rc)
     *cc = p->o.cap;
     *rc = p->o.resp;
     cc->servers = p->servers; /* NULL with read-ahead: the tracker's own */
+    rc->servers = p->servers; /* read-ahead: set once the tracker exists */
     cc->max_connections = (cc->max_connections + p->n - 1) / p->n;
     cc->ooo_bytes_total = (cc->ooo_bytes_total + p->n - 1) / p->n;
     rc->max_inflight_total = (rc->max_inflight_total + p->n - 1) / p->n;
@@ -201,10 +204,16 @@ static int worker_init(struct par *p, unsigned i)
     if (p->read_ahead) {
         /* resp straight to the analyzer, on the calling thread: nothing
          * packed; the tracker is the reader's (readahead.c) */
+        cc.await_proofs = ra_await_proofs;
+        cc.await_ctx = p;
         w->rp = resp_new(&rc, &p->o.sink);
         w->tracker = w->rp ? cap_tracker_new(&cc, ra_on_event, p) : NULL;
         p->ra_tracker = w->tracker;
+        if (w->tracker)
+            resp_set_servers(w->rp, cap_tracker_servers(w->tracker));
     } else {
+        cc.await_proofs = worker_await_proofs;
+        cc.await_ctx = w;
         w->rp = resp_new(&rc, &sink);
         w->tracker = w->rp ? cap_tracker_new(&cc, resp_on_capture_event, w->rp) : NULL;
     }
@@ -228,6 +237,7 @@ par *par_new(const par_opts *o)
     pthread_cond_init(&p->in_cv, NULL);
     pthread_cond_init(&p->room_cv, NULL);
     pthread_cond_init(&p->out_cv, NULL);
+    pthread_cond_init(&p->proof_cv, NULL);
     if (p->read_ahead) {
         p->ra_size = IN_BYTES; /* events instead of records */
         p->ra_ring = malloc(p->ra_size);
@@ -461,5 +471,6 @@ void par_free(par *p)
     pthread_cond_destroy(&p->in_cv);
     pthread_cond_destroy(&p->room_cv);
     pthread_cond_destroy(&p->out_cv);
+    pthread_cond_destroy(&p->proof_cv);
     free(p);
 }

@@ -60,6 +60,45 @@ static void worker_show(worker *w)
         pthread_cond_signal(&p->out_cv);
     if (p->reader_waiting && oldest_in_use(p) >= p->reader_wake_at)
         pthread_cond_signal(&p->room_cv);
+    if (p->proof_waiters > 0)
+        pthread_cond_broadcast(&p->proof_cv);
+}
+
+/* Whether every worker but w is done with the records below `before`. */
+static int others_passed(const struct par *p, const worker *w, uint64_t before)
+{
+    for (unsigned i = 0; i < p->n; i++)
+        if (&p->w[i] != w && p->w[i].consumed + 1 < before)
+            return 0;
+    return 1;
+}
+
+/*
+ * cap_config.await_proofs of a worker's tracker: what resp proves about
+ * servers (resp/proofs.c) is noted by the worker that decodes the command,
+ * stamped with its record; before orienting a connection picked up
+ * mid-stream at record `before` by those proofs, this worker waits until
+ * every other worker is done with the records below it. It shows its own
+ * progress first (its records below `before` are done), so two workers
+ * waiting at records a < b cannot wait for each other: the one at a waits
+ * only for records below a, which the one at b is done with. Nor for the
+ * merger or the reader: the records below `before` are in the input ring
+ * already, and the merger can hand on every event of them (the watermark
+ * shown here says this worker makes none). Only the first packet of such
+ * a connection waits.
+ */
+void worker_await_proofs(void *ctx, uint64_t before)
+{
+    worker *w = ctx;
+    struct par *p = w->par;
+    pthread_mutex_lock(&p->mu);
+    worker_show(w);
+    while (!others_passed(p, w, before)) {
+        p->proof_waiters++;
+        pthread_cond_wait(&p->proof_cv, &p->mu);
+        p->proof_waiters--;
+    }
+    pthread_mutex_unlock(&p->mu);
 }
 
 

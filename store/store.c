@@ -906,6 +906,14 @@ static void each_cap_counter(const cap_stats *c, store_counter_fn fn, void *ctx)
     fn(ctx, "time_backwards", c->time_backwards);
     fn(ctx, "connections", c->connections);
     fn(ctx, "mid_stream", c->mid_stream);
+    /* mid-stream connections by what oriented them (cap_side_source_name) */
+    fn(ctx, "oriented_port", c->mid_oriented[CAP_SIDE_PORT]);
+    fn(ctx, "oriented_known", c->mid_oriented[CAP_SIDE_KNOWN]);
+    fn(ctx, "oriented_cluster", c->mid_oriented[CAP_SIDE_CLUSTER]);
+    fn(ctx, "oriented_redirect", c->mid_oriented[CAP_SIDE_REDIRECT]);
+    fn(ctx, "oriented_replication", c->mid_oriented[CAP_SIDE_REPLICATION]);
+    fn(ctx, "oriented_shape", c->mid_oriented[CAP_SIDE_SHAPE]);
+    fn(ctx, "oriented_guess", c->mid_oriented[CAP_SIDE_GUESS]);
     fn(ctx, "evicted_connections", c->evicted_connections);
     fn(ctx, "idle_connections", c->idle_connections);
     fn(ctx, "stream_bytes_to_server", c->stream_bytes[CAP_TO_SERVER]);

@@ -163,6 +163,7 @@ static void deliver_ack(h_ctx *h, cap_ev_kind kind, cap_dir dir, const void *dat
     ev.conn = &h->conn;
     ev.dir = dir;
     ev.ts_us = h->ts;
+    ev.index = h->index;
     ev.data = data;
     ev.len = len;
     ev.gap_len = gap;

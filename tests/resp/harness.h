@@ -27,6 +27,7 @@ typedef struct h_ctx {
     resp_conn_stats closed; /* stats given at conn_close */
     int opens, closes;
     int64_t ts;             /* capture time of the next event */
+    uint64_t index;         /* the record number events carry (cap_event.index) */
     int verbose_raw;        /* log kept raw replies */
     int no_log;             /* keep no text log (allocation counting) */
     uint64_t conn_word;     /* what the sink answers to resp_sink.conn_word */
