@@ -447,6 +447,12 @@ int cap_source_fill_chunk(cap_source *src, uint64_t k);
  * if_drops only (no tracker to add them to). */
 int cap_source_run_records(cap_source *src, cap_record_fn fn, void *ctx, char *err,
                            size_t err_size);
+/* Live sources, during cap_source_run and cap_source_run_records: fn(ctx,
+ * rec) for each record before it is delivered, and fn(ctx, NULL) each time a
+ * read of the interface returned (at least every 200 ms, packets or not), on
+ * the thread that runs the source. For keeping the raw packets (`live -w`)
+ * and for work due by the wall clock. NULL: none. */
+void cap_source_set_tap(cap_source *src, cap_record_fn fn, void *ctx);
 /* The symmetric hash of the 4-tuple of a record that is a TCP segment (the
  * same for both directions of a connection): 1 and *hash set; 0 when the
  * record is not a TCP segment cap_tracker_packet would follow. */
@@ -465,5 +471,41 @@ const cap_input_info *cap_source_inputs(const cap_source *src, size_t *n);
 /* Bytes read so far and total bytes of the input files (0 total when live), for
  * a progress display. */
 void cap_source_progress(const cap_source *src, uint64_t *done, uint64_t *total);
+
+/* ---------------------------------------------------------------- savefiles */
+
+/* Raw records kept in classic pcap files while they are analysed (`live -w
+ * FILE -C MB`), as tcpdump writes them: FILE, then with rotation FILE1,
+ * FILE2, ... each started once the one before is larger than rotate_bytes.
+ * A path is written only when it does not exist or is a regular file that is
+ * empty or a capture (pcap or pcapng magic); never a link, a FIFO, a device,
+ * a database, or one of the paths in `avoid` (the same file by device and
+ * inode, or the same text). */
+typedef struct cap_savefile cap_savefile;
+
+typedef struct cap_savefile_opts {
+    const char *path;            /* FILE */
+    uint64_t rotate_bytes;       /* 0: one file */
+    int linktype;                /* DLT_* of the records */
+    int snaplen;                 /* for the file header; 0: 262144 */
+    const char *const *avoid;    /* paths never written (the database) */
+    size_t n_avoid;
+} cap_savefile_opts;
+
+/* Create FILE. NULL with err. */
+cap_savefile *cap_savefile_open(const cap_savefile_opts *opts, char *err, size_t err_size);
+/* Append a record (rotating first when due). 0, or -1 once writing failed
+ * (cap_savefile_error says why): from then on records are only counted as
+ * lost. */
+int cap_savefile_write(cap_savefile *sf, const cap_record *rec);
+/* "" or why writing stopped. */
+const char *cap_savefile_error(const cap_savefile *sf);
+/* Records written, records lost after an error, files started. */
+uint64_t cap_savefile_packets(const cap_savefile *sf);
+uint64_t cap_savefile_lost(const cap_savefile *sf);
+uint32_t cap_savefile_files(const cap_savefile *sf);
+/* Flush and close. 0, or -1 when anything failed (err says what). Accepts
+ * NULL. */
+int cap_savefile_close(cap_savefile *sf, char *err, size_t err_size);
 
 #endif /* SLOTSCOPE_CAPTURE_H */

@@ -25,6 +25,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pcap/pcap.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -93,6 +94,8 @@ struct cap_source {
     cap_record_fn run_fn;    /* or the record callback of a run */
     void *run_ctx;
     struct pcap_stat last_stat; /* live: drop counters already reported */
+    cap_record_fn tap;       /* live: sees each record first (cap_source_set_tap) */
+    void *tap_ctx;
     volatile sig_atomic_t stop; /* set by cap_source_break */
 };
 
@@ -669,16 +672,41 @@ static void live_packet(u_char *user, const struct pcap_pkthdr *hdr, const u_cha
     info->last_us = ts;
     info->packets++;
     info->bytes += hdr->caplen;
+    if (src->tap != NULL)
+        src->tap(src->tap_ctx, &rec);
     deliver(src, &rec);
+}
+
+/* With a tap: wait for packets at most LIVE_TIMEOUT_MS (libpcap's own wait
+ * on Linux's TPACKET_V3 ring has no end while nothing comes: poll(-1)), so
+ * that the tap sees the clock move on an idle link. 1 when packets may be
+ * there, 0 when the wait ended without, -1 when the descriptor failed. A
+ * signal ends the wait (no SA_RESTART: stop.c) and the loop sees the stop. */
+static int live_wait(int fd)
+{
+    struct pollfd pf = {.fd = fd, .events = POLLIN};
+    int r = poll(&pf, 1, LIVE_TIMEOUT_MS);
+    if (r < 0)
+        return errno == EINTR ? 0 : -1;
+    return r > 0;
 }
 
 /* Live run: dispatch until a break or an error, reporting drops as we go. */
 static int live_run(cap_source *src, cap_tracker *t, char *err, size_t err_size)
 {
-    int rc = 0;
+    char errbuf[PCAP_ERRBUF_SIZE];
+    int rc = 0, fd = -1;
+    if (src->tap != NULL && pcap_setnonblock(src->live, 1, errbuf) == 0)
+        fd = pcap_get_selectable_fd(src->live);
     src->run_tracker = t;
     while (!src->stop) {
-        int n = pcap_dispatch(src->live, -1, live_packet, (u_char *)src);
+        int n, ready = fd >= 0 ? live_wait(fd) : 1;
+        if (ready < 0) {
+            set_err(err, err_size, "'%s': %s", src->info[0].name, strerror(errno));
+            rc = -1;
+            break;
+        }
+        n = ready ? pcap_dispatch(src->live, -1, live_packet, (u_char *)src) : 0;
         if (n == PCAP_ERROR_BREAK)
             break;
         if (n < 0) {
@@ -687,11 +715,15 @@ static int live_run(cap_source *src, cap_tracker *t, char *err, size_t err_size)
             break;
         }
         live_update_drops(src, t);
+        if (src->tap != NULL)
+            src->tap(src->tap_ctx, NULL);
         if (src->run_fn != NULL)
             src->run_fn(src->run_ctx, NULL); /* a live read returned */
     }
     live_update_drops(src, t);
     src->run_tracker = NULL;
+    if (fd >= 0)
+        pcap_setnonblock(src->live, 0, errbuf);
     if (rc == 0 && src->stop)
         rc = 1;
     return rc;
@@ -828,6 +860,13 @@ int cap_source_chunks(cap_source *src, unsigned slots, cap_chunk_fn fn, void *ct
 int cap_source_fill_chunk(cap_source *src, uint64_t k)
 {
     return cap_pcapfile_fill_chunk(&src->inputs[0].pf, k);
+}
+
+/* The tap of a live run (see capture.h). */
+void cap_source_set_tap(cap_source *src, cap_record_fn fn, void *ctx)
+{
+    src->tap = fn;
+    src->tap_ctx = ctx;
 }
 
 /* Ask cap_source_run to return soon: async-signal-safe (a flag, and
