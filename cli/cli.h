@@ -110,6 +110,9 @@ typedef struct cli_opts {
     const char *user;            /* live: -Z */
     int buffer_mb;               /* live: -B/--buffer, kernel capture buffer in MiB */
     int snaplen;                 /* live: -s/--snaplen, 0 = 262144 */
+    const char *write_path;      /* live: -w FILE, keep the raw packets */
+    uint64_t rotate_bytes;       /* live: -C MB (millions of bytes), 0 = one file */
+    const char *metrics_addr;    /* live: --metrics ADDR:PORT */
     const char *db;              /* --db */
     int force;
     int json;
@@ -288,20 +291,21 @@ typedef struct report {
     uint64_t clients, clients_aware, clients_nodes; /* client records seen */
     uint64_t dropped;            /* records beyond a cap (not shown, in the db) */
     int interrupted;             /* read from a database whose run never finished */
+    int in_progress;             /* ... and whose run is still writing it */
     char stopped_by[16];         /* the run was stopped early by this signal ("" if not) */
     uint32_t *finding_index;     /* open-addressing id -> findings[] + 1 */
     uint32_t *latency_index;     /* (scope, key, redirected) -> latency[] + 1 */
     uint64_t *client_set;        /* hashes of client names seen, flags in bits 0-1 */
     size_t client_set_size, client_set_used;
-    /* live: print findings as they are found */
-    FILE *live_out;
-    int live_json;
 } report;
 
 void report_init(report *r);
 void report_free(report *r);
 /* The an_sink that fills the model (ctx = r). */
 an_sink report_sink(report *r);
+/* Where the finding of this id is in r->findings (stable until report_sort),
+ * or -1 when the model does not hold it. */
+long report_finding_pos(const report *r, uint64_t id);
 /* Add each record kind by hand (report_db.c uses these). */
 void report_add_finding(report *r, const rep_finding *f, const char *evidence);
 void report_add_input(report *r, const rep_input *in);
@@ -376,6 +380,9 @@ int pipeline_run(pipeline *p, cap_source *src);
  * 0, or -1 when the database failed (printed). */
 int pipeline_finish(pipeline *p, cap_source *src);
 void pipeline_free(pipeline *p);
+/* Live: keep every record in sf (owned by the caller, -w), before
+ * pipeline_run. */
+void pipeline_keep_packets(pipeline *p, cap_savefile *sf);
 /* Before pipeline_finish: the run was stopped early by `why` (a signal's
  * name): recorded in the database (meta stopped_by) and in the report. */
 void pipeline_note_stop(pipeline *p, const char *why);
@@ -402,6 +409,89 @@ void progress_update(progress *pg, const cap_source *src, uint64_t packets);
 void progress_show(progress *pg, uint64_t done, uint64_t total, uint64_t packets);
 /* Erase the bar and free. Accepts NULL. */
 void progress_done(progress *pg);
+
+/* ---------------------------------------------------------------- live counts */
+
+/* The redirect kinds counted live: MOVED, ASK, TRYAGAIN, CROSSSLOT, CLUSTERDOWN. */
+#define LIVE_REDIRECT_KINDS 5
+/* Nodes with redirect counters of their own; the others are summed as
+ * "other" (a metrics label set stays bounded). */
+#define LIVE_MAX_NODES 64
+
+typedef struct live_node_counts {
+    char node[AN_NAME_MAX];      /* observed address of the node that answered */
+    uint64_t redirects[LIVE_REDIRECT_KINDS];
+} live_node_counts;
+
+/* What a live run has seen so far: the status line's and the metrics'. */
+typedef struct live_counts {
+    uint64_t packets, bytes;     /* records and captured bytes read */
+    uint64_t kernel_drops, if_drops;
+    uint64_t commands;
+    uint64_t redirects[LIVE_REDIRECT_KINDS];
+    uint64_t findings;           /* distinct findings */
+    uint64_t findings_by_kind[AN_FINDING_KINDS];
+    uint64_t occurrences_by_kind[AN_FINDING_KINDS]; /* their counts summed */
+    live_node_counts nodes[LIVE_MAX_NODES];
+    size_t n_nodes;
+    uint64_t other_nodes[LIVE_REDIRECT_KINDS]; /* redirects of the nodes beyond */
+    uint64_t saved_packets, saved_lost; /* -w: records written, lost to an error */
+} live_counts;
+
+/* "moved", "ask", "tryagain", "crossslot", "clusterdown". */
+extern const char *const live_redirect_names[LIVE_REDIRECT_KINDS];
+/* The live index of an error class, or -1 when it is not a redirect kind. */
+int live_redirect_index(resp_err_class c);
+/* Count one redirect of kind k answered by node. */
+void live_count_node_redirect(live_counts *c, const char *node, int k);
+
+/* ---------------------------------------------------------------- status line */
+
+/* The once-a-second status line of live on stderr (redis-cli --stat's
+ * spirit); NULL when stderr is not a terminal or quiet. */
+typedef struct status_line status_line;
+status_line *status_line_new(int quiet);
+/* Redraw with the rates since the previous call. Accepts NULL. */
+void status_line_draw(status_line *s, const live_counts *c);
+/* Erase the line (before other output goes to the terminal). Accepts NULL. */
+void status_line_clear(status_line *s);
+/* Format the line's text (no escape codes) for counts c, the previous ones
+ * and the seconds between them: the long form, or the short one when the
+ * long one is wider than width (0: no limit). */
+void status_line_format(char *out, size_t size, const live_counts *c, const live_counts *prev,
+                        double secs, int width);
+/* Erase and free. Accepts NULL. */
+void status_line_done(status_line *s);
+
+/* ---------------------------------------------------------------- metrics (metrics.c) */
+
+/* --metrics ADDR:PORT: Prometheus text exposition of the live counts, served
+ * over HTTP by a thread of its own (GET /metrics). */
+typedef struct metrics_server metrics_server;
+/* Parse spec ("127.0.0.1:9100", "[::1]:9100", ":9100" or "9100": loopback),
+ * bind, listen and start the thread. NULL with err. */
+metrics_server *metrics_start(const char *spec, char *err, size_t err_size);
+/* Hand the thread fresh counts (copied under a lock held only for the copy). */
+void metrics_publish(metrics_server *m, const live_counts *c);
+/* Stop the thread and close. Accepts NULL. */
+void metrics_stop(metrics_server *m);
+/* The exposition text of c into out (NUL-terminated, cut to size): the
+ * length it needs. */
+size_t metrics_format(const live_counts *c, char *out, size_t size);
+
+/* ---------------------------------------------------------------- live findings (console.c) */
+
+/* Live: findings printed within a second of being found, in time order, and
+ * again ("again:" lines, or live_finding_update in JSON) when their count
+ * grows. */
+typedef struct console console;
+console *console_new(FILE *out, int json);
+/* The analysis sent finding id (new or changed) and the report took it. */
+void console_note(console *c, const report *r, uint64_t id);
+/* Print what was noted since the last call, by first time; the status line
+ * is erased first. */
+void console_print(console *c, const report *r, status_line *st);
+void console_free(console *c);
 
 /* ---------------------------------------------------------------- subcommands */
 

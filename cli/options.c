@@ -25,7 +25,7 @@ typedef enum opt_id {
     OPT_REDACT_KEY_FILE, OPT_JSON, OPT_QUIET, OPT_SET, OPT_FAIL_ON_FINDINGS, OPT_FAIL_ON,
     OPT_IGNORE, OPT_HELP, OPT_THREADS,
     OPT_IFACE, OPT_FILTER, OPT_DURATION, OPT_USER, OPT_BUFFER, OPT_SNAPLEN,
-    OPT_FULL, OPT_SINCE, OPT_UNTIL
+    OPT_FULL, OPT_SINCE, OPT_UNTIL, OPT_WRITE, OPT_ROTATE, OPT_METRICS
 } opt_id;
 
 /* One option: its long name, short letter (0 if none), whether it takes a
@@ -64,6 +64,9 @@ static const opt_def opt_table[] = {
     {"full", 0, 0, 0, OPT_FULL},
     {"since", 0, 1, 0, OPT_SINCE},
     {"until", 0, 1, 0, OPT_UNTIL},
+    {"write", 'w', 1, 1, OPT_WRITE},
+    {"rotate", 'C', 1, 1, OPT_ROTATE},
+    {"metrics", 0, 1, 1, OPT_METRICS},
 };
 
 const char cli_analysis_options_help[] =
@@ -414,6 +417,13 @@ static int apply_opt(cli_opts *o, const opt_def *d, const char *v)
             return cli_usage_error(o->cmd, "bad --snaplen '%s' (bytes, 0-262144; 0: 262144)", v);
         o->snaplen = (int)n;
         break;
+    case OPT_WRITE: o->write_path = v; break;
+    case OPT_ROTATE: /* tcpdump's -C: millions of bytes */
+        if (parse_int_in(v, 1, 1000000, &n))
+            return cli_usage_error(o->cmd, "bad -C '%s' (millions of bytes, 1-1000000)", v);
+        o->rotate_bytes = (uint64_t)n * 1000000u;
+        break;
+    case OPT_METRICS: o->metrics_addr = v; break;
     case OPT_THREADS:
         if (parse_int_in(v, 0, 64, &n))
             return cli_usage_error(o->cmd, "bad --threads '%s' (0-64, 0: one per core)", v);
@@ -464,6 +474,8 @@ static int check_opts(cli_opts *o, int live)
         return cli_usage_error(o->cmd, "unexpected argument '%s'", o->files[0]);
     if (!live && o->n_files == 0)
         return cli_usage_error(o->cmd, "no capture file given");
+    if (o->rotate_bytes && !o->write_path)
+        return cli_usage_error(o->cmd, "-C needs -w FILE");
     if (o->force && !o->db)
         return cli_usage_error(o->cmd, "--force needs --db");
     if (o->store_commands && !o->db)

@@ -180,7 +180,11 @@ static void print_totals(const report *r, const rg_groups *g, FILE *out)
     j = jbegin(out, "report");
     jstr(&j, "slotscope_version", SLOTSCOPE_VERSION);
     jname(&j, "finished");
-    fputs(r->interrupted || r->stopped_by[0] ? "false" : "true", out);
+    fputs(r->interrupted || r->in_progress || r->stopped_by[0] ? "false" : "true", out);
+    if (r->in_progress) {
+        jname(&j, "in_progress");
+        fputs("true", out);
+    }
     if (r->stopped_by[0])
         jstr(&j, "stopped_by", r->stopped_by);
     jint(&j, "first_us", first);

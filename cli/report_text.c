@@ -857,7 +857,9 @@ void report_window_text(const cli_opts *o, char *out, size_t size)
 static void render_text(const report *r, FILE *out)
 {
     fputs("slotscope incident report\n\nWhat happened\n", out);
-    if (r->interrupted)
+    if (r->in_progress)
+        fputs("  note         the run is in progress: this is what it has committed so far\n", out);
+    else if (r->interrupted)
         fputs("  note         the run was interrupted: this is what it had committed\n", out);
     else if (r->stopped_by[0])
         fprintf(out, "  note         the run was interrupted by %s: this is what it read until then\n",

@@ -562,6 +562,17 @@ static int lock_run(int fd, const char *path, char *err, size_t err_size)
     return seterr(err, err_size, "cannot lock '%s': %s", path, strerror(errno));
 }
 
+int store_being_written(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC), busy = 0;
+    if (fd < 0)
+        return 0;
+    if (flock(fd, LOCK_SH | LOCK_NB) != 0)
+        busy = errno == EWOULDBLOCK;
+    close(fd); /* drops the shared lock, if it was taken */
+    return busy;
+}
+
 /* With force, an existing path: check it may go, hold its lock (so that no
  * run is still writing it), then remove it. 0, or -1 with err. */
 static int replace_existing(const char *path, const struct stat *sb, char *err, size_t err_size)
