@@ -86,11 +86,14 @@ static const char *avoided(const cap_savefile *sf, const char *name, const struc
 static int open_checked(cap_savefile *sf, const char *name)
 {
     struct stat sb;
-    const char *clash;
-    int fd;
-    if (lstat(name, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+    int fd, exists = lstat(name, &sb) == 0;
+    if (exists && !S_ISREG(sb.st_mode)) {
         set_error(sf, "cannot write", name,
                   S_ISLNK(sb.st_mode) ? "a symbolic link: not followed" : "not a regular file");
+        return -1;
+    }
+    if (avoided(sf, name, exists ? &sb : NULL)) { /* before O_CREAT makes it */
+        set_error(sf, "will not write", name, "it is the database of this run");
         return -1;
     }
     fd = open(name, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
@@ -103,7 +106,7 @@ static int open_checked(cap_savefile *sf, const char *name)
         close(fd);
         return -1;
     }
-    if ((clash = avoided(sf, name, &sb)) != NULL) {
+    if (avoided(sf, name, &sb)) { /* again: the file opened may not be the one checked */
         set_error(sf, "will not write", name, "it is the database of this run");
         close(fd);
         return -1;
