@@ -317,6 +317,8 @@ static void gather_counts(pipeline *p)
     c->redirects[4] = as->clusterdown;
     c->saved_packets = p->save ? cap_savefile_packets(p->save) : 0;
     c->saved_lost = p->save ? cap_savefile_lost(p->save) : 0;
+    if (p->par) /* the reader's copy of the inputs: fresh for the next time */
+        par_request(p->par, PAR_WANT_COUNTERS);
 }
 
 /* The capture time the wall clock stands for now, less LIVE_LATE_US. */
