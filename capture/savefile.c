@@ -96,7 +96,7 @@ static int open_checked(cap_savefile *sf, const char *name)
         set_error(sf, "will not write", name, "it is the database of this run");
         return -1;
     }
-    fd = open(name, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+    fd = open(name, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644); /* read: the magic */
     if (fd < 0) {
         set_error(sf, "cannot create", name, strerror(errno));
         return -1;

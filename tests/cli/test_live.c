@@ -558,6 +558,44 @@ static void test_write_refuses_db(void **state)
     th_assert_db_ok(dbp);
 }
 
+/* -w over a capture of an earlier run: replaced; over a text file: refused. */
+static void test_write_replaces_only_captures(void **state)
+{
+    const char *cap = th_path(dir, "again.pcap"), *txt = th_path(dir, "notes.txt");
+    char capp[300], txtp[300], *kept;
+    size_t len = 0;
+    th_run r;
+    FILE *f;
+    (void)state;
+    if (skip_why)
+        SS_SKIP(skip_why);
+    snprintf(capp, sizeof capp, "%s", cap);
+    snprintf(txtp, sizeof txtp, "%s", txt);
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(th_slotscope(TH_ARGS("live", "-i", "lo", "-f", FILTER, "-w", capp,
+                                              "--duration", "1"), &r, NULL, NULL, 0), 0);
+        assert_int_equal(th_exit_code(&r), 0);
+        assert_non_null(strstr(r.err, "packets written to"));
+        th_run_free(&r);
+    }
+    kept = th_slurp(capp, &len);
+    assert_non_null(kept);
+    assert_true(len >= 24 && !memcmp(kept, "\xd4\xc3\xb2\xa1", 4)); /* a pcap */
+    free(kept);
+    f = fopen(txtp, "w");
+    assert_non_null(f);
+    fputs("my notes\n", f);
+    fclose(f);
+    assert_int_equal(th_slotscope(TH_ARGS("live", "-i", "lo", "-f", FILTER, "-w", txtp,
+                                          "--duration", "1"), &r, NULL, NULL, 0), 0);
+    assert_int_equal(th_exit_code(&r), 1);
+    assert_non_null(strstr(r.err, "it exists and is not a capture file"));
+    th_run_free(&r);
+    kept = th_slurp(txtp, &len);
+    assert_string_equal(kept, "my notes\n");
+    free(kept);
+}
+
 /* ---------------------------------------------------------------- the formats */
 
 static void test_metrics_format(void **state)
@@ -620,6 +658,7 @@ int main(void)
         cmocka_unit_test(test_live_run),
         cmocka_unit_test(test_status_off),
         cmocka_unit_test(test_write_refuses_db),
+        cmocka_unit_test(test_write_replaces_only_captures),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
