@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pcap/pcap.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,7 +37,8 @@ struct cap_savefile {
     pcap_t *dead;            /* libpcap's handle for the dumper */
     pcap_dumper_t *dumper;   /* the current file, NULL after an error */
     uint64_t file_bytes;     /* written to the current file */
-    uint64_t packets, lost;
+    /* written by the thread that runs the source, read by any (counts) */
+    _Atomic uint64_t packets, lost;
     uint32_t files;          /* files started */
     char error[512];
 };
@@ -170,6 +172,13 @@ static int finish_file(cap_savefile *sf)
     return rc;
 }
 
+/* One more (one writer: a relaxed load and store, no locked add). */
+static void count(_Atomic uint64_t *c)
+{
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+}
+
 cap_savefile *cap_savefile_open(const cap_savefile_opts *opts, char *err, size_t err_size)
 {
     cap_savefile *sf = calloc(1, sizeof *sf);
@@ -194,13 +203,13 @@ int cap_savefile_write(cap_savefile *sf, const cap_record *rec)
 {
     struct pcap_pkthdr h;
     if (!sf->dumper) {
-        sf->lost++;
+        count(&sf->lost);
         return -1;
     }
     if (sf->o.rotate_bytes && sf->file_bytes > sf->o.rotate_bytes &&
         (finish_file(sf) != 0 || start_file(sf, sf->files) != 0)) {
         finish_file(sf);
-        sf->lost++;
+        count(&sf->lost);
         return -1;
     }
     h.ts.tv_sec = (time_t)(rec->ts_us / 1000000);
@@ -211,11 +220,11 @@ int cap_savefile_write(cap_savefile *sf, const cap_record *rec)
     if (ferror(pcap_dump_file(sf->dumper))) { /* disk full: stdio's flag */
         set_error(sf, "cannot write", sf->name, strerror(errno ? errno : EIO));
         finish_file(sf);
-        sf->lost++;
+        count(&sf->lost);
         return -1;
     }
     sf->file_bytes += PCAP_RECORD_HEADER + rec->caplen;
-    sf->packets++;
+    count(&sf->packets);
     return 0;
 }
 
@@ -226,12 +235,12 @@ const char *cap_savefile_error(const cap_savefile *sf)
 
 uint64_t cap_savefile_packets(const cap_savefile *sf)
 {
-    return sf->packets;
+    return atomic_load_explicit(&sf->packets, memory_order_relaxed);
 }
 
 uint64_t cap_savefile_lost(const cap_savefile *sf)
 {
-    return sf->lost;
+    return atomic_load_explicit(&sf->lost, memory_order_relaxed);
 }
 
 uint32_t cap_savefile_files(const cap_savefile *sf)

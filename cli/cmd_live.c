@@ -121,7 +121,10 @@ static int close_savefile(const cli_opts *o, cap_savefile *sf)
     int rc = cap_savefile_close(sf, err, sizeof err);
     if (rc != 0)
         cli_error("-w: %s (%" PRIu64 " packets not kept)", err, lost);
-    if (!o->quiet && files > 1)
+    if (!o->quiet && files == 2)
+        fprintf(stderr, "slotscope: %" PRIu64 " packets written to %s and %s1\n", packets,
+                o->write_path, o->write_path);
+    else if (!o->quiet && files > 2)
         fprintf(stderr, "slotscope: %" PRIu64 " packets written to %s, %s1 .. %s%u (%u files)\n",
                 packets, o->write_path, o->write_path, o->write_path, files - 1, files);
     else if (!o->quiet)
