@@ -404,9 +404,10 @@ typedef struct progress progress;
 /* A progress bar on stderr, or NULL when stderr is not a terminal or quiet. */
 progress *progress_new(int quiet);
 /* Redraw at most a few times a second. */
-void progress_update(progress *pg, const cap_source *src, uint64_t packets);
+void progress_update(progress *pg, const cap_source *src, uint64_t packets, const an_stats *as);
 /* The same with the bytes read and their total given (--threads). */
-void progress_show(progress *pg, uint64_t done, uint64_t total, uint64_t packets);
+void progress_show(progress *pg, uint64_t done, uint64_t total, uint64_t packets,
+                   const an_stats *as);
 /* Erase the bar and free. Accepts NULL. */
 void progress_done(progress *pg);
 

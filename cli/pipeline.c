@@ -370,11 +370,12 @@ static void analyze_tick(pipeline *p)
     if (p->par) {
         uint64_t done, total, packets;
         par_progress(p->par, &done, &total, &packets);
-        progress_show(p->pg, done, total, packets);
+        progress_show(p->pg, done, total, packets, an_get_stats(p->an));
         if (p->pg)
             par_request(p->par, PAR_WANT_PROGRESS);
     } else {
-        progress_update(p->pg, p->src, cap_tracker_stats(p->tracker)->packets);
+        progress_update(p->pg, p->src, cap_tracker_stats(p->tracker)->packets,
+                        an_get_stats(p->an));
     }
     clock_gettime(CLOCK_MONOTONIC, &now);
     if ((int64_t)(now.tv_sec - p->last_snapshot.tv_sec) * 1000000000LL +

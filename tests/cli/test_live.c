@@ -45,6 +45,7 @@
 #include "cli/cli.h"
 #include "tests/helpers/child.h"
 #include "tests/helpers/dbq.h"
+#include "tests/helpers/pktgen.h"
 #include "tests/helpers/skip.h"
 
 #define PORT_A 31611
@@ -596,6 +597,52 @@ static void test_write_replaces_only_captures(void **state)
     free(kept);
 }
 
+/* A capture long enough for analyze's progress bar to be drawn: one
+ * connection of n SETs, every tenth answered by MOVED. */
+static void write_long_capture(const char *path, unsigned n)
+{
+    pg_file *f = pg_file_open(path, PG_PCAP, DLT_EN10MB, 65535);
+    pg_packet t;
+    pg_conv c;
+    assert_non_null(f);
+    pg_packet_init(&t);
+    t.dport = 7000;
+    pg_conv_init(&c, &t, 100, 900000, 1764600000000000LL);
+    c.file = f;
+    assert_int_equal(pg_conv_handshake(&c), 0);
+    for (unsigned k = 0; k < n; k++) {
+        char req[64];
+        const char *rep = k % 10 ? "+OK\r\n" : "-MOVED 1 10.0.0.3:7001\r\n";
+        int len = snprintf(req, sizeof req, "*3\r\n$3\r\nSET\r\n$6\r\nk%05u\r\n$1\r\nv\r\n",
+                           k % 100000);
+        assert_int_equal(pg_conv_send(&c, 0, req, (size_t)len), 0);
+        assert_int_equal(pg_conv_send(&c, 1, rep, strlen(rep)), 0);
+    }
+    assert_int_equal(pg_conv_close(&c), 0);
+    assert_int_equal(pg_file_close(f), 0);
+}
+
+/* analyze's progress bar on a terminal shows the rates of live's status
+ * line. Not a live test: it runs anywhere. */
+static void test_analyze_progress(void **state)
+{
+    char path[300];
+    live_child c;
+    (void)state;
+    snprintf(path, sizeof path, "%s", th_path(dir, "long.pcap"));
+    write_long_capture(path, 300000);
+    live_start(&c, TH_ARGS("analyze", path));
+    assert_true(live_wait_for(&c, "slotscope incident report", 120000));
+    for (int i = 0; i < 100 && waitpid(c.pid, NULL, WNOHANG) == 0; i++)
+        usleep(50000);
+    close(c.master);
+    assert_non_null(strstr(c.out, "pkt/s  "));
+    assert_non_null(strstr(c.out, " cmd/s  "));
+    assert_non_null(strstr(c.out, " redirects  ETA "));
+    free(c.out);
+    unlink(path);
+}
+
 /* ---------------------------------------------------------------- the formats */
 
 static void test_metrics_format(void **state)
@@ -656,6 +703,7 @@ int main(void)
         cmocka_unit_test(test_metrics_format),
         cmocka_unit_test(test_status_format),
         cmocka_unit_test(test_live_run),
+        cmocka_unit_test(test_analyze_progress),
         cmocka_unit_test(test_status_off),
         cmocka_unit_test(test_write_refuses_db),
         cmocka_unit_test(test_write_replaces_only_captures),
