@@ -488,7 +488,7 @@ typedef struct cap_savefile_opts {
     uint64_t rotate_bytes;       /* 0: one file */
     int linktype;                /* DLT_* of the records */
     int snaplen;                 /* for the file header; 0: 262144 */
-    const char *const *avoid;    /* paths never written (the database) */
+    const char *const *avoid;    /* paths never written (the database); copied */
     size_t n_avoid;
 } cap_savefile_opts;
 

@@ -33,6 +33,7 @@
 struct cap_savefile {
     cap_savefile_opts o;
     char *path;              /* the copy of o.path */
+    char **avoid;            /* copies of o.avoid (o.avoid itself is not kept) */
     char name[4096];         /* the current file's path */
     pcap_t *dead;            /* libpcap's handle for the dumper */
     pcap_dumper_t *dumper;   /* the current file, NULL after an error */
@@ -72,7 +73,7 @@ static const char *avoided(const cap_savefile *sf, const char *name, const struc
 {
     struct stat a;
     for (size_t i = 0; i < sf->o.n_avoid; i++) {
-        const char *p = sf->o.avoid[i];
+        const char *p = sf->avoid[i];
         if (!p)
             continue;
         if (!strcmp(p, name))
@@ -187,7 +188,19 @@ cap_savefile *cap_savefile_open(const cap_savefile_opts *opts, char *err, size_t
         snprintf(err, err_size, "out of memory");
         return NULL;
     }
+    int copied;
     sf->o = *opts;
+    sf->o.avoid = NULL;
+    sf->avoid = calloc(opts->n_avoid ? opts->n_avoid : 1, sizeof *sf->avoid);
+    copied = sf->avoid != NULL;
+    for (size_t i = 0; copied && i < opts->n_avoid; i++)
+        if (opts->avoid[i] && !(sf->avoid[i] = strdup(opts->avoid[i])))
+            copied = 0;
+    if (!copied) {
+        snprintf(err, err_size, "out of memory");
+        cap_savefile_close(sf, NULL, 0);
+        return NULL;
+    }
     sf->dead = pcap_open_dead_with_tstamp_precision(
         opts->linktype, opts->snaplen > 0 ? opts->snaplen : SAVE_SNAPLEN_DEFAULT,
         PCAP_TSTAMP_PRECISION_MICRO);
@@ -259,6 +272,9 @@ int cap_savefile_close(cap_savefile *sf, char *err, size_t err_size)
         snprintf(err, err_size, "%s", sf->error);
     if (sf->dead)
         pcap_close(sf->dead);
+    for (size_t i = 0; sf->avoid && i < sf->o.n_avoid; i++)
+        free(sf->avoid[i]);
+    free(sf->avoid);
     free(sf->path);
     free(sf);
     return rc;

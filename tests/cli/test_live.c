@@ -316,7 +316,11 @@ static char *scrape(void)
     assert_int_equal(write(fd, req, sizeof req - 1), (ssize_t)(sizeof req - 1));
     read_for(fd, buf, 1 << 18, 3000, NULL);
     close(fd);
-    assert_non_null(strstr(buf, "HTTP/1.0 200 OK\r\n"));
+    if (!strstr(buf, "HTTP/1.0 200 OK\r\n")) {
+        fprintf(stderr, "scrape: %zu bytes: %.200s\n", strlen(buf), buf);
+        free(buf);
+        fail_msg("no 200 answer from --metrics");
+    }
     assert_non_null(strstr(buf, "Content-Type: text/plain; version=0.0.4"));
     body = strstr(buf, "\r\n\r\n");
     assert_non_null(body);
