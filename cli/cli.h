@@ -344,6 +344,9 @@ void report_print_finding_json(const rep_finding *f, const char *type, FILE *out
 /* Write s as a JSON string (quotes included): escapes quotes, backslashes and
  * control characters; bytes that are not valid UTF-8 become \u00XX. */
 void json_string(FILE *out, const char *s);
+/* A double as a JSON number: the fewest digits that read back as v (no
+ * 0.053999999999999999 for 0.054); null for NaN and infinities. */
+void json_double(FILE *out, double v);
 /* 1 if text is exactly one syntactically valid JSON value (depth-limited). */
 int json_valid(const char *text);
 
