@@ -241,9 +241,9 @@ cap_infile *cap_infile_open(int fd, char *err, size_t err_size)
     return s;
 }
 
-/* Up to n decoded bytes into buf: the count (short only at the end or
- * before an error), 0 at the end, -1 on an error (cap_infile_error says
- * what; errno EIO). */
+/* Up to n decoded bytes into buf: the count (maybe short, as read(2) on a
+ * pipe: a reader of `tcpdump -w -` goes on with what has come), 0 at the
+ * end, -1 on an error (cap_infile_error says what; errno EIO). */
 ssize_t cap_infile_read(cap_infile *s, void *buf, size_t n)
 {
     uint8_t *out = buf;
@@ -253,11 +253,9 @@ ssize_t cap_infile_read(cap_infile *s, void *buf, size_t n)
         memcpy(out, s->head + s->head_pos, got);
         s->head_pos += got;
     }
-    while (got < n && s->error[0] == '\0') {
-        ssize_t k = decode(s, out + got, n - got);
-        if (k <= 0)
-            break;
-        got += (size_t)k;
+    if (got == 0 && s->error[0] == '\0') {
+        ssize_t k = decode(s, out, n);
+        got = k > 0 ? (size_t)k : 0;
     }
     if (got == 0 && s->error[0] != '\0')
         return errno = EIO, -1;

@@ -425,8 +425,8 @@ const char *cap_infile_kind_name(cap_infile_kind kind);
 /* Read fd (owned from now on, also on failure), decompressing gzip or zstd
  * as its first bytes say. NULL with err on out of memory. */
 cap_infile *cap_infile_open(int fd, char *err, size_t err_size);
-/* Up to n decoded bytes: the count (short only at the end or before an
- * error), 0 at the end, -1 on an error (errno EIO, cap_infile_error). */
+/* Up to n decoded bytes: the count (may be short, as read(2) on a pipe), 0
+ * at the end, -1 on an error (errno EIO, cap_infile_error). */
 ssize_t cap_infile_read(cap_infile *s, void *buf, size_t n);
 /* The first n (<= 64) decoded bytes, read ahead; the next reads return them
  * again. Bytes got. */

@@ -21,9 +21,11 @@
 static const char analyze_usage[] =
     "usage: slotscope analyze FILE... [options]\n"
     "\n"
-    "Analyse pcap/pcapng capture files (several are merged by time) and print an\n"
-    "incident report: capture span, nodes, slot migrations, findings by client and\n"
-    "kind, what the redirects cost, and what the capture could not see.\n"
+    "Analyse pcap/pcapng capture files (several are merged by time; gzip or zstd\n"
+    "compressed ones too; - is standard input, e.g. tcpdump -w - | slotscope\n"
+    "analyze -) and print an incident report: capture span, nodes, slot\n"
+    "migrations, findings by client and kind, what the redirects cost, and what\n"
+    "the capture could not see.\n"
     "\n"
     "options:\n";
 

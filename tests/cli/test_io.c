@@ -169,6 +169,13 @@ static void test_stdin(void **state)
     assert_int_equal(q(in, "SELECT count(*) FROM inputs WHERE name = '(stdin)' AND packets = 3295"), 1);
     assert_int_equal(shell("cat '%s' | \"$BIN\" analyze - --db '%s' -q", RESHARD, piped), 0);
     assert_same_db(plain, piped);
+    /* what tcpdump writes to a pipe (-w -), as it comes */
+    if (shell("command -v tcpdump") == 0) {
+        assert_int_equal(shell("tcpdump -r '%s' -w - 2>/dev/null | \"$BIN\" analyze - --db '%s' -q",
+                               RESHARD, P("tcpdump.db")),
+                         0);
+        assert_same_db(plain, P("tcpdump.db"));
+    }
     /* a pcapng on standard input */
     assert_int_equal(shell("cat '%s' | \"$BIN\" analyze - --db '%s' -q", SS_FIXTURES "/capture/resp_4_infiniteloop.pcapng",
                            P("ng.db")), 0);
