@@ -138,9 +138,10 @@ static int at_end(cap_infile *s)
 /* Up to n decoded bytes of gzip data. Bytes, 0 at the end, -1. */
 static ssize_t read_gzip(cap_infile *s, uint8_t *buf, size_t n)
 {
+    const uInt want = (uInt)(n > (1u << 30) ? 1u << 30 : n); /* zlib counts in uInt */
     s->z.next_out = buf;
-    s->z.avail_out = (uInt)(n > (1u << 30) ? 1u << 30 : n);
-    while (s->z.avail_out == (uInt)(n > (1u << 30) ? 1u << 30 : n)) {
+    s->z.avail_out = want;
+    while (s->z.avail_out == want) { /* until something is decoded */
         int rc = refill(s);
         if (rc <= 0)
             return rc < 0 ? -1 : at_end(s);
@@ -156,7 +157,7 @@ static ssize_t read_gzip(cap_infile *s, uint8_t *buf, size_t n)
             return fail(s, "bad gzip data", s->z.msg ? s->z.msg : zError(rc));
         }
     }
-    return (ssize_t)((n > (1u << 30) ? 1u << 30 : n) - s->z.avail_out);
+    return (ssize_t)(want - s->z.avail_out);
 }
 
 /* Up to n decoded bytes of zstd data. Bytes, 0 at the end, -1. */

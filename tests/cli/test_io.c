@@ -209,6 +209,15 @@ static void test_compressed(void **state)
     assert_int_equal(q(P("ren.db"), "SELECT count(*) FROM inputs WHERE compression = 'zstd'"), 1);
     assert_int_equal(shell("exec \"$BIN\" analyze - --db '%s/in.db' -q < '%s/r.pcap.gz'", dir, dir), 0);
     assert_same_db(plain, P("in.db"));
+    /* several members / frames one after the other, cut mid-record */
+    assert_int_equal(shell("cd '%s' && head -c 100000 r.pcap | gzip > two.gz && tail -c +100001 "
+                           "r.pcap | gzip >> two.gz && head -c 33333 r.pcap | zstd -q > two.zst && "
+                           "tail -c +33334 r.pcap | zstd -q >> two.zst", dir),
+                     0);
+    assert_int_equal(run(TH_ARGS("analyze", P("two.gz"), "--db", P("two_gz.db"), "-q")), 0);
+    assert_same_db(plain, P("two_gz.db"));
+    assert_int_equal(run(TH_ARGS("analyze", P("two.zst"), "--db", P("two_zst.db"), "-q")), 0);
+    assert_same_db(plain, P("two_zst.db"));
     /* libpcap's path (pcapng) and the fallback reader that reads it again */
     assert_int_equal(run(TH_ARGS("analyze", MIXED, "--db", P("m.db"), "-q")), 0);
     assert_int_equal(run(TH_ARGS("analyze", P("m.pcapng.gz"), "--db", P("mgz.db"), "-q")), 0);
