@@ -240,6 +240,11 @@ typedef struct rep_input {
     uint64_t packets, bytes, kernel_drops, if_drops, time_backwards;
     int64_t first_us, last_us;
     char error[256];
+    char compression[8];         /* "", "gzip", "zstd" */
+    int64_t time_offset_us;      /* added to its times (--time-offset) */
+    int64_t skew_us;             /* its clock minus input skew_ref's (estimated) */
+    uint64_t skew_shared;        /* segments the estimate rests on (0: none) */
+    uint32_t skew_ref;           /* 1 = the first input */
 } rep_input;
 
 typedef struct rep_node {

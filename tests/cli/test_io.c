@@ -201,6 +201,7 @@ static void test_compressed(void **state)
                      0);
     assert_int_equal(run(TH_ARGS("analyze", RESHARD, "--db", plain, "-q")), 0);
     assert_int_equal(run(TH_ARGS("analyze", P("r.pcap.gz"), "--db", P("gz.db"), "-q")), 0);
+    assert_non_null(strstr(last.out, "r.pcap.gz: EN10MB, 3295 packets, 655.4 KiB, gzip\n"));
     assert_same_db(plain, P("gz.db"));
     assert_int_equal(q(P("gz.db"), "SELECT count(*) FROM inputs WHERE compression = 'gzip'"), 1);
     assert_int_equal(run(TH_ARGS("analyze", P("r.pcap.zst"), "--db", P("zst.db"), "-q")), 0);
@@ -326,6 +327,13 @@ static void test_skew(void **state)
                      0);
     assert_non_null(strstr(last.err, "aligned (--time-offset auto)"));
     assert_int_equal(q(aut, "SELECT time_offset_us FROM inputs WHERE id = 2"), -250000);
+    /* the report's input line says both, and so does the report of the database */
+    assert_non_null(strstr(last.out, "server.pcap: EN10MB, "));
+    assert_non_null(strstr(last.out, ", times shifted -250.000 ms, clock +250.000 ms against "));
+    assert_int_equal(run(TH_ARGS("report", aut)), 0);
+    assert_non_null(strstr(last.out, ", times shifted -250.000 ms, clock +250.000 ms against "));
+    assert_int_equal(run(TH_ARGS("report", aut, "--json")), 0);
+    assert_non_null(strstr(last.out, "\"time_offset_us\":-250000,\"skew_us\":250000,"));
     /* aligned: the two copies of each segment now lie 300 us apart */
     assert_int_equal(q(aut, "SELECT (SELECT first_us FROM inputs WHERE id = 2) - "
                             "(SELECT first_us FROM inputs WHERE id = 1)"),
