@@ -3,7 +3,10 @@
  *
  * The first stage of the slotscope pipeline (see README.md):
  *
- *   source   libpcap offline (pcap, pcapng; several files merged by time) or live
+ *   source   libpcap offline (pcap, pcapng; several files merged by time, each
+ *            maybe gzip/zstd-compressed or standard input; times shifted per
+ *            file on request) or live; skew.c estimates two files' clock
+ *            difference from the segments both captured
  *   decode   link layer (Ethernet, 802.1Q/802.1ad, Linux SLL/SLL2, BSD NULL/LOOP,
  *            raw IP) -> IPv4 (options) / IPv6 (extension headers) -> TCP
  *   flows    connection table keyed by the 4-tuple, both directions in one

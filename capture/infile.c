@@ -1,6 +1,7 @@
 /*
  * infile.c - the bytes of a capture file that is not a plain seekable file:
- * gzip- or zstd-compressed (RFC 1952; RFC 8878), or standard input.
+ * gzip- or zstd-compressed (RFC 1952; RFC 8878), or standard input, a pipe, a
+ * FIFO.
  *
  * The kind is told by the first bytes, never by the name: 1f 8b is gzip,
  * 28 b5 2f fd a zstd frame; anything else is read as it is. Decompression

@@ -502,7 +502,7 @@ typedef struct cap_pcapfile_rec {
  * (or out of memory): the caller rewinds fd and hands it to libpcap. */
 int cap_pcapfile_open(cap_pcapfile *f, int fd, size_t bufsize);
 /* The same, reading a stream (compressed, or a pipe). When it says "not
- * mine", the bytes it took came from cap_stream_peek, so the stream can
+ * mine", the bytes it took came from cap_infile_peek, so the stream can
  * still be handed to libpcap whole. No chunk mode. */
 int cap_pcapfile_open_stream(cap_pcapfile *f, cap_infile *stream, size_t bufsize);
 /* The next record: 1 and *rec filled, 0 at the end, -1 on an error with

@@ -3,7 +3,9 @@
  *
  * Classic pcap files of the usual kinds are read by pcapfile.c, in place from
  * a large read(2) buffer; every other file (pcapng: draft-ietf-opsawg-pcapng,
- * other pcap versions and link types) by libpcap. Either gives the same
+ * other pcap versions and link types) by libpcap. A compressed file, standard
+ * input ("-") or a pipe is read through infile.c (a stream that decodes and
+ * hands back its first bytes), by the same two readers. Either gives the same
  * records and the same errors. Several files are merged by timestamp: each
  * file keeps its current record (the reader's buffer stays valid until the
  * next read of that file, so nothing is copied) and a small binary heap picks
