@@ -99,6 +99,9 @@ void verdict_store(store *s, const verdict_diag *d);
 
 /* ---------------------------------------------------------------- options */
 
+/* Most --time-offset FILE=OFFSET options. */
+#define CLI_TIME_OFFSETS_MAX 64
+
 /* Options of analyze and live. */
 typedef struct cli_opts {
     const char *cmd;             /* "analyze" or "live", for messages */
@@ -123,6 +126,9 @@ typedef struct cli_opts {
     int redact_key_file;         /* the redaction key came from --redact-key-file */
     int full;                    /* --full: the whole text report */
     const char *since, *until;   /* analyze: only records in this window */
+    const char *time_offsets[CLI_TIME_OFFSETS_MAX]; /* --time-offset FILE=OFFSET */
+    size_t n_time_offsets;
+    int time_offset_auto;        /* --time-offset auto */
     int help;
     unsigned threads;            /* --threads: capture+resp worker threads (1:
                                     none, the single-threaded pipeline) */
@@ -134,6 +140,26 @@ typedef struct cli_opts {
 /* Parse argv (after the subcommand name) for analyze (live = 0) or live (1).
  * Returns 0, or EXIT_USAGE after printing the problem. */
 int cli_parse_options(cli_opts *o, int live, int argc, char **argv);
+/* Parse "FILE=+12.5ms" (us, ms or s; an optional sign; the last '=' ends
+ * FILE): *file (NUL not written: *file_len) and *us, either may be NULL.
+ * 0, or -1 when malformed. */
+int cli_parse_time_offset(const char *text, size_t *file_len, int64_t *us);
+/* The inputs' clocks (timeoffset.c): each input's offset, and the skews
+ * found between pairs of inputs. */
+typedef struct cli_clock {
+    int64_t *offset_us;          /* per input */
+    size_t n;
+    cap_skew skews[CAP_SKEW_INPUTS * (CAP_SKEW_INPUTS - 1) / 2];
+    size_t n_skews;
+} cli_clock;
+/* Offsets from --time-offset, the skew estimate (2..CAP_SKEW_INPUTS regular
+ * files, or auto) and auto's alignment. 0, or an exit code printed. */
+int cli_clock_plan(const cli_opts *o, cli_clock *c);
+/* Give a source of the inputs its offsets and skews. */
+void cli_clock_apply(const cli_clock *c, cap_source *src);
+/* A warning per pair of inputs whose clocks differ by 1 ms or more. */
+void cli_clock_warn(const cli_opts *o, const cli_clock *c);
+void cli_clock_free(cli_clock *c);
 /* The options both commands share, for their --help. */
 extern const char cli_analysis_options_help[];
 /* The --set names with their meaning and default (an_config_help), indented. */
@@ -217,6 +243,11 @@ typedef struct rep_input {
     uint64_t packets, bytes, kernel_drops, if_drops, time_backwards;
     int64_t first_us, last_us;
     char error[256];
+    char compression[8];         /* "", "gzip", "zstd" */
+    int64_t time_offset_us;      /* added to its times (--time-offset) */
+    int64_t skew_us;             /* its clock minus input skew_ref's (estimated) */
+    uint64_t skew_shared;        /* segments the estimate rests on (0: none) */
+    uint32_t skew_ref;           /* 1 = the first input */
 } rep_input;
 
 typedef struct rep_node {
@@ -348,6 +379,9 @@ void report_print_finding_json(const rep_finding *f, const char *type, FILE *out
 /* Write s as a JSON string (quotes included): escapes quotes, backslashes and
  * control characters; bytes that are not valid UTF-8 become \u00XX. */
 void json_string(FILE *out, const char *s);
+/* A double as a JSON number: the fewest digits that read back as v (no
+ * 0.053999999999999999 for 0.054); null for NaN and infinities. */
+void json_double(FILE *out, double v);
 /* 1 if text is exactly one syntactically valid JSON value (depth-limited). */
 int json_valid(const char *text);
 

@@ -25,7 +25,7 @@ typedef enum opt_id {
     OPT_REDACT_KEY_FILE, OPT_JSON, OPT_QUIET, OPT_SET, OPT_FAIL_ON_FINDINGS, OPT_FAIL_ON,
     OPT_IGNORE, OPT_HELP, OPT_THREADS,
     OPT_IFACE, OPT_FILTER, OPT_DURATION, OPT_USER, OPT_BUFFER, OPT_SNAPLEN,
-    OPT_FULL, OPT_SINCE, OPT_UNTIL, OPT_WRITE, OPT_ROTATE, OPT_METRICS
+    OPT_FULL, OPT_SINCE, OPT_UNTIL, OPT_WRITE, OPT_ROTATE, OPT_METRICS, OPT_TIME_OFFSET
 } opt_id;
 
 /* One option: its long name, short letter (0 if none), whether it takes a
@@ -67,6 +67,7 @@ static const opt_def opt_table[] = {
     {"write", 'w', 1, 1, OPT_WRITE},
     {"rotate", 'C', 1, 1, OPT_ROTATE},
     {"metrics", 0, 1, 1, OPT_METRICS},
+    {"time-offset", 0, 1, 0, OPT_TIME_OFFSET},
 };
 
 const char cli_analysis_options_help[] =
@@ -93,6 +94,10 @@ const char cli_analysis_options_help[] =
     "                         analyse only the records of this window: +30s (from the\n"
     "                         capture's first record), 2026-12-01T15:43:09Z, 15:43:09\n"
     "                         (UTC, the capture's first day), @SECONDS\n"
+    "  --time-offset FILE=+12.5ms, --time-offset auto (analyze)\n"
+    "                         shift FILE's times (us, ms or s; a sign) before the merge:\n"
+    "                         a capture from a host whose clock differs; auto: by the\n"
+    "                         skew found from TCP segments two inputs both captured\n"
     "  --quiet, -q            no progress display\n"
     "  --fail-on-findings     CI verdict: exit 3 when a client finding is found, 4 when the\n"
     "                         capture cannot support a verdict (empty, one direction, TLS,\n"
@@ -369,6 +374,21 @@ static int apply_opt(cli_opts *o, const opt_def *d, const char *v)
                                            "15:43:09, @SECONDS)",
                                    d->id == OPT_SINCE ? "since" : "until", v);
         *(d->id == OPT_SINCE ? &o->since : &o->until) = v;
+        break;
+    case OPT_TIME_OFFSET:
+        if (!strcmp(o->cmd, "live"))
+            return cli_usage_error(o->cmd, "--time-offset is for analyze");
+        if (!strcmp(v, "auto")) {
+            o->time_offset_auto = 1;
+            break;
+        }
+        if (cli_parse_time_offset(v, NULL, NULL) != 0)
+            return cli_usage_error(o->cmd, "bad --time-offset '%s' (FILE=+12.5ms: us, ms or s, "
+                                           "with a sign; or auto)", v);
+        if (o->n_time_offsets >= CLI_TIME_OFFSETS_MAX)
+            return cli_usage_error(o->cmd, "too many --time-offset (at most %d)",
+                                   CLI_TIME_OFFSETS_MAX);
+        o->time_offsets[o->n_time_offsets++] = v;
         break;
     case OPT_QUIET: o->quiet = 1; break;
     case OPT_SET:

@@ -194,6 +194,11 @@ void report_input_from_cap(rep_input *out, const cap_input_info *in)
     out->first_us = in->first_us;
     out->last_us = in->last_us;
     copy_field(out->error, sizeof out->error, in->error);
+    copy_field(out->compression, sizeof out->compression, in->compression);
+    out->time_offset_us = in->time_offset_us;
+    out->skew_us = in->skew_us;
+    out->skew_shared = in->skew_shared;
+    out->skew_ref = in->skew_ref;
 }
 
 void report_add_node(report *r, const rep_node *n)

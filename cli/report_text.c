@@ -141,6 +141,16 @@ static void print_inputs(const report *r, FILE *out)
         cli_print_safe(out, in->name);
         fprintf(out, ": %s, %" PRIu64 " packets, %s", in->linktype, in->packets,
                 fmt_bytes(b, sizeof b, in->bytes));
+        /* only what is there: a plain input's line stays as it was */
+        if (in->compression[0])
+            fprintf(out, ", %s", in->compression);
+        if (in->time_offset_us != 0)
+            fprintf(out, ", times shifted %+.3f ms", (double)in->time_offset_us / 1000.0);
+        if (in->skew_shared > 0 && in->skew_ref >= 1 && in->skew_ref <= r->n_inputs) {
+            fprintf(out, ", clock %+.3f ms against ", (double)in->skew_us / 1000.0);
+            cli_print_safe(out, r->inputs[in->skew_ref - 1].name);
+            fprintf(out, " (%" PRIu64 " shared segments)", in->skew_shared);
+        }
         if (in->error[0]) {
             fputs(", stopped early (see below)", out);
         }
