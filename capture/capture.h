@@ -222,6 +222,10 @@ typedef struct cap_config {
     int64_t idle_timeout_us;    /* capture time without a packet before CLOSE_IDLE */
     size_t ooo_bytes_per_conn;  /* out-of-order bytes held per connection */
     size_t ooo_bytes_total;     /* out-of-order bytes held in all */
+    int64_t acked_gap_us;       /* capture time the peer must have acknowledged
+                                   bytes never seen, with nothing after them
+                                   seen, before they become a GAP (0: never;
+                                   the next segment or the close decides) */
     cap_shape_fn shape;         /* see cap_shape_fn; may be NULL */
     cap_servers *servers;       /* NULL: the tracker keeps its own table of
                                    known servers, noting every record it is

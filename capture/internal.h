@@ -137,6 +137,11 @@ typedef struct cap_stream {
     uint8_t ack_valid;       /* ack_sent is valid */
     uint32_t ack_sent;       /* highest ACK this side sent (in its peer's
                                 sequence space): what it had received */
+    uint8_t unseen_acked;    /* the peer acknowledged bytes beyond next, and
+                                nothing after them was seen, since
+                                unseen_since_us (while next was unseen_next) */
+    uint32_t unseen_next;
+    int64_t unseen_since_us;
 } cap_stream;
 
 /* Lifecycle of a table entry. */

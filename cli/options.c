@@ -113,8 +113,9 @@ const char cli_analysis_options_help[] =
     "  --help, -h             this help\n";
 
 /* The capture layer's caps that --set reaches (the analysis ones are
- * an_config_set's): the connection table, idle expiry, and the out-of-order
- * bytes held for reassembly. */
+ * an_config_set's): the connection table, idle expiry, the out-of-order
+ * bytes held for reassembly, and when acknowledged bytes never seen become
+ * a gap. */
 typedef struct cap_setting {
     const char *name;
     const char *help;
@@ -126,6 +127,7 @@ static const cap_setting cap_settings[] = {
     {"idle_timeout_s", "seconds without a packet before a connection is closed as idle (default 300)", 1, 86400 * 365},
     {"ooo_bytes_per_conn", "out-of-order bytes held per connection before a hole is given up, counted (default 1048576)", 0, (uint64_t)1 << 32},
     {"ooo_bytes_total", "out-of-order bytes held in all connections (default 268435456)", 0, (uint64_t)1 << 36},
+    {"acked_gap_ms", "ms (capture time) a peer acknowledges bytes never captured before they are given up as a gap, not when the sender's next segment shows it: bounds memory on captures with bursts of kernel drops (default 0: off)", 0, 86400000},
 };
 
 /* Apply a capture --set NAME=VALUE. 1 applied, 0 not a capture setting,
@@ -149,7 +151,8 @@ static int cap_config_set(cap_config *cap, const char *assignment)
         case 0: cap->max_connections = (uint32_t)v; break;
         case 1: cap->idle_timeout_us = (int64_t)v * 1000000; break;
         case 2: cap->ooo_bytes_per_conn = (size_t)v; break;
-        default: cap->ooo_bytes_total = (size_t)v; break;
+        case 3: cap->ooo_bytes_total = (size_t)v; break;
+        default: cap->acked_gap_us = (int64_t)v * 1000; break;
         }
         return 1;
     }
