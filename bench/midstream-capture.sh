@@ -20,7 +20,8 @@
 #                 kernel" figure
 #   --buffer KIB  the capture buffer with --overload [2048]
 #   --base PORT   first node port [31000]; nodes use PORT..PORT+5, their bus
-#                 PORT+10000..; replication links leave from 127.0.1.x
+#                 PORT+10000.. (PORT+$CLUSTER_BUS_OFFSET.. when set);
+#                 replication links leave from 127.0.1.x
 #
 # Writes OUT and OUT.log (tcpdump's and redis-benchmark's summary lines, the
 # exact tcpdump command). Needs root (tcpdump). Every wait is bounded; the
@@ -101,7 +102,8 @@ sleep 1   # links settled: the first REPLCONF ACKs are well before the capture
 
 last=$((base + 5))
 filter="tcp and (portrange $base-$last"
-[ "$bus" = 1 ] && filter="$filter or portrange $((base + 10000))-$((last + 10000))"
+bus_off=${CLUSTER_BUS_OFFSET:-10000}
+[ "$bus" = 1 ] && filter="$filter or portrange $((base + bus_off))-$((last + bus_off))"
 filter="$filter)"
 if [ "$pcapng" = 1 ]; then
     # dumpcap: -B in MiB; it says "File: ..." once it captures

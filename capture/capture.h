@@ -3,7 +3,10 @@
  *
  * The first stage of the slotscope pipeline (see README.md):
  *
- *   source   libpcap offline (pcap, pcapng; several files merged by time) or live
+ *   source   libpcap offline (pcap, pcapng; several files merged by time, each
+ *            maybe gzip/zstd-compressed or standard input; times shifted per
+ *            file on request) or live; skew.c estimates two files' clock
+ *            difference from the segments both captured
  *   decode   link layer (Ethernet, 802.1Q/802.1ad, Linux SLL/SLL2, BSD NULL/LOOP,
  *            raw IP) -> IPv4 (options) / IPv6 (extension headers) -> TCP
  *   flows    connection table keyed by the 4-tuple, both directions in one
@@ -219,6 +222,10 @@ typedef struct cap_config {
     int64_t idle_timeout_us;    /* capture time without a packet before CLOSE_IDLE */
     size_t ooo_bytes_per_conn;  /* out-of-order bytes held per connection */
     size_t ooo_bytes_total;     /* out-of-order bytes held in all */
+    int64_t acked_gap_us;       /* capture time the peer must have acknowledged
+                                   bytes never seen, with nothing after them
+                                   seen, before they become a GAP (0: never;
+                                   the next segment or the close decides) */
     cap_shape_fn shape;         /* see cap_shape_fn; may be NULL */
     cap_servers *servers;       /* NULL: the tracker keeps its own table of
                                    known servers, noting every record it is
@@ -363,6 +370,16 @@ typedef struct cap_input_info {
     uint64_t bad_lengths;     /* records whose lengths cannot be right: nothing
                                  captured, more captured than was on the wire, or
                                  a wire length over CAP_MAX_WIRE_LEN */
+    char compression[8];      /* "", "gzip" or "zstd" (told by the first bytes) */
+    int64_t time_offset_us;   /* added to every record's time before the merge
+                                 (cap_source_set_offset; first_us and last_us
+                                 include it) */
+    /* The clock difference to another input estimated from the TCP segments
+     * both captured (cap_estimate_skew; set by the caller with
+     * cap_source_set_skew): */
+    int64_t skew_us;          /* this input's times minus the other's */
+    uint64_t skew_shared;     /* segments it rests on (0: no estimate) */
+    uint32_t skew_ref;        /* the other input's number, 1 = the first (0: none) */
 } cap_input_info;
 
 /* Largest believable original packet length. Linux GSO/GRO super-frames
@@ -382,8 +399,9 @@ typedef struct cap_live_opts {
 
 typedef struct cap_source cap_source;
 
-/* Open capture files (pcap or pcapng); records are merged in timestamp order.
- * NULL on error, with a one-line message in err (e.g. "cannot open 'x.pcap': No
+/* Open capture files (pcap or pcapng; gzip- or zstd-compressed, told by their
+ * first bytes; "-" is standard input, a FIFO or pipe works too); records are
+ * merged in timestamp order. NULL on error, with a one-line message in err (e.g. "cannot open 'x.pcap': No
  * such file or directory"). */
 cap_source *cap_open_files(const char *const *paths, size_t n_paths,
                            char *err, size_t err_size);
@@ -392,6 +410,35 @@ cap_source *cap_open_files(const char *const *paths, size_t n_paths,
 cap_source *cap_open_live(const cap_live_opts *opts, char *err, size_t err_size);
 /* Close and free. Accepts NULL. */
 void cap_source_free(cap_source *src);
+/* Most inputs cap_estimate_skew compares (the first ones given). */
+#define CAP_SKEW_INPUTS 16
+
+/* The clock difference of two inputs found by cap_estimate_skew. */
+typedef struct cap_skew {
+    size_t a, b;        /* the inputs (a < b) */
+    int64_t skew_us;    /* b's times minus a's for the same segments: b's clock
+                           is that far ahead (subtract it from b to align) */
+    uint64_t shared;    /* segments both captured (used for the median) */
+    int one_way;        /* all of them went one way: the skew then includes
+                           the one-way delay between the capture points */
+} cap_skew;
+
+/* Compare the first records of the capture files (at most CAP_SKEW_INPUTS;
+ * each opened and read again from its start, the first 200000 records) for
+ * TCP segments that two of them both captured, and estimate each such
+ * pair's clock difference (skew.c). Writes at most max_out results; returns
+ * how many. Files that cannot be read are left out. */
+size_t cap_estimate_skew(const char *const *paths, size_t n_paths, cap_skew *out,
+                         size_t max_out);
+
+/* Note input i's estimated clock difference to input ref (see
+ * cap_input_info). */
+void cap_source_set_skew(cap_source *src, size_t i, size_t ref, int64_t skew_us,
+                         uint64_t shared);
+/* Add offset_us to the time of every record of file input i (a capture from
+ * a host whose clock differs), before the merge by time. Before the first
+ * record is read. */
+void cap_source_set_offset(cap_source *src, size_t i, int64_t offset_us);
 
 /* Read records into the tracker until the input ends, an error, or
  * cap_source_break. Returns 0 at the end of input, 1 when stopped by
@@ -447,6 +494,12 @@ int cap_source_fill_chunk(cap_source *src, uint64_t k);
  * if_drops only (no tracker to add them to). */
 int cap_source_run_records(cap_source *src, cap_record_fn fn, void *ctx, char *err,
                            size_t err_size);
+/* Live sources, during cap_source_run and cap_source_run_records: fn(ctx,
+ * rec) for each record before it is delivered, and fn(ctx, NULL) each time a
+ * read of the interface returned (at least every 200 ms, packets or not), on
+ * the thread that runs the source. For keeping the raw packets (`live -w`)
+ * and for work due by the wall clock. NULL: none. */
+void cap_source_set_tap(cap_source *src, cap_record_fn fn, void *ctx);
 /* The symmetric hash of the 4-tuple of a record that is a TCP segment (the
  * same for both directions of a connection): 1 and *hash set; 0 when the
  * record is not a TCP segment cap_tracker_packet would follow. */
@@ -465,5 +518,41 @@ const cap_input_info *cap_source_inputs(const cap_source *src, size_t *n);
 /* Bytes read so far and total bytes of the input files (0 total when live), for
  * a progress display. */
 void cap_source_progress(const cap_source *src, uint64_t *done, uint64_t *total);
+
+/* ---------------------------------------------------------------- savefiles */
+
+/* Raw records kept in classic pcap files while they are analysed (`live -w
+ * FILE -C MB`), as tcpdump writes them: FILE, then with rotation FILE1,
+ * FILE2, ... each started once the one before is larger than rotate_bytes.
+ * A path is written only when it does not exist or is a regular file that is
+ * empty or a capture (pcap or pcapng magic); never a link, a FIFO, a device,
+ * a database, or one of the paths in `avoid` (the same file by device and
+ * inode, or the same text). */
+typedef struct cap_savefile cap_savefile;
+
+typedef struct cap_savefile_opts {
+    const char *path;            /* FILE */
+    uint64_t rotate_bytes;       /* 0: one file */
+    int linktype;                /* DLT_* of the records */
+    int snaplen;                 /* for the file header; 0: 262144 */
+    const char *const *avoid;    /* paths never written (the database); copied */
+    size_t n_avoid;
+} cap_savefile_opts;
+
+/* Create FILE. NULL with err. */
+cap_savefile *cap_savefile_open(const cap_savefile_opts *opts, char *err, size_t err_size);
+/* Append a record (rotating first when due). 0, or -1 once writing failed
+ * (cap_savefile_error says why): from then on records are only counted as
+ * lost. */
+int cap_savefile_write(cap_savefile *sf, const cap_record *rec);
+/* "" or why writing stopped. */
+const char *cap_savefile_error(const cap_savefile *sf);
+/* Records written, records lost after an error, files started. */
+uint64_t cap_savefile_packets(const cap_savefile *sf);
+uint64_t cap_savefile_lost(const cap_savefile *sf);
+uint32_t cap_savefile_files(const cap_savefile *sf);
+/* Flush and close. 0, or -1 when anything failed (err says what). Accepts
+ * NULL. */
+int cap_savefile_close(cap_savefile *sf, char *err, size_t err_size);
 
 #endif /* SLOTSCOPE_CAPTURE_H */

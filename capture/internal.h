@@ -8,6 +8,7 @@
  *   tracker.c  the glue: lifecycle, server side, events, statistics
  *   servers.c  endpoints shown to be servers, stamped by record
  *   pcapfile.c classic pcap files read in place (read(2), no libpcap copies)
+ *   infile.c   gzip/zstd-compressed files and standard input, streamed
  *   source.c   capture files (merged by time) and live interfaces
  */
 #ifndef SLOTSCOPE_CAPTURE_INTERNAL_H
@@ -136,6 +137,11 @@ typedef struct cap_stream {
     uint8_t ack_valid;       /* ack_sent is valid */
     uint32_t ack_sent;       /* highest ACK this side sent (in its peer's
                                 sequence space): what it had received */
+    uint8_t unseen_acked;    /* the peer acknowledged bytes beyond next, and
+                                nothing after them was seen, since
+                                unseen_since_us (while next was unseen_next) */
+    uint32_t unseen_next;
+    int64_t unseen_since_us;
 } cap_stream;
 
 /* Lifecycle of a table entry. */
@@ -404,6 +410,43 @@ void cap_reasm_flush(cap_tracker *t, cap_flow *f, int side, int64_t ts_us);
 /* Give every held range of the stream back to the pool. */
 void cap_reasm_clear(cap_tracker *t, cap_flow *f, int side);
 
+/* ---------------------------------------------------------------- stream */
+
+/* What a capture file's bytes are (told by their first bytes). */
+typedef enum cap_infile_kind {
+    CAP_INFILE_PLAIN = 0,
+    CAP_INFILE_GZIP = 1,
+    CAP_INFILE_ZSTD = 2
+} cap_infile_kind;
+
+/* A file that is decompressed as it is read, or a pipe (infile.c). */
+typedef struct cap_infile cap_infile;
+
+/* The kind of the regular file at fd, by its first bytes (pread: the file
+ * offset stays). */
+cap_infile_kind cap_infile_detect(int fd);
+/* "gzip", "zstd"; "" for plain. */
+const char *cap_infile_kind_name(cap_infile_kind kind);
+/* Read fd (owned from now on, also on failure), decompressing gzip or zstd
+ * as its first bytes say. NULL with err on out of memory. */
+cap_infile *cap_infile_open(int fd, char *err, size_t err_size);
+/* Up to n decoded bytes: the count (may be short, as read(2) on a pipe), 0
+ * at the end, -1 on an error (errno EIO, cap_infile_error). */
+ssize_t cap_infile_read(cap_infile *s, void *buf, size_t n);
+/* The first n (<= 64) decoded bytes, read ahead; the next reads return them
+ * again. Bytes got. */
+size_t cap_infile_peek(cap_infile *s, uint8_t *buf, size_t n);
+/* "" or why reading failed ("truncated gzip file: ..."). */
+const char *cap_infile_error(const cap_infile *s);
+/* File bytes read so far (progress). */
+uint64_t cap_infile_offset(const cap_infile *s);
+cap_infile_kind cap_infile_kind_of(const cap_infile *s);
+/* A read-only FILE reading s (which the caller keeps and closes after the
+ * FILE). NULL on out of memory. */
+FILE *cap_infile_fopen(cap_infile *s);
+/* Free the decoder and close the file. Accepts NULL. */
+void cap_infile_close(cap_infile *s);
+
 /* ---------------------------------------------------------------- pcapfile */
 
 /* Largest captured length libpcap 1.10 accepts in a record of the link types
@@ -432,7 +475,9 @@ typedef struct cap_pcapfile {
     int read_errno;          /* read(2) failed with this errno (0: no) */
     uint32_t snapshot;       /* snap length as libpcap adjusts it */
     int dlt;                 /* DLT_ value of the link type */
-    int fd;                  /* the open file (owned by the caller) */
+    int fd;                  /* the open file (owned by the caller; -1 when
+                                reading from stream) */
+    cap_infile *stream;      /* or the stream read instead (the caller's) */
     char errbuf[160];        /* libpcap's text for the last error */
     /* chunk mode (cap_pcapfile_chunks): buf is the first buffer or a slot */
     uint8_t *first_buf;      /* the buffer of open, kept until close */
@@ -461,6 +506,10 @@ typedef struct cap_pcapfile_rec {
  * is a file cap_pcapfile reads (positioned at the first record), 0 when not
  * (or out of memory): the caller rewinds fd and hands it to libpcap. */
 int cap_pcapfile_open(cap_pcapfile *f, int fd, size_t bufsize);
+/* The same, reading a stream (compressed, or a pipe). When it says "not
+ * mine", the bytes it took came from cap_infile_peek, so the stream can
+ * still be handed to libpcap whole. No chunk mode. */
+int cap_pcapfile_open_stream(cap_pcapfile *f, cap_infile *stream, size_t bufsize);
 /* The next record: 1 and *rec filled, 0 at the end, -1 on an error with
  * libpcap's text in f->errbuf ("truncated dump file; ..." for a cut file). */
 int cap_pcapfile_next(cap_pcapfile *f, cap_pcapfile_rec *rec);

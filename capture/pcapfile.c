@@ -162,7 +162,8 @@ static long fill(cap_pcapfile *f, size_t need)
         }
         if (f->pos + need > f->size && make_room(f, need) != 0)
             return -1;
-        n = read(f->fd, f->buf + f->end, f->size - f->end);
+        n = f->stream ? cap_infile_read(f->stream, f->buf + f->end, f->size - f->end)
+                      : read(f->fd, f->buf + f->end, f->size - f->end);
         if (n > 0)
             f->end += (size_t)n;
         else if (n == 0)
@@ -173,20 +174,23 @@ static long fill(cap_pcapfile *f, size_t need)
     return (long)(f->end - f->pos);
 }
 
-/* Start reading a file: its header decides whether it is one read here. */
-int cap_pcapfile_open(cap_pcapfile *f, int fd, size_t bufsize)
+/* Read the file header (of f->fd or f->stream): 1 when it is one read here. */
+static int open_common(cap_pcapfile *f, size_t bufsize)
 {
     uint32_t magic;
-    memset(f, 0, sizeof *f);
-    f->fd = fd;
     if (bufsize < FILE_HEADER_LEN)
         bufsize = FILE_HEADER_LEN;
     f->buf = malloc(bufsize);
     if (f->buf == NULL)
         return 0;
     f->size = bufsize;
-    if (fill(f, FILE_HEADER_LEN) < FILE_HEADER_LEN)
+    if (f->stream != NULL) {
+        /* the header is peeked: on "not mine" libpcap reads it again */
+        if (cap_infile_peek(f->stream, f->buf, FILE_HEADER_LEN) < FILE_HEADER_LEN)
+            return 0;
+    } else if (fill(f, FILE_HEADER_LEN) < FILE_HEADER_LEN) {
         return 0; /* short or unreadable: libpcap says how */
+    }
     memcpy(&magic, f->buf, sizeof magic);
     if (magic == swap32(MAGIC_USEC) || magic == swap32(MAGIC_NSEC)) {
         f->swapped = 1;
@@ -203,16 +207,38 @@ int cap_pcapfile_open(cap_pcapfile *f, int fd, size_t bufsize)
     f->snapshot = field32(f, f->buf + 16);
     if ((int32_t)f->snapshot <= 0)
         f->snapshot = CAP_PCAPFILE_MAX_CAPLEN;
+    if (f->stream != NULL && cap_infile_read(f->stream, f->buf, FILE_HEADER_LEN) < FILE_HEADER_LEN)
+        return 0; /* the peeked header, taken now */
     f->pos = FILE_HEADER_LEN;
+    f->end = f->stream != NULL ? FILE_HEADER_LEN : f->end;
     f->consumed = FILE_HEADER_LEN;
     return 1;
+}
+
+/* Start reading a file: its header decides whether it is one read here. */
+int cap_pcapfile_open(cap_pcapfile *f, int fd, size_t bufsize)
+{
+    memset(f, 0, sizeof *f);
+    f->fd = fd;
+    return open_common(f, bufsize);
+}
+
+/* The same over a stream. */
+int cap_pcapfile_open_stream(cap_pcapfile *f, cap_infile *stream, size_t bufsize)
+{
+    memset(f, 0, sizeof *f);
+    f->fd = -1;
+    f->stream = stream;
+    return open_common(f, bufsize);
 }
 
 /* Set f->errbuf for a record that could not be read whole: the read error,
  * or libpcap's truncation text (what it tried to read, what it got). -1. */
 static int record_cut(cap_pcapfile *f, const char *what, uint32_t wanted, long got)
 {
-    if (f->read_errno != 0)
+    if (f->stream != NULL && cap_infile_error(f->stream)[0] != '\0')
+        snprintf(f->errbuf, sizeof f->errbuf, "%s", cap_infile_error(f->stream));
+    else if (f->read_errno != 0)
         snprintf(f->errbuf, sizeof f->errbuf, "error reading dump file: %s",
                  strerror(f->read_errno));
     else

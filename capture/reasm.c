@@ -14,6 +14,8 @@
  *   - the peer acknowledged bytes beyond it (RFC 9293: an ACK covers only
  *     bytes received) and we have seen later bytes of the stream, so the
  *     capture, not the network, lost the segment;
+ *   - with acked_gap_us set: the peer has acknowledged it for that long
+ *     (capture time) and nothing after it was seen (give_up_unseen_acked);
  *   - holding what comes after it would pass a byte cap;
  *   - the connection closes (FIN, RST, idle, eviction, end of input).
  * Payload cut by snaplen is a hole known at once: it becomes a GAP when the
@@ -421,6 +423,33 @@ void cap_reasm_segment(cap_tracker *t, cap_flow *f, int side, uint32_t seq,
     place_segment(t, f, side, &s);
 }
 
+/* The peer acknowledged bytes of side beyond everything seen of it, and
+ * nothing later was seen yet. They may still come a little later (files
+ * merged by time, two capture points), so the hole is not given up at
+ * once; but with acked_gap_us set, once the peer has acknowledged them for
+ * that long (capture time), they count as lost by the capture: a GAP now,
+ * not when the sender's next segment comes, which may be long after (the
+ * replies of a pipelined connection lost in a burst of kernel drops would
+ * otherwise leave every request sent meanwhile waiting, and holding
+ * memory, until then). Off by default: on scattered loss the later GAP
+ * lets resp account for more of the lost replies (bench/results). */
+static void give_up_unseen_acked(cap_tracker *t, cap_flow *f, int side, int64_t ts_us)
+{
+    cap_stream *st = &f->st[side];
+    if (t->cfg.acked_gap_us <= 0)
+        return;
+    if (!st->unseen_acked || st->unseen_next != st->next) {
+        st->unseen_acked = 1;
+        st->unseen_next = st->next;
+        st->unseen_since_us = ts_us;
+        return;
+    }
+    if (ts_us - st->unseen_since_us < t->cfg.acked_gap_us)
+        return;
+    st->unseen_acked = 0;
+    flush_until(t, f, side, st->acked, ts_us);
+}
+
 /* The peer of side acknowledged sequence numbers up to ack. If bytes of this
  * stream beyond the hole were seen (held data or the FIN), the hole is lost
  * for good: give it up now. Otherwise remember the ACK: the next segment or
@@ -437,6 +466,10 @@ void cap_reasm_ack(cap_tracker *t, cap_flow *f, int side, uint32_t ack, int64_t 
     }
     if (st->fin && SEQ_GT(target, st->fin_seq))
         target = st->fin_seq; /* the FIN takes a sequence number, not a byte */
+    if (st->held == NULL && !st->fin) {
+        give_up_unseen_acked(t, f, side, ts_us);
+        return;
+    }
     if (st->held == NULL && !(st->fin && SEQ_GT(st->fin_seq, st->next)))
         return;
     /* Give up holes only up to the last byte seen: acknowledged bytes beyond

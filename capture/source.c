@@ -3,7 +3,9 @@
  *
  * Classic pcap files of the usual kinds are read by pcapfile.c, in place from
  * a large read(2) buffer; every other file (pcapng: draft-ietf-opsawg-pcapng,
- * other pcap versions and link types) by libpcap. Either gives the same
+ * other pcap versions and link types) by libpcap. A compressed file, standard
+ * input ("-") or a pipe is read through infile.c (a stream that decodes and
+ * hands back its first bytes), by the same two readers. Either gives the same
  * records and the same errors. Several files are merged by timestamp: each
  * file keeps its current record (the reader's buffer stays valid until the
  * next read of that file, so nothing is copied) and a small binary heap picks
@@ -25,6 +27,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pcap/pcap.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -48,6 +51,9 @@
 #define READ_BUFFER_MAX (1u << 20)
 #define READ_BUFFER_MIN (64u << 10)
 #define READ_BUFFER_TOTAL (32u << 20)
+/* Compressed inputs (or pipes) open at once before the files are opened
+ * lazily: a zstd decoder may hold a window of up to 128 MiB. */
+#define STREAMS_OPEN_MAX 16
 
 /* One input file and its current record. */
 typedef struct input {
@@ -63,12 +69,20 @@ typedef struct input {
     uint64_t size;           /* file size in bytes */
     int error_pending;       /* info.error is set and not yet reported */
     int own;                 /* read by pf instead of libpcap */
+    int64_t offset_us;       /* added to every record's time (--time-offset) */
     cap_pcapfile pf;         /* the classic pcap reader (when own); its hot
                                 fields first, right after the counters */
     pcap_t *pcap;            /* libpcap's handle (NULL when closed or unused) */
     cap_pcapng *ng;          /* or pcapng.c's reader, when libpcap refused the
                                 file's second link type (switch_to_pcapng) */
     char *iobuf;             /* stdio buffer of the file (libpcap) */
+    cap_infile *stream;      /* a compressed file or a pipe, read through
+                                infile.c (pf or libpcap read it) */
+    cap_infile *ng_stream;   /* the stream under ng, when it has one */
+    int read_once;           /* standard input, a pipe or a FIFO: cannot be
+                                opened again (never parked) */
+    int kept;                /* lazy opening: standard input, left open with
+                                its first record waiting */
     /* lazy opening (many files): */
     const char *path;        /* the caller's path (kept by the caller) */
     int parked;              /* closed before its first record was handed out;
@@ -93,6 +107,8 @@ struct cap_source {
     cap_record_fn run_fn;    /* or the record callback of a run */
     void *run_ctx;
     struct pcap_stat last_stat; /* live: drop counters already reported */
+    cap_record_fn tap;       /* live: sees each record first (cap_source_set_tap) */
+    void *tap_ctx;
     volatile sig_atomic_t stop; /* set by cap_source_break */
 };
 
@@ -180,16 +196,18 @@ static size_t read_buffer_size(size_t n)
     return each < READ_BUFFER_MIN ? READ_BUFFER_MIN : each;
 }
 
-/* Hand the open file fd (at its start) to libpcap, which then owns it.
- * 0 on success, -1 with err set (fd closed). */
+/* Hand the open file fd (at its start; or, when in->stream is set, that
+ * stream) to libpcap, which then owns the FILE. 0 on success, -1 with err
+ * set (fd closed; a stream stays in->stream's). */
 static int open_with_libpcap(const char *path, int fd, size_t bufsize, input *in, char *err,
                              size_t size)
 {
     char errbuf[PCAP_ERRBUF_SIZE] = "";
-    FILE *fp = fdopen(fd, "rb");
+    FILE *fp = in->stream != NULL ? cap_infile_fopen(in->stream) : fdopen(fd, "rb");
     if (fp == NULL) {
         set_err(err, size, "cannot open '%s': %s", path, strerror(errno));
-        close(fd);
+        if (in->stream == NULL)
+            close(fd);
         return -1;
     }
     /* A bigger buffer than stdio's 4 KiB; without memory, the default. */
@@ -199,8 +217,51 @@ static int open_with_libpcap(const char *path, int fd, size_t bufsize, input *in
     /* On success libpcap owns fp and closes it in pcap_close. */
     in->pcap = pcap_fopen_offline_with_tstamp_precision(fp, PCAP_TSTAMP_PRECISION_MICRO, errbuf);
     if (in->pcap == NULL) {
-        set_err(err, size, "'%s': not a pcap or pcapng capture (%s)", path, errbuf);
+        if (in->stream != NULL && cap_infile_error(in->stream)[0] != '\0')
+            set_err(err, size, "'%s': %s", path, cap_infile_error(in->stream));
+        else
+            set_err(err, size, "'%s': not a pcap or pcapng capture%s (%s)", path,
+                    in->stream && cap_infile_kind_of(in->stream) != CAP_INFILE_PLAIN
+                        ? " inside the compressed file"
+                        : "",
+                    errbuf);
         fclose(fp);
+        return -1;
+    }
+    return 0;
+}
+
+/* The name an input goes by: "-" is standard input. */
+static const char *input_name(const char *path)
+{
+    return strcmp(path, "-") == 0 ? "(stdin)" : path;
+}
+
+/* Open fd, a compressed file or a pipe, through a stream: pcapfile.c when
+ * it reads what is inside, else libpcap. 0, or -1 with err set (fd closed). */
+static int open_stream(const char *path, int fd, size_t bufsize, input *in,
+                       cap_input_info *info, char *err, size_t size)
+{
+    char why[160];
+    const char *name = input_name(path);
+    in->stream = cap_infile_open(fd, why, sizeof why);
+    if (in->stream == NULL) {
+        set_err(err, size, "'%s': %s", name, why);
+        return -1;
+    }
+    set_err(info->compression, sizeof info->compression, "%s",
+            cap_infile_kind_name(cap_infile_kind_of(in->stream)));
+    if (cap_pcapfile_open_stream(&in->pf, in->stream, bufsize) == 1) {
+        in->own = 1;
+        describe_input(info, name, in->pf.dlt);
+        return 0;
+    }
+    cap_pcapfile_close(&in->pf);
+    if (open_with_libpcap(name, -1, bufsize, in, err, size) != 0)
+        return -1;
+    describe_input(info, name, pcap_datalink(in->pcap));
+    if (!cap_linktype_supported(info->linktype)) {
+        unsupported_linktype(name, info->linktype, err, size);
         return -1;
     }
     return 0;
@@ -212,7 +273,17 @@ static int open_file(const char *path, size_t bufsize, input *in, cap_input_info
                      char *err, size_t size)
 {
     struct stat sb;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd;
+    if (strcmp(path, "-") == 0) {
+        in->read_once = 1;
+        fd = fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3);
+        if (fd < 0) {
+            set_err(err, size, "cannot read standard input: %s", strerror(errno));
+            return -1;
+        }
+        return open_stream(path, fd, bufsize, in, info, err, size);
+    }
+    fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         set_err(err, size, "cannot open '%s': %s", path, strerror(errno));
         return -1;
@@ -222,6 +293,10 @@ static int open_file(const char *path, size_t bufsize, input *in, cap_input_info
         close(fd);
         return -1;
     }
+    if (!S_ISREG(sb.st_mode) && !S_ISDIR(sb.st_mode)) { /* a pipe, a FIFO */
+        in->read_once = 1;
+        return open_stream(path, fd, bufsize, in, info, err, size);
+    }
     if (S_ISDIR(sb.st_mode) || sb.st_size == 0) {
         set_err(err, size, "'%s': %s", path,
                 S_ISDIR(sb.st_mode) ? "is a directory" : "empty file, not a capture");
@@ -229,6 +304,8 @@ static int open_file(const char *path, size_t bufsize, input *in, cap_input_info
         return -1;
     }
     in->size = (uint64_t)sb.st_size;
+    if (cap_infile_detect(fd) != CAP_INFILE_PLAIN)
+        return open_stream(path, fd, bufsize, in, info, err, size);
     if (cap_pcapfile_open(&in->pf, fd, bufsize) == 1) {
         in->own = 1;
         describe_input(info, path, in->pf.dlt);
@@ -264,11 +341,16 @@ static void close_input(input *in)
         free(in->ng);
         in->ng = NULL;
     }
+    cap_infile_close(in->ng_stream);
+    in->ng_stream = NULL;
     if (in->own) {
-        close(in->pf.fd);
+        if (in->pf.fd >= 0)
+            close(in->pf.fd);
         cap_pcapfile_close(&in->pf);
         in->own = 0;
     }
+    cap_infile_close(in->stream); /* after the FILE over it */
+    in->stream = NULL;
 }
 
 /* Files that may be open at once: the open-file limit less what the rest of
@@ -293,11 +375,14 @@ static void park(cap_source *src, uint32_t i)
 {
     input *in = &src->inputs[i];
     in->cur.linktype = src->info[i].linktype;
-    if (input_advance(src, i))
-        in->parked = 1;
-    else
+    if (!input_advance(src, i))
         in->finished = 1;
-    close_input(in);
+    else if (in->read_once)
+        in->kept = 1; /* cannot be read again: stays open */
+    else
+        in->parked = 1;
+    if (!in->kept)
+        close_input(in);
 }
 
 /* Open parked input i again, at its first record. 0, or -1 when it cannot be
@@ -332,6 +417,7 @@ static int unpark(cap_source *src, uint32_t i)
 cap_source *cap_open_files(const char *const *paths, size_t n_paths, char *err, size_t err_size)
 {
     cap_source *src;
+    size_t n_streams = 0; /* inputs read through a stream (decoders) */
     if (n_paths == 0) {
         set_err(err, err_size, "no capture file given");
         return NULL;
@@ -345,10 +431,23 @@ cap_source *cap_open_files(const char *const *paths, size_t n_paths, char *err, 
     src->lazy = n_paths > open_budget();
     for (size_t i = 0; i < n_paths; i++) {
         src->inputs[i].path = paths[i];
+        for (size_t k = 0; k < i && !strcmp(paths[i], "-"); k++)
+            if (!strcmp(paths[k], "-")) {
+                set_err(err, err_size, "standard input ('-') given more than once");
+                cap_source_free(src);
+                return NULL;
+            }
         if (open_file(paths[i], src->bufsize, &src->inputs[i], &src->info[i], err,
                       err_size) != 0) {
             cap_source_free(src);
             return NULL;
+        }
+        if (src->inputs[i].stream != NULL && !src->lazy && ++n_streams > STREAMS_OPEN_MAX) {
+            /* every decoder holds its window: open no more of them at once
+             * than their time ranges need (see the top) */
+            src->lazy = 1;
+            for (size_t k = 0; k < i; k++)
+                park(src, (uint32_t)k);
         }
         if (src->lazy)
             park(src, (uint32_t)i);
@@ -414,7 +513,14 @@ static void input_failed(cap_source *src, uint32_t i, const char *what, const ch
 /* The input error for a reader's message: truncated or bad record. */
 static void record_failed(cap_source *src, uint32_t i, const char *msg)
 {
-    input_failed(src, i, strstr(msg, "truncated") ? "truncated record" : "bad record", msg);
+    const input *in = &src->inputs[i];
+    const cap_infile *s = in->ng_stream ? in->ng_stream : in->stream;
+    if (s != NULL && cap_infile_error(s)[0] != '\0')
+        input_failed(src, i, cap_infile_kind_of(s) != CAP_INFILE_PLAIN ? "compressed data unreadable"
+                                                                       : "read error",
+                     cap_infile_error(s));
+    else
+        input_failed(src, i, strstr(msg, "truncated") ? "truncated record" : "bad record", msg);
 }
 
 /* Read the next record of input i into its slot with pcapfile.c. */
@@ -428,7 +534,7 @@ static int own_advance(cap_source *src, uint32_t i)
             record_failed(src, i, in->pf.errbuf);
         return 0;
     }
-    in->cur.ts_us = time_us(rec.sec, rec.usec);
+    in->cur.ts_us = time_us(rec.sec, rec.usec) + in->offset_us;
     in->cur.data = rec.data;
     in->cur.caplen = rec.caplen;
     in->cur.wirelen = rec.len;
@@ -447,7 +553,7 @@ static int ng_advance(cap_source *src, uint32_t i)
         return 0;
     }
     in->cur.linktype = rec.dlt;
-    in->cur.ts_us = time_us(rec.sec, rec.usec);
+    in->cur.ts_us = time_us(rec.sec, rec.usec) + in->offset_us;
     in->cur.data = rec.data;
     in->cur.caplen = rec.caplen;
     in->cur.wirelen = rec.len;
@@ -461,13 +567,23 @@ static int switch_to_pcapng(cap_source *src, uint32_t i)
 {
     input *in = &src->inputs[i];
     cap_pcapng_rec rec;
+    cap_infile *again = NULL; /* a compressed file, decoded from its start again */
+    char why[160];
     if (in->pcap == NULL || !strstr(pcap_geterr(in->pcap), "different from the type of the first"))
         return 0;
+    if (in->read_once)
+        return 0; /* cannot be read again: the error stands */
     FILE *fp = fopen(in->path, "rb");
+    if (fp != NULL && in->stream != NULL) {
+        again = cap_infile_open(dup(fileno(fp)), why, sizeof why);
+        fclose(fp);
+        fp = again ? cap_infile_fopen(again) : NULL;
+    }
     cap_pcapng *ng = fp ? malloc(sizeof *ng) : NULL;
     if (ng == NULL) {
         if (fp)
             fclose(fp);
+        cap_infile_close(again);
         return 0;
     }
     cap_pcapng_open(ng, fp);
@@ -475,8 +591,10 @@ static int switch_to_pcapng(cap_source *src, uint32_t i)
         if (cap_pcapng_next(ng, &rec) != 1) {
             cap_pcapng_close(ng);
             free(ng);
+            cap_infile_close(again);
             return 0;
         }
+    in->ng_stream = again;
     pcap_close(in->pcap); /* closes the FILE first */
     in->pcap = NULL;
     free(in->iobuf);
@@ -506,7 +624,7 @@ static int input_advance(cap_source *src, uint32_t i)
         record_failed(src, i, pcap_geterr(in->pcap));
         return 0;
     }
-    in->cur.ts_us = record_time_us(hdr);
+    in->cur.ts_us = record_time_us(hdr) + in->offset_us;
     in->cur.data = data;
     in->cur.caplen = hdr->caplen;
     in->cur.wirelen = hdr->len;
@@ -587,7 +705,7 @@ static int files_next(cap_source *src, const cap_record **rec, char *err, size_t
         src->primed = 1;
         for (uint32_t k = 0; k < src->n; k++) {
             src->inputs[k].cur.linktype = src->info[k].linktype;
-            if (src->lazy ? src->inputs[k].parked : input_advance(src, k))
+            if (src->lazy ? src->inputs[k].parked || src->inputs[k].kept : input_advance(src, k))
                 heap_push(src, k);
         }
     } else if (src->handed_out) {
@@ -669,16 +787,41 @@ static void live_packet(u_char *user, const struct pcap_pkthdr *hdr, const u_cha
     info->last_us = ts;
     info->packets++;
     info->bytes += hdr->caplen;
+    if (src->tap != NULL)
+        src->tap(src->tap_ctx, &rec);
     deliver(src, &rec);
+}
+
+/* With a tap: wait for packets at most LIVE_TIMEOUT_MS (libpcap's own wait
+ * on Linux's TPACKET_V3 ring has no end while nothing comes: poll(-1)), so
+ * that the tap sees the clock move on an idle link. 1 when packets may be
+ * there, 0 when the wait ended without, -1 when the descriptor failed. A
+ * signal ends the wait (no SA_RESTART: stop.c) and the loop sees the stop. */
+static int live_wait(int fd)
+{
+    struct pollfd pf = {.fd = fd, .events = POLLIN};
+    int r = poll(&pf, 1, LIVE_TIMEOUT_MS);
+    if (r < 0)
+        return errno == EINTR ? 0 : -1;
+    return r > 0;
 }
 
 /* Live run: dispatch until a break or an error, reporting drops as we go. */
 static int live_run(cap_source *src, cap_tracker *t, char *err, size_t err_size)
 {
-    int rc = 0;
+    char errbuf[PCAP_ERRBUF_SIZE];
+    int rc = 0, fd = -1;
+    if (src->tap != NULL && pcap_setnonblock(src->live, 1, errbuf) == 0)
+        fd = pcap_get_selectable_fd(src->live);
     src->run_tracker = t;
     while (!src->stop) {
-        int n = pcap_dispatch(src->live, -1, live_packet, (u_char *)src);
+        int n, ready = fd >= 0 ? live_wait(fd) : 1;
+        if (ready < 0) {
+            set_err(err, err_size, "'%s': %s", src->info[0].name, strerror(errno));
+            rc = -1;
+            break;
+        }
+        n = ready ? pcap_dispatch(src->live, -1, live_packet, (u_char *)src) : 0;
         if (n == PCAP_ERROR_BREAK)
             break;
         if (n < 0) {
@@ -687,11 +830,15 @@ static int live_run(cap_source *src, cap_tracker *t, char *err, size_t err_size)
             break;
         }
         live_update_drops(src, t);
+        if (src->tap != NULL)
+            src->tap(src->tap_ctx, NULL);
         if (src->run_fn != NULL)
             src->run_fn(src->run_ctx, NULL); /* a live read returned */
     }
     live_update_drops(src, t);
     src->run_tracker = NULL;
+    if (fd >= 0)
+        pcap_setnonblock(src->live, 0, errbuf);
     if (rc == 0 && src->stop)
         rc = 1;
     return rc;
@@ -703,7 +850,7 @@ static void single_packet(u_char *user, const struct pcap_pkthdr *hdr, const u_c
 {
     cap_source *src = (cap_source *)user;
     input *in = &src->inputs[0];
-    in->cur.ts_us = record_time_us(hdr);
+    in->cur.ts_us = record_time_us(hdr) + in->offset_us;
     in->cur.caplen = hdr->caplen;
     in->cur.wirelen = hdr->len;
     input_count(src, 0);
@@ -830,6 +977,13 @@ int cap_source_fill_chunk(cap_source *src, uint64_t k)
     return cap_pcapfile_fill_chunk(&src->inputs[0].pf, k);
 }
 
+/* The tap of a live run (see capture.h). */
+void cap_source_set_tap(cap_source *src, cap_record_fn fn, void *ctx)
+{
+    src->tap = fn;
+    src->tap_ctx = ctx;
+}
+
 /* Ask cap_source_run to return soon: async-signal-safe (a flag, and
  * pcap_breakloop, which only sets a flag and wakes the poll). */
 void cap_source_break(cap_source *src)
@@ -942,6 +1096,31 @@ cap_source *cap_open_live(const cap_live_opts *opts, char *err, size_t err_size)
     return src;
 }
 
+/* Shift input i's record times (see capture.h). A parked input's waiting
+ * record was read with the old offset. */
+void cap_source_set_offset(cap_source *src, size_t i, int64_t offset_us)
+{
+    input *in;
+    if (src->inputs == NULL || i >= src->n)
+        return;
+    in = &src->inputs[i];
+    if (in->parked || in->kept)
+        in->cur.ts_us += offset_us - in->offset_us;
+    in->offset_us = offset_us;
+    src->info[i].time_offset_us = offset_us;
+}
+
+/* Note input i's estimated skew (see capture.h). */
+void cap_source_set_skew(cap_source *src, size_t i, size_t ref, int64_t skew_us,
+                         uint64_t shared)
+{
+    if (i >= src->n || ref >= src->n)
+        return;
+    src->info[i].skew_us = skew_us;
+    src->info[i].skew_shared = shared;
+    src->info[i].skew_ref = (uint32_t)ref + 1;
+}
+
 /* Close and free. */
 void cap_source_free(cap_source *src)
 {
@@ -991,6 +1170,8 @@ void cap_source_progress(const cap_source *src, uint64_t *done, uint64_t *total)
         *total += src->inputs[i].size;
         if (src->inputs[i].finished)
             *done += src->inputs[i].size;
+        else if (src->inputs[i].stream)
+            *done += cap_infile_offset(src->inputs[i].stream);
         else if (src->inputs[i].ng)
             *done += src->inputs[i].ng->offset;
         else if (src->inputs[i].own)

@@ -99,6 +99,9 @@ void verdict_store(store *s, const verdict_diag *d);
 
 /* ---------------------------------------------------------------- options */
 
+/* Most --time-offset FILE=OFFSET options. */
+#define CLI_TIME_OFFSETS_MAX 64
+
 /* Options of analyze and live. */
 typedef struct cli_opts {
     const char *cmd;             /* "analyze" or "live", for messages */
@@ -110,6 +113,9 @@ typedef struct cli_opts {
     const char *user;            /* live: -Z */
     int buffer_mb;               /* live: -B/--buffer, kernel capture buffer in MiB */
     int snaplen;                 /* live: -s/--snaplen, 0 = 262144 */
+    const char *write_path;      /* live: -w FILE, keep the raw packets */
+    uint64_t rotate_bytes;       /* live: -C MB (millions of bytes), 0 = one file */
+    const char *metrics_addr;    /* live: --metrics ADDR:PORT */
     const char *db;              /* --db */
     int force;
     int json;
@@ -120,6 +126,9 @@ typedef struct cli_opts {
     int redact_key_file;         /* the redaction key came from --redact-key-file */
     int full;                    /* --full: the whole text report */
     const char *since, *until;   /* analyze: only records in this window */
+    const char *time_offsets[CLI_TIME_OFFSETS_MAX]; /* --time-offset FILE=OFFSET */
+    size_t n_time_offsets;
+    int time_offset_auto;        /* --time-offset auto */
     int help;
     unsigned threads;            /* --threads: capture+resp worker threads (1:
                                     none, the single-threaded pipeline) */
@@ -131,6 +140,26 @@ typedef struct cli_opts {
 /* Parse argv (after the subcommand name) for analyze (live = 0) or live (1).
  * Returns 0, or EXIT_USAGE after printing the problem. */
 int cli_parse_options(cli_opts *o, int live, int argc, char **argv);
+/* Parse "FILE=+12.5ms" (us, ms or s; an optional sign; the last '=' ends
+ * FILE): *file (NUL not written: *file_len) and *us, either may be NULL.
+ * 0, or -1 when malformed. */
+int cli_parse_time_offset(const char *text, size_t *file_len, int64_t *us);
+/* The inputs' clocks (timeoffset.c): each input's offset, and the skews
+ * found between pairs of inputs. */
+typedef struct cli_clock {
+    int64_t *offset_us;          /* per input */
+    size_t n;
+    cap_skew skews[CAP_SKEW_INPUTS * (CAP_SKEW_INPUTS - 1) / 2];
+    size_t n_skews;
+} cli_clock;
+/* Offsets from --time-offset, the skew estimate (2..CAP_SKEW_INPUTS regular
+ * files, or auto) and auto's alignment. 0, or an exit code printed. */
+int cli_clock_plan(const cli_opts *o, cli_clock *c);
+/* Give a source of the inputs its offsets and skews. */
+void cli_clock_apply(const cli_clock *c, cap_source *src);
+/* A warning per pair of inputs whose clocks differ by 1 ms or more. */
+void cli_clock_warn(const cli_opts *o, const cli_clock *c);
+void cli_clock_free(cli_clock *c);
 /* The options both commands share, for their --help. */
 extern const char cli_analysis_options_help[];
 /* The --set names with their meaning and default (an_config_help), indented. */
@@ -214,6 +243,11 @@ typedef struct rep_input {
     uint64_t packets, bytes, kernel_drops, if_drops, time_backwards;
     int64_t first_us, last_us;
     char error[256];
+    char compression[8];         /* "", "gzip", "zstd" */
+    int64_t time_offset_us;      /* added to its times (--time-offset) */
+    int64_t skew_us;             /* its clock minus input skew_ref's (estimated) */
+    uint64_t skew_shared;        /* segments the estimate rests on (0: none) */
+    uint32_t skew_ref;           /* 1 = the first input */
 } rep_input;
 
 typedef struct rep_node {
@@ -288,20 +322,21 @@ typedef struct report {
     uint64_t clients, clients_aware, clients_nodes; /* client records seen */
     uint64_t dropped;            /* records beyond a cap (not shown, in the db) */
     int interrupted;             /* read from a database whose run never finished */
+    int in_progress;             /* ... and whose run is still writing it */
     char stopped_by[16];         /* the run was stopped early by this signal ("" if not) */
     uint32_t *finding_index;     /* open-addressing id -> findings[] + 1 */
     uint32_t *latency_index;     /* (scope, key, redirected) -> latency[] + 1 */
     uint64_t *client_set;        /* hashes of client names seen, flags in bits 0-1 */
     size_t client_set_size, client_set_used;
-    /* live: print findings as they are found */
-    FILE *live_out;
-    int live_json;
 } report;
 
 void report_init(report *r);
 void report_free(report *r);
 /* The an_sink that fills the model (ctx = r). */
 an_sink report_sink(report *r);
+/* Where the finding of this id is in r->findings (stable until report_sort),
+ * or -1 when the model does not hold it. */
+long report_finding_pos(const report *r, uint64_t id);
 /* Add each record kind by hand (report_db.c uses these). */
 void report_add_finding(report *r, const rep_finding *f, const char *evidence);
 void report_add_input(report *r, const rep_input *in);
@@ -349,6 +384,9 @@ void report_print_finding_json(const rep_finding *f, const char *type, FILE *out
 /* Write s as a JSON string (quotes included): escapes quotes, backslashes and
  * control characters; bytes that are not valid UTF-8 become \u00XX. */
 void json_string(FILE *out, const char *s);
+/* A double as a JSON number: the fewest digits that read back as v (no
+ * 0.053999999999999999 for 0.054); null for NaN and infinities. */
+void json_double(FILE *out, double v);
 /* 1 if text is exactly one syntactically valid JSON value (depth-limited). */
 int json_valid(const char *text);
 
@@ -381,6 +419,9 @@ int pipeline_run(pipeline *p, cap_source *src);
  * 0, or -1 when the database failed (printed). */
 int pipeline_finish(pipeline *p, cap_source *src);
 void pipeline_free(pipeline *p);
+/* Live: keep every record in sf (owned by the caller, -w), before
+ * pipeline_run. */
+void pipeline_keep_packets(pipeline *p, cap_savefile *sf);
 /* Before pipeline_finish: the run was stopped early by `why` (a signal's
  * name): recorded in the database (meta stopped_by) and in the report. */
 void pipeline_note_stop(pipeline *p, const char *why);
@@ -402,11 +443,95 @@ typedef struct progress progress;
 /* A progress bar on stderr, or NULL when stderr is not a terminal or quiet. */
 progress *progress_new(int quiet);
 /* Redraw at most a few times a second. */
-void progress_update(progress *pg, const cap_source *src, uint64_t packets);
+void progress_update(progress *pg, const cap_source *src, uint64_t packets, const an_stats *as);
 /* The same with the bytes read and their total given (--threads). */
-void progress_show(progress *pg, uint64_t done, uint64_t total, uint64_t packets);
+void progress_show(progress *pg, uint64_t done, uint64_t total, uint64_t packets,
+                   const an_stats *as);
 /* Erase the bar and free. Accepts NULL. */
 void progress_done(progress *pg);
+
+/* ---------------------------------------------------------------- live counts */
+
+/* The redirect kinds counted live: MOVED, ASK, TRYAGAIN, CROSSSLOT, CLUSTERDOWN. */
+#define LIVE_REDIRECT_KINDS 5
+/* Nodes with redirect counters of their own; the others are summed as
+ * "other" (a metrics label set stays bounded). */
+#define LIVE_MAX_NODES 64
+
+typedef struct live_node_counts {
+    char node[AN_NAME_MAX];      /* observed address of the node that answered */
+    uint64_t redirects[LIVE_REDIRECT_KINDS];
+} live_node_counts;
+
+/* What a live run has seen so far: the status line's and the metrics'. */
+typedef struct live_counts {
+    uint64_t packets, bytes;     /* records and captured bytes read */
+    uint64_t kernel_drops, if_drops;
+    uint64_t commands;
+    uint64_t redirects[LIVE_REDIRECT_KINDS];
+    uint64_t findings;           /* distinct findings */
+    uint64_t findings_by_kind[AN_FINDING_KINDS];
+    uint64_t occurrences_by_kind[AN_FINDING_KINDS]; /* their counts summed */
+    live_node_counts nodes[LIVE_MAX_NODES];
+    size_t n_nodes;
+    uint64_t other_nodes[LIVE_REDIRECT_KINDS]; /* redirects of the nodes beyond */
+    uint64_t saved_packets, saved_lost; /* -w: records written, lost to an error */
+} live_counts;
+
+/* "moved", "ask", "tryagain", "crossslot", "clusterdown". */
+extern const char *const live_redirect_names[LIVE_REDIRECT_KINDS];
+/* The live index of an error class, or -1 when it is not a redirect kind. */
+int live_redirect_index(resp_err_class c);
+/* Count one redirect of kind k answered by node. */
+void live_count_node_redirect(live_counts *c, const char *node, int k);
+
+/* ---------------------------------------------------------------- status line */
+
+/* The once-a-second status line of live on stderr (redis-cli --stat's
+ * spirit); NULL when stderr is not a terminal or quiet. */
+typedef struct status_line status_line;
+status_line *status_line_new(int quiet);
+/* Redraw with the rates since the previous call. Accepts NULL. */
+void status_line_draw(status_line *s, const live_counts *c);
+/* Erase the line (before other output goes to the terminal). Accepts NULL. */
+void status_line_clear(status_line *s);
+/* Format the line's text (no escape codes) for counts c, the previous ones
+ * and the seconds between them: the long form, or the short one when the
+ * long one is wider than width (0: no limit). */
+void status_line_format(char *out, size_t size, const live_counts *c, const live_counts *prev,
+                        double secs, int width);
+/* Erase and free. Accepts NULL. */
+void status_line_done(status_line *s);
+
+/* ---------------------------------------------------------------- metrics (metrics.c) */
+
+/* --metrics ADDR:PORT: Prometheus text exposition of the live counts, served
+ * over HTTP by a thread of its own (GET /metrics). */
+typedef struct metrics_server metrics_server;
+/* Parse spec ("127.0.0.1:9100", "[::1]:9100", ":9100" or "9100": loopback),
+ * bind, listen and start the thread. NULL with err. */
+metrics_server *metrics_start(const char *spec, char *err, size_t err_size);
+/* Hand the thread fresh counts (copied under a lock held only for the copy). */
+void metrics_publish(metrics_server *m, const live_counts *c);
+/* Stop the thread and close. Accepts NULL. */
+void metrics_stop(metrics_server *m);
+/* The exposition text of c into out (NUL-terminated, cut to size): the
+ * length it needs. */
+size_t metrics_format(const live_counts *c, char *out, size_t size);
+
+/* ---------------------------------------------------------------- live findings (console.c) */
+
+/* Live: findings printed within a second of being found, in time order, and
+ * again ("again:" lines, or live_finding_update in JSON) when their count
+ * grows. */
+typedef struct console console;
+console *console_new(FILE *out, int json);
+/* The analysis sent finding id (new or changed) and the report took it. */
+void console_note(console *c, const report *r, uint64_t id);
+/* Print what was noted since the last call, by first time; the status line
+ * is erased first. */
+void console_print(console *c, const report *r, status_line *st);
+void console_free(console *c);
 
 /* ---------------------------------------------------------------- subcommands */
 

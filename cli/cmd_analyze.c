@@ -21,9 +21,11 @@
 static const char analyze_usage[] =
     "usage: slotscope analyze FILE... [options]\n"
     "\n"
-    "Analyse pcap/pcapng capture files (several are merged by time) and print an\n"
-    "incident report: capture span, nodes, slot migrations, findings by client and\n"
-    "kind, what the redirects cost, and what the capture could not see.\n"
+    "Analyse pcap/pcapng capture files (several are merged by time; gzip or zstd\n"
+    "compressed ones too; - is standard input, e.g. tcpdump -w - | slotscope\n"
+    "analyze -) and print an incident report: capture span, nodes, slot\n"
+    "migrations, findings by client and kind, what the redirects cost, and what\n"
+    "the capture could not see.\n"
     "\n"
     "options:\n";
 
@@ -89,12 +91,14 @@ static void raise_open_file_limit(void)
 
 /* The capture's first record time, for --since/--until relative to it: the
  * files opened once more and their first record in merged order read. */
-static int64_t capture_start(const cli_opts *o)
+static int64_t capture_start(const cli_opts *o, const cli_clock *clock)
 {
     char err[1024];
     cap_source *src = cap_open_files(o->files, o->n_files, err, sizeof err);
     cap_record rec;
     int64_t start = 0;
+    if (src)
+        cli_clock_apply(clock, src);
     if (src && cap_source_next(src, &rec, err, sizeof err) == 1)
         start = rec.ts_us;
     cap_source_free(src);
@@ -103,16 +107,20 @@ static int64_t capture_start(const cli_opts *o)
 
 /* Resolve --since/--until into the capture layer's window, and say what it
  * is in the database. 0, or EXIT_USAGE printed. */
-static int set_window(cli_opts *o)
+static int set_window(cli_opts *o, const cli_clock *clock)
 {
     cli_filter f;
     int rc;
     if (!o->since && !o->until)
         return 0;
+    for (size_t i = 0; i < o->n_files; i++)
+        if (!strcmp(o->files[i], "-"))
+            return cli_usage_error("analyze", "--since/--until read the inputs twice: not with "
+                                              "standard input ('-')");
     memset(&f, 0, sizeof f);
     f.since = o->since;
     f.until = o->until;
-    if ((rc = cli_filter_times(&f, "analyze", capture_start(o))) != 0)
+    if ((rc = cli_filter_times(&f, "analyze", capture_start(o, clock))) != 0)
         return rc;
     o->cap.since_us = o->since ? (f.since_us > 0 ? f.since_us : 1) : 0;
     o->cap.until_us = o->until ? (f.until_us > 0 ? f.until_us : 1) : 0;
@@ -127,15 +135,27 @@ static int analyze(cli_opts *o)
     pipeline *p;
     report rep;
     const char *stopped_by;
-    int status = set_window(o);
+    cli_clock clock;
+    int status;
 
-    if (status != EXIT_OK)
-        return status;
     if (o->n_files > 64)
         raise_open_file_limit();
+    if ((status = cli_clock_plan(o, &clock)) != EXIT_OK) {
+        cli_clock_free(&clock);
+        return status;
+    }
+    if ((status = set_window(o, &clock)) != EXIT_OK) {
+        cli_clock_free(&clock);
+        return status;
+    }
     src = cap_open_files(o->files, o->n_files, err, sizeof err);
-    if (!src)
+    if (!src) {
+        cli_clock_free(&clock);
         return cli_error("%s", err);
+    }
+    cli_clock_apply(&clock, src);
+    cli_clock_warn(o, &clock);
+    cli_clock_free(&clock);
     report_init(&rep);
     rep.full = o->full;
     report_window_text(o, rep.window, sizeof rep.window);

@@ -9,8 +9,13 @@
  * the kernel's drop counts are printed, as tcpdump does.
  *
  * -Z USER: after the interface is open, switch to USER (groups, gid, uid) so
- * that the analysis of hostile packets does not run as root. The database is
- * created after the switch, owned by USER.
+ * that the analysis of hostile packets does not run as root. The database
+ * and -w's files are created after the switch, owned by USER.
+ *
+ * On a terminal a status line is redrawn once a second (status.c);
+ * --metrics serves the same counts to Prometheus (metrics.c); -w FILE [-C
+ * MB] keeps the raw packets as tcpdump would (capture/savefile.c), so that
+ * `slotscope analyze FILE FILE1 ...` can look again later.
  */
 #include <errno.h>
 #include <grp.h>
@@ -39,6 +44,15 @@ static const char live_usage[] =
     "  -B, --buffer MB        kernel capture buffer in MiB (default 64; raise it if the\n"
     "                         summary shows kernel drops)\n"
     "  -s, --snaplen N        bytes kept per packet (default 262144: whole packets)\n"
+    "  -w, --write FILE       also keep the raw packets in FILE (pcap), for `analyze`\n"
+    "                         or Wireshark later; never the --db file\n"
+    "  -C, --rotate MB        with -w: start FILE1, FILE2, ... once a file is larger than\n"
+    "                         MB millions of bytes (as tcpdump -C)\n"
+    "  --metrics ADDR:PORT    serve Prometheus metrics on http://ADDR:PORT/metrics (ADDR\n"
+    "                         127.0.0.1 when only a port is given)\n"
+    "\n"
+    "On a terminal a status line shows packets, commands and redirects per second,\n"
+    "findings and kernel drops (not with --quiet).\n"
     "\n"
     "analysis options:\n";
 
@@ -82,18 +96,61 @@ static void print_drops(const cap_source *src)
                 in[i].name, in[i].packets, in[i].kernel_drops, in[i].if_drops);
 }
 
+/* -w: create FILE for the interface's link type. NULL with the error printed. */
+static cap_savefile *open_savefile(const cli_opts *o, const cap_source *src)
+{
+    char err[1100];
+    size_t n = 0;
+    const cap_input_info *in = cap_source_inputs(src, &n);
+    const char *avoid[1] = {o->db};
+    cap_savefile_opts so = {.path = o->write_path, .rotate_bytes = o->rotate_bytes,
+                            .linktype = n ? in[0].linktype : 1, .snaplen = o->snaplen,
+                            .avoid = avoid, .n_avoid = o->db ? 1 : 0};
+    cap_savefile *sf = cap_savefile_open(&so, err, sizeof err);
+    if (!sf)
+        cli_error("-w: %s", err);
+    return sf;
+}
+
+/* -w at the end: what was written, and whether it all was. 0, or -1. */
+static int close_savefile(const cli_opts *o, cap_savefile *sf)
+{
+    char err[1100];
+    uint64_t packets = cap_savefile_packets(sf), lost = cap_savefile_lost(sf);
+    uint32_t files = cap_savefile_files(sf);
+    int rc = cap_savefile_close(sf, err, sizeof err);
+    if (rc != 0)
+        cli_error("-w: %s (%" PRIu64 " packets not kept)", err, lost);
+    if (!o->quiet && files == 2)
+        fprintf(stderr, "slotscope: %" PRIu64 " packets written to %s and %s1\n", packets,
+                o->write_path, o->write_path);
+    else if (!o->quiet && files > 2)
+        fprintf(stderr, "slotscope: %" PRIu64 " packets written to %s, %s1 .. %s%u (%u files)\n",
+                packets, o->write_path, o->write_path, o->write_path, files - 1, files);
+    else if (!o->quiet)
+        fprintf(stderr, "slotscope: %" PRIu64 " packets written to %s\n", packets, o->write_path);
+    return rc;
+}
+
 /* Run the pipeline on the open source until stopped. Returns the exit code. */
 static int run_live(const cli_opts *o, cap_source *src)
 {
     report rep;
     pipeline *p;
+    cap_savefile *sf = NULL;
     int status = EXIT_OK;
 
+    if (o->write_path && !(sf = open_savefile(o, src)))
+        return EXIT_RUNTIME;
     report_init(&rep);
     rep.full = o->full;
     p = pipeline_new(o, &rep, 1);
-    if (!p)
+    if (!p) {
+        cap_savefile_close(sf, NULL, 0);
         return EXIT_RUNTIME;
+    }
+    if (sf)
+        pipeline_keep_packets(p, sf);
     cli_stop_on_signals(src, o->duration_s);
     if (!o->quiet)
         fprintf(stderr, "slotscope: listening on %s%s%s, Ctrl-C to stop\n", o->iface,
@@ -102,6 +159,8 @@ static int run_live(const cli_opts *o, cap_source *src)
         status = EXIT_RUNTIME;
     cli_stop_restore();
     if (pipeline_finish(p, src) != 0)
+        status = EXIT_RUNTIME;
+    if (sf && close_savefile(o, sf) != 0)
         status = EXIT_RUNTIME;
     if (o->json)
         report_print_json(&rep, stdout);

@@ -10,7 +10,9 @@
  *   CREATE TEMP TABLE params (key TEXT PRIMARY KEY, value TEXT);
  *   INSERT INTO params VALUES ('client', '10.0.0.5');
  * Every statement of the file runs in turn; each result set is printed as an
- * aligned table (or JSON lines with --json).
+ * aligned table, JSON lines (--json) or CSV (--csv). In JSON and CSV every
+ * row carries the number of its result set (1 = the first statement that
+ * returns rows), so that a multi-statement query can be split again.
  */
 #include <inttypes.h>
 #include <sqlite3.h>
@@ -30,7 +32,7 @@
 #define QUERY_FILE_MAX (1 << 20)
 
 static const char query_usage[] =
-    "usage: slotscope query DB NAME [--param KEY=VALUE]... [--json] [filters]\n"
+    "usage: slotscope query DB NAME [--param KEY=VALUE]... [--json|--csv] [filters]\n"
     "       slotscope query --list\n"
     "\n"
     "Run a canned query (or the .sql file at NAME) on a database written by\n"
@@ -45,7 +47,11 @@ static const char query_usage[] =
     "                     run the query over only the matching findings, redirects,\n"
     "                     connections, commands, clients and migrations (times as\n"
     "                     in slotscope report --help)\n"
-    "  --json             one JSON object per row\n"
+    "  --json             one JSON object per row; \"result_set\" says which\n"
+    "                     statement's result it is (1, 2, ...)\n"
+    "  --csv              RFC 4180 CSV: a header per result set, each line's first\n"
+    "                     field the result set's number; text that a spreadsheet\n"
+    "                     would run as a formula (= + - @ first) gets a ' before it\n"
     "  --list             the canned queries and the question each answers\n"
     "  --help, -h         this help\n";
 
@@ -56,6 +62,7 @@ typedef struct query_args {
     const char *params[MAX_PARAMS]; /* "key=value" */
     size_t n_params;
     int json;
+    int csv;
     int list;
     cli_filter filter;
 } query_args;
@@ -276,26 +283,95 @@ static int print_table(sqlite3_stmt *st)
     return rc;
 }
 
-/* Print a result set as JSON lines: numbers as numbers, NULL as null. */
-static int print_json_rows(sqlite3_stmt *st)
+/* Print a result set as JSON lines: {"result_set":N, then the columns};
+ * integers as integers, reals with the fewest digits that read back the same
+ * (json_double), NULL as null. */
+static int print_json_rows(sqlite3_stmt *st, int set)
 {
     int ncol = sqlite3_column_count(st), rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        putchar('{');
+        printf("{\"result_set\":%d", set);
         for (int i = 0; i < ncol; i++) {
-            if (i)
-                putchar(',');
+            putchar(',');
             json_string(stdout, sqlite3_column_name(st, i));
             putchar(':');
             switch (sqlite3_column_type(st, i)) {
             case SQLITE_INTEGER: printf("%" PRId64, (int64_t)sqlite3_column_int64(st, i)); break;
-            case SQLITE_FLOAT: printf("%.17g", sqlite3_column_double(st, i)); break;
+            case SQLITE_FLOAT: json_double(stdout, sqlite3_column_double(st, i)); break;
             case SQLITE_NULL: fputs("null", stdout); break;
             default: json_string(stdout, (const char *)sqlite3_column_text(st, i)); break;
             }
         }
         puts("}");
     }
+    return rc;
+}
+
+/* One CSV field of text (RFC 4180): quoted when it holds a comma, a quote,
+ * CR or LF, quotes doubled. Bytes cli_safe_len refuses become \xNN as in
+ * every other output (a capture's bytes must not drive the terminal the CSV
+ * is printed on). Text that begins with = + - @ is what a spreadsheet runs
+ * as a formula (CSV injection: a client name set by CLIENT SETNAME could be
+ * "=HYPERLINK(...)"), so it gets a ' before it, which spreadsheets show as
+ * text; numbers are never text here, so -5 stays -5. */
+static void csv_text(const char *v)
+{
+    const unsigned char *p = (const unsigned char *)(v ? v : "");
+    size_t n = strlen((const char *)p);
+    int quote = strpbrk((const char *)p, ",\"\r\n") != NULL;
+    if (quote)
+        putchar('"');
+    if (*p == '=' || *p == '+' || *p == '-' || *p == '@' || *p == '\r')
+        putchar('\'');
+    while (n > 0) {
+        size_t k = (*p == '\r' || *p == '\n') ? 1 : cli_safe_len(p, n, 0);
+        if (k == 0) {
+            printf("\\x%02x", *p);
+            k = 1;
+        } else if (*p == '"') {
+            fputs("\"\"", stdout);
+        } else {
+            fwrite(p, 1, k, stdout);
+        }
+        p += k;
+        n -= k;
+    }
+    if (quote)
+        putchar('"');
+}
+
+/* One CSV line: the result set's number, then fields; CRLF ends it (RFC
+ * 4180). header: the column names instead of the row's values. */
+static void csv_line(sqlite3_stmt *st, int set, int header)
+{
+    int ncol = sqlite3_column_count(st);
+    if (header)
+        fputs("result_set", stdout);
+    else
+        printf("%d", set);
+    for (int i = 0; i < ncol; i++) {
+        putchar(',');
+        if (header) {
+            csv_text(sqlite3_column_name(st, i));
+            continue;
+        }
+        switch (sqlite3_column_type(st, i)) {
+        case SQLITE_INTEGER: printf("%" PRId64, (int64_t)sqlite3_column_int64(st, i)); break;
+        case SQLITE_FLOAT: json_double(stdout, sqlite3_column_double(st, i)); break;
+        case SQLITE_NULL: break; /* an empty field */
+        default: csv_text((const char *)sqlite3_column_text(st, i)); break;
+        }
+    }
+    fputs("\r\n", stdout);
+}
+
+/* Print a result set as CSV: its header line, then its rows. */
+static int print_csv_rows(sqlite3_stmt *st, int set)
+{
+    int rc;
+    csv_line(st, set, 1);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+        csv_line(st, set, 0);
     return rc;
 }
 
@@ -326,7 +402,7 @@ static int set_params(sqlite3 *db, const query_args *a)
 }
 
 /* Run every statement of sql, printing each result set. Returns the exit code. */
-static int run_statements(sqlite3 *db, const char *name, const char *sql, int json)
+static int run_statements(sqlite3 *db, const char *name, const char *sql, int json, int csv)
 {
     const char *tail = sql;
     int sets = 0;
@@ -337,10 +413,12 @@ static int run_statements(sqlite3 *db, const char *name, const char *sql, int js
             return cli_error("query '%s': %s", name, sqlite3_errmsg(db));
         if (!st)
             continue; /* only comments or blanks left */
-        if (sqlite3_column_count(st) > 0 && !json && sets++ > 0)
+        if (sqlite3_column_count(st) > 0 && !json && !csv && sets > 0)
             putchar('\n');
-        if (sqlite3_column_count(st) > 0)
-            rc = json ? print_json_rows(st) : print_table(st);
+        if (sqlite3_column_count(st) > 0) {
+            sets++;
+            rc = json ? print_json_rows(st, sets) : csv ? print_csv_rows(st, sets) : print_table(st);
+        }
         else
             rc = sqlite3_step(st);
         sqlite3_finalize(st);
@@ -376,7 +454,7 @@ static int run_query(query_args *a)
             status = cli_filter_apply(&a->filter, "query", db, desc, sizeof desc);
     }
     if (status == EXIT_OK)
-        status = set_params(db, a) == 0 ? run_statements(db, a->name, sql, a->json) : EXIT_RUNTIME;
+        status = set_params(db, a) == 0 ? run_statements(db, a->name, sql, a->json, a->csv) : EXIT_RUNTIME;
     fflush(stdout);
     sqlite3_close(db);
     free(sql);
@@ -401,6 +479,8 @@ static int parse_args(int argc, char **argv, query_args *a)
             a->list = 1;
         } else if (!strcmp(s, "--json")) {
             a->json = 1;
+        } else if (!strcmp(s, "--csv")) {
+            a->csv = 1;
         } else if (!strcmp(s, "--param") || !strncmp(s, "--param=", 8)) {
             const char *v = s[7] == '=' ? s + 8 : (i + 1 < argc ? argv[++i] : NULL);
             if (!v || !strchr(v, '=') || v[0] == '=')
@@ -431,6 +511,8 @@ int cmd_query(int argc, char **argv)
         return rc;
     if (a.list)
         return list_queries();
+    if (a.json && a.csv)
+        return cli_usage_error("query", "--json and --csv cannot go together");
     if (!a.db)
         return cli_usage_error("query", "no database given");
     if (!a.name)

@@ -107,6 +107,11 @@ static int report_db(report_args *a)
     if (report_load_db(&rep, db, err, sizeof err) != 0) {
         status = cli_error("%s: %s", a->path, err);
     } else {
+        /* no end yet: still being written (live), or the run died */
+        if (rep.interrupted && store_being_written(a->path)) {
+            rep.interrupted = 0;
+            rep.in_progress = 1;
+        }
         if (a->json)
             report_print_json(&rep, stdout);
         else

@@ -9,7 +9,9 @@
  * json_valid decides whether analysis' evidence text can be embedded as a JSON
  * value; otherwise the report embeds it as a string.
  */
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
@@ -64,6 +66,24 @@ void json_string(FILE *out, const char *s)
         }
     }
     fputc('"', out);
+}
+
+/* The shortest %.Ng text that reads back as exactly v (strtod), so that 0.054
+ * prints as 0.054 and not 0.053999999999999999; 17 digits always round-trip
+ * (IEEE 754 binary64). NaN and the infinities have no JSON form: null. */
+void json_double(FILE *out, double v)
+{
+    char buf[40];
+    if (!isfinite(v)) {
+        fputs("null", out);
+        return;
+    }
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(buf, sizeof buf, "%.*g", prec, v);
+        if (strtod(buf, NULL) == v)
+            break;
+    }
+    fputs(buf, out);
 }
 
 /* ---------------------------------------------------------------- validation */

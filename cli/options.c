@@ -25,7 +25,8 @@ typedef enum opt_id {
     OPT_REDACT_KEY_FILE, OPT_JSON, OPT_QUIET, OPT_SET, OPT_FAIL_ON_FINDINGS, OPT_FAIL_ON,
     OPT_IGNORE, OPT_HELP, OPT_THREADS,
     OPT_IFACE, OPT_FILTER, OPT_DURATION, OPT_USER, OPT_BUFFER, OPT_SNAPLEN,
-    OPT_FULL, OPT_SINCE, OPT_UNTIL, OPT_BUCKET
+    OPT_FULL, OPT_SINCE, OPT_UNTIL, OPT_WRITE, OPT_ROTATE, OPT_METRICS, OPT_TIME_OFFSET,
+    OPT_BUCKET
 } opt_id;
 
 /* One option: its long name, short letter (0 if none), whether it takes a
@@ -64,6 +65,10 @@ static const opt_def opt_table[] = {
     {"full", 0, 0, 0, OPT_FULL},
     {"since", 0, 1, 0, OPT_SINCE},
     {"until", 0, 1, 0, OPT_UNTIL},
+    {"write", 'w', 1, 1, OPT_WRITE},
+    {"rotate", 'C', 1, 1, OPT_ROTATE},
+    {"metrics", 0, 1, 1, OPT_METRICS},
+    {"time-offset", 0, 1, 0, OPT_TIME_OFFSET},
     {"bucket", 0, 1, 0, OPT_BUCKET},
 };
 
@@ -91,6 +96,10 @@ const char cli_analysis_options_help[] =
     "                         analyse only the records of this window: +30s (from the\n"
     "                         capture's first record), 2026-12-01T15:43:09Z, 15:43:09\n"
     "                         (UTC, the capture's first day), @SECONDS\n"
+    "  --time-offset FILE=+12.5ms, --time-offset auto (analyze)\n"
+    "                         shift FILE's times (us, ms or s; a sign) before the merge:\n"
+    "                         a capture from a host whose clock differs; auto: by the\n"
+    "                         skew found from TCP segments two inputs both captured\n"
     "  --bucket WIDTH         the timeline table's time buckets: 1s (default), 10s, 1m;\n"
     "                         any N ms, s, m or h from 10ms to 1h\n"
     "  --quiet, -q            no progress display\n"
@@ -108,8 +117,9 @@ const char cli_analysis_options_help[] =
     "  --help, -h             this help\n";
 
 /* The capture layer's caps that --set reaches (the analysis ones are
- * an_config_set's): the connection table, idle expiry, and the out-of-order
- * bytes held for reassembly. */
+ * an_config_set's): the connection table, idle expiry, the out-of-order
+ * bytes held for reassembly, and when acknowledged bytes never seen become
+ * a gap. */
 typedef struct cap_setting {
     const char *name;
     const char *help;
@@ -121,6 +131,7 @@ static const cap_setting cap_settings[] = {
     {"idle_timeout_s", "seconds without a packet before a connection is closed as idle (default 300)", 1, 86400 * 365},
     {"ooo_bytes_per_conn", "out-of-order bytes held per connection before a hole is given up, counted (default 1048576)", 0, (uint64_t)1 << 32},
     {"ooo_bytes_total", "out-of-order bytes held in all connections (default 268435456)", 0, (uint64_t)1 << 36},
+    {"acked_gap_ms", "ms (capture time) a peer acknowledges bytes never captured before they are given up as a gap, not when the sender's next segment shows it: bounds memory on captures with bursts of kernel drops (default 0: off)", 0, 86400000},
 };
 
 /* Apply a capture --set NAME=VALUE. 1 applied, 0 not a capture setting,
@@ -144,7 +155,8 @@ static int cap_config_set(cap_config *cap, const char *assignment)
         case 0: cap->max_connections = (uint32_t)v; break;
         case 1: cap->idle_timeout_us = (int64_t)v * 1000000; break;
         case 2: cap->ooo_bytes_per_conn = (size_t)v; break;
-        default: cap->ooo_bytes_total = (size_t)v; break;
+        case 3: cap->ooo_bytes_total = (size_t)v; break;
+        default: cap->acked_gap_us = (int64_t)v * 1000; break;
         }
         return 1;
     }
@@ -384,6 +396,21 @@ static int apply_opt(cli_opts *o, const opt_def *d, const char *v)
                                    d->id == OPT_SINCE ? "since" : "until", v);
         *(d->id == OPT_SINCE ? &o->since : &o->until) = v;
         break;
+    case OPT_TIME_OFFSET:
+        if (!strcmp(o->cmd, "live"))
+            return cli_usage_error(o->cmd, "--time-offset is for analyze");
+        if (!strcmp(v, "auto")) {
+            o->time_offset_auto = 1;
+            break;
+        }
+        if (cli_parse_time_offset(v, NULL, NULL) != 0)
+            return cli_usage_error(o->cmd, "bad --time-offset '%s' (FILE=+12.5ms: us, ms or s, "
+                                           "with a sign; or auto)", v);
+        if (o->n_time_offsets >= CLI_TIME_OFFSETS_MAX)
+            return cli_usage_error(o->cmd, "too many --time-offset (at most %d)",
+                                   CLI_TIME_OFFSETS_MAX);
+        o->time_offsets[o->n_time_offsets++] = v;
+        break;
     case OPT_QUIET: o->quiet = 1; break;
     case OPT_BUCKET:
         if (parse_bucket(v, &o->an.series_bucket_us))
@@ -441,6 +468,13 @@ static int apply_opt(cli_opts *o, const opt_def *d, const char *v)
             return cli_usage_error(o->cmd, "bad --snaplen '%s' (bytes, 0-262144; 0: 262144)", v);
         o->snaplen = (int)n;
         break;
+    case OPT_WRITE: o->write_path = v; break;
+    case OPT_ROTATE: /* tcpdump's -C: millions of bytes */
+        if (parse_int_in(v, 1, 1000000, &n))
+            return cli_usage_error(o->cmd, "bad -C '%s' (millions of bytes, 1-1000000)", v);
+        o->rotate_bytes = (uint64_t)n * 1000000u;
+        break;
+    case OPT_METRICS: o->metrics_addr = v; break;
     case OPT_THREADS:
         if (parse_int_in(v, 0, 64, &n))
             return cli_usage_error(o->cmd, "bad --threads '%s' (0-64, 0: one per core)", v);
@@ -491,6 +525,8 @@ static int check_opts(cli_opts *o, int live)
         return cli_usage_error(o->cmd, "unexpected argument '%s'", o->files[0]);
     if (!live && o->n_files == 0)
         return cli_usage_error(o->cmd, "no capture file given");
+    if (o->rotate_bytes && !o->write_path)
+        return cli_usage_error(o->cmd, "-C needs -w FILE");
     if (o->force && !o->db)
         return cli_usage_error(o->cmd, "--force needs --db");
     if (o->store_commands && !o->db)

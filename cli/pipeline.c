@@ -10,6 +10,15 @@
  * flushed and the database committed (live): findings show up as they are
  * found and an interrupted run keeps them.
  *
+ * Live also works by the wall clock, through the source's tap (called after
+ * every read of the interface, packets or not): once a second the status
+ * line is redrawn and the metrics get fresh counts, and when no flush came
+ * for LIVE_IDLE_FLUSH_NS of wall time (the traffic stopped) the analyzer is
+ * flushed at the wall clock less LIVE_LATE_US, the longest a packet is taken
+ * to wait in the kernel's buffer: a finding is printed within about a second
+ * of the moment it can be judged. The tap also writes the raw packets (-w);
+ * with --threads it runs on the reader thread and does only that.
+ *
  * With --threads N (N > 2) the capture and resp stages run on N worker
  * threads (run/) and this thread runs the analyzer, the store and the
  * periodic work above, fed the resp events in the very order the single
@@ -27,6 +36,11 @@
 #define CHECK_EVERY 1024         /* events between wall-clock checks (analyze) */
 #define SNAPSHOT_NS 2000000000LL /* analyze: counters + commit every 2 s */
 #define MAX_INPUTS 4096          /* inputs a snapshot names during a threaded run */
+#define LIVE_WALL_NS 1000000000LL /* live: status and metrics every second */
+#define LIVE_IDLE_FLUSH_NS 800000000LL /* live: a flush at least this often (the
+                                    tap comes every 200 ms: within a second) */
+#define LIVE_LATE_US 500000      /* live: a packet is delivered this soon (the
+                                    source's 200 ms read timeout, and margin) */
 
 struct pipeline {
     const cli_opts *o;
@@ -49,16 +63,51 @@ struct pipeline {
     struct timespec last_snapshot; /* analyze: wall time of the last snapshot */
     int64_t snapshot_ns;           /* analyze: wall time between snapshots */
     int db_error_shown;          /* the store's error was printed */
+    /* live */
+    console *con;                /* findings as they come */
+    status_line *status;         /* the status line (NULL: off) */
+    metrics_server *metrics;     /* --metrics (NULL: none) */
+    cap_savefile *save;          /* -w (NULL: none; the caller's) */
+    int save_error_shown;        /* -w's error was printed (tap's thread) */
+    live_counts counts;          /* node redirects and findings, counted here */
+    struct timespec last_wall;   /* wall time of the last status/metrics */
+    struct timespec last_flush;  /* wall time of the last flush */
+    uint32_t par_ticks;          /* --threads: ticks since the last wall check */
 };
 
+/* Nanoseconds from a to b. */
+static int64_t ns_between(const struct timespec *a, const struct timespec *b)
+{
+    return (int64_t)(b->tv_sec - a->tv_sec) * 1000000000LL + (b->tv_nsec - a->tv_nsec);
+}
+
 /* ---------------------------------------------------------------- fan-out */
+
+/* Live: count a finding the report model took (new, or its count grown). */
+static void count_finding(pipeline *p, const an_finding *f, long before, uint64_t old_count)
+{
+    long pos = report_finding_pos(p->rep, f->id);
+    if (pos < 0 || f->kind >= AN_FINDING_KINDS)
+        return;
+    if (before < 0) {
+        p->counts.findings++;
+        p->counts.findings_by_kind[f->kind]++;
+    }
+    if (f->count > old_count)
+        p->counts.occurrences_by_kind[f->kind] += f->count - old_count;
+    console_note(p->con, p->rep, f->id);
+}
 
 static void fan_finding(void *ctx, const an_finding *f)
 {
     pipeline *p = ctx;
+    long before = p->live ? report_finding_pos(p->rep, f->id) : -1;
+    uint64_t old_count = before >= 0 ? p->rep->findings[before].count : 0;
     if (p->to_store.finding)
         p->to_store.finding(p->to_store.ctx, f);
     p->to_report.finding(p->to_report.ctx, f);
+    if (p->live)
+        count_finding(p, f, before, old_count);
 }
 
 static void fan_redirect(void *ctx, const an_redirect *r)
@@ -66,6 +115,8 @@ static void fan_redirect(void *ctx, const an_redirect *r)
     pipeline *p = ctx;
     if (p->to_store.redirect)
         p->to_store.redirect(p->to_store.ctx, r);
+    if (p->live)
+        live_count_node_redirect(&p->counts, r->node, live_redirect_index(r->kind));
 }
 
 static void fan_node(void *ctx, const an_node *n)
@@ -235,12 +286,89 @@ static void snapshot(pipeline *p)
     show_db_error(p);
 }
 
-/* Live: emit what changed, then snapshot and commit. */
+/* Live: emit what changed at capture time now_us, print it, then snapshot
+ * and commit. */
+static void live_flush(pipeline *p, int64_t now_us)
+{
+    an_flush(p->an, now_us);
+    console_print(p->con, p->rep, p->status);
+    snapshot(p);
+    p->next_flush_us = now_us + LIVE_FLUSH_US;
+    clock_gettime(CLOCK_MONOTONIC, &p->last_flush);
+}
+
+/* Live, once a second of capture time. */
 static void live_tick(pipeline *p)
 {
-    an_flush(p->an, p->last_ts_us);
-    snapshot(p);
-    p->next_flush_us = p->last_ts_us + LIVE_FLUSH_US;
+    live_flush(p, p->last_ts_us);
+}
+
+/* The live counts now: the inputs' and the analysis's counters, and what
+ * was counted here. */
+static void gather_counts(pipeline *p)
+{
+    size_t n = 0;
+    const cap_input_info *in = inputs_now(p, p->src, &n);
+    const an_stats *as = an_get_stats(p->an);
+    live_counts *c = &p->counts;
+    c->packets = c->bytes = c->kernel_drops = c->if_drops = 0;
+    for (size_t i = 0; i < n; i++) {
+        c->packets += in[i].packets;
+        c->bytes += in[i].bytes;
+        c->kernel_drops += in[i].kernel_drops;
+        c->if_drops += in[i].if_drops;
+    }
+    c->commands = as->commands;
+    c->redirects[0] = as->moved;
+    c->redirects[1] = as->ask;
+    c->redirects[2] = as->tryagain;
+    c->redirects[3] = as->crossslot;
+    c->redirects[4] = as->clusterdown;
+    c->saved_packets = p->save ? cap_savefile_packets(p->save) : 0;
+    c->saved_lost = p->save ? cap_savefile_lost(p->save) : 0;
+    if (p->par) /* the reader's copy of the inputs: fresh for the next time */
+        par_request(p->par, PAR_WANT_COUNTERS);
+}
+
+/* The capture time the wall clock stands for now, less LIVE_LATE_US. */
+static int64_t wall_capture_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000 - LIVE_LATE_US;
+}
+
+/* Live, by the wall clock (see the top): on the analysis thread only. */
+static void live_wall_tick(pipeline *p)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (p->last_ts_us > 0 && ns_between(&p->last_flush, &now) >= LIVE_IDLE_FLUSH_NS) {
+        int64_t at = wall_capture_us();
+        live_flush(p, at > p->last_ts_us ? at : p->last_ts_us);
+    }
+    if (ns_between(&p->last_wall, &now) < LIVE_WALL_NS)
+        return;
+    p->last_wall = now;
+    gather_counts(p);
+    status_line_draw(p->status, &p->counts);
+    metrics_publish(p->metrics, &p->counts);
+}
+
+/* The source's tap (live): keep the record (-w); after a read, the wall
+ * clock's work (one thread only: with --threads that is on_par_tick's). */
+static void live_tap(void *ctx, const cap_record *rec)
+{
+    pipeline *p = ctx;
+    if (rec && p->save) {
+        if (cap_savefile_write(p->save, rec) != 0 && !p->save_error_shown) {
+            p->save_error_shown = 1; /* once; the count of lost ones comes at the end */
+            cli_error("-w: %s: packets from now on are analysed but not kept",
+                      cap_savefile_error(p->save));
+        }
+    }
+    else if (!rec && !p->par)
+        live_wall_tick(p);
 }
 
 /* Analyze, every CHECK_EVERY events: redraw the progress bar, snapshot every
@@ -251,11 +379,12 @@ static void analyze_tick(pipeline *p)
     if (p->par) {
         uint64_t done, total, packets;
         par_progress(p->par, &done, &total, &packets);
-        progress_show(p->pg, done, total, packets);
+        progress_show(p->pg, done, total, packets, an_get_stats(p->an));
         if (p->pg)
             par_request(p->par, PAR_WANT_PROGRESS);
     } else {
-        progress_update(p->pg, p->src, cap_tracker_stats(p->tracker)->packets);
+        progress_update(p->pg, p->src, cap_tracker_stats(p->tracker)->packets,
+                        an_get_stats(p->an));
     }
     clock_gettime(CLOCK_MONOTONIC, &now);
     if ((int64_t)(now.tv_sec - p->last_snapshot.tv_sec) * 1000000000LL +
@@ -292,6 +421,10 @@ static void on_par_tick(void *ctx, int64_t ts_us)
     if (p->live) {
         if (p->last_ts_us > 0 && p->last_ts_us >= p->next_flush_us)
             live_tick(p);
+        if (ts_us == 0 || ++p->par_ticks >= CHECK_EVERY) {
+            p->par_ticks = 0;
+            live_wall_tick(p);
+        }
     } else if (++p->events >= CHECK_EVERY) {
         p->events = 0;
         analyze_tick(p);
@@ -307,10 +440,13 @@ static int open_store(pipeline *p)
     char err[1600];
     /* Capture files: indexes once at close (cheaper); live: row by row, for
      * queries during the run (store/indexes.sql). */
+    /* live: -w's file counts as an input (the database must not be it) */
+    int keeps = p->live && o->write_path;
     store_opts so = {.force = o->force, .store_commands = o->store_commands,
                      .index_at_close = !p->live, .writer_thread = o->threads > 1,
                      .command_line = cli_command_line,
-                     .inputs = (const char *const *)o->files, .n_inputs = o->n_files};
+                     .inputs = keeps ? &o->write_path : (const char *const *)o->files,
+                     .n_inputs = keeps ? 1 : o->n_files};
     p->st = store_open(o->db, &so, err, sizeof err);
     if (!p->st) {
         cli_error("%s", err);
@@ -380,9 +516,19 @@ pipeline *pipeline_new(const cli_opts *o, report *rep, int live)
     p->live = live;
     p->rep = rep;
     p->to_report = report_sink(rep);
-    if (live) {
-        rep->live_out = stdout;
-        rep->live_json = o->json;
+    if (live && o->metrics_addr) {
+        char err[600];
+        p->metrics = metrics_start(o->metrics_addr, err, sizeof err);
+        if (!p->metrics) {
+            cli_error("%s", err);
+            pipeline_free(p);
+            return NULL;
+        }
+    }
+    if (live && !(p->con = console_new(stdout, o->json))) {
+        cli_error("out of memory");
+        pipeline_free(p);
+        return NULL;
     }
     if (o->db && open_store(p) != 0) {
         pipeline_free(p);
@@ -427,6 +573,14 @@ int pipeline_run(pipeline *p, cap_source *src)
     clock_gettime(CLOCK_MONOTONIC, &p->last_snapshot);
     if (!p->live)
         p->pg = progress_new(p->o->quiet);
+    if (p->live) {
+        p->status = status_line_new(p->o->quiet);
+        clock_gettime(CLOCK_MONOTONIC, &p->last_wall);
+        p->last_flush = p->last_wall;
+        cap_source_set_tap(src, live_tap, p);
+        gather_counts(p);
+        metrics_publish(p->metrics, &p->counts);
+    }
     if (p->par) {
         p->par_running = 1;
         rc = par_run(p->par, src, err, sizeof err);
@@ -436,6 +590,8 @@ int pipeline_run(pipeline *p, cap_source *src)
     }
     progress_done(p->pg);
     p->pg = NULL;
+    if (p->live)
+        cap_source_set_tap(src, NULL, NULL);
     if (rc < 0)
         cli_error("%s", err[0] ? err : "cannot read the input");
     return rc;
@@ -482,6 +638,13 @@ int pipeline_finish(pipeline *p, cap_source *src)
         rs = resp_get_stats(p->rp);
     }
     an_finish(p->an, end);
+    if (p->live) { /* the last findings, then the counts as the report has them */
+        console_print(p->con, p->rep, p->status);
+        status_line_done(p->status);
+        p->status = NULL;
+        gather_counts(p);
+        metrics_publish(p->metrics, &p->counts);
+    }
     store_inputs(p, src);
     as = an_get_stats(p->an);
     store_each_counter(cs, rs, as, counter_to_report, p->rep);
@@ -505,6 +668,11 @@ int pipeline_finish(pipeline *p, cap_source *src)
     return ret;
 }
 
+void pipeline_keep_packets(pipeline *p, cap_savefile *sf)
+{
+    p->save = sf;
+}
+
 void pipeline_note_stop(pipeline *p, const char *why)
 {
     snprintf(p->rep->stopped_by, sizeof p->rep->stopped_by, "%s", why);
@@ -524,5 +692,8 @@ void pipeline_free(pipeline *p)
     free(p->par_inputs);
     an_free(p->an);
     progress_done(p->pg);
+    status_line_done(p->status);
+    console_free(p->con);
+    metrics_stop(p->metrics);
     free(p);
 }

@@ -1,11 +1,14 @@
 /*
  * progress.c - the progress bar of `analyze`, on stderr when it is a terminal:
  *
- *   [###########.................]  38%  412345 pkt/s  ETA 0:07
+ *   [###########.................]  38%  412345 pkt/s  80210 cmd/s  1234 redirects  ETA 0:07
  *
- * Percent of the input bytes read (cap_source_progress), packets per second
- * since the start, and the time left at that pace. Redrawn at most five times
- * a second; erased at the end so the report starts on a clean line.
+ * Percent of the input bytes read (cap_source_progress), packets and
+ * commands per second since the start (the figures of live's status line,
+ * status.c), the redirects so far, and the time left at that pace. Findings
+ * are judged as the capture ends, so they are not shown here. Redrawn at
+ * most five times a second; erased at the end so the report starts on a
+ * clean line.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -56,8 +59,10 @@ static int64_t redraw_due(progress *pg)
     return ns;
 }
 
-/* Draw the bar: done of total bytes, packets in ns since the start. */
-static void draw(progress *pg, int64_t ns, uint64_t done, uint64_t total, uint64_t packets)
+/* Draw the bar: done of total bytes, packets and the analysis's counts in ns
+ * since the start. */
+static void draw(progress *pg, int64_t ns, uint64_t done, uint64_t total, uint64_t packets,
+                 const an_stats *as)
 {
     double secs, frac, rate;
     char bar[BAR_WIDTH + 1];
@@ -72,27 +77,29 @@ static void draw(progress *pg, int64_t ns, uint64_t done, uint64_t total, uint64
     for (int i = 0; i < BAR_WIDTH; i++)
         bar[i] = i < (int)(frac * BAR_WIDTH) ? '#' : '.';
     bar[BAR_WIDTH] = 0;
-    fprintf(stderr, "\r[%s] %3d%%  %.0f pkt/s  ETA %d:%02d ", bar, (int)(frac * 100), rate,
-            eta / 60, eta % 60);
+    fprintf(stderr, "\r[%s] %3d%%  %.0f pkt/s  %.0f cmd/s  %" PRIu64 " redirects  ETA %d:%02d ",
+            bar, (int)(frac * 100), rate, (double)as->commands / secs, as->redirects, eta / 60,
+            eta % 60);
     fflush(stderr);
     pg->drawn = 1;
 }
 
-void progress_update(progress *pg, const cap_source *src, uint64_t packets)
+void progress_update(progress *pg, const cap_source *src, uint64_t packets, const an_stats *as)
 {
     uint64_t done = 0, total = 0;
     int64_t ns = redraw_due(pg);
     if (ns < 0)
         return;
     cap_source_progress(src, &done, &total);
-    draw(pg, ns, done, total, packets);
+    draw(pg, ns, done, total, packets, as);
 }
 
-void progress_show(progress *pg, uint64_t done, uint64_t total, uint64_t packets)
+void progress_show(progress *pg, uint64_t done, uint64_t total, uint64_t packets,
+                   const an_stats *as)
 {
     int64_t ns = redraw_due(pg);
     if (ns >= 0)
-        draw(pg, ns, done, total, packets);
+        draw(pg, ns, done, total, packets, as);
 }
 
 void progress_done(progress *pg)

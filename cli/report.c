@@ -123,6 +123,15 @@ static int upsert_finding(report *r, const rep_finding *f, const char *evidence)
     return 1;
 }
 
+long report_finding_pos(const report *r, uint64_t id)
+{
+    uint32_t *slot;
+    if (!r->finding_index)
+        return -1;
+    slot = index_slot((report *)r, id); /* only reads */
+    return *slot ? (long)*slot - 1 : -1;
+}
+
 void report_add_finding(report *r, const rep_finding *f, const char *evidence)
 {
     upsert_finding(r, f, evidence);
@@ -185,6 +194,11 @@ void report_input_from_cap(rep_input *out, const cap_input_info *in)
     out->first_us = in->first_us;
     out->last_us = in->last_us;
     copy_field(out->error, sizeof out->error, in->error);
+    copy_field(out->compression, sizeof out->compression, in->compression);
+    out->time_offset_us = in->time_offset_us;
+    out->skew_us = in->skew_us;
+    out->skew_shared = in->skew_shared;
+    out->skew_ref = in->skew_ref;
 }
 
 void report_add_node(report *r, const rep_node *n)
@@ -362,19 +376,13 @@ uint64_t report_counter(const report *r, const char *name)
 
 /* ---------------------------------------------------------------- the sink */
 
-/* A finding from the analysis; in live mode a new one is printed at once. */
+/* A finding from the analysis (live mode prints it: console.c). */
 static void sink_finding(void *ctx, const an_finding *f)
 {
     report *r = ctx;
     rep_finding rf;
     finding_from_an(&rf, f);
-    if (upsert_finding(r, &rf, f->evidence) == 1 && r->live_out) {
-        if (r->live_json)
-            report_print_finding_json(&r->findings[r->n_findings - 1], "live_finding", r->live_out);
-        else
-            report_print_finding_line(&r->findings[r->n_findings - 1], r->live_out);
-        fflush(r->live_out);
-    }
+    upsert_finding(r, &rf, f->evidence);
 }
 
 static void sink_node(void *ctx, const an_node *n)

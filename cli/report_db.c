@@ -65,6 +65,11 @@ static void row_input(report *r, sqlite3_stmt *st)
     in.first_us = col_time(st, 7);
     in.last_us = col_time(st, 8);
     snprintf(in.error, sizeof in.error, "%s", col_text(st, 9));
+    snprintf(in.compression, sizeof in.compression, "%s", col_text(st, 10));
+    in.time_offset_us = sqlite3_column_int64(st, 11);
+    in.skew_us = sqlite3_column_int64(st, 12);
+    in.skew_shared = col_uint(st, 13);
+    in.skew_ref = (uint32_t)col_uint(st, 14);
     report_add_input(r, &in);
 }
 
@@ -251,7 +256,8 @@ int report_load_db(report *r, sqlite3 *db, char *err, size_t err_size)
         void (*fn)(report *, sqlite3_stmt *);
     } reads[] = {
         {"SELECT name, linktype_name, packets, bytes, kernel_drops, if_drops, time_backwards,"
-         " first_us, last_us, error FROM inputs ORDER BY id", row_input},
+         " first_us, last_us, error, compression, time_offset_us, skew_us, skew_shared,"
+         " skew_ref FROM inputs ORDER BY id", row_input},
         {"SELECT observed, announced, node_id, role, slots_owned, commands FROM nodes ORDER BY id",
          row_node},
         {"SELECT slot, source, target, first_ask_us, last_ask_us, flip_us, importing_us,"

@@ -180,7 +180,11 @@ static void print_totals(const report *r, const rg_groups *g, FILE *out)
     j = jbegin(out, "report");
     jstr(&j, "slotscope_version", SLOTSCOPE_VERSION);
     jname(&j, "finished");
-    fputs(r->interrupted || r->stopped_by[0] ? "false" : "true", out);
+    fputs(r->interrupted || r->in_progress || r->stopped_by[0] ? "false" : "true", out);
+    if (r->in_progress) {
+        jname(&j, "in_progress");
+        fputs("true", out);
+    }
     if (r->stopped_by[0])
         jstr(&j, "stopped_by", r->stopped_by);
     jint(&j, "first_us", first);
@@ -222,6 +226,16 @@ static void print_input(const rep_input *in, FILE *out)
     juint(&j, "if_drops", in->if_drops);
     juint(&j, "time_backwards", in->time_backwards);
     jstr(&j, "error", in->error);
+    /* only when there is something to say: a plain input's line is unchanged */
+    if (in->compression[0])
+        jstr(&j, "compression", in->compression);
+    if (in->time_offset_us != 0)
+        jint(&j, "time_offset_us", in->time_offset_us);
+    if (in->skew_shared > 0) {
+        jint(&j, "skew_us", in->skew_us);
+        juint(&j, "skew_shared", in->skew_shared);
+        juint(&j, "skew_ref", in->skew_ref);
+    }
     jend(&j);
 }
 

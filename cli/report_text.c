@@ -141,6 +141,16 @@ static void print_inputs(const report *r, FILE *out)
         cli_print_safe(out, in->name);
         fprintf(out, ": %s, %" PRIu64 " packets, %s", in->linktype, in->packets,
                 fmt_bytes(b, sizeof b, in->bytes));
+        /* only what is there: a plain input's line stays as it was */
+        if (in->compression[0])
+            fprintf(out, ", %s", in->compression);
+        if (in->time_offset_us != 0)
+            fprintf(out, ", times shifted %+.3f ms", (double)in->time_offset_us / 1000.0);
+        if (in->skew_shared > 0 && in->skew_ref >= 1 && in->skew_ref <= r->n_inputs) {
+            fprintf(out, ", clock %+.3f ms against ", (double)in->skew_us / 1000.0);
+            cli_print_safe(out, r->inputs[in->skew_ref - 1].name);
+            fprintf(out, " (%" PRIu64 " shared segments)", in->skew_shared);
+        }
         if (in->error[0]) {
             fputs(", stopped early (see below)", out);
         }
@@ -858,7 +868,9 @@ void report_window_text(const cli_opts *o, char *out, size_t size)
 static void render_text(const report *r, FILE *out)
 {
     fputs("slotscope incident report\n\nWhat happened\n", out);
-    if (r->interrupted)
+    if (r->in_progress)
+        fputs("  note         the run is in progress: this is what it has committed so far\n", out);
+    else if (r->interrupted)
         fputs("  note         the run was interrupted: this is what it had committed\n", out);
     else if (r->stopped_by[0])
         fprintf(out, "  note         the run was interrupted by %s: this is what it read until then\n",

@@ -274,6 +274,7 @@ void resp_on_capture_event(void *vrp, const cap_event *ev)
             rq_feed(c, ev->data, ev->len, ev->ts_us);
         } else {
             reply_ack_at(c, ev);
+            c->rp_gap_last = 0;
             if (c->rp_gap_pending)
                 rp_gap_resolve(c, ev->data, ev->len, ev->ts_us);
             rp_feed(c, ev->data, ev->len, ev->ts_us);
@@ -297,8 +298,10 @@ void resp_on_capture_event(void *vrp, const cap_event *ev)
                 return;
             pair_request_gap(c, ev->gap_len);
         } else {
-            if (rp_skip_gap(c, ev->gap_len, ev->ts_us))
+            if (rp_skip_gap(c, ev->gap_len, ev->ts_us)) {
+                c->rp_gap_last = 0;
                 return;
+            }
             pair_reply_gap(c, ev->gap_len);
         }
         return;

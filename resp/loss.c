@@ -240,7 +240,50 @@ void rp_gap_give_up(rc_conn *c, uint32_t n)
     rp_lost(c, 1);
 }
 
+/* A reply gap that directly follows another one, no reply byte between
+ * them: the capture gives up a hole in parts when the client acknowledged
+ * the first part before the server's next segment showed where it ends
+ * (capture/reasm.c, acked_gap_us). Counted as one gap of their total
+ * length over what is queued now, as if it had come whole. Returns 1 when
+ * it was settled so. */
+static int reply_gap_more(rc_conn *c, uint64_t len)
+{
+    if (c->rp_gap_pending && len > 0 && c->rp_gap_len > 0) {
+        uint64_t total = c->rp_gap_len + len;
+        uint32_t cand[8];
+        int n = queue_one_reply_each(c) ? rp_gap_candidates(c, total, cand) : -1;
+        if (n < 1) {
+            c->rp_gap_pending = 0;
+            rp_gap_give_up(c, c->count);
+            return 1;
+        }
+        memcpy(c->rp_cand, cand, (size_t)n * sizeof(*cand));
+        c->rp_ncand = (uint8_t)n;
+        c->rp_gap_queued = c->count;
+        c->rp_gap_len = total;
+        return 1;
+    }
+    /* the first part answered nothing queued and the search for the next
+     * message started at a boundary: nothing more to know while nothing
+     * is queued */
+    return c->count == 0 && c->orphans == UINT32_MAX && c->rpd.state == RP_RESYNC &&
+           c->rpd.rs.seen == 0 && !c->rp_gap_pending;
+}
+
+static void reply_gap(rc_conn *c, uint64_t len);
+
 void pair_reply_gap(rc_conn *c, uint64_t len)
+{
+    int follows = c->rp_gap_last;
+    c->rp_gap_last = 1;
+    if (follows && reply_gap_more(c, len)) {
+        c->rp_lost_bytes += len;
+        return;
+    }
+    reply_gap(c, len);
+}
+
+static void reply_gap(rc_conn *c, uint64_t len)
 {
     c->rp_lost_bytes += len;
     const rp_dec *d = &c->rpd;
@@ -264,6 +307,7 @@ void pair_reply_gap(rc_conn *c, uint64_t len)
             memcpy(c->rp_cand, cand, (size_t)n * sizeof(*cand));
             c->rp_ncand = (uint8_t)n;
             c->rp_gap_queued = c->count;
+            c->rp_gap_len = len;
             c->rp_gap_pending = 1;
             /* requests from now on are uncertain until it is settled */
             c->synced = 0;

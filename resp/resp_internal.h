@@ -339,6 +339,10 @@ typedef struct rc_conn {
     uint8_t rp_ncand;         /* its candidate counts of lost replies */
     uint32_t rp_cand[8];
     uint32_t rp_gap_queued;   /* entries queued when it came */
+    uint64_t rp_gap_len;      /* its bytes (parts without a byte between
+                                 them summed: reply_gap_more) */
+    uint8_t rp_gap_last;      /* the last reply-side event was a gap that
+                                 was not bridged */
     uint32_t orphans;         /* replies that found nothing queued since the
                                  latest request was queued: replies of
                                  requests not seen (a request gap's) */

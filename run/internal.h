@@ -283,6 +283,7 @@ struct par {
     uint64_t reader_wake_at;       /* ... to be woken once this is the oldest in use */
     int merger_waiting;
     int proof_waiters;             /* trackers waiting on proof_cv */
+    uint64_t beats;                /* live reads that brought nothing (reader_beat) */
     cap_input_info *inputs;        /* the reader's copy of the inputs */
     size_t n_inputs;
     uint64_t done_bytes, total_bytes, packets;
@@ -442,6 +443,10 @@ static inline unsigned text_lengths(const resp_request *r, uint8_t kept[RESP_ARG
 /* run.c: publish what the reader wrote (records, or read-ahead's events),
  * wake the threads waiting for it, serve the calling thread's requests. */
 void reader_show(struct par *p);
+/* run.c: a live read returned with nothing new: serve the requests and wake
+ * the calling thread, so that its tick (the wall clock's work) comes on an
+ * idle link too. */
+void reader_beat(struct par *p);
 
 /* shard.c: the reader's cap_record_fn (records into the input ring), a
  * worker's thread, the resp_sink that packs a worker's events. */

@@ -343,6 +343,8 @@ void ra_record(void *ctx, const cap_record *rec)
     if (!rec) {
         if (p->ra_head != p->ra_shown)
             reader_show(p);
+        else
+            reader_beat(p);
         return;
     }
     p->rd_pos++;
@@ -475,19 +477,23 @@ static void ra_replay_from(struct par *p, uint64_t from)
 }
 
 /* Show the tail and take the events published since (calling thread).
- * wait: sleep until there are some (or the input ended). 1 when there are
- * events to replay, 0 when the input ended and every event was replayed. */
+ * wait: sleep until there are some (or the input ended, or a live read
+ * brought nothing: reader_beat). 1 when there are events to replay, 0 when
+ * the input ended and every event was replayed, 2 after a beat. */
 static int ra_fetch(struct par *p, int wait)
 {
-    int more;
+    int more, beat = 0;
+    uint64_t beats;
     pthread_mutex_lock(&p->mu);
     p->ra_tail = p->ra_c_tail;
     if (p->reader_waiting && p->ra_tail >= p->ra_wake_at)
         pthread_cond_signal(&p->room_cv);
-    while (wait && p->ra_published == p->ra_c_tail && !p->eof) {
+    beats = p->beats;
+    while (wait && p->ra_published == p->ra_c_tail && !p->eof && !beat) {
         p->in_waiters++;
         pthread_cond_wait(&p->in_cv, &p->mu);
         p->in_waiters--;
+        beat = p->beats != beats;
     }
     p->ra_c_head = p->ra_published;
     p->ra_c_ring = p->ra_ring;
@@ -496,7 +502,7 @@ static int ra_fetch(struct par *p, int wait)
     pthread_mutex_unlock(&p->mu);
     p->ra_c_events = 0;
     p->ra_c_ref_bytes = 0;
-    return more;
+    return more ? 1 : beat ? 2 : 0;
 }
 
 /* Read-ahead on the calling thread: replay every event the reader puts in
@@ -506,10 +512,17 @@ void read_ahead(struct par *p)
     for (;;) {
         const ra_ev *h;
         if (p->ra_c_tail == p->ra_c_head && !ra_fetch(p, 0)) {
+            int got;
             if (ra_prefetch(p)) /* rather than wait: see chunks.c */
                 continue;
-            if (!ra_fetch(p, 1))
+            got = ra_fetch(p, 1);
+            if (got == 0)
                 break;
+            if (got == 2) { /* an idle live link: the tick all the same */
+                if (p->o.tick)
+                    p->o.tick(p->o.tick_ctx, 0);
+                continue;
+            }
         }
         h = ra_next(p->ra_c_ring, p->ra_c_mask + 1, &p->ra_c_tail, p->ra_c_head);
         if (h) {

@@ -131,6 +131,18 @@ void reader_show(struct par *p)
     pthread_mutex_unlock(&p->mu);
 }
 
+void reader_beat(struct par *p)
+{
+    pthread_mutex_lock(&p->mu);
+    p->beats++;
+    reader_serve_request(p);
+    if (p->in_waiters > 0)
+        pthread_cond_broadcast(&p->in_cv);
+    if (p->merger_waiting)
+        pthread_cond_signal(&p->out_cv);
+    pthread_mutex_unlock(&p->mu);
+}
+
 /* The signals that stop a run (cmd_live's handler calls cap_source_break). */
 static void stop_signals(sigset_t *set)
 {

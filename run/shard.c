@@ -543,6 +543,8 @@ void reader_record(void *ctx, const cap_record *rec)
     if (!rec) {
         if (p->rd_pos != p->rd_shown)
             reader_show(p);
+        else
+            reader_beat(p);
         return;
     }
     d = reader_reserve(p, rec->caplen, &start);

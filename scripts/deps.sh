@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install what slotscope needs on Debian 12: the build (compiler, cmake, libpcap,
-# sqlite3, libsodium for the keyed hash of --redact-keys, cmocka) and the tests (redis-server for a real cluster on loopback,
+# sqlite3, libsodium for the keyed hash of --redact-keys, zlib and libzstd for compressed captures, cmocka) and the tests (redis-server for a real cluster on loopback,
 # tcpdump to capture it, tshark and redis-py to cross-check, clang for the
 # fuzzers; iptables for scripts/cluster/bus-writes.sh, which cuts a node from
 # the cluster bus; chromium to open the HTML report headless in
@@ -9,7 +9,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake pkg-config git
-  libpcap-dev libsqlite3-dev libcmocka-dev sqlite3 zlib1g-dev libsodium-dev wamerican
+  libpcap-dev libsqlite3-dev libcmocka-dev sqlite3 zlib1g-dev libzstd-dev zstd libsodium-dev wamerican
   redis-server redis-tools python3 python3-redis tcpdump tshark tcpreplay iptables
   clang libclang-rt-14-dev
   chromium fonts-dejavu-core

@@ -29,7 +29,12 @@ CREATE TABLE inputs (
     kernel_drops   INTEGER NOT NULL DEFAULT 0,
     if_drops       INTEGER NOT NULL DEFAULT 0,
     time_backwards INTEGER NOT NULL DEFAULT 0, -- records older than the one before
-    error          TEXT NOT NULL DEFAULT ''
+    error          TEXT NOT NULL DEFAULT '',
+    compression    TEXT NOT NULL DEFAULT '',   -- 'gzip', 'zstd' or '' (plain)
+    time_offset_us INTEGER NOT NULL DEFAULT 0, -- added to its times (--time-offset)
+    skew_us        INTEGER NOT NULL DEFAULT 0, -- its clock minus input skew_ref's, estimated
+    skew_shared    INTEGER NOT NULL DEFAULT 0, -- TCP segments both captured (0: no estimate)
+    skew_ref       INTEGER NOT NULL DEFAULT 0  -- inputs.id the skew is measured against
 );
 
 -- Cluster nodes: the address seen in the capture, the one the cluster

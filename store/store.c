@@ -70,13 +70,17 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_META] = "INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)",
     [ST_INPUT] =
         "INSERT INTO inputs (name, linktype, linktype_name, packets, bytes, first_us,"
-        " last_us, kernel_drops, if_drops, error, time_backwards)"
-        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"
+        " last_us, kernel_drops, if_drops, error, time_backwards, compression,"
+        " time_offset_us, skew_us, skew_shared, skew_ref)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)"
         " ON CONFLICT (name) DO UPDATE SET linktype = excluded.linktype,"
         " linktype_name = excluded.linktype_name, packets = excluded.packets,"
         " bytes = excluded.bytes, first_us = excluded.first_us, last_us = excluded.last_us,"
         " kernel_drops = excluded.kernel_drops, if_drops = excluded.if_drops,"
-        " error = excluded.error, time_backwards = excluded.time_backwards",
+        " error = excluded.error, time_backwards = excluded.time_backwards,"
+        " compression = excluded.compression, time_offset_us = excluded.time_offset_us,"
+        " skew_us = excluded.skew_us, skew_shared = excluded.skew_shared,"
+        " skew_ref = excluded.skew_ref",
     [ST_INPUT_NAMES] =
         "INSERT OR REPLACE INTO meta (key, value) SELECT 'inputs',"
         " coalesce((SELECT group_concat(name, char(10)) FROM"
@@ -568,6 +572,17 @@ static int lock_run(int fd, const char *path, char *err, size_t err_size)
     return seterr(err, err_size, "cannot lock '%s': %s", path, strerror(errno));
 }
 
+int store_being_written(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC), busy = 0;
+    if (fd < 0)
+        return 0;
+    if (flock(fd, LOCK_SH | LOCK_NB) != 0)
+        busy = errno == EWOULDBLOCK;
+    close(fd); /* drops the shared lock, if it was taken */
+    return busy;
+}
+
 /* With force, an existing path: check it may go, hold its lock (so that no
  * run is still writing it), then remove it. 0, or -1 with err. */
 static int replace_existing(const char *path, const struct stat *sb, char *err, size_t err_size)
@@ -872,6 +887,11 @@ void store_input(store *s, const cap_input_info *in)
     store_set_uint(st, 9, in->if_drops);
     store_set_text(st, 10, in->error);
     store_set_uint(st, 11, in->time_backwards);
+    store_set_text(st, 12, in->compression);
+    store_set_int(st, 13, in->time_offset_us);
+    store_set_int(st, 14, in->skew_us);
+    store_set_uint(st, 15, in->skew_shared);
+    store_set_uint(st, 16, in->skew_ref);
     store_row_end(s, st);
     /* Keep meta 'inputs' (names, one per line) in step with the table. */
     st = store_row_begin(s, ST_INPUT_NAMES);

@@ -88,6 +88,10 @@ void store_each_counter(const cap_stats *cs, const resp_stats *rs, const an_stat
 struct sqlite3;
 struct sqlite3 *store_open_readonly(const char *path, char *err, size_t err_size);
 
+/* 1 when a run is writing the database at path now (it holds the run's
+ * lock: store_open), 0 when not or it cannot be told. */
+int store_being_written(const char *path);
+
 /* The handle's database connection (tests; tools that read what was written).
  * With a writer thread this first waits until every row given is written; the
  * caller may use the connection until its next call of a store function. */

@@ -4,7 +4,8 @@
 #
 #   cluster.sh start N_MASTERS N_REPLICAS BASEPORT DIR
 #       Start N_MASTERS*(1+N_REPLICAS) redis-server nodes on 127.0.0.1, ports
-#       BASEPORT, BASEPORT+1, ... (cluster bus = port+10000), each in
+#       BASEPORT, BASEPORT+1, ... (cluster bus = port+10000, or
+#       +$CLUSTER_BUS_OFFSET), each in
 #       DIR/<port>/, create the cluster and wait until every node says
 #       cluster_state:ok. Node i's replication link (and cluster bus) leave
 #       from 127.0.1.<i+1> (bind-source-addr), so that replication never
@@ -32,6 +33,9 @@
 set -euo pipefail
 
 REDIS_SERVER=${REDIS_SERVER:-redis-server}
+# cluster bus port = node port + BUS_OFFSET (Redis's default is 10000; a
+# smaller offset keeps the bus ports in a narrow range of assigned ports)
+BUS_OFFSET=${CLUSTER_BUS_OFFSET:-10000}
 REDIS_CLI=${REDIS_CLI:-redis-cli}
 WAIT_S=${CLUSTER_WAIT_S:-30}   # bound on each wait below
 NODE_TIMEOUT_MS=${CLUSTER_NODE_TIMEOUT_MS:-5000} # cluster-node-timeout of every node
@@ -80,7 +84,7 @@ start_node() {
         rm -f "$dir/$port/nodes.conf" "$dir/$port/redis.pid"
         "$REDIS_SERVER" --port "$port" --bind 127.0.0.1 --protected-mode no \
             --bind-source-addr "$src" --cluster-announce-ip 127.0.0.1 \
-            --cluster-enabled yes --cluster-config-file "$dir/$port/nodes.conf" \
+            --cluster-enabled yes --cluster-port $((port + BUS_OFFSET)) --cluster-config-file "$dir/$port/nodes.conf" \
             --cluster-node-timeout "$NODE_TIMEOUT_MS" --appendonly no --save "" \
             --dir "$dir/$port" --logfile "$dir/$port/redis.log" \
             --pidfile "$dir/$port/redis.pid" --daemonize yes \
@@ -92,7 +96,7 @@ start_node() {
         done
         grep -q "Address already in use" "$dir/$port/redis.log" 2>/dev/null \
             || die "node $port did not start, see $dir/$port/redis.log"
-        echo "cluster.sh: port $port or $((port + 10000)) busy, retrying" >&2
+        echo "cluster.sh: port $port or $((port + BUS_OFFSET)) busy, retrying" >&2
         sleep 2
     done
     die "node $port: address in use after 10 attempts"

@@ -308,6 +308,40 @@ static void test_lost_segment_acked(void **state)
     assert_int_equal(evlog_conn_by_id(&f->log, 1)->at_close.gaps[CAP_TO_SERVER], 1);
 }
 
+/* Reply bytes the capture lost, acknowledged by the client while the
+ * server sends nothing more: with acked_gap_us they become a GAP once the
+ * client has acknowledged them that long (capture time), before the
+ * server's next segment; without it (the default), only that segment shows
+ * the hole. The stream is the same either way. */
+static void test_acked_unseen_gap(void **state)
+{
+    fx *f = *state;
+    for (int on = 0; on <= 1; on++) {
+        pg_conv c;
+        f->cfg.acked_gap_us = on ? 5000 : 0;
+        fx_restart(f);
+        conv_start(f, &c, NULL, 100, 5000);
+        c.step_us = 1000;
+        pg_conv_handshake(&c);
+        pg_conv_send(&c, 0, "GET1", 4);
+        pg_conv_send(&c, 1, "R1", 2);
+        pg_conv_send(&c, 0, "GET2", 4);
+        c.next[1] += 6; /* the server's "R2...." never captured */
+        for (int i = 0; i < 4; i++) /* 1 ms apart, each acknowledging it */
+            pg_conv_send(&c, 0, "GETx", 4);
+        assert_string_equal(evlog_stream(&f->log, 1, CAP_TO_CLIENT), "R1");
+        for (int i = 0; i < 4; i++)
+            pg_conv_send(&c, 0, "GETy", 4);
+        /* 7 ms since the first ACK of it */
+        assert_string_equal(evlog_stream(&f->log, 1, CAP_TO_CLIENT), on ? "R1<gap 6>" : "R1");
+        pg_conv_send(&c, 1, "R3", 2);
+        cap_tracker_finish(f->t, c.ts_us);
+        assert_string_equal(evlog_stream(&f->log, 1, CAP_TO_CLIENT), "R1<gap 6>R3");
+        assert_int_equal(cap_tracker_stats(f->t)->gaps, 1);
+        assert_int_equal(cap_tracker_stats(f->t)->gap_bytes, 6);
+    }
+}
+
 /* An ACK beyond everything seen gives up the holes before the last held
  * byte only: the acknowledged bytes after it may still come. */
 static void test_ack_beyond_held(void **state)
@@ -1380,6 +1414,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_overlap_held_span, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sequence_wrap, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lost_segment_acked, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_acked_unseen_gap, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lost_segment_ack_first, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ack_beyond_held, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lost_before_fin, setup, teardown),
