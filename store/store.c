@@ -763,6 +763,10 @@ store *store_open(const char *path, const store_opts *opts, char *err, size_t er
                s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
         goto fail;
     }
+    /* A reader that opens the new file at this moment (a report or query
+     * started with the run) holds a lock for a few milliseconds: wait for it
+     * rather than fail; after the switch to WAL readers never block us. */
+    sqlite3_busy_timeout(s->db, 5000);
     /* WAL: readers (a query during a live run) never block the writer.
      * synchronous=NORMAL: a commit survives a crash of this process; only a
      * power loss may lose the last transactions, never consistency. */
