@@ -49,6 +49,7 @@ typedef struct an_bnode {
     char ip[BUS_IPLEN + 1];
     int64_t role_us, master_us, epoch_us, flags_us;
     int64_t prev_role_us;          /* role_us before the latest role change */
+    int64_t first_us;              /* its first announcement in the capture */
     uint8_t *claim;                /* its latest slot claim (a master's), or NULL */
     uint64_t claim_epoch;
     uint32_t owned;                /* slots it owns on the bus map */
@@ -361,6 +362,8 @@ static uint32_t announce(an_analyzer *an, int32_t node, const bus_msg *m, int64_
         b->flags_us = ts;
     if ((changed & AN_ANN_ROLE) && (flags & BUS_NODE_REPLICA))
         reset_failover_state(b);
+    if (!b->seen)
+        b->first_us = ts;
     b->seen = 1;
     b->flags = flags;
     b->master = master;
@@ -745,6 +748,10 @@ static void failover_fill(an_analyzer *an, an_failover *f, int32_t x, const an_b
                           int32_t old)
 {
     const an_bnode *ob = bn_of(an, old);
+    /* x was a replica since prev_role_us; when that is its first sight in
+     * the capture, the replica time began earlier, unseen: a FAIL of old
+     * before it still belongs to this failover. */
+    int64_t since = b->prev_role_us == b->first_us ? INT64_MIN : b->prev_role_us;
     memset(f, 0, sizeof *f);
     f->old_master = old;
     f->new_master = x;
@@ -752,15 +759,15 @@ static void failover_fill(an_analyzer *an, an_failover *f, int32_t x, const an_b
     an_copy_str(f->new_id, sizeof f->new_id, node_id_of(an, x));
     if (b->mf_us && (b->mf_master == old || b->mf_master == AN_NONE))
         f->kind = AN_FO_MANUAL;
-    else if (b->auth_us || (ob && ob->fail_us && ob->fail_us >= b->prev_role_us))
+    else if (b->auth_us || (ob && ob->fail_us && ob->fail_us >= since))
         f->kind = AN_FO_AUTOMATIC;
     else
         f->kind = AN_FO_TAKEOVER;
     if (f->kind == AN_FO_MANUAL)
         f->detected_us = b->mf_us;
     else if (f->kind == AN_FO_AUTOMATIC && ob)
-        f->detected_us = ob->fail_us && ob->fail_us >= b->prev_role_us ? ob->fail_us
-                         : ob->pfail_us && ob->pfail_us >= b->prev_role_us ? ob->pfail_us : 0;
+        f->detected_us = ob->fail_us && ob->fail_us >= since     ? ob->fail_us
+                         : ob->pfail_us && ob->pfail_us >= since ? ob->pfail_us : 0;
     f->votes = b->votes;
     f->elected_us = b->elected_us ? b->elected_us : b->vote_us;
 }

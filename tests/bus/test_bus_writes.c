@@ -111,6 +111,26 @@ static void check_failover(sqlite3 *db, tline *t, void *ctx)
         fail_msg("failover %s %s -> %s: done_us %lld, truth %s", t->f[1], t->f[2], t->f[3],
                  (long long)done, t->f[5]);
     assert_true(done <= strtoll(t->f[6], NULL, 10)); /* before the poll that showed it */
+    if (strcmp(t->f[1], "automatic") != 0)
+        return;
+    /* detected when the old master was marked FAIL (also when the new master
+     * was first seen after that, as in auto.pcap's second cut), elected before done */
+    int64_t detected = th_sql_int_p(db,
+                                    "SELECT detected_us FROM failovers WHERE kind = ?1 AND "
+                                    "old_master = ?2 AND new_master = ?3 AND config_epoch = ?4",
+                                    t->f[1], node(t->f[2]), node(t->f[3]), t->f[4]);
+    int64_t elected = th_sql_int_p(db,
+                                   "SELECT elected_us FROM failovers WHERE kind = ?1 AND "
+                                   "old_master = ?2 AND new_master = ?3 AND config_epoch = ?4",
+                                   t->f[1], node(t->f[2]), node(t->f[3]), t->f[4]);
+    int64_t failed = th_sql_int_p(db,
+                                  "SELECT max(ts_us) FROM node_states WHERE node = ?1 AND "
+                                  "to_state = 'fail' AND ts_us <= ?2",
+                                  node(t->f[2]), t->f[5]);
+    if (detected == 0 || detected != failed)
+        fail_msg("automatic failover %s -> %s: detected_us %lld, the FAIL at %lld", t->f[2],
+                 t->f[3], (long long)detected, (long long)failed);
+    assert_true(detected <= elected && elected <= done);
 }
 
 /* lost KEY VALUE PORT ACK_US WHY */
