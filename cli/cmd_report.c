@@ -98,8 +98,11 @@ static int report_db(report_args *a)
     }
     if (a->html) {
         status = write_html(a, db);
-        sqlite3_close(db);
-        return status;
+        /* the page only, unless a verdict is asked for: then its line and code */
+        if (status != EXIT_OK || !a->verdict.enabled) {
+            sqlite3_close(db);
+            return status;
+        }
     }
     report_init(&rep);
     rep.full = a->full;
@@ -112,11 +115,12 @@ static int report_db(report_args *a)
             rep.interrupted = 0;
             rep.in_progress = 1;
         }
-        if (a->json)
+        /* with --html the page is written already: the verdict alone follows */
+        if (!a->html && a->json)
             report_print_json(&rep, stdout);
-        else
+        else if (!a->html)
             report_print_text(&rep, stdout);
-        status = verdict_finish(&a->verdict, &rep, a->json, status);
+        status = verdict_finish(&a->verdict, &rep, a->json && !a->html, status);
     }
     report_free(&rep);
     sqlite3_close(db);

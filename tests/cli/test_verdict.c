@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 #include <sqlite3.h>
@@ -205,6 +206,17 @@ static void test_report_choosing(void **state)
                      0);
     th_run_free(&r);
     assert_int_equal(run(&r, TH_ARGS("report", db, "--fail-on=error")), 3);
+    th_run_free(&r);
+    /* with --html: the page is written, the verdict still decides the code,
+     * and nothing but the page goes out (no text report on stdout) */
+    const char *page = th_path(dir, "r.html");
+    assert_int_equal(run(&r, TH_ARGS("report", db, "--html", page, "--fail-on-findings")), 3);
+    assert_string_equal(r.out, "");
+    th_run_free(&r);
+    assert_int_equal(access(page, R_OK), 0);
+    assert_int_equal(run(&r, TH_ARGS("report", db, "--html", page, "--fail-on", "crossslot",
+                                     "--ignore", "crossslot")),
+                     0);
     th_run_free(&r);
     assert_int_equal(run(&r, TH_ARGS("report", db, "--fail-on", "nonsense")), 2);
     assert_non_null(strstr(r.err, "bad --fail-on 'nonsense'"));
