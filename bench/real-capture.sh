@@ -30,6 +30,7 @@ tcpdump_pid=
 reshard_pid=
 
 die() { echo "real-capture.sh: $*" >&2; exit 1; }
+. "$root/bench/capture-lib.sh"
 
 # Stop tcpdump and every node started here; remove the work directory.
 cleanup() {
@@ -46,17 +47,6 @@ cleanup() {
     rm -rf "$dir"
 }
 trap cleanup EXIT
-
-# wait_for SECONDS DESC CMD...: retry CMD every 0.1 s, at most SECONDS.
-wait_for() {
-    local limit=$1 desc=$2; shift 2
-    local i
-    for ((i = 0; i < limit * 10; i++)); do
-        if "$@" >/dev/null 2>&1; then return 0; fi
-        sleep 0.1
-    done
-    die "timed out waiting for $desc"
-}
 
 for p in "${ports[@]}"; do
     if redis-cli -h 127.0.0.1 -p "$p" ping >/dev/null 2>&1; then
