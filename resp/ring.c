@@ -37,17 +37,17 @@ rq_entry *ring_entry_new(void)
 
 /* The ring's entries are about to move to new_ring (its head at index 0),
  * or to be freed (NULL). The reply being decoded moves with its entry, the
- * head (see pair_reply_start); a pointer to any other entry is one to a
+ * head (see reply_begin); a pointer to any other entry is one to a
  * reply already handed over, which nothing writes again: it goes back to
  * the scratch. */
 static void rep_rebase(rc_conn *c, rq_entry *new_ring)
 {
-    if (c->rep == &c->reply)
+    if (c->rpd.rep == &c->reply)
         return;
-    if (new_ring != NULL && c->count > 0 && c->rep == &ring_at(c, 0)->cmd.reply)
-        c->rep = &new_ring[0].cmd.reply;
+    if (new_ring != NULL && c->count > 0 && c->rpd.rep == &ring_at(c, 0)->cmd.reply)
+        c->rpd.rep = &new_ring[0].cmd.reply;
     else
-        c->rep = &c->reply;
+        c->rpd.rep = &c->reply;
 }
 
 /* Move the queued entries to a new ring of ncap entries (a power of two, at
