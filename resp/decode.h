@@ -469,6 +469,12 @@ typedef struct rq_dec {
     resp_request *req;       /* the request being decoded (out->begin's) */
     uint64_t frame;          /* record of the bytes being fed (rq_feed) */
     uint8_t name_len;        /* strlen(req->name), handed to out->done */
+    /* the key mask the hook fixed at its first question for the last
+     * multibulk request of a name and argc (see arg_name_whole) */
+    uint64_t km_name[2];     /* its name's bytes, zero past the name */
+    uint32_t km_argc;
+    uint32_t km_mask;
+    uint8_t km_len;          /* its name's length, 0: nothing cached */
     uint8_t state;
     uint8_t in_msg;          /* a message has started */
     /* credentials */

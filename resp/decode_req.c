@@ -418,6 +418,68 @@ static inline void arg_keep(resp_request *r, uint32_t i, const uint8_t *p, uint3
     }
 }
 
+/* The bytes of a name of len <= 15 (NUL-terminated at len) as two words,
+ * zero past the name (the bytes after its NUL may be stale). */
+static inline void km_words(const char *name, size_t len, uint64_t w[2])
+{
+    memcpy(w, name, 16);
+    if (len < 8) {
+        w[0] &= (1ull << (8 * len)) - 1; /* len >= 1 */
+        w[1] = 0;
+    } else if (len < 16) {
+        w[1] &= (1ull << (8 * (len - 8))) - 1; /* len - 8 <= 7 */
+    }
+}
+
+/* Remember the mask the hook fixed at its first question of request r (a
+ * multibulk request without credentials whose whole name, name_full
+ * bytes, was kept), for the next requests of its name and argc (see
+ * resp_key_fn). */
+static void km_remember(rq_dec *d, const resp_request *r, uint32_t name_full)
+{
+    size_t len = d->name_len;
+    if (len == 0 || len > 15 || name_full != len || r->inline_cmd)
+        return;
+    km_words(r->name, len, d->km_name);
+    d->km_len = (uint8_t)len;
+    d->km_argc = r->argc;
+    d->km_mask = d->kc.key_mask;
+}
+
+/* The name of a multibulk request without credentials was just kept: when
+ * the hook fixed a mask for the last request of this name and argc, the
+ * mask holds for this one too (see resp_key_fn), and the hook is not asked.
+ * full: the name's whole length. */
+static inline void km_lookup(rq_dec *d, const resp_request *r, size_t full)
+{
+    size_t len = d->name_len;
+    if (len != d->km_len || full != len || r->argc != d->km_argc)
+        return;
+    uint64_t w[2];
+    km_words(r->name, len, w);
+    if (w[0] != d->km_name[0] || w[1] != d->km_name[1])
+        return;
+    d->kc.key_mask = d->km_mask;
+    d->kc.key_mask_final = 1;
+}
+
+/* The hook's first question of a request (argument 1), as arg_plain_ask
+ * asks it. */
+static int arg_plain_first(rq_dec *d, const resp_request *r, uint32_t full, uint32_t kept)
+{
+    const resp_config *cfg = d->cfg;
+    resp_keyctx *k = &d->kc;
+    k->req = r;
+    k->argi = 1;
+    k->prev = d->prev;
+    k->prev_len = d->prev_len;
+    k->prev_full_len = d->prev_full;
+    d->prev = (const uint8_t *)r->args[0];
+    d->prev_len = kept;
+    d->prev_full = full;
+    return cfg->key_fn(cfg->key_ctx, k);
+}
+
 /* arg_plain's question to the key hook (or the default, the first
  * argument), when the hook has not fixed its answers: about once per
  * command. Argument i becomes the previous argument for the hook's next
@@ -429,6 +491,13 @@ static RQ_APART int arg_plain_ask(rq_dec *d, const resp_request *r, uint32_t i, 
                                   uint32_t kept)
 {
     const resp_config *cfg = d->cfg;
+    if (i == 1 && cfg->key_fn != NULL) {
+        uint32_t name_full = d->prev_full; /* the previous argument: the name */
+        int key = arg_plain_first(d, r, full, kept);
+        if (d->kc.key_mask_final)
+            km_remember(d, r, name_full);
+        return key;
+    }
     resp_keyctx *k = &d->kc;
     k->req = r;
     k->argi = i;
@@ -469,6 +538,8 @@ static inline void arg_name_whole(rq_dec *d, resp_request *r, const uint8_t *p, 
     d->prev = (const uint8_t *)r->name;
     d->prev_len = (uint32_t)nl;
     d->prev_full = len > UINT32_MAX ? UINT32_MAX : (uint32_t)len;
+    if (d->km_len != 0 && d->cred == CRED_NONE)
+        km_lookup(d, r, len);
 }
 
 /* ---------------------------------------------------------------- messages */

@@ -150,7 +150,11 @@ typedef struct resp_keyctx {
 } resp_keyctx;
 
 /* Return 1 if argument k->argi is a key, 0 if not. The hook may also set
- * key_mask_final (with key_mask) when the remaining answers are fixed. */
+ * key_mask_final (with key_mask) when the remaining answers are fixed. Its
+ * answers depend only on what k shows of the request: a mask it fixes at
+ * its first question (argument 1 of a multibulk request) is used again,
+ * without asking, for the connection's next requests of the same name and
+ * argc. */
 typedef int (*resp_key_fn)(void *ctx, resp_keyctx *k);
 
 /* Hash slot of a whole key (CRC16-XMODEM mod 16384 with the {hashtag} rule). */

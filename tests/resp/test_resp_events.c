@@ -290,12 +290,48 @@ static void test_reply_limit(void **state)
     rp_free(&d);
 }
 
+/* A hook that fixes its mask at the first question: argument 1 is the key
+ * when argc is 2, arguments 1 and 2 when it is 3. Counts its calls. */
+static int hook_calls;
+static int fixed_hook(void *ctx, resp_keyctx *k)
+{
+    (void)ctx;
+    hook_calls++;
+    k->key_mask = k->req->argc == 3 ? 6u : 2u;
+    k->key_mask_final = 1;
+    return 1;
+}
+
+/* The mask the hook fixed is used again for the next request of the same
+ * name and argc without asking the hook; another argc, or another name,
+ * asks it again; the keys' slots are the same either way. */
+static void test_key_mask_reused(void **state)
+{
+    (void)state;
+    const char *s = "*2\r\n$3\r\nGET\r\n$2\r\nk1\r\n*2\r\n$3\r\nget\r\n$2\r\nk2\r\n"
+                    "*3\r\n$3\r\nGET\r\n$2\r\nk3\r\n$2\r\nk4\r\n"
+                    "*2\r\n$3\r\nGEX\r\n$2\r\nk5\r\n*2\r\n$3\r\nGEX\r\n$2\r\nk6\r\n";
+    resp_config cfg;
+    resp_conn_stats st;
+    resp_config_defaults(&cfg);
+    cfg.key_fn = fixed_hook;
+    owner o;
+    hook_calls = 0;
+    rq_run(&o, s, strlen(s), &cfg, &st);
+    assert_string_equal(letters(&o), "bdbdbdbdbd");
+    assert_int_equal(hook_calls, 3); /* GET/2, GET/3, GEX/2 */
+    assert_int_equal(o.evs[3].slot, resp_key_slot((const uint8_t *)"k2", 2));
+    assert_int_equal(o.evs[5].slot, resp_key_slot((const uint8_t *)"k3", 2));
+    assert_int_equal(o.evs[9].slot, resp_key_slot((const uint8_t *)"k6", 2));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_requests),      cmocka_unit_test(test_request_garbage),
         cmocka_unit_test(test_request_limit), cmocka_unit_test(test_replies),
         cmocka_unit_test(test_reply_keep),    cmocka_unit_test(test_reply_limit),
+        cmocka_unit_test(test_key_mask_reused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
