@@ -64,6 +64,7 @@ static rc_conn *conn_new(resp_pipeline *rp, cap_conn *cc)
     rp_init(c);
     reply_clear(&c->reply);
     c->rep = &c->reply;
+    c->cur = &c->stage;
     c->next = rp->live;
     if (rp->live != NULL)
         rp->live->prev = c;
@@ -132,7 +133,7 @@ static void conn_free(resp_pipeline *rp, rc_conn *c)
     rp->ring_resident -= c->ring_fresh;
     rp_free(c);
     free(c->ring);
-    free(c->overflow);
+    free(c->text);
     rp->kept_total -= c->keep_cap;
     free(c->keep);
     rc_bus_free(c);
@@ -186,11 +187,7 @@ resp_pipeline *resp_new(const resp_config *cfg, const resp_sink *sink)
     resp_pipeline *rp = calloc(1, sizeof(*rp));
     if (rp == NULL)
         return NULL;
-    rp->spare = ring_entry_new();
-    if (rp->spare == NULL) {
-        free(rp);
-        return NULL;
-    }
+    reply_clear(&rp->out.reply);
     if (cfg != NULL)
         rp->cfg = *cfg;
     else
@@ -212,7 +209,6 @@ void resp_free(resp_pipeline *rp)
         return;
     while (rp->live != NULL)
         conn_free(rp, rp->live);
-    free(rp->spare);
     free(rp);
 }
 

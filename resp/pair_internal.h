@@ -80,18 +80,18 @@ enum { SW_SUB = 0, SW_PSUB, SW_SSUB, SW_UNSUB, SW_PUNSUB, SW_SUNSUB, SW_COUNT };
 /* ---------------------------------------------------------------- functions */
 
 /* pair.c */
-void pair_emit(rc_conn *c, rq_entry *e, resp_outcome outcome);
+void pair_emit(rc_conn *c, rq_slot *e, resp_outcome outcome);
 void pair_pop_unanswered(rc_conn *c);
 void pair_flush_no_reply_slow(rc_conn *c);
 void pair_flush_all(rc_conn *c);
 
 /* modes.c */
 void request_modes(rc_conn *c, rq_entry *e);
-void tx_undo(rc_conn *c, rq_entry *h);
+void tx_undo(rc_conn *c, const rq_slot *h);
 
 /* ring.c */
-rq_entry *ring_entry_new(void);
 int ring_reserve(rc_conn *c);
+int text_grow(rc_conn *c, uint32_t need);
 void ring_maybe_shrink(rc_conn *c);
 
 /* loss.c */
@@ -105,54 +105,169 @@ void rq_gap_resolve(rc_conn *c, const uint8_t *p, size_t n);
 
 /* ---------------------------------------------------------------- ring (hot) */
 
-/* The entry at position i of the FIFO (0 = head). */
-static inline rq_entry *ring_at(rc_conn *c, uint32_t i)
+/* The slot at position i of the FIFO (0 = head). */
+static inline rq_slot *ring_at(rc_conn *c, uint32_t i)
 {
     return &c->ring[(c->head + i) & (c->ring_cap - 1)];
 }
 
-/* Make an entry fit for use. Zeroed: the argument prefixes are not cleared
- * per request, so an entry must never hold stale heap bytes (they could be
- * anyone's payload). The reply's error text and redirection start out
- * cleared, as emit keeps them. */
-static inline void entry_init(rq_entry *e)
-{
-    memset(e, 0, sizeof(*e));
-    e->cmd.reply.redir.slot = -1;
-}
-
-/* Mark an entry as the connection's: the facts of resp_command that are the
- * same for all its commands are written once, when an entry of its ring is
- * first handed out (entries keep them when the ring is resized), not per
- * command. */
-static inline void entry_own(const rc_conn *c, rq_entry *e)
-{
-    e->cmd.conn = c->cc;
-    e->cmd.conn_word = c->conn_word;
-}
-
-/* The free entry after the queued ones (ring_reserve made room). Since a
- * resize the ring hands out its entries in index order, so an entry not yet
- * initialised is always the one at ring_fresh. */
-static inline rq_entry *ring_next_free(rc_conn *c)
+/* The free slot after the queued ones (ring_reserve made room). Since a
+ * resize the ring hands out its slots in index order, so a slot never
+ * handed out is always the one at ring_fresh: zeroed then (its memory was
+ * never touched, and a slot must never hold stale heap bytes). */
+static inline rq_slot *ring_next_free(rc_conn *c)
 {
     uint32_t i = (c->head + c->count) & (c->ring_cap - 1);
-    rq_entry *e = &c->ring[i];
+    rq_slot *e = &c->ring[i];
     if (i >= c->ring_fresh) {
-        entry_init(e);
-        entry_own(c, e);
+        memset(e, 0, sizeof(*e));
         c->rp->ring_resident += i + 1 - c->ring_fresh;
         c->ring_fresh = i + 1;
     }
     return e;
 }
 
-/* Remove the head. */
+/* Remove the head (its text goes with it). */
 static inline void ring_pop(rc_conn *c)
 {
+    const rq_slot *h = &c->ring[c->head];
+    c->text_head = h->text_pos + h->text_len;
     c->head = (c->head + 1) & (c->ring_cap - 1);
     c->count--;
     c->rp->inflight_total--;
+}
+
+/* ---------------------------------------------------------------- text FIFO (hot) */
+
+/* Copy n bytes to / from the text FIFO at position pos (wrapping). */
+static inline void text_put(rc_conn *c, uint32_t pos, const void *src, size_t n)
+{
+    uint32_t at = pos & (c->text_cap - 1);
+    size_t first = c->text_cap - at;
+    if (n <= first) {
+        memcpy(c->text + at, src, n);
+    } else {
+        memcpy(c->text + at, src, first);
+        memcpy(c->text, (const uint8_t *)src + first, n - first);
+    }
+}
+static inline void text_get(const rc_conn *c, uint32_t pos, void *dst, size_t n)
+{
+    uint32_t at = pos & (c->text_cap - 1);
+    size_t first = c->text_cap - at;
+    if (n <= first) {
+        memcpy(dst, c->text + at, n);
+    } else {
+        memcpy(dst, c->text + at, first);
+        memcpy((uint8_t *)dst + first, c->text, n - first);
+    }
+}
+
+/* Pack the request just decoded (e, with its pairing facts) into slot s,
+ * its text at the FIFO's tail. Returns -1 if the FIFO could not grow. */
+static inline int slot_pack(rc_conn *c, rq_slot *s, const rq_entry *e)
+{
+    const resp_request *r = &e->cmd.req;
+    uint32_t nargs = r->nargs < RESP_ARG_KEEP ? r->nargs : RESP_ARG_KEEP;
+    uint32_t need = e->name_len, pos;
+    for (uint32_t i = 0; i < nargs; i++)
+        need += r->arg_len[i];
+    int dup = r->key0_len == 0 ||
+              (nargs > 0 && r->key0_len <= r->arg_len[0] &&
+               memcmp(r->key0, r->args[0], r->key0_len) == 0);
+    if (!dup)
+        need += r->key0_len;
+    if (c->text_tail - c->text_head + (uint64_t)need > c->text_cap && text_grow(c, need) != 0)
+        return -1;
+    pos = c->text_tail;
+    s->text_pos = pos;
+    s->text_len = (uint16_t)need;
+    text_put(c, pos, r->name, e->name_len);
+    pos += e->name_len;
+    for (uint32_t i = 0; i < nargs; i++) {
+        text_put(c, pos, r->args[i], r->arg_len[i]);
+        pos += r->arg_len[i];
+    }
+    if (!dup)
+        text_put(c, pos, r->key0, r->key0_len);
+    c->text_tail = pos + (dup ? 0 : r->key0_len);
+    if (c->text_tail - c->text_head > c->text_hw)
+        c->text_hw = c->text_tail - c->text_head;
+    s->nreply = e->nreply;
+    s->kind = e->kind;
+    s->keep = e->keep;
+    s->got_reply = e->got_reply;
+    s->dynamic = e->dynamic;
+    s->sub_word = e->sub_word;
+    s->hello_proto = e->hello_proto;
+    s->uncertain = e->uncertain;
+    s->name_len = e->name_len;
+    s->tx = e->tx;
+    s->in_multi = e->cmd.in_multi;
+    s->key0_dup = (uint8_t)dup;
+    s->nargs = (uint8_t)nargs;
+    s->argc = r->argc;
+    s->req_end = e->req_end;
+    memcpy(&s->tx_elems, &e->tx_elems, sizeof(s->tx_elems)); /* the whole union */
+    s->seq = e->cmd.seq;
+    s->nkeys = r->nkeys;
+    s->ts_us = r->ts_us;
+    s->start_us = r->start_us;
+    s->start_frame = r->start_frame;
+    s->bytes = r->bytes;
+    s->slot = r->slot;
+    s->key0_full_len = r->key0_full_len;
+    s->inline_cmd = r->inline_cmd;
+    s->gap = r->gap;
+    s->slot_unknown = r->slot_unknown;
+    s->multi_slot = r->multi_slot;
+    s->key0_len = r->key0_len;
+    memcpy(s->arg_len, r->arg_len, sizeof(s->arg_len));
+    memcpy(s->arg_full_len, r->arg_full_len, sizeof(s->arg_full_len));
+    return 0;
+}
+
+/* The command of slot s, unpacked into the pipeline's out buffer (its
+ * reply is left to the caller). Bytes past a kept length are those of an
+ * earlier command (never a credential: those are not kept). */
+static inline resp_command *slot_unpack(rc_conn *c, const rq_slot *s)
+{
+    resp_command *cmd = &c->rp->out;
+    resp_request *r = &cmd->req;
+    uint32_t pos = s->text_pos;
+    cmd->conn = c->cc;
+    cmd->conn_word = c->conn_word;
+    cmd->seq = s->seq;
+    cmd->in_multi = s->in_multi;
+    r->start_us = s->start_us;
+    r->ts_us = s->ts_us;
+    r->start_frame = s->start_frame;
+    text_get(c, pos, r->name, s->name_len);
+    r->name[s->name_len] = '\0';
+    pos += s->name_len;
+    r->argc = s->argc;
+    r->nkeys = s->nkeys;
+    r->bytes = s->bytes;
+    r->slot = s->slot;
+    r->key0_full_len = s->key0_full_len;
+    r->inline_cmd = s->inline_cmd;
+    r->nargs = s->nargs;
+    r->gap = s->gap;
+    r->slot_unknown = s->slot_unknown;
+    r->multi_slot = s->multi_slot;
+    r->key0_len = s->key0_len;
+    memcpy(r->arg_len, s->arg_len, sizeof(r->arg_len));
+    memcpy(r->arg_full_len, s->arg_full_len, sizeof(r->arg_full_len));
+    for (uint32_t i = 0; i < s->nargs; i++) {
+        text_get(c, pos, r->args[i], s->arg_len[i]);
+        pos += s->arg_len[i];
+    }
+    if (s->key0_dup)
+        memcpy(r->key0, r->args[0], s->key0_len);
+    else
+        text_get(c, pos, r->key0, s->key0_len);
+    r->end_pos = s->req_end;
+    return cmd;
 }
 
 /* Would ring_maybe_shrink do anything now? */
@@ -168,7 +283,7 @@ static inline int ring_shrink_due(const rc_conn *c)
 /* Does a queued request expect no reply at all (it is emitted as soon as it
  * reaches the head)? Fixed when it is queued: only the head's nreply changes
  * later, and the head is emitted when it reaches 0. */
-static inline int expects_no_reply(const rq_entry *e)
+static inline int expects_no_reply(const rq_slot *e)
 {
     return e->nreply == 0 && !e->dynamic;
 }
@@ -191,23 +306,24 @@ static inline int subscribed(const rc_conn *c)
 
 /* ---------------------------------------------------------------- sizes (hot, loss.c) */
 
-/* The key of e's command. */
-static inline uint64_t size_key(const rq_entry *e)
+/* The key of a command: its name (name_len bytes), argc. */
+static inline uint64_t size_key_of(const char *name, uint8_t name_len, uint32_t argc)
 {
     uint64_t k;
-    memcpy(&k, e->cmd.req.name, sizeof k);
-    k &= size_key_mask[e->name_len]; /* bytes past the name may be stale */
-    return k ^ ((uint64_t)e->name_len << 56) ^ ((uint64_t)(e->cmd.req.argc & 0xffff) << 40);
+    memcpy(&k, name, sizeof k);
+    k &= size_key_mask[name_len]; /* bytes past the name may be stale */
+    return k ^ ((uint64_t)name_len << 56) ^ ((uint64_t)(argc & 0xffff) << 40);
 }
 
-/* A reply of r->bytes paired with e: remember its size. Only whether a
- * slot was seen SIZES_SEEN times counts (seen stops there), and a varied
- * slot stays so: a slot past both tests changes no more, and one that saw
- * its latest size again changes only by a varied reply. Those two, the
- * common cases, return here. */
-static inline void sizes_learn(rc_conn *c, const rq_entry *e, const resp_reply *r)
+/* A reply of r->bytes paired with the request q (name_len bytes of name):
+ * remember its size. Only whether a slot was seen SIZES_SEEN times counts
+ * (seen stops there), and a varied slot stays so: a slot past both tests
+ * changes no more, and one that saw its latest size again changes only by
+ * a varied reply. Those two, the common cases, return here. */
+static inline void sizes_learn(rc_conn *c, const resp_request *q, uint8_t name_len,
+                               const resp_reply *r)
 {
-    uint64_t k = size_key(e);
+    uint64_t k = size_key_of(q->name, name_len, q->argc);
     rc_sizes *z = &c->rsz[c->rsz_last];
     if (z->key != k || z->seen == 0)
         z = sizes_slot(c, k);
@@ -237,12 +353,12 @@ static inline void rq_sizes_learn(rc_conn *c, uint64_t bytes)
 /* Can the reply starting now (its packet acknowledged rep_ack, it started
  * at start_us) answer e? with_time: capture time counts too (not for
  * certain entries: captures step back in time now and then, ACKs do not). */
-static inline int reply_may_answer(const rc_conn *c, const rq_entry *e, int64_t start_us,
+static inline int reply_may_answer(const rc_conn *c, const rq_slot *e, int64_t start_us,
                                    int with_time)
 {
     if (e->req_end > c->rep_ack)
         return 0;
-    return !with_time || e->kind == RQK_LOST || e->cmd.req.ts_us <= start_us;
+    return !with_time || e->kind == RQK_LOST || e->ts_us <= start_us;
 }
 
 #endif /* SLOTSCOPE_PAIR_INTERNAL_H */

@@ -78,15 +78,15 @@ typedef struct rd_resync {
  * more entries than max_inflight (one connection's cap). */
 #define RING_KEEP 16
 #define RING_WINDOW 4
+#define TEXT_KEEP 1024 /* bytes: the text FIFO's smallest size */
 
-/* One in-flight request: the command event it becomes, plus pairing facts.
- * Aligned to a cache line (allocated by entries_alloc in ring.c). */
+/* The request being decoded: the command event it becomes, plus the
+ * pairing facts worked out when it is complete (pair.c). One per
+ * connection (rc_conn.stage): the decoder writes into it, and pairing packs
+ * it into the in-flight ring as an rq_slot (which keeps the field names of
+ * the pairing facts). */
 typedef struct rq_entry {
-    /* the pairing facts first: they share a cache line with the start of
-     * the request (a pipelined connection's ring does not stay in cache) */
-    /* nreply to dynamic, and sub_word with hello_proto, are neighbours:
-     * pair_request_done writes each group with one store */
-    _Alignas(64) uint32_t nreply; /* replies still expected (0: none by design) */
+    uint32_t nreply;         /* replies still expected (0: none by design) */
     uint8_t kind;            /* RQK_* in pair_internal.h */
     uint8_t keep;            /* keep the raw reply (resp_keep_reply) */
     uint8_t got_reply;       /* subscribe family: a confirmation arrived */
@@ -109,9 +109,49 @@ typedef struct rq_entry {
             uint32_t sent;      /* declares, and the elements it carries */
         } tx_elems;
     };
-    resp_command cmd;        /* request filled in; the reply is decoded into
-                                it while this entry is the head (pair.c) */
+    resp_command cmd;        /* request filled in (its reply is not used:
+                                replies are decoded into rc_conn.reply) */
 } rq_entry;
+
+/* One in-flight request in a connection's ring: two cache lines. The first
+ * holds what pairing reads per reply (the pairing facts of rq_entry, same
+ * names, and ts_us for reply_may_answer); the second the request's other
+ * fixed fields. Its text (name, kept arguments, first key) is in the
+ * connection's text FIFO (rc_conn.text), in that order: the prefixes are
+ * 64-byte arrays of which a few bytes are used, and a lossy reply stream
+ * holds a few hundred requests per connection. */
+typedef struct rq_slot {
+    _Alignas(64) uint32_t nreply;
+    uint8_t kind, keep, got_reply, dynamic, sub_word, hello_proto, uncertain, name_len, tx;
+    uint8_t in_multi;        /* resp_command.in_multi */
+    uint8_t key0_dup;        /* key0 is the first key0_len bytes of args[0]:
+                                not stored twice */
+    uint8_t nargs;           /* resp_request.nargs */
+    uint16_t text_len;       /* its bytes in the text FIFO */
+    uint32_t argc;
+    uint64_t req_end;        /* as rq_entry (also resp_request.end_pos) */
+    union {
+        int64_t first_reply_us;
+        struct {
+            uint32_t queued, sent;
+        } tx_elems;
+    };
+    uint64_t seq;            /* resp_command.seq */
+    uint32_t text_pos;       /* where its text starts in the FIFO */
+    uint32_t nkeys;
+    int64_t ts_us;
+    /* second line: copied out when it is emitted */
+    int64_t start_us;
+    uint64_t start_frame;
+    uint64_t bytes;
+    int32_t slot;
+    uint32_t key0_full_len;
+    uint8_t inline_cmd, gap, slot_unknown, multi_slot, key0_len;
+    uint8_t arg_len[RESP_ARG_KEEP];
+    uint32_t arg_full_len[RESP_ARG_KEEP];
+} rq_slot;
+_Static_assert(sizeof(rq_slot) == 128, "an in-flight slot is two cache lines");
+#define RQ_TEXT_MAX (RESP_NAME_MAX + (RESP_ARG_KEEP + 1) * RESP_ARG_PREFIX)
 
 /* Which request arguments are credentials. */
 enum { CRED_NONE = 0, CRED_ALL, CRED_HELLO, CRED_MIGRATE, CRED_CONFIG, CRED_ACL };
@@ -269,11 +309,11 @@ typedef struct rc_conn {
     uint64_t conn_word;       /* the sink's (resp_sink.conn_word) */
     struct resp_pipeline *rp;
     /* FIFO of in-flight requests */
-    rq_entry *ring;
+    rq_slot *ring;
     uint32_t ring_cap;
     uint32_t head;
     uint32_t count;
-    uint8_t cur_dropped;      /* cur is the overflow scratch */
+    uint8_t cur_dropped;      /* cur will not be queued (a cap, or no memory) */
     uint32_t noreply_queued;  /* queued requests that expect no reply (the
                                  ones flush_no_reply emits, pair.c) */
     uint32_t ring_fresh;      /* ring entries from this index on were never
@@ -283,11 +323,9 @@ typedef struct rc_conn {
     uint64_t ring_win;        /* requests queued since then */
     /* client-side modes (known when a request is decoded) */
     uint8_t in_multi, reply_off, skip_next;
-    rq_entry *cur;            /* where the request decoder writes */
+    rq_entry *cur;            /* where the request decoder writes: &stage */
     uint64_t frame;           /* record of the DATA being fed (cap_event.frame) */
-    resp_reply *rep;          /* where the reply decoder writes: the head
-                                 entry's reply (emit then copies nothing),
-                                 or reply when none waits (pair.c) */
+    resp_reply *rep;          /* where the reply decoder writes: &reply */
     uint64_t seq;
     /* server-side modes (known when a reply is paired) */
     uint8_t resp3, monitor, replication;
@@ -307,9 +345,14 @@ typedef struct rc_conn {
     uint32_t sub_channels, sub_patterns, sub_shards;
     rq_dec rq;
     rp_dec rpd;
-    rq_entry *overflow;       /* allocated on the first overflow */
-    resp_reply reply;         /* scratch for a reply no queued request
-                                 waits for (see rep) */
+    resp_reply reply;         /* where every reply is decoded (rep) */
+    /* The text FIFO: the text of the queued slots, in their order (ring.c).
+     * Positions count bytes ever appended (mod 2^32); index = pos & (cap-1). */
+    uint8_t *text;
+    uint32_t text_cap;        /* a power of two, or 0 */
+    uint32_t text_head;       /* position of the head slot's text */
+    uint32_t text_tail;       /* position after the last slot's text */
+    uint32_t text_hw;         /* most text bytes held since ring_win was reset */
     uint8_t *keep;
     size_t keep_len, keep_cap;
     resp_conn_stats st;
@@ -359,6 +402,7 @@ typedef struct rc_conn {
     rc_sizes rsz[RC_SIZE_SLOTS];
     struct rc_bus *bus;       /* a cluster-bus connection: its two streams
                                  (bus.c), NULL for RESP */
+    rq_entry stage;           /* the request being decoded (cur) */
 } rc_conn;
 
 enum { REPL_MID_NONE = 0, REPL_MID_SERVER = 1, REPL_MID_CLIENT = 2 };
@@ -376,10 +420,10 @@ struct resp_pipeline {
                                  ones whose memory was touched */
     uint64_t index;           /* the record being fed (cap_event.index of the
                                  latest event): proofs.c stamps with it */
-    rq_entry *spare;          /* where a request is decoded when even the
-                                 per-connection overflow slot could not be
-                                 allocated (no global state: one pipeline
-                                 per thread is safe) */
+    uint64_t ring_resizes;    /* ring and text FIFO reallocations (tests) */
+    resp_command out;         /* the command handed to the sink: an emitted
+                                 slot is unpacked here (one pipeline per
+                                 thread: no global state) */
 };
 
 /* ---------------------------------------------------------------- bus.c */

@@ -2,89 +2,110 @@
  * ring.c - the in-flight ring of a connection: the requests sent and not yet
  * answered, in order (pair.c queues at the tail and pairs at the head).
  *
- * One ring per connection, a power of two of cache-line entries, grown by
+ * One ring per connection, a power of two of two-line slots, grown by
  * doubling and cut back only after a window of quiet (ring_maybe_shrink), so
  * that no connection resizes per command and memory follows what is in
  * flight, not the capture's length. The hot accessors are inline in
- * pair_internal.h; this file holds what runs when the ring changes size.
+ * pair_internal.h; this file holds what runs when the ring changes size,
+ * and the same for the text FIFO beside it (the slots' names, arguments and
+ * keys, rc_conn.text).
  */
 #include <stddef.h>
 #include <stdlib.h>
 
 #include "resp/pair_internal.h"
 
-/* n in-flight entries, on cache-line boundaries (an entry is a whole number
- * of lines: the fields a command touches fall on as few lines as the layout
- * allows, whatever the entry's place in its ring), NOT initialised: a ring
- * initialises each entry when it first hands it out (ring_fresh), so a ring
- * grown for a burst makes resident only the entries the burst used, not the
- * whole doubled capacity. NULL on out of memory. Free with free(). */
-static rq_entry *entries_alloc(size_t n)
+/* n in-flight slots, on cache-line boundaries (a slot is two lines: the
+ * pairing facts on the first), NOT initialised: a ring initialises each
+ * slot when it first hands it out (ring_fresh), so a ring grown for a burst
+ * makes resident only the slots the burst used, not the whole doubled
+ * capacity. NULL on out of memory. Free with free(). */
+static rq_slot *slots_alloc(size_t n)
 {
-    if (n > SIZE_MAX / sizeof(rq_entry))
+    if (n > SIZE_MAX / sizeof(rq_slot))
         return NULL;
-    return aligned_alloc(_Alignof(rq_entry), n * sizeof(rq_entry));
+    return aligned_alloc(_Alignof(rq_slot), n * sizeof(rq_slot));
 }
 
-/* One initialised entry (the overflow scratch, the pipeline's spare). */
-rq_entry *ring_entry_new(void)
-{
-    rq_entry *e = entries_alloc(1);
-    if (e != NULL)
-        entry_init(e);
-    return e;
-}
-
-/* The ring's entries are about to move to new_ring (its head at index 0),
- * or to be freed (NULL). The reply being decoded moves with its entry, the
- * head (see pair_reply_start); a pointer to any other entry is one to a
- * reply already handed over, which nothing writes again: it goes back to
- * the scratch. */
-static void rep_rebase(rc_conn *c, rq_entry *new_ring)
-{
-    if (c->rep == &c->reply)
-        return;
-    if (new_ring != NULL && c->count > 0 && c->rep == &ring_at(c, 0)->cmd.reply)
-        c->rep = &new_ring[0].cmd.reply;
-    else
-        c->rep = &c->reply;
-}
-
-/* Move the queued entries to a new ring of ncap entries (a power of two, at
+/* Move the queued slots to a new ring of ncap slots (a power of two, at
  * least count). Returns -1 if memory ran out (the old ring stays). */
 static int ring_resize(rc_conn *c, uint32_t ncap)
 {
-    rq_entry *nr = entries_alloc(ncap);
+    rq_slot *nr = slots_alloc(ncap);
     if (nr == NULL)
         return -1;
     for (uint32_t i = 0; i < c->count; i++)
         memcpy(&nr[i], ring_at(c, i), sizeof(*nr));
-    rep_rebase(c, nr);
     free(c->ring);
     c->ring = nr;
     c->ring_cap = ncap;
     c->head = 0;
     c->rp->ring_resident += (uint64_t)c->count - c->ring_fresh;
     c->ring_fresh = c->count; /* the copies are initialised, the rest not */
+    c->rp->ring_resizes++;
     return 0;
 }
 
-/* Make room for one more entry after the queued ones. Returns -1 if memory
- * ran out. Capacities are powers of two. */
+static int text_resize(rc_conn *c, uint32_t ncap);
+
+/* Make room for one more slot after the queued ones. Returns -1 if memory
+ * ran out. Capacities are powers of two. A new ring comes with its text
+ * FIFO (TEXT_KEEP bytes), so that a request's text finds room at once. */
 int ring_reserve(rc_conn *c)
 {
     if (c->ring != NULL && c->count + 1 <= c->ring_cap)
         return 0;
+    if (c->text == NULL && text_resize(c, TEXT_KEEP) != 0)
+        return -1;
     /* most connections: 1; after a shrink, back to the size it had */
     uint32_t ncap = c->ring_cap ? c->ring_cap * 2 : 2;
     return ring_resize(c, ncap);
 }
 
+/* Move the text held to a FIFO of ncap bytes (a power of two, at least what
+ * is held): each byte keeps its position, so the slots' text_pos stay
+ * valid. ncap 0 frees an empty FIFO. Returns -1 if memory ran out. */
+static int text_resize(rc_conn *c, uint32_t ncap)
+{
+    uint8_t *nt = NULL;
+    if (ncap > 0 && (nt = malloc(ncap)) == NULL)
+        return -1;
+    for (uint32_t pos = c->text_head; pos != c->text_tail;) {
+        uint32_t at = pos & (ncap - 1), from = pos & (c->text_cap - 1);
+        uint32_t n = c->text_tail - pos;
+        n = n < ncap - at ? n : ncap - at;
+        n = n < c->text_cap - from ? n : c->text_cap - from;
+        memcpy(nt + at, c->text + from, n);
+        pos += n;
+    }
+    free(c->text);
+    c->text = nt;
+    c->text_cap = ncap;
+    c->rp->ring_resizes++;
+    return 0;
+}
+
+/* Room for need more text bytes (text_room said there was none). Returns
+ * -1 if memory ran out. */
+int text_grow(rc_conn *c, uint32_t need)
+{
+    uint64_t want = (uint64_t)(c->text_tail - c->text_head) + need;
+    uint64_t ncap = c->text_cap ? c->text_cap : TEXT_KEEP;
+    while (ncap < want)
+        ncap *= 2;
+    if (ncap > (1u << 31))
+        return -1;
+    return text_resize(c, (uint32_t)ncap);
+}
+
 /* Free a drained ring. */
 static void ring_release(rc_conn *c)
 {
-    rep_rebase(c, NULL);
     free(c->ring);
+    free(c->text); /* empty: nothing is queued */
+    c->text = NULL;
+    c->text_cap = 0;
+    c->text_hw = 0;
     c->rp->ring_resident -= c->ring_fresh;
     c->ring = NULL;
     c->ring_cap = 0;
@@ -130,7 +151,18 @@ void ring_maybe_shrink(rc_conn *c)
         if (ncap < c->ring_cap && ring_resize(c, ncap) == 0)
             c->rp->ring_shrinks++;
     }
+    /* the text FIFO follows the same rule, in bytes */
+    uint32_t held = c->text_tail - c->text_head;
+    uint32_t tneed = c->text_hw > held ? c->text_hw : held;
+    if (c->text_cap > TEXT_KEEP && (uint64_t)tneed * 4 <= c->text_cap) {
+        uint32_t ncap = TEXT_KEEP;
+        while (ncap < 2 * tneed)
+            ncap *= 2;
+        if (ncap < c->text_cap)
+            text_resize(c, ncap);
+    }
     c->ring_hw = 0;
+    c->text_hw = 0;
     c->ring_win = 0;
 }
 
