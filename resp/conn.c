@@ -130,10 +130,9 @@ static void conn_free(resp_pipeline *rp, rc_conn *c)
     if (c->next != NULL)
         c->next->prev = c->prev;
     rp->inflight_total -= c->count;
-    rp->ring_resident -= c->ring_fresh;
     rp_free(c);
-    free(c->ring);
-    free(c->text);
+    pages_free(rp, &c->ring);
+    pages_free(rp, &c->text);
     rp->kept_total -= c->keep_cap;
     free(c->keep);
     rc_bus_free(c);
@@ -209,6 +208,7 @@ void resp_free(resp_pipeline *rp)
         return;
     while (rp->live != NULL)
         conn_free(rp, rp->live);
+    pages_pool_free(rp);
     free(rp);
 }
 

@@ -422,19 +422,18 @@ void rq_gap_resolve(rc_conn *c, const uint8_t *p, size_t n)
         if ((uint64_t)c->count + owed <= rp->cfg.max_inflight &&
             rp->inflight_total + owed <= rp->cfg.max_inflight_total) {
             for (uint32_t i = 0; i < owed; i++) {
-                if (ring_reserve(c) != 0)
+                rq_slot *e = ring_push(c);
+                if (e == NULL)
                     break;
-                rq_slot *e = ring_next_free(c);
+                memset(e, 0, sizeof(*e));
                 e->kind = RQK_LOST;
-                e->text_pos = c->text_tail; /* no text */
-                e->text_len = 0;
+                e->text_pos = c->text.tail; /* no text */
                 e->nreply = 1;
                 e->dynamic = 0;
                 e->uncertain = 0;
                 e->keep = 0;
                 /* a bound of its end: the requests are at least smin long */
                 e->req_end = c->rq_gap_start + (uint64_t)(i + 1) * smin;
-                c->count++;
                 rp->inflight_total++;
                 if (i + 1 == owed)
                     c->anchored++;

@@ -235,14 +235,16 @@ static PAIR_RARE void stage_drop(rc_conn *c, rq_entry *e)
 }
 
 /* Queue the request just decoded (the stage): its slot, or NULL when it
- * could not be queued (no memory for its text). */
+ * could not be queued (no memory for a page). */
 static inline rq_slot *stage_queue(rc_conn *c, const rq_entry *e)
 {
-    if (c->count >= c->ring_cap && ring_reserve(c) != 0)
+    rq_pages *f = &c->ring;
+    if (pages_need(c->rp, f, sizeof(rq_slot)) != 0)
         return NULL;
-    rq_slot *s = ring_next_free(c);
+    rq_slot *s = (rq_slot *)(void *)pages_at(f, f->tail);
     if (slot_pack(c, s, e) != 0)
         return NULL;
+    f->tail += sizeof(rq_slot);
     c->count++;
     return s;
 }
@@ -371,9 +373,9 @@ static PAIR_RARE void repl_found(rc_conn *c, int mid)
     c->st.requests -= c->count; /* decoded, never emitted */
     c->rp->inflight_total -= c->count;
     c->count = 0;
-    c->text_head = c->text_tail;
+    pages_release(c->rp, &c->ring);
+    pages_release(c->rp, &c->text);
     c->noreply_queued = 0;
-    c->head = 0;
     c->rq.in_msg = 0;
 }
 
@@ -430,31 +432,40 @@ static inline void request_reset(rq_entry *e, int64_t ts)
     r->start_us = ts;
 }
 
-/* pair_request_slot in general: regaining sync, resizing the ring, the
+/* Is there room for one more request after the queued ones in pages
+ * already held: a slot, and a text page begun (a text that does not fit
+ * takes the next page when the request is complete, from the pool)? */
+static inline int room_held(const rc_conn *c)
+{
+    return c->ring.end - c->ring.tail >= sizeof(rq_slot) && c->text.end != c->text.tail;
+}
+
+/* pair_request_slot in general: regaining sync, taking pages, the
  * in-flight caps (past them, or out of memory, the request is decoded all
- * the same but not queued: cur_dropped). */
+ * the same but not queued: cur_dropped). Pages are taken when a request
+ * starts: a connection's first request allocates nothing while it goes
+ * by, or after it (unless its text passes what its page has left). */
 static PAIR_APART rq_entry *request_slot_general(rc_conn *c, int64_t ts)
 {
-    const resp_pipeline *rp = c->rp;
+    resp_pipeline *rp = c->rp;
     if (!c->synced)
         try_regain_sync(c);
-    ring_maybe_shrink(c);
     c->cur_dropped = !(c->count < rp->cfg.max_inflight &&
-                       rp->inflight_total < rp->cfg.max_inflight_total && ring_reserve(c) == 0);
+                       rp->inflight_total < rp->cfg.max_inflight_total &&
+                       pages_need(rp, &c->ring, sizeof(rq_slot)) == 0 &&
+                       pages_need(rp, &c->text, 1) == 0);
     request_reset(&c->stage, ts);
     return &c->stage;
 }
 
 /* A request starts: the entry the decoder writes it into, the stage (it
  * is packed into the ring when complete). The common case, a connection in
- * sync whose ring has room and needs no resizing, under the caps, is
- * settled here (what request_slot_general would do for it); the rest goes
- * to request_slot_general. */
+ * sync with room in its pages, under the caps, is settled here (what request_slot_general would do
+ * for it); the rest goes to request_slot_general. */
 rq_entry *pair_request_slot(rc_conn *c, int64_t ts)
 {
     const resp_pipeline *rp = c->rp;
-    if (c->synced && c->count < c->ring_cap && !ring_shrink_due(c) &&
-        c->count < rp->cfg.max_inflight && rp->inflight_total < rp->cfg.max_inflight_total) {
+    if (c->synced && room_held(c) && c->count < rp->cfg.max_inflight && rp->inflight_total < rp->cfg.max_inflight_total) {
         c->cur_dropped = 0;
         request_reset(&c->stage, ts);
         return &c->stage;
@@ -600,9 +611,6 @@ static PAIR_APART void request_done_general(rc_conn *c, rq_entry *e, uint8_t kin
     if (expects_no_reply(s))
         c->noreply_queued++;
     rp->inflight_total++;
-    if (c->count > c->ring_hw) /* the deepest queue in this window */
-        c->ring_hw = c->count;
-    c->ring_win++;
     flush_no_reply(c);
 }
 
@@ -640,9 +648,6 @@ void pair_request_done(rc_conn *c)
     }
     c->orphans = 0;
     c->rp->inflight_total++;
-    if (c->count > c->ring_hw)
-        c->ring_hw = c->count;
-    c->ring_win++;
     flush_no_reply(c);
 }
 

@@ -90,9 +90,11 @@ void request_modes(rc_conn *c, rq_entry *e);
 void tx_undo(rc_conn *c, const rq_slot *h);
 
 /* ring.c */
-int ring_reserve(rc_conn *c);
-int text_grow(rc_conn *c, uint32_t need);
-void ring_maybe_shrink(rc_conn *c);
+int pages_need_slow(resp_pipeline *rp, rq_pages *f, uint32_t n);
+void pages_drop_slow(resp_pipeline *rp, rq_pages *f, uint32_t new_head);
+void pages_release(resp_pipeline *rp, rq_pages *f);
+void pages_free(resp_pipeline *rp, rq_pages *f);
+void pages_pool_free(resp_pipeline *rp);
 
 /* loss.c */
 /* The name bytes a key takes, by name length: its first min(len, 8). */
@@ -105,66 +107,96 @@ void rq_gap_resolve(rc_conn *c, const uint8_t *p, size_t n);
 
 /* ---------------------------------------------------------------- ring (hot) */
 
-/* The slot at position i of the FIFO (0 = head). */
-static inline rq_slot *ring_at(rc_conn *c, uint32_t i)
+/* ---------------------------------------------------------------- paged FIFOs (hot) */
+
+/* The byte at position pos of f (held). */
+static inline uint8_t *pages_at(const rq_pages *f, uint32_t pos)
 {
-    return &c->ring[(c->head + i) & (c->ring_cap - 1)];
+    return f->page[(pos >> RQ_PAGE_SHIFT) & (f->cap - 1)] + (pos & (RQ_PAGE - 1));
 }
 
-/* The free slot after the queued ones (ring_reserve made room). Since a
- * resize the ring hands out its slots in index order, so a slot never
- * handed out is always the one at ring_fresh: zeroed then (its memory was
- * never touched, and a slot must never hold stale heap bytes). */
-static inline rq_slot *ring_next_free(rc_conn *c)
+/* Make the n bytes (n <= RQ_PAGE) after the tail fit in pages held.
+ * Returns -1 if memory ran out. */
+static inline int pages_need(resp_pipeline *rp, rq_pages *f, uint32_t n)
 {
-    uint32_t i = (c->head + c->count) & (c->ring_cap - 1);
-    rq_slot *e = &c->ring[i];
-    if (i >= c->ring_fresh) {
-        memset(e, 0, sizeof(*e));
-        c->rp->ring_resident += i + 1 - c->ring_fresh;
-        c->ring_fresh = i + 1;
-    }
+    if (f->end - f->tail >= n)
+        return 0;
+    return pages_need_slow(rp, f, n);
+}
+
+/* The head moves to new_head (<= tail): the pages it left go back. */
+static inline void pages_drop_to(resp_pipeline *rp, rq_pages *f, uint32_t new_head)
+{
+    if (((new_head ^ f->head) >> RQ_PAGE_SHIFT) == 0)
+        f->head = new_head;
+    else
+        pages_drop_slow(rp, f, new_head);
+}
+
+/* ---------------------------------------------------------------- ring (hot) */
+
+/* The slot at position i of the FIFO (0 = head). Slots never straddle a
+ * page (RQ_PAGE is a multiple of their size). */
+static inline rq_slot *ring_at(rc_conn *c, uint32_t i)
+{
+    return (rq_slot *)(void *)pages_at(&c->ring, c->ring.head + i * (uint32_t)sizeof(rq_slot));
+}
+
+/* A slot after the queued ones, counted in (count + 1); NULL if memory ran
+ * out. Its fields are the caller's to write: every one (slot_pack), or
+ * after a memset (a lost request's). */
+static inline rq_slot *ring_push(rc_conn *c)
+{
+    rq_pages *f = &c->ring;
+    if (pages_need(c->rp, f, sizeof(rq_slot)) != 0)
+        return NULL;
+    rq_slot *e = (rq_slot *)(void *)pages_at(f, f->tail);
+    f->tail += sizeof(rq_slot);
+    c->count++;
     return e;
 }
 
 /* Remove the head (its text goes with it). */
 static inline void ring_pop(rc_conn *c)
 {
-    const rq_slot *h = &c->ring[c->head];
-    c->text_head = h->text_pos + h->text_len;
-    c->head = (c->head + 1) & (c->ring_cap - 1);
+    const rq_slot *h = ring_at(c, 0);
+    pages_drop_to(c->rp, &c->text, h->text_pos + h->text_len);
+    pages_drop_to(c->rp, &c->ring, c->ring.head + (uint32_t)sizeof(rq_slot));
     c->count--;
     c->rp->inflight_total--;
 }
 
-/* ---------------------------------------------------------------- text FIFO (hot) */
+/* ---------------------------------------------------------------- text (hot) */
 
-/* Copy n bytes to / from the text FIFO at position pos (wrapping). */
+/* Copy n bytes (n <= RQ_PAGE) to / from the text FIFO at position pos: at
+ * most two pages. */
 static inline void text_put(rc_conn *c, uint32_t pos, const void *src, size_t n)
 {
-    uint32_t at = pos & (c->text_cap - 1);
-    size_t first = c->text_cap - at;
+    size_t first = RQ_PAGE - (pos & (RQ_PAGE - 1));
+    if (n == 0)
+        return; /* the position may be in no page held */
     if (n <= first) {
-        memcpy(c->text + at, src, n);
+        memcpy(pages_at(&c->text, pos), src, n);
     } else {
-        memcpy(c->text + at, src, first);
-        memcpy(c->text, (const uint8_t *)src + first, n - first);
+        memcpy(pages_at(&c->text, pos), src, first);
+        memcpy(pages_at(&c->text, pos + (uint32_t)first), (const uint8_t *)src + first, n - first);
     }
 }
 static inline void text_get(const rc_conn *c, uint32_t pos, void *dst, size_t n)
 {
-    uint32_t at = pos & (c->text_cap - 1);
-    size_t first = c->text_cap - at;
+    size_t first = RQ_PAGE - (pos & (RQ_PAGE - 1));
+    if (n == 0)
+        return;
     if (n <= first) {
-        memcpy(dst, c->text + at, n);
+        memcpy(dst, pages_at(&c->text, pos), n);
     } else {
-        memcpy(dst, c->text + at, first);
-        memcpy((uint8_t *)dst + first, c->text, n - first);
+        memcpy(dst, pages_at(&c->text, pos), first);
+        memcpy((uint8_t *)dst + first, pages_at(&c->text, pos + (uint32_t)first), n - first);
     }
 }
 
 /* Pack the request just decoded (e, with its pairing facts) into slot s,
- * its text at the FIFO's tail. Returns -1 if the FIFO could not grow. */
+ * its text at the text FIFO's tail. Returns -1 if memory ran out. */
 static inline int slot_pack(rc_conn *c, rq_slot *s, const rq_entry *e)
 {
     const resp_request *r = &e->cmd.req;
@@ -177,9 +209,9 @@ static inline int slot_pack(rc_conn *c, rq_slot *s, const rq_entry *e)
                memcmp(r->key0, r->args[0], r->key0_len) == 0);
     if (!dup)
         need += r->key0_len;
-    if (c->text_tail - c->text_head + (uint64_t)need > c->text_cap && text_grow(c, need) != 0)
+    if (pages_need(c->rp, &c->text, need) != 0)
         return -1;
-    pos = c->text_tail;
+    pos = c->text.tail;
     s->text_pos = pos;
     s->text_len = (uint16_t)need;
     text_put(c, pos, r->name, e->name_len);
@@ -190,9 +222,7 @@ static inline int slot_pack(rc_conn *c, rq_slot *s, const rq_entry *e)
     }
     if (!dup)
         text_put(c, pos, r->key0, r->key0_len);
-    c->text_tail = pos + (dup ? 0 : r->key0_len);
-    if (c->text_tail - c->text_head > c->text_hw)
-        c->text_hw = c->text_tail - c->text_head;
+    c->text.tail = pos + (dup ? 0 : r->key0_len);
     s->nreply = e->nreply;
     s->kind = e->kind;
     s->keep = e->keep;
@@ -268,14 +298,6 @@ static inline resp_command *slot_unpack(rc_conn *c, const rq_slot *s)
         text_get(c, pos, r->key0, s->key0_len);
     r->end_pos = s->req_end;
     return cmd;
-}
-
-/* Would ring_maybe_shrink do anything now? */
-static inline int ring_shrink_due(const rc_conn *c)
-{
-    return c->ring_cap > RING_KEEP &&
-           (c->ring_win >= (uint64_t)RING_WINDOW * c->ring_cap ||
-            (c->count == 0 && c->rp->ring_resident > c->rp->cfg.max_inflight));
 }
 
 /* ---------------------------------------------------------------- queue (hot) */

@@ -72,13 +72,25 @@ typedef struct rd_resync {
 
 /* ---------------------------------------------------------------- requests */
 
-/* In-flight rings (ring.c): a ring is cut back (to at least RING_KEEP
- * entries) only when a window of RING_WINDOW x its capacity requests never
- * filled a quarter of it; draining it frees it only when all rings hold
- * more entries than max_inflight (one connection's cap). */
-#define RING_KEEP 16
-#define RING_WINDOW 4
-#define TEXT_KEEP 1024 /* bytes: the text FIFO's smallest size */
+/* In-flight FIFOs (ring.c) are made of pages of RQ_PAGE bytes, taken from
+ * and given back to the pipeline's pool: a FIFO never resizes, it holds
+ * the pages its live span covers. The pool keeps at most RQ_POOL_KEEP
+ * pages, or as many as are in use if more (the rest are freed). */
+#define RQ_PAGE_SHIFT 10
+#define RQ_PAGE (1u << RQ_PAGE_SHIFT)
+#define RQ_POOL_KEEP 512
+
+/* A FIFO of bytes in pages. Positions count the bytes ever appended, mod
+ * 2^32 (a multiple of RQ_PAGE); the pages held cover [head, end), end a
+ * page boundary at or after tail. page[] is indexed by page number
+ * (position / RQ_PAGE) mod cap, so a page never moves. */
+typedef struct rq_pages {
+    uint8_t **page;
+    uint32_t cap;             /* entries of page[]: a power of two, or 0 */
+    uint32_t head;            /* position of the first byte held */
+    uint32_t tail;            /* position after the last */
+    uint32_t end;             /* position after the pages held */
+} rq_pages;
 
 /* The request being decoded: the command event it becomes, plus the
  * pairing facts worked out when it is complete (pair.c). One per
@@ -308,19 +320,13 @@ typedef struct rc_conn {
     cap_conn *cc;
     uint64_t conn_word;       /* the sink's (resp_sink.conn_word) */
     struct resp_pipeline *rp;
-    /* FIFO of in-flight requests */
-    rq_slot *ring;
-    uint32_t ring_cap;
-    uint32_t head;
+    /* FIFO of in-flight requests: count slots (sizeof(rq_slot) bytes
+     * each) from ring.head on, their text in text (ring.c) */
+    rq_pages ring;
     uint32_t count;
     uint8_t cur_dropped;      /* cur will not be queued (a cap, or no memory) */
     uint32_t noreply_queued;  /* queued requests that expect no reply (the
                                  ones flush_no_reply emits, pair.c) */
-    uint32_t ring_fresh;      /* ring entries from this index on were never
-                                 handed out since the ring was made: not yet
-                                 initialised, their pages maybe not touched */
-    uint32_t ring_hw;         /* deepest queue since ring_win was reset */
-    uint64_t ring_win;        /* requests queued since then */
     /* client-side modes (known when a request is decoded) */
     uint8_t in_multi, reply_off, skip_next;
     rq_entry *cur;            /* where the request decoder writes: &stage */
@@ -346,13 +352,7 @@ typedef struct rc_conn {
     rq_dec rq;
     rp_dec rpd;
     resp_reply reply;         /* where every reply is decoded (rep) */
-    /* The text FIFO: the text of the queued slots, in their order (ring.c).
-     * Positions count bytes ever appended (mod 2^32); index = pos & (cap-1). */
-    uint8_t *text;
-    uint32_t text_cap;        /* a power of two, or 0 */
-    uint32_t text_head;       /* position of the head slot's text */
-    uint32_t text_tail;       /* position after the last slot's text */
-    uint32_t text_hw;         /* most text bytes held since ring_win was reset */
+    rq_pages text;            /* the text of the queued slots, in order */
     uint8_t *keep;
     size_t keep_len, keep_cap;
     resp_conn_stats st;
@@ -415,12 +415,13 @@ struct resp_pipeline {
     resp_stats view;          /* what resp_get_stats returns */
     uint64_t inflight_total;
     uint64_t kept_total;      /* keep buffer bytes allocated over all connections */
-    uint64_t ring_shrinks;    /* rings cut back after a burst (tests) */
-    uint64_t ring_resident;   /* ring entries ever handed out, all rings: the
-                                 ones whose memory was touched */
+    void *pool;               /* free pages, linked through their first word */
+    uint32_t pool_n;          /* pages in it */
+    uint64_t pages_used;      /* pages held by the FIFOs of all connections */
+    uint64_t pages_peak;      /* most pages allocated at once (used + pool) */
+    uint64_t page_allocs;     /* pages allocated (tests: not per command) */
     uint64_t index;           /* the record being fed (cap_event.index of the
                                  latest event): proofs.c stamps with it */
-    uint64_t ring_resizes;    /* ring and text FIFO reallocations (tests) */
     resp_command out;         /* the command handed to the sink: an emitted
                                  slot is unpacked here (one pipeline per
                                  thread: no global state) */

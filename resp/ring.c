@@ -1,168 +1,159 @@
 /*
- * ring.c - the in-flight ring of a connection: the requests sent and not yet
- * answered, in order (pair.c queues at the tail and pairs at the head).
+ * ring.c - the in-flight FIFOs of a connection: the requests sent and not
+ * yet answered, in order (pair.c queues at the tail and pairs at the head),
+ * as 128-byte slots, and the text of those requests (names, kept arguments,
+ * first keys) beside them.
  *
- * One ring per connection, a power of two of two-line slots, grown by
- * doubling and cut back only after a window of quiet (ring_maybe_shrink), so
- * that no connection resizes per command and memory follows what is in
- * flight, not the capture's length. The hot accessors are inline in
- * pair_internal.h; this file holds what runs when the ring changes size,
- * and the same for the text FIFO beside it (the slots' names, arguments and
- * keys, rc_conn.text).
+ * Both are FIFOs of bytes in pages of RQ_PAGE bytes (rq_pages): a page is
+ * taken from the pipeline's pool when the tail enters it and given back
+ * when the head leaves it, so a FIFO never resizes or copies, and what all
+ * connections hold follows what is in flight now, not what each connection
+ * once had in flight (a lossy reply stream makes every connection deep at
+ * some time, not all at once). Only the small array of page pointers grows
+ * (by doubling) when a connection's span needs more pages than ever. The
+ * hot accessors are inline in pair_internal.h; this file holds what runs
+ * when a page is taken or given back.
  */
 #include <stddef.h>
 #include <stdlib.h>
 
 #include "resp/pair_internal.h"
 
-/* n in-flight slots, on cache-line boundaries (a slot is two lines: the
- * pairing facts on the first), NOT initialised: a ring initialises each
- * slot when it first hands it out (ring_fresh), so a ring grown for a burst
- * makes resident only the slots the burst used, not the whole doubled
- * capacity. NULL on out of memory. Free with free(). */
-static rq_slot *slots_alloc(size_t n)
-{
-    if (n > SIZE_MAX / sizeof(rq_slot))
-        return NULL;
-    return aligned_alloc(_Alignof(rq_slot), n * sizeof(rq_slot));
-}
+/* ---------------------------------------------------------------- pool */
 
-/* Move the queued slots to a new ring of ncap slots (a power of two, at
- * least count). Returns -1 if memory ran out (the old ring stays). */
-static int ring_resize(rc_conn *c, uint32_t ncap)
+/* A page: from the pool, or allocated (on cache-line boundaries: slots are
+ * two lines each). NULL on out of memory. */
+static uint8_t *page_get(resp_pipeline *rp)
 {
-    rq_slot *nr = slots_alloc(ncap);
-    if (nr == NULL)
-        return -1;
-    for (uint32_t i = 0; i < c->count; i++)
-        memcpy(&nr[i], ring_at(c, i), sizeof(*nr));
-    free(c->ring);
-    c->ring = nr;
-    c->ring_cap = ncap;
-    c->head = 0;
-    c->rp->ring_resident += (uint64_t)c->count - c->ring_fresh;
-    c->ring_fresh = c->count; /* the copies are initialised, the rest not */
-    c->rp->ring_resizes++;
-    return 0;
-}
-
-static int text_resize(rc_conn *c, uint32_t ncap);
-
-/* Make room for one more slot after the queued ones. Returns -1 if memory
- * ran out. Capacities are powers of two. A new ring comes with its text
- * FIFO (TEXT_KEEP bytes), so that a request's text finds room at once. */
-int ring_reserve(rc_conn *c)
-{
-    if (c->ring != NULL && c->count + 1 <= c->ring_cap)
-        return 0;
-    if (c->text == NULL && text_resize(c, TEXT_KEEP) != 0)
-        return -1;
-    /* most connections: 1; after a shrink, back to the size it had */
-    uint32_t ncap = c->ring_cap ? c->ring_cap * 2 : 2;
-    return ring_resize(c, ncap);
-}
-
-/* Move the text held to a FIFO of ncap bytes (a power of two, at least what
- * is held): each byte keeps its position, so the slots' text_pos stay
- * valid. ncap 0 frees an empty FIFO. Returns -1 if memory ran out. */
-static int text_resize(rc_conn *c, uint32_t ncap)
-{
-    uint8_t *nt = NULL;
-    if (ncap > 0 && (nt = malloc(ncap)) == NULL)
-        return -1;
-    for (uint32_t pos = c->text_head; pos != c->text_tail;) {
-        uint32_t at = pos & (ncap - 1), from = pos & (c->text_cap - 1);
-        uint32_t n = c->text_tail - pos;
-        n = n < ncap - at ? n : ncap - at;
-        n = n < c->text_cap - from ? n : c->text_cap - from;
-        memcpy(nt + at, c->text + from, n);
-        pos += n;
+    uint8_t *p = rp->pool;
+    if (p != NULL) {
+        memcpy(&rp->pool, p, sizeof(void *));
+        rp->pool_n--;
+    } else {
+        p = aligned_alloc(64, RQ_PAGE);
+        if (p == NULL)
+            return NULL;
+        rp->page_allocs++;
+        if (rp->pages_used + rp->pool_n + 1 > rp->pages_peak)
+            rp->pages_peak = rp->pages_used + rp->pool_n + 1;
     }
-    free(c->text);
-    c->text = nt;
-    c->text_cap = ncap;
-    c->rp->ring_resizes++;
-    return 0;
+    rp->pages_used++;
+    return p;
 }
 
-/* Room for need more text bytes (text_room said there was none). Returns
- * -1 if memory ran out. */
-int text_grow(rc_conn *c, uint32_t need)
+/* Give a page back: the pool keeps it unless it already holds RQ_POOL_KEEP
+ * pages and at least as many as are in use (then it is freed, so that the
+ * pool does not keep the memory of a burst long past it). */
+static void page_put(resp_pipeline *rp, uint8_t *p)
 {
-    uint64_t want = (uint64_t)(c->text_tail - c->text_head) + need;
-    uint64_t ncap = c->text_cap ? c->text_cap : TEXT_KEEP;
-    while (ncap < want)
+    rp->pages_used--;
+    if (rp->pool_n >= RQ_POOL_KEEP && rp->pool_n >= rp->pages_used) {
+        free(p);
+        return;
+    }
+    memcpy(p, &rp->pool, sizeof(void *));
+    rp->pool = p;
+    rp->pool_n++;
+}
+
+/* Free the pool (resp_free). */
+void pages_pool_free(resp_pipeline *rp)
+{
+    while (rp->pool != NULL) {
+        uint8_t *p = rp->pool;
+        memcpy(&rp->pool, p, sizeof(void *));
+        free(p);
+    }
+    rp->pool_n = 0;
+}
+
+/* ---------------------------------------------------------------- FIFOs */
+
+_Static_assert(RQ_PAGE % sizeof(rq_slot) == 0, "a slot never straddles a page");
+_Static_assert(RQ_TEXT_MAX <= RQ_PAGE, "a request's text spans at most two pages");
+
+/* Page numbers wrap with positions: 2^32 / RQ_PAGE of them. */
+#define PAGE_NUM_MASK ((1u << (32 - RQ_PAGE_SHIFT)) - 1)
+
+static inline uint32_t page_num(uint32_t pos)
+{
+    return (pos >> RQ_PAGE_SHIFT) & PAGE_NUM_MASK;
+}
+
+/* How many pages f holds. */
+static uint32_t pages_held(const rq_pages *f)
+{
+    return (f->end - (f->head & ~(RQ_PAGE - 1))) >> RQ_PAGE_SHIFT;
+}
+
+/* Make page[] hold at least n pages (a power of two). Returns -1 if memory
+ * ran out (nothing changed). */
+static int pages_index_grow(rq_pages *f, uint32_t n)
+{
+    uint32_t ncap = f->cap ? f->cap : 4;
+    while (ncap < n)
         ncap *= 2;
-    if (ncap > (1u << 31))
+    uint8_t **np = malloc((size_t)ncap * sizeof(*np));
+    if (np == NULL)
         return -1;
-    return text_resize(c, (uint32_t)ncap);
+    uint32_t first = page_num(f->head), held = pages_held(f);
+    for (uint32_t i = 0; i < held; i++) {
+        uint32_t pn = (first + i) & PAGE_NUM_MASK;
+        np[pn & (ncap - 1)] = f->page[pn & (f->cap - 1)];
+    }
+    free(f->page);
+    f->page = np;
+    f->cap = ncap;
+    return 0;
 }
 
-/* Free a drained ring. */
-static void ring_release(rc_conn *c)
+/* The slow part of pages_need: take pages until n bytes after the tail
+ * fit. Returns -1 if memory ran out (the pages taken stay held). */
+int pages_need_slow(resp_pipeline *rp, rq_pages *f, uint32_t n)
 {
-    free(c->ring);
-    free(c->text); /* empty: nothing is queued */
-    c->text = NULL;
-    c->text_cap = 0;
-    c->text_hw = 0;
-    c->rp->ring_resident -= c->ring_fresh;
-    c->ring = NULL;
-    c->ring_cap = 0;
-    c->ring_fresh = 0;
-    c->head = 0;
-    c->ring_hw = 0;
-    c->ring_win = 0;
-    c->rp->ring_shrinks++;
+    while (f->end - f->tail < n) {
+        uint32_t held = pages_held(f);
+        if (held + 1 > f->cap && pages_index_grow(f, held + 1) != 0)
+            return -1;
+        uint8_t *p = page_get(rp);
+        if (p == NULL)
+            return -1;
+        f->page[page_num(f->end) & (f->cap - 1)] = p;
+        f->end += RQ_PAGE;
+    }
+    return 0;
 }
 
-/* Give memory back after a burst: a ring only ever grows while requests are
- * queued, so without this it would keep the deepest pipeline a connection
- * ever had (and the memory would grow with the length of the capture).
- *
- * Once a window of RING_WINDOW x ring_cap requests has passed, a ring whose
- * queue never got deeper than a quarter of its capacity in that window is
- * cut to twice that depth (at least RING_KEEP entries). Nothing else ever
- * shrinks a ring, not even draining it: a connection that fills its ring
- * and empties it again and again (a stream nobody answers, cut at the
- * in-flight cap; bursts) keeps one ring instead of growing and giving back
- * its memory each time, which cost a copy and page faults per round. The
- * window and the factor four between growing and shrinking make the copies
- * amortised: at most one resize per window, never per command. But the
- * entries all rings hold (touched, so resident) stay within one
- * connection's in-flight cap (max_inflight): past it, a drained ring is
- * freed, or rings kept after their bursts would add up beyond what is in
- * flight (several streams nobody answers would each keep a full ring). */
-void ring_maybe_shrink(rc_conn *c)
+/* The slow part of pages_drop_to: give back the pages before the one that
+ * holds new_head (the head left them; all of them when new_head is end). */
+void pages_drop_slow(resp_pipeline *rp, rq_pages *f, uint32_t new_head)
 {
-    if (c->ring_cap <= RING_KEEP)
-        return;
-    if (c->count == 0 && c->rp->ring_resident > c->rp->cfg.max_inflight) {
-        ring_release(c);
-        return;
-    }
-    if (c->ring_win < (uint64_t)RING_WINDOW * c->ring_cap)
-        return;
-    uint32_t need = c->ring_hw > c->count + 1 ? c->ring_hw : c->count + 1;
-    if ((uint64_t)need * 4 <= c->ring_cap) {
-        uint32_t ncap = RING_KEEP;
-        while (ncap < 2 * need)
-            ncap *= 2;
-        if (ncap < c->ring_cap && ring_resize(c, ncap) == 0)
-            c->rp->ring_shrinks++;
-    }
-    /* the text FIFO follows the same rule, in bytes */
-    uint32_t held = c->text_tail - c->text_head;
-    uint32_t tneed = c->text_hw > held ? c->text_hw : held;
-    if (c->text_cap > TEXT_KEEP && (uint64_t)tneed * 4 <= c->text_cap) {
-        uint32_t ncap = TEXT_KEEP;
-        while (ncap < 2 * tneed)
-            ncap *= 2;
-        if (ncap < c->text_cap)
-            text_resize(c, ncap);
-    }
-    c->ring_hw = 0;
-    c->text_hw = 0;
-    c->ring_win = 0;
+    uint32_t stop = page_num(new_head);
+    for (uint32_t pn = page_num(f->head); pn != stop; pn = (pn + 1) & PAGE_NUM_MASK)
+        page_put(rp, f->page[pn & (f->cap - 1)]);
+    f->head = new_head;
 }
 
+/* Give back every page and, when it has grown past its first size, the
+ * index: the FIFO is empty (and its next byte starts a page). */
+void pages_release(resp_pipeline *rp, rq_pages *f)
+{
+    uint32_t held = pages_held(f), first = page_num(f->head);
+    for (uint32_t i = 0; i < held; i++)
+        page_put(rp, f->page[((first + i) & PAGE_NUM_MASK) & (f->cap - 1)]);
+    f->head = f->tail = f->end;
+    if (f->cap > 4) {
+        free(f->page);
+        f->page = NULL;
+        f->cap = 0;
+    }
+}
+
+/* Free a FIFO's pages and index (the connection is freed). */
+void pages_free(resp_pipeline *rp, rq_pages *f)
+{
+    pages_release(rp, f);
+    free(f->page);
+    f->page = NULL;
+    f->cap = 0;
+}
