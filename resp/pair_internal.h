@@ -168,93 +168,115 @@ static inline void ring_pop(rc_conn *c)
 
 /* ---------------------------------------------------------------- text (hot) */
 
-/* Copy n bytes (n <= RQ_PAGE) to / from the text FIFO at position pos: at
- * most two pages. */
-static inline void text_put(rc_conn *c, uint32_t pos, const void *src, size_t n)
+/* The 16-byte units a text piece of n kept bytes (n <= 64) takes: pieces
+ * are copied by moves of constant size, rounded up. */
+static inline uint32_t text_units(uint32_t n)
 {
-    size_t first = RQ_PAGE - (pos & (RQ_PAGE - 1));
-    if (n == 0)
-        return; /* the position may be in no page held */
-    if (n <= first) {
-        memcpy(pages_at(&c->text, pos), src, n);
-    } else {
-        memcpy(pages_at(&c->text, pos), src, first);
-        memcpy(pages_at(&c->text, pos + (uint32_t)first), (const uint8_t *)src + first, n - first);
+    return (n + 15) >> 4;
+}
+
+/* Copy u 16-byte units (u <= max, max 2 or 4: the arrays' sizes). */
+static inline void copy_units(uint8_t *dst, const void *src, uint32_t u, uint32_t max)
+{
+    if (u > max)
+        u = max;
+    switch (u) {
+    case 1: memcpy(dst, src, 16); break;
+    case 2: memcpy(dst, src, 32); break;
+    case 3: memcpy(dst, src, max >= 3 ? 48 : 32); break;
+    case 4: memcpy(dst, src, max >= 4 ? 64 : 32); break;
+    default: break;
     }
 }
-static inline void text_get(const rc_conn *c, uint32_t pos, void *dst, size_t n)
+static inline void copy_units_out(void *dst, const uint8_t *src, uint32_t u, uint32_t max)
 {
-    size_t first = RQ_PAGE - (pos & (RQ_PAGE - 1));
-    if (n == 0)
-        return;
-    if (n <= first) {
-        memcpy(dst, pages_at(&c->text, pos), n);
-    } else {
-        memcpy(dst, pages_at(&c->text, pos), first);
-        memcpy((uint8_t *)dst + first, pages_at(&c->text, pos + (uint32_t)first), n - first);
+    if (u > max)
+        u = max;
+    switch (u) {
+    case 1: memcpy(dst, src, 16); break;
+    case 2: memcpy(dst, src, 32); break;
+    case 3: memcpy(dst, src, max >= 3 ? 48 : 32); break;
+    case 4: memcpy(dst, src, max >= 4 ? 64 : 32); break;
+    default: break;
+    }
+}
+#define NAME_UNITS (RESP_NAME_MAX / 16)
+#define ARG_UNITS (RESP_ARG_PREFIX / 16)
+
+/* Is key0 the same kept bytes as args[0] (compared by their moves: bytes
+ * past the kept lengths may differ, then it is kept twice)? */
+static inline int key0_is_arg0(const resp_request *r)
+{
+    if (r->nargs == 0 || r->key0_len != r->arg_len[0])
+        return 0;
+    switch (text_units(r->key0_len)) {
+    case 1: return memcmp(r->key0, r->args[0], 16) == 0;
+    case 2: return memcmp(r->key0, r->args[0], 32) == 0;
+    case 3: return memcmp(r->key0, r->args[0], 48) == 0;
+    default: return memcmp(r->key0, r->args[0], 64) == 0;
     }
 }
 
 /* Pack the request just decoded (e, with its pairing facts) into slot s,
- * its text at the text FIFO's tail. Returns -1 if memory ran out. */
+ * its text (the pieces one after another, in 16-byte units) at the text
+ * FIFO's tail, or at the next page when it would straddle one. Returns -1
+ * if memory ran out. */
 static inline int slot_pack(rc_conn *c, rq_slot *s, const rq_entry *e)
 {
     const resp_request *r = &e->cmd.req;
+    rq_pages *f = &c->text;
     uint32_t nargs = r->nargs < RESP_ARG_KEEP ? r->nargs : RESP_ARG_KEEP;
-    uint32_t need = e->name_len, pos;
+    int dup = r->key0_len == 0 || key0_is_arg0(r);
+    uint32_t units = text_units(e->name_len) + (dup ? 0 : text_units(r->key0_len));
     for (uint32_t i = 0; i < nargs; i++)
-        need += r->arg_len[i];
-    int dup = r->key0_len == 0 ||
-              (nargs > 0 && r->key0_len <= r->arg_len[0] &&
-               memcmp(r->key0, r->args[0], r->key0_len) == 0);
-    if (!dup)
-        need += r->key0_len;
-    if (pages_need(c->rp, &c->text, need) != 0)
-        return -1;
-    pos = c->text.tail;
-    s->text_pos = pos;
-    s->text_len = (uint16_t)need;
-    text_put(c, pos, r->name, e->name_len);
-    pos += e->name_len;
-    for (uint32_t i = 0; i < nargs; i++) {
-        text_put(c, pos, r->args[i], r->arg_len[i]);
-        pos += r->arg_len[i];
+        units += text_units(r->arg_len[i]);
+    uint32_t len = units << 4, at = f->tail;
+    if (len > 0) {
+        if ((at & (RQ_PAGE - 1)) + len > RQ_PAGE)
+            at = (at + RQ_PAGE - 1) & ~(RQ_PAGE - 1);
+        if (f->end - at < len && pages_need(c->rp, f, at + len - f->tail) != 0)
+            return -1;
+        uint8_t *d = pages_at(f, at);
+        uint32_t u = text_units(e->name_len);
+        copy_units(d, r->name, u, NAME_UNITS);
+        d += u << 4;
+        for (uint32_t i = 0; i < nargs; i++) {
+            u = text_units(r->arg_len[i]);
+            copy_units(d, r->args[i], u, ARG_UNITS);
+            d += u << 4;
+        }
+        if (!dup)
+            copy_units(d, r->key0, text_units(r->key0_len), ARG_UNITS);
+        f->tail = at + len;
     }
-    if (!dup)
-        text_put(c, pos, r->key0, r->key0_len);
-    c->text.tail = pos + (dup ? 0 : r->key0_len);
-    s->nreply = e->nreply;
-    s->kind = e->kind;
-    s->keep = e->keep;
-    s->got_reply = e->got_reply;
-    s->dynamic = e->dynamic;
-    s->sub_word = e->sub_word;
-    s->hello_proto = e->hello_proto;
-    s->uncertain = e->uncertain;
-    s->name_len = e->name_len;
-    s->tx = e->tx;
+    memcpy(s, e, RQ_PAIRING_BYTES);
     s->in_multi = e->cmd.in_multi;
     s->key0_dup = (uint8_t)dup;
-    s->nargs = (uint8_t)nargs;
-    s->argc = r->argc;
-    s->req_end = e->req_end;
-    memcpy(&s->tx_elems, &e->tx_elems, sizeof(s->tx_elems)); /* the whole union */
+    s->text_pos = at;
+    s->text_len = (uint16_t)len;
     s->seq = e->cmd.seq;
-    s->nkeys = r->nkeys;
-    s->ts_us = r->ts_us;
-    s->start_us = r->start_us;
-    s->start_frame = r->start_frame;
-    s->bytes = r->bytes;
-    s->slot = r->slot;
-    s->key0_full_len = r->key0_full_len;
-    s->inline_cmd = r->inline_cmd;
-    s->gap = r->gap;
-    s->slot_unknown = r->slot_unknown;
-    s->multi_slot = r->multi_slot;
-    s->key0_len = r->key0_len;
-    memcpy(s->arg_len, r->arg_len, sizeof(s->arg_len));
-    memcpy(s->arg_full_len, r->arg_full_len, sizeof(s->arg_full_len));
+    memcpy(s->req_time, &r->start_us, RQ_TIME_BYTES);
+    memcpy(s->req_facts, &r->argc, RQ_FACTS_BYTES);
+    if (r->nargs > RESP_ARG_KEEP) /* not in the decoder's hands: stored as kept */
+        s->req_facts[offsetof(resp_request, nargs) - offsetof(resp_request, argc)] =
+            RESP_ARG_KEEP;
     return 0;
+}
+
+/* The capture time when s's request was complete (resp_request.ts_us). */
+static inline int64_t slot_ts_us(const rq_slot *s)
+{
+    int64_t t;
+    memcpy(&t, s->req_time + offsetof(resp_request, ts_us), sizeof t);
+    return t;
+}
+
+/* The argument count of s's request (resp_request.argc). */
+static inline uint32_t slot_argc(const rq_slot *s)
+{
+    uint32_t n;
+    memcpy(&n, s->req_facts, sizeof n);
+    return n;
 }
 
 /* The command of slot s, unpacked into the pipeline's out buffer (its
@@ -264,39 +286,30 @@ static inline resp_command *slot_unpack(rc_conn *c, const rq_slot *s)
 {
     resp_command *cmd = &c->rp->out;
     resp_request *r = &cmd->req;
-    uint32_t pos = s->text_pos;
     cmd->conn = c->cc;
     cmd->conn_word = c->conn_word;
     cmd->seq = s->seq;
     cmd->in_multi = s->in_multi;
-    r->start_us = s->start_us;
-    r->ts_us = s->ts_us;
-    r->start_frame = s->start_frame;
-    text_get(c, pos, r->name, s->name_len);
-    r->name[s->name_len] = '\0';
-    pos += s->name_len;
-    r->argc = s->argc;
-    r->nkeys = s->nkeys;
-    r->bytes = s->bytes;
-    r->slot = s->slot;
-    r->key0_full_len = s->key0_full_len;
-    r->inline_cmd = s->inline_cmd;
-    r->nargs = s->nargs;
-    r->gap = s->gap;
-    r->slot_unknown = s->slot_unknown;
-    r->multi_slot = s->multi_slot;
-    r->key0_len = s->key0_len;
-    memcpy(r->arg_len, s->arg_len, sizeof(r->arg_len));
-    memcpy(r->arg_full_len, s->arg_full_len, sizeof(r->arg_full_len));
-    for (uint32_t i = 0; i < s->nargs; i++) {
-        text_get(c, pos, r->args[i], s->arg_len[i]);
-        pos += s->arg_len[i];
+    memcpy(&r->start_us, s->req_time, RQ_TIME_BYTES);
+    memcpy(&r->argc, s->req_facts, RQ_FACTS_BYTES);
+    r->end_pos = s->req_end;
+    r->name[0] = '\0';
+    if (s->text_len > 0) {
+        const uint8_t *p = pages_at(&c->text, s->text_pos);
+        uint32_t u = text_units(s->name_len);
+        copy_units_out(r->name, p, u, NAME_UNITS);
+        r->name[s->name_len] = '\0';
+        p += u << 4;
+        for (uint32_t i = 0; i < r->nargs; i++) {
+            u = text_units(r->arg_len[i]);
+            copy_units_out(r->args[i], p, u, ARG_UNITS);
+            p += u << 4;
+        }
+        if (!s->key0_dup)
+            copy_units_out(r->key0, p, text_units(r->key0_len), ARG_UNITS);
     }
     if (s->key0_dup)
-        memcpy(r->key0, r->args[0], s->key0_len);
-    else
-        text_get(c, pos, r->key0, s->key0_len);
-    r->end_pos = s->req_end;
+        copy_units_out(r->key0, (const uint8_t *)r->args[0], text_units(r->key0_len), ARG_UNITS);
     return cmd;
 }
 
@@ -380,7 +393,7 @@ static inline int reply_may_answer(const rc_conn *c, const rq_slot *e, int64_t s
 {
     if (e->req_end > c->rep_ack)
         return 0;
-    return !with_time || e->kind == RQK_LOST || e->ts_us <= start_us;
+    return !with_time || e->kind == RQK_LOST || slot_ts_us(e) <= start_us;
 }
 
 #endif /* SLOTSCOPE_PAIR_INTERNAL_H */

@@ -14,6 +14,7 @@
 #ifndef SLOTSCOPE_RESP_INTERNAL_H
 #define SLOTSCOPE_RESP_INTERNAL_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -125,22 +126,23 @@ typedef struct rq_entry {
                                 replies are decoded into rc_conn.reply) */
 } rq_entry;
 
-/* One in-flight request in a connection's ring: two cache lines. The first
- * holds what pairing reads per reply (the pairing facts of rq_entry, same
- * names, and ts_us for reply_may_answer); the second the request's other
- * fixed fields. Its text (name, kept arguments, first key) is in the
- * connection's text FIFO (rc_conn.text), in that order: the prefixes are
- * 64-byte arrays of which a few bytes are used, and a lossy reply stream
- * holds a few hundred requests per connection. */
+/* One in-flight request: two cache lines. Its first 32 bytes are those of
+ * rq_entry (the pairing facts, same names), copied as one block; the
+ * request's fixed fields are two blocks of resp_request, copied as they
+ * are (req_time: start_us, ts_us, start_frame; req_facts: argc up to the
+ * argument prefixes); its text (name, kept arguments, first key) is in the
+ * connection's text FIFO (rc_conn.text). The prefixes are 64-byte arrays of
+ * which a few bytes are used, and a lossy reply stream holds a few hundred
+ * requests per connection. */
+#define RQ_PAIRING_BYTES 32
+#define RQ_TIME_BYTES (offsetof(resp_request, name) - offsetof(resp_request, start_us))
+#define RQ_FACTS_BYTES (offsetof(resp_request, args) - offsetof(resp_request, argc))
 typedef struct rq_slot {
     _Alignas(64) uint32_t nreply;
     uint8_t kind, keep, got_reply, dynamic, sub_word, hello_proto, uncertain, name_len, tx;
     uint8_t in_multi;        /* resp_command.in_multi */
-    uint8_t key0_dup;        /* key0 is the first key0_len bytes of args[0]:
-                                not stored twice */
-    uint8_t nargs;           /* resp_request.nargs */
-    uint16_t text_len;       /* its bytes in the text FIFO */
-    uint32_t argc;
+    uint8_t key0_dup;        /* key0 is args[0] (same kept bytes): not stored twice */
+    uint8_t spare;
     uint64_t req_end;        /* as rq_entry (also resp_request.end_pos) */
     union {
         int64_t first_reply_us;
@@ -148,21 +150,25 @@ typedef struct rq_slot {
             uint32_t queued, sent;
         } tx_elems;
     };
-    uint64_t seq;            /* resp_command.seq */
+    uint16_t text_len;       /* its bytes in the text FIFO (padding included) */
     uint32_t text_pos;       /* where its text starts in the FIFO */
-    uint32_t nkeys;
-    int64_t ts_us;
-    /* second line: copied out when it is emitted */
-    int64_t start_us;
-    uint64_t start_frame;
-    uint64_t bytes;
-    int32_t slot;
-    uint32_t key0_full_len;
-    uint8_t inline_cmd, gap, slot_unknown, multi_slot, key0_len;
-    uint8_t arg_len[RESP_ARG_KEEP];
-    uint32_t arg_full_len[RESP_ARG_KEEP];
+    uint64_t seq;            /* resp_command.seq */
+    uint8_t req_time[24];    /* resp_request from start_us to name */
+    uint8_t req_facts[56];   /* resp_request from argc to args */
 } rq_slot;
 _Static_assert(sizeof(rq_slot) == 128, "an in-flight slot is two cache lines");
+_Static_assert(offsetof(rq_slot, req_end) == offsetof(rq_entry, req_end) &&
+                   offsetof(rq_slot, first_reply_us) == offsetof(rq_entry, first_reply_us) &&
+                   offsetof(rq_slot, tx) == offsetof(rq_entry, tx) &&
+                   offsetof(rq_entry, first_reply_us) + 8 == RQ_PAIRING_BYTES &&
+                   offsetof(rq_slot, in_multi) > offsetof(rq_slot, tx),
+               "the pairing facts of rq_slot and rq_entry are one block");
+_Static_assert(RQ_TIME_BYTES == 24 && offsetof(resp_request, start_us) == 0 &&
+                   offsetof(resp_request, ts_us) == 8,
+               "resp_request's start_us .. start_frame is req_time");
+_Static_assert(RQ_FACTS_BYTES == 56, "resp_request's argc .. arg_full_len is req_facts");
+/* The longest text of a request (its pieces in 16-byte units: the arrays'
+ * sizes are multiples of 16). A text never straddles a page. */
 #define RQ_TEXT_MAX (RESP_NAME_MAX + (RESP_ARG_KEEP + 1) * RESP_ARG_PREFIX)
 
 /* Which request arguments are credentials. */

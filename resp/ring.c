@@ -70,7 +70,8 @@ void pages_pool_free(resp_pipeline *rp)
 /* ---------------------------------------------------------------- FIFOs */
 
 _Static_assert(RQ_PAGE % sizeof(rq_slot) == 0, "a slot never straddles a page");
-_Static_assert(RQ_TEXT_MAX <= RQ_PAGE, "a request's text spans at most two pages");
+_Static_assert(RQ_TEXT_MAX <= RQ_PAGE && RESP_NAME_MAX % 16 == 0 && RESP_ARG_PREFIX % 16 == 0,
+               "a request's text fits in a page, in 16-byte units");
 
 /* Page numbers wrap with positions: 2^32 / RQ_PAGE of them. */
 #define PAGE_NUM_MASK ((1u << (32 - RQ_PAGE_SHIFT)) - 1)
