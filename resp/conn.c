@@ -2,7 +2,9 @@
  * conn.c - the pipeline around the pairing: one state per capture
  * connection (made at its first event, freed at its close), the capture
  * events routed to the two decoders, the gap events to the decoders or to
- * loss.c, the configuration and the counters.
+ * loss.c, the configuration and the counters. Each connection's decoders
+ * are given pair.c's event tables (pair_rq_out, pair_rp_out) with the
+ * connection as their owner: this file is where the two sides meet.
  */
 #include <stddef.h>
 #include <stdlib.h>
@@ -60,10 +62,11 @@ static rc_conn *conn_new(resp_pipeline *rp, cap_conn *cc)
     c->reply_since_loss = 0;
     c->rep_ack = UINT64_MAX;
     c->ev_ack = UINT64_MAX;
-    rq_init(c);
-    rp_init(c);
+    rq_init(&c->rq, &pair_rq_out, c, &rp->cfg, &c->st, !cc->saw_syn);
+    rp_init(&c->rpd, &pair_rp_out, c, &rp->cfg, &c->st, !cc->saw_syn);
+    c->rpd.want_elem1 = c->repl_watch;
     reply_clear(&c->reply);
-    c->rep = &c->reply;
+    c->rpd.rep = &c->reply;
     c->cur = &c->stage;
     c->next = rp->live;
     if (rp->live != NULL)
@@ -130,7 +133,7 @@ static void conn_free(resp_pipeline *rp, rc_conn *c)
     if (c->next != NULL)
         c->next->prev = c->prev;
     rp->inflight_total -= c->count;
-    rp_free(c);
+    rp_free(&c->rpd);
     pages_free(rp, &c->ring);
     pages_free(rp, &c->text);
     rp->kept_total -= c->keep_cap;
@@ -267,13 +270,13 @@ void resp_on_capture_event(void *vrp, const cap_event *ev)
         if (ev->dir == CAP_TO_SERVER) {
             if (c->rq_gap_pending)
                 rq_gap_resolve(c, ev->data, ev->len);
-            rq_feed(c, ev->data, ev->len, ev->ts_us);
+            rq_feed(&c->rq, ev->data, ev->len, ev->ts_us, ev->frame);
         } else {
             reply_ack_at(c, ev);
             c->rp_gap_last = 0;
             if (c->rp_gap_pending)
                 rp_gap_resolve(c, ev->data, ev->len, ev->ts_us);
-            rp_feed(c, ev->data, ev->len, ev->ts_us);
+            rp_feed(&c->rpd, ev->data, ev->len, ev->ts_us, ev->frame);
         }
         return;
     case CAP_EV_GAP:
@@ -290,11 +293,11 @@ void resp_on_capture_event(void *vrp, const cap_event *ev)
             (c->repl_mid == REPL_MID_SERVER && ev->dir == CAP_TO_CLIENT))
             return;
         if (ev->dir == CAP_TO_SERVER) {
-            if (rq_skip_gap(c, ev->gap_len, ev->ts_us))
+            if (rq_skip_gap(&c->rq, ev->gap_len, ev->ts_us))
                 return;
             pair_request_gap(c, ev->gap_len);
         } else {
-            if (rp_skip_gap(c, ev->gap_len, ev->ts_us)) {
+            if (rp_skip_gap(&c->rpd, ev->gap_len, ev->ts_us)) {
                 c->rp_gap_last = 0;
                 return;
             }

@@ -15,11 +15,18 @@
  * element of a top-level aggregate (to tell pub/sub messages from replies).
  * A declared 4 GB bulk therefore costs a counter.
  *
+ * What it hands out (decode.h, rp_out): at a message's first byte it asks
+ * its owner where to write (out->begin gives a resp_reply), fills that in
+ * and keeps the top-level facts the owner reads back (rp_dec.elem0..,
+ * status..), says out->done when the message is whole, out->keep with its
+ * raw bytes while the owner asked for them (rp_dec.keeping), out->error
+ * after malformed bytes. It knows nothing else of its owner (the pairer).
+ *
  * Spec: https://redis.io/docs/latest/develop/reference/protocol-spec/
  */
 #include <stdlib.h>
 
-#include "resp/resp_internal.h"
+#include "resp/decode.h"
 
 /* A blob error's text is captured into the line buffer (rp_num). */
 _Static_assert(RD_LBUF >= RESP_ERRTEXT_MAX - 1, "the line buffer holds an error text");
@@ -27,13 +34,17 @@ _Static_assert(RD_LBUF >= RESP_ERRTEXT_MAX - 1, "the line buffer holds an error 
 /* What a captured bulk payload is for. */
 enum { CAP_NONE = 0, CAP_ERRTEXT = 1, CAP_ELEM0 = 2, CAP_ELEM1 = 3 };
 
-void rp_init(rc_conn *c)
+void rp_init(rp_dec *d, const rp_out *out, void *owner, const resp_config *cfg,
+             resp_conn_stats *st, int mid_stream)
 {
-    rp_dec *d = &c->rpd;
     memset(d, 0, sizeof(*d));
+    d->out = out;
+    d->owner = owner;
+    d->cfg = cfg;
+    d->st = st;
     d->stack = d->inline_stack;
     d->stack_cap = RD_STACK_INLINE;
-    if (c->cc->saw_syn) {
+    if (!mid_stream) {
         d->state = RP_TYPE;
     } else {
         d->state = RP_RESYNC; /* picked up mid-stream: search the first boundary */
@@ -42,9 +53,8 @@ void rp_init(rc_conn *c)
     }
 }
 
-void rp_free(rc_conn *c)
+void rp_free(rp_dec *d)
 {
-    rp_dec *d = &c->rpd;
     if (d->stack != d->inline_stack)
         free(d->stack);
     d->stack = d->inline_stack;
@@ -58,53 +68,49 @@ static inline uint64_t rp_pos(const rp_dec *d, const uint8_t *base, const uint8_
 }
 
 /* Throw away the message in progress and look for the next boundary. */
-static void rp_drop(rc_conn *c, uint64_t pos, int at_boundary)
+static void rp_drop(rp_dec *d, uint64_t pos, int at_boundary)
 {
-    rp_dec *d = &c->rpd;
     if (d->in_msg)
-        c->st.skipped_bytes += pos - d->msg_off;
+        d->st->skipped_bytes += pos - d->msg_off;
     if (d->state != RP_RESYNC)
-        c->st.resyncs++; /* it lost its place: a search begins (a loss while
+        d->st->resyncs++; /* it lost its place: a search begins (a loss while
                             searching is part of the same search) */
     d->in_msg = 0;
     d->depth = 0;
     d->line.len = 0;
     d->cap_dst = NULL;
-    c->keeping = 0;
+    d->keeping = 0;
     d->state = RP_RESYNC;
     rd_resync_start(&d->rs, 0, at_boundary);
 }
 
 /* Malformed input: count it, drop the message, resynchronise, and tell the
- * pairing it can no longer know which reply answers which request.
+ * owner (out->error): nobody can know now which reply answers which request.
  * at_boundary: the error was found at the end of a whole CRLF line. */
-static void rp_error(rc_conn *c, uint64_t pos, int limit, int at_boundary)
+static void rp_error(rp_dec *d, uint64_t pos, int limit, int at_boundary)
 {
-    c->st.protocol_errors++;
-    if (limit)
-        pair_limit_hit(c);
-    rp_drop(c, pos, at_boundary);
-    pair_lost(c);
+    d->st->protocol_errors++;
+    rp_drop(d, pos, at_boundary);
+    d->out->error(d->owner, limit);
 }
 
-void rp_lost(rc_conn *c, int at_boundary)
+void rp_lost(rp_dec *d, int at_boundary)
 {
-    if (c->rpd.state == RP_SINK)
+    if (d->state == RP_SINK)
         return;
-    rp_drop(c, c->rpd.off, at_boundary);
+    rp_drop(d, d->off, at_boundary);
 }
 
 /* A gap of len bytes (0: unknown) on the reply side. Bridged (returns 1) when
  * it falls wholly inside a bulk payload of known length and, at most, its
- * trailing CRLF, and none of the payload bytes lost were ones pairing reads
+ * trailing CRLF, and none of the payload bytes lost were ones the owner reads
  * (the text of a blob error, the first element of a top-level aggregate that
  * tells pub/sub messages from replies). The reply is flagged and its raw
  * bytes are not kept (analysis would parse a reply with a hole). The CRLF's
  * bytes are known: a gap over them is replayed as "\r\n". Returns 0 when
  * the gap is a loss. */
-int rp_skip_gap(rc_conn *c, uint64_t len, int64_t ts)
+int rp_skip_gap(rp_dec *d, uint64_t len, int64_t ts)
 {
-    rp_dec *d = &c->rpd;
     uint64_t lost;
     if (!d->in_msg || !rd_gap_in_bulk(len, d->state == RP_BULK, d->state == RP_BULK_CRLF,
                                       d->bulk_left, d->crlf_left, &lost))
@@ -112,33 +118,33 @@ int rp_skip_gap(rc_conn *c, uint64_t len, int64_t ts)
     if (lost > 0) {
         if (d->cap_dst != NULL && d->cap_len < d->cap_max)
             return 0;
-        c->rep->gap = 1;
-        c->keeping = 0;
+        d->rep->gap = 1;
+        d->keeping = 0;
         d->bulk_left -= lost;
         d->off += lost;
     }
-    c->st.gaps_bridged++;
+    d->st->gaps_bridged++;
     if (d->state == RP_BULK && d->bulk_left == 0) {
         d->crlf_left = 2;
         d->state = RP_BULK_CRLF;
     }
     if (len > lost)
-        rp_feed(c, (const uint8_t *)"\r\n" + (2 - d->crlf_left), (size_t)(len - lost), ts);
+        rp_feed(d, (const uint8_t *)"\r\n" + (2 - d->crlf_left), (size_t)(len - lost), ts,
+                d->frame);
     return 1;
 }
 
-void rp_sink(rc_conn *c)
+void rp_sink(rp_dec *d)
 {
-    c->rpd.state = RP_SINK;
-    c->rpd.in_msg = 0;
-    c->rpd.depth = 0;
-    c->keeping = 0;
+    d->state = RP_SINK;
+    d->in_msg = 0;
+    d->depth = 0;
+    d->keeping = 0;
 }
 
 /* A top-level message starts at pos. */
-static void rp_begin(rc_conn *c, uint64_t pos, int64_t ts)
+static void rp_begin(rp_dec *d, uint64_t pos, int64_t ts)
 {
-    rp_dec *d = &c->rpd;
     d->in_msg = 1;
     d->msg_off = pos;
     d->top_set = 0;
@@ -149,7 +155,7 @@ static void rp_begin(rc_conn *c, uint64_t pos, int64_t ts)
     d->elem2_set = 0;
     d->status_len = 0;
     d->status_monitor = 0;
-    pair_reply_start(c, ts);
+    d->rep = d->out->begin(d->owner, ts);
 }
 
 /* Does a simple string look like a MONITOR line: "<secs>.<usecs> [..."? */
@@ -174,9 +180,9 @@ static inline int at_elem(const rp_dec *d, uint64_t idx)
 }
 
 /* Set the error class and redirect from the captured error text. */
-static void rp_error_text(rc_conn *c, const uint8_t *s, size_t n)
+static void rp_error_text(rp_dec *d, const uint8_t *s, size_t n)
 {
-    resp_reply *rep = c->rep;
+    resp_reply *rep = d->rep;
     if (n > RESP_ERRTEXT_MAX - 1)
         n = RESP_ERRTEXT_MAX - 1;
     memcpy(rep->errtext, s, n);
@@ -185,26 +191,24 @@ static void rp_error_text(rc_conn *c, const uint8_t *s, size_t n)
 }
 
 /* The top-level message is complete at pos. */
-static void rp_message_done(rc_conn *c, uint64_t pos, int64_t ts)
+static void rp_message_done(rp_dec *d, uint64_t pos, int64_t ts)
 {
-    rp_dec *d = &c->rpd;
-    resp_reply *rep = c->rep;
+    resp_reply *rep = d->rep;
     rep->ts_us = ts;
-    rep->end_frame = c->frame;
+    rep->end_frame = d->frame;
     rep->bytes = pos - d->msg_off;
     rep->nokey = rep->type == RESP_T_SIMPLE && d->status_len == 5 &&
                  memcmp(d->status, "NOKEY", 5) == 0;
-    rep->end_pos = pos + c->rp_lost_bytes;
+    rep->end_pos = pos;
     d->in_msg = 0;
     d->state = RP_TYPE;
-    pair_reply_done(c);
+    d->out->done(d->owner);
 }
 
 /* A value is complete. Close every aggregate it completes; when the stack is
  * empty the message is done. Returns 1 if the message ended. */
-static int rp_value_done(rc_conn *c, int was_attr)
+static int rp_value_done(rp_dec *d, int was_attr)
 {
-    rp_dec *d = &c->rpd;
     for (;;) {
         if (d->depth == 0) {
             d->state = RP_TYPE;
@@ -226,15 +230,14 @@ static int rp_value_done(rc_conn *c, int was_attr)
 }
 
 /* Open an aggregate of n elements (n > 0). Returns -1 past the depth limit. */
-static int rp_push(rc_conn *c, uint8_t type, uint64_t n)
+static int rp_push(rp_dec *d, uint8_t type, uint64_t n)
 {
-    rp_dec *d = &c->rpd;
-    if (d->depth >= c->rp->cfg.max_depth)
+    if (d->depth >= d->cfg->max_depth)
         return -1;
     if (d->depth == d->stack_cap) {
         uint32_t ncap = d->stack_cap * 2;
-        if (ncap > c->rp->cfg.max_depth)
-            ncap = c->rp->cfg.max_depth;
+        if (ncap > d->cfg->max_depth)
+            ncap = d->cfg->max_depth;
         rd_frame *ns = malloc(sizeof(*ns) * ncap);
         if (ns == NULL)
             return -1;
@@ -270,10 +273,9 @@ static inline int is_num_type(uint8_t t)
  * s/n is its kept prefix, full its length. Returns LN_MSG when the whole
  * message ended, LN_VALUE when a value ended but not the message, LN_ERR on
  * bad input. */
-static int rp_text(rc_conn *c, uint8_t t, const uint8_t *s, size_t n, uint64_t full)
+static int rp_text(rp_dec *d, uint8_t t, const uint8_t *s, size_t n, uint64_t full)
 {
-    rp_dec *d = &c->rpd;
-    resp_reply *rep = c->rep;
+    resp_reply *rep = d->rep;
     int top = (d->depth == 0);
     switch (t) {
     case '+':
@@ -289,7 +291,7 @@ static int rp_text(rc_conn *c, uint8_t t, const uint8_t *s, size_t n, uint64_t f
         break;
     case '-':
         if (top)
-            rp_error_text(c, s, n);
+            rp_error_text(d, s, n);
         break;
     case '_':
         if (full != 0)
@@ -311,17 +313,16 @@ static int rp_text(rc_conn *c, uint8_t t, const uint8_t *s, size_t n, uint64_t f
     default:
         return LN_ERR;
     }
-    return rp_value_done(c, 0) ? LN_MSG : LN_VALUE;
+    return rp_value_done(d, 0) ? LN_MSG : LN_VALUE;
 }
 
 /* The number v of an integer, bulk or aggregate header of type t was read.
  * Sets up what follows (payload, elements) or completes the value. Returns
  * LN_MSG, LN_VALUE, LN_CONT when more of this value follows, LN_ERR or
  * LN_LIMIT. */
-static int rp_num(rc_conn *c, uint8_t t, int64_t v)
+static int rp_num(rp_dec *d, uint8_t t, int64_t v)
 {
-    rp_dec *d = &c->rpd;
-    resp_reply *rep = c->rep;
+    resp_reply *rep = d->rep;
     int top = (d->depth == 0);
     switch (t) {
     case ':':
@@ -344,7 +345,7 @@ static int rp_num(rc_conn *c, uint8_t t, int64_t v)
         }
         if (v < 0)
             return LN_ERR;
-        if ((uint64_t)v > c->rp->cfg.max_bulk_reply)
+        if ((uint64_t)v > d->cfg->max_bulk_reply)
             return LN_LIMIT;
         d->bulk_left = (uint64_t)v;
         d->ltype = t;
@@ -353,7 +354,7 @@ static int rp_num(rc_conn *c, uint8_t t, int64_t v)
         d->cap_what = CAP_NONE;
         if (top && t == '!') {
             /* into the line buffer (no line is read while a payload is):
-             * the reply may move with its ring entry before it ends */
+             * the owner may move the reply before it ends */
             d->cap_dst = d->line.buf;
             d->cap_max = RESP_ERRTEXT_MAX - 1;
             d->cap_what = CAP_ERRTEXT;
@@ -361,7 +362,7 @@ static int rp_num(rc_conn *c, uint8_t t, int64_t v)
             d->cap_dst = d->elem0;
             d->cap_max = RD_ELEM0_MAX;
             d->cap_what = CAP_ELEM0;
-        } else if (c->repl_watch && t == '$' && at_elem(d, 1)) {
+        } else if (d->want_elem1 && t == '$' && at_elem(d, 1)) {
             d->cap_dst = d->elem1;
             d->cap_max = sizeof d->elem1;
             d->cap_what = CAP_ELEM1;
@@ -390,8 +391,8 @@ static int rp_num(rc_conn *c, uint8_t t, int64_t v)
         if (top && t == '*' && d->trim_at == d->msg_off + 1 && (uint64_t)v == d->trim_decl)
             elems = d->trim_to; /* EXEC after CLIENT REPLY OFF/SKIP (modes.c) */
         if (elems == 0)
-            return rp_value_done(c, t == '|') ? LN_MSG : LN_VALUE;
-        if (rp_push(c, t, elems) != 0)
+            return rp_value_done(d, t == '|') ? LN_MSG : LN_VALUE;
+        if (rp_push(d, t, elems) != 0)
             return LN_LIMIT;
         d->state = RP_TYPE;
         return LN_CONT;
@@ -399,26 +400,25 @@ static int rp_num(rc_conn *c, uint8_t t, int64_t v)
     default:
         return LN_ERR;
     }
-    return rp_value_done(c, 0) ? LN_MSG : LN_VALUE;
+    return rp_value_done(d, 0) ? LN_MSG : LN_VALUE;
 }
 
 /* A complete line s/n (full bytes long) of type t: parse and handle it. */
-static int rp_line(rc_conn *c, uint8_t t, const uint8_t *s, size_t n, uint64_t full)
+static int rp_line(rp_dec *d, uint8_t t, const uint8_t *s, size_t n, uint64_t full)
 {
     int64_t v;
     if (!is_num_type(t))
-        return rp_text(c, t, s, n, full);
+        return rp_text(d, t, s, n, full);
     if (full > RD_NUM_MAX || rd_parse_i64(s, n, &v) != 0)
         return LN_ERR;
-    return rp_num(c, t, v);
+    return rp_num(d, t, v);
 }
 
 /* A bulk payload ended: finish what was captured from it. */
-static void rp_bulk_done(rc_conn *c)
+static void rp_bulk_done(rp_dec *d)
 {
-    rp_dec *d = &c->rpd;
     if (d->cap_what == CAP_ERRTEXT) {
-        rp_error_text(c, d->line.buf, d->cap_len);
+        rp_error_text(d, d->line.buf, d->cap_len);
     } else if (d->cap_what == CAP_ELEM0) {
         d->elem0_len = (uint8_t)d->cap_len;
         d->elem0_set = 1;
@@ -442,12 +442,11 @@ static inline void rp_capture(rp_dec *d, const uint8_t *p, size_t n)
 }
 
 /* Note a top-level type byte. */
-static inline void rp_top_type(rc_conn *c, uint8_t t)
+static inline void rp_top_type(rp_dec *d, uint8_t t)
 {
-    rp_dec *d = &c->rpd;
     if (d->depth == 0 && t != '|' && !d->top_set) {
         d->top_set = 1;
-        c->rep->type = (resp_type)t;
+        d->rep->type = (resp_type)t;
     }
 }
 
@@ -457,9 +456,8 @@ static inline void rp_top_type(rc_conn *c, uint8_t t)
  * general states would (same reply fields, same decoder state after), in one
  * step. Returns the end of the message, or NULL to leave it to the general
  * path (anything else, split, malformed), having changed nothing. */
-static const uint8_t *rp_fast_top(rc_conn *c, const uint8_t *p, const uint8_t *end)
+static const uint8_t *rp_fast_top(rp_dec *d, const uint8_t *p, const uint8_t *end)
 {
-    rp_dec *d = &c->rpd;
     uint8_t t = *p;
     const uint8_t *s = p + 1;
     int64_t v;
@@ -469,7 +467,7 @@ static const uint8_t *rp_fast_top(rc_conn *c, const uint8_t *p, const uint8_t *e
             /* "+OK": most replies of all (SET, and most writes); one
              * compare instead of a search for the LF and a copy */
             d->top_set = 1; /* rp_top_type: at the top, just begun */
-            c->rep->type = RESP_T_SIMPLE;
+            d->rep->type = RESP_T_SIMPLE;
             d->ltype = t;
             d->line.len = 0;
             d->status_len = 2;
@@ -485,7 +483,7 @@ static const uint8_t *rp_fast_top(rc_conn *c, const uint8_t *p, const uint8_t *e
             return NULL;
         const uint8_t *nl = s + i;
         size_t n = (size_t)(nl - 1 - s);
-        rp_top_type(c, t);
+        rp_top_type(d, t);
         d->ltype = t;
         d->line.len = 0;
         d->status_len = (uint8_t)(n < RD_STATUS_MAX ? n : RD_STATUS_MAX);
@@ -502,17 +500,17 @@ static const uint8_t *rp_fast_top(rc_conn *c, const uint8_t *p, const uint8_t *e
         return NULL;
     s += k;
     if (t == ':') {
-        rp_top_type(c, t);
-        c->rep->integer = v;
+        rp_top_type(d, t);
+        d->rep->integer = v;
     } else if (v == -1) { /* RESP2 null bulk */
-        rp_top_type(c, t);
-        c->rep->type = RESP_T_NIL;
-        c->rep->elements = -1;
+        rp_top_type(d, t);
+        d->rep->type = RESP_T_NIL;
+        d->rep->elements = -1;
     } else {
-        if (v < 0 || (uint64_t)v > c->rp->cfg.max_bulk_reply ||
+        if (v < 0 || (uint64_t)v > d->cfg->max_bulk_reply ||
             (uint64_t)(end - s) < (uint64_t)v + 2 || s[v] != '\r' || s[v + 1] != '\n')
             return NULL;
-        rp_top_type(c, t);
+        rp_top_type(d, t);
         s += v + 2;
         d->bulk_left = 0; /* a top-level bulk is never captured */
         d->cap_dst = NULL;
@@ -525,10 +523,9 @@ static const uint8_t *rp_fast_top(rc_conn *c, const uint8_t *p, const uint8_t *e
     return s;
 }
 
-void rp_feed(rc_conn *c, const uint8_t *base, size_t len, int64_t ts)
+void rp_feed(rp_dec *d, const uint8_t *base, size_t len, int64_t ts, uint64_t frame)
 {
-    rp_dec *d = &c->rpd;
-    const resp_config *cfg = &c->rp->cfg;
+    const resp_config *cfg = d->cfg;
     const uint8_t *p = base;
     const uint8_t *end = base + len;
     const uint8_t *seg = p; /* start of bytes not yet handed to the keep buffer */
@@ -537,6 +534,7 @@ void rp_feed(rc_conn *c, const uint8_t *base, size_t len, int64_t ts)
     uint64_t full;
     int r;
 
+    d->frame = frame;
     while (p < end) {
         switch (d->state) {
         case RP_TYPE: {
@@ -551,15 +549,15 @@ void rp_feed(rc_conn *c, const uint8_t *base, size_t len, int64_t ts)
                     continue;
                 }
                 seg = p;
-                rp_begin(c, rp_pos(d, base, p), ts);
+                rp_begin(d, rp_pos(d, base, p), ts);
                 if (d->state == RP_SINK)
                     continue;
-                const uint8_t *q = rp_fast_top(c, p, end);
+                const uint8_t *q = rp_fast_top(d, p, end);
                 if (q != NULL) {
                     p = q;
-                    if (c->keeping)
-                        pair_keep_bytes(c, seg, (size_t)(p - seg));
-                    rp_message_done(c, d->msg_off + (uint64_t)(p - seg), ts);
+                    if (d->keeping)
+                        d->out->keep(d->owner, seg, (size_t)(p - seg));
+                    rp_message_done(d, d->msg_off + (uint64_t)(p - seg), ts);
                     seg = p;
                     /* pipelined replies: the next type byte follows, read
                      * it without another trip through the state switch or
@@ -577,10 +575,10 @@ void rp_feed(rc_conn *c, const uint8_t *base, size_t len, int64_t ts)
             case '|':
                 break;
             default:
-                rp_error(c, rp_pos(d, base, p), 0, 0);
+                rp_error(d, rp_pos(d, base, p), 0, 0);
                 continue;
             }
-            rp_top_type(c, t);
+            rp_top_type(d, t);
             d->ltype = t;
             d->line.len = 0;
             d->state = RP_LINE;
@@ -597,24 +595,24 @@ void rp_feed(rc_conn *c, const uint8_t *base, size_t len, int64_t ts)
                     break;
                 if (r < 0)
                     bound = d->line.err_bound;
-                r = (r < 0) ? LN_ERR : rp_num(c, t, v);
+                r = (r < 0) ? LN_ERR : rp_num(d, t, v);
             } else {
                 r = rd_line_read(&d->line, &p, end, cfg->max_line, &s, &sl, &full);
                 if (r == RD_MORE)
                     break;
                 if (r != RD_DONE) {
-                    rp_error(c, rp_pos(d, base, p), r == RD_ERR_LIMIT, d->line.err_bound);
+                    rp_error(d, rp_pos(d, base, p), r == RD_ERR_LIMIT, d->line.err_bound);
                     break;
                 }
-                r = rp_text(c, t, s, sl, full);
+                r = rp_text(d, t, s, sl, full);
             }
             if (r == LN_MSG) {
-                if (c->keeping)
-                    pair_keep_bytes(c, seg, (size_t)(p - seg));
+                if (d->keeping)
+                    d->out->keep(d->owner, seg, (size_t)(p - seg));
                 seg = p;
-                rp_message_done(c, rp_pos(d, base, p), ts);
+                rp_message_done(d, rp_pos(d, base, p), ts);
             } else if (r < 0) {
-                rp_error(c, rp_pos(d, base, p), r == LN_LIMIT, bound);
+                rp_error(d, rp_pos(d, base, p), r == LN_LIMIT, bound);
             }
             break;
         }
@@ -624,7 +622,7 @@ void rp_feed(rc_conn *c, const uint8_t *base, size_t len, int64_t ts)
             if (d->bulk_left + 2 <= avail) { /* the rest of the payload is here */
                 size_t blen = (size_t)d->bulk_left;
                 if (p[blen] != '\r' || p[blen + 1] != '\n') {
-                    rp_error(c, rp_pos(d, base, p + blen), 0, 0);
+                    rp_error(d, rp_pos(d, base, p + blen), 0, 0);
                     p += blen;
                     break;
                 }
@@ -646,19 +644,19 @@ void rp_feed(rc_conn *c, const uint8_t *base, size_t len, int64_t ts)
 
         case RP_BULK_CRLF:
             if (*p != (d->crlf_left == 2 ? '\r' : '\n')) {
-                rp_error(c, rp_pos(d, base, p), 0, 0);
+                rp_error(d, rp_pos(d, base, p), 0, 0);
                 break;
             }
             p++;
             if (--d->crlf_left > 0)
                 break;
         bulk_done:
-            rp_bulk_done(c);
-            if (rp_value_done(c, 0)) {
-                if (c->keeping)
-                    pair_keep_bytes(c, seg, (size_t)(p - seg));
+            rp_bulk_done(d);
+            if (rp_value_done(d, 0)) {
+                if (d->keeping)
+                    d->out->keep(d->owner, seg, (size_t)(p - seg));
                 seg = p;
-                rp_message_done(c, rp_pos(d, base, p), ts);
+                rp_message_done(d, rp_pos(d, base, p), ts);
             }
             break;
 
@@ -666,28 +664,28 @@ void rp_feed(rc_conn *c, const uint8_t *base, size_t len, int64_t ts)
             int64_t skipped = 0;
             if (d->rs.uncounted) { /* the first search of a mid-stream connection */
                 d->rs.uncounted = 0;
-                c->st.resyncs++;
+                d->st->resyncs++;
             }
-            d->rs.frame = c->frame;
+            d->rs.frame = d->frame;
             int found = rd_resync_scan(&d->rs, &d->line, &p, end, ts, &skipped,
                                        cfg->max_bulk_reply);
-            c->st.skipped_bytes += (uint64_t)skipped;
+            d->st->skipped_bytes += (uint64_t)skipped;
             if (!found)
                 break;
             uint8_t t = d->rs.type;
             d->state = RP_TYPE;
-            rp_begin(c, rp_pos(d, base, p) - d->rs.cand, d->rs.cand_start_us);
-            c->keeping = 0; /* the head is uncertain now: nothing to keep */
-            rp_top_type(c, t);
+            rp_begin(d, rp_pos(d, base, p) - d->rs.cand, d->rs.cand_start_us);
+            d->keeping = 0; /* the head is uncertain now: nothing to keep */
+            rp_top_type(d, t);
             uint64_t rfull = d->rs.full;
             size_t rn = (size_t)(rfull < RD_LBUF ? rfull : RD_LBUF);
-            r = rp_line(c, t, d->line.buf, rn, rfull);
+            r = rp_line(d, t, d->line.buf, rn, rfull);
             d->line.len = 0;
             if (r == LN_MSG) {
                 seg = p;
-                rp_message_done(c, rp_pos(d, base, p), ts);
+                rp_message_done(d, rp_pos(d, base, p), ts);
             } else if (r < 0) {
-                rp_error(c, rp_pos(d, base, p), r == LN_LIMIT, 1);
+                rp_error(d, rp_pos(d, base, p), r == LN_LIMIT, 1);
             }
             break;
         }
@@ -697,7 +695,7 @@ void rp_feed(rc_conn *c, const uint8_t *base, size_t len, int64_t ts)
             break;
         }
     }
-    if (c->keeping && d->in_msg && p > seg)
-        pair_keep_bytes(c, seg, (size_t)(p - seg));
+    if (d->keeping && d->in_msg && p > seg)
+        d->out->keep(d->owner, seg, (size_t)(p - seg));
     d->off += len;
 }

@@ -24,10 +24,16 @@
  * SET values, ACL SETUSER rules) are never copied anywhere, not even into the
  * scratch prefix handed to the key hook.
  *
+ * What it hands out (decode.h, rq_out): at a message's first byte it asks
+ * its owner where to write (out->begin gives a resp_request), fills that in
+ * as the bytes go by, and says out->done when the request is whole, or
+ * out->dropped when it was none; out->error after malformed bytes. It
+ * knows nothing else of its owner (the pairer, pair.c).
+ *
  * Spec: https://redis.io/docs/latest/develop/reference/protocol-spec/
  *       (sections "Sending commands to a Redis server", "Inline commands")
  */
-#include "resp/resp_internal.h"
+#include "resp/decode.h"
 
 /* ---------------------------------------------------------------- arguments */
 
@@ -117,10 +123,9 @@ static inline int hello_secret(const rq_dec *d)
 /* Is argument i (not a credential) of the request being read a key? The
  * hook's answers once it has fixed them (key_mask_final, as bits), else the
  * hook itself, else the default: the first argument. */
-static inline int arg_is_key(rc_conn *c, const resp_request *r, uint32_t i)
+static inline int arg_is_key(rq_dec *d, const resp_request *r, uint32_t i)
 {
-    rq_dec *d = &c->rq;
-    const resp_config *cfg = &c->rp->cfg;
+    const resp_config *cfg = d->cfg;
     if (d->kc.key_mask_final)
         return i < 32 && ((d->kc.key_mask >> i) & 1u);
     if (cfg->key_fn == NULL)
@@ -136,10 +141,9 @@ static inline int arg_is_key(rc_conn *c, const resp_request *r, uint32_t i)
 
 /* An argument starts: decide where its bytes go. full is its declared length
  * (0 for inline arguments, whose length is known only at their end). */
-static inline void arg_begin(rc_conn *c, uint64_t full)
+static inline void arg_begin(rq_dec *d, uint64_t full)
 {
-    rq_dec *d = &c->rq;
-    resp_request *r = &c->cur->cmd.req;
+    resp_request *r = d->req;
     uint32_t i = d->argi;
     d->a_seen = 0;
     d->a_full = full > UINT32_MAX ? UINT32_MAX : (uint32_t)full;
@@ -154,7 +158,7 @@ static inline void arg_begin(rc_conn *c, uint64_t full)
     d->a_name = 0;
     d->a_secret = (uint8_t)rq_is_secret(d, r, i);
     if (!d->a_secret)
-        d->a_key = (uint8_t)arg_is_key(c, r, i);
+        d->a_key = (uint8_t)arg_is_key(d, r, i);
     if (d->a_key)
         resp_slot_init(&d->hasher);
     if (hello_secret(d)) {
@@ -174,10 +178,9 @@ static inline void arg_begin(rc_conn *c, uint64_t full)
 }
 
 /* n more bytes of the current argument. */
-static inline void arg_data(rc_conn *c, const uint8_t *p, size_t n)
+static inline void arg_data(rq_dec *d, const uint8_t *p, size_t n)
 {
-    rq_dec *d = &c->rq;
-    resp_request *r = &c->cur->cmd.req;
+    resp_request *r = d->req;
     if (d->a_name) {
         size_t have = d->a_seen < RESP_NAME_MAX ? (size_t)d->a_seen : RESP_NAME_MAX;
         for (size_t j = 0; j < n && have + j < RESP_NAME_MAX - 1; j++)
@@ -199,17 +202,16 @@ static inline void arg_data(rc_conn *c, const uint8_t *p, size_t n)
 }
 
 /* The current argument ended. */
-static inline void arg_end(rc_conn *c)
+static inline void arg_end(rq_dec *d)
 {
-    rq_dec *d = &c->rq;
-    resp_request *r = &c->cur->cmd.req;
+    resp_request *r = d->req;
     uint32_t i = d->argi;
     uint32_t seen = d->a_seen > UINT32_MAX ? UINT32_MAX : (uint32_t)d->a_seen;
     uint32_t kept = seen < RESP_ARG_PREFIX ? seen : RESP_ARG_PREFIX;
     if (i == 0) {
         size_t nl = seen < RESP_NAME_MAX - 1 ? seen : RESP_NAME_MAX - 1;
         r->name[nl] = '\0';
-        c->cur->name_len = (uint8_t)nl;
+        d->name_len = (uint8_t)nl;
         d->cred = rq_cred_class((uint8_t)r->name[0], r->name, nl);
         d->prev = (const uint8_t *)r->name;
         d->prev_len = (uint32_t)nl;
@@ -295,10 +297,9 @@ static inline uint8_t name_copy(uint8_t *dst, const uint8_t *p, size_t n)
  * CRLF (the caller checked it): the same as
  * arg_begin + arg_data + arg_end, without the state that lets those resume
  * across chunks. This is the hot path for requests. */
-static inline void arg_whole(rc_conn *c, const uint8_t *p, size_t len)
+static inline void arg_whole(rq_dec *d, const uint8_t *p, size_t len)
 {
-    rq_dec *d = &c->rq;
-    resp_request *r = &c->cur->cmd.req;
+    resp_request *r = d->req;
     uint32_t i = d->argi;
     uint32_t full = len > UINT32_MAX ? UINT32_MAX : (uint32_t)len;
     uint32_t kept = full < RESP_ARG_PREFIX ? full : RESP_ARG_PREFIX;
@@ -306,7 +307,7 @@ static inline void arg_whole(rc_conn *c, const uint8_t *p, size_t len)
         size_t nl = len < RESP_NAME_MAX - 1 ? len : RESP_NAME_MAX - 1;
         uint8_t first = name_copy((uint8_t *)r->name, p, nl);
         r->name[nl] = '\0';
-        c->cur->name_len = (uint8_t)nl;
+        d->name_len = (uint8_t)nl;
         d->cred = rq_cred_class(first, r->name, nl);
         d->prev = (const uint8_t *)r->name;
         d->prev_len = (uint32_t)nl;
@@ -317,7 +318,7 @@ static inline void arg_whole(rc_conn *c, const uint8_t *p, size_t len)
          * tells; testing both fields with one two-byte load (as gcc does)
          * waits for two separate byte stores to reach the cache. */
         int secret = d->cred != CRED_NONE ? rq_is_secret(d, r, i) : 0;
-        int key = secret ? 0 : arg_is_key(c, r, i);
+        int key = secret ? 0 : arg_is_key(d, r, i);
         uint32_t k = i - d->cred_skipped; /* its args[] slot */
         uint8_t *dst = NULL;
         if (secret && d->cred == CRED_HELLO) {
@@ -424,11 +425,10 @@ static inline void arg_keep(resp_request *r, uint32_t i, const uint8_t *p, uint3
  * credentials; arg_plain copies its bytes there next). Out of line and
  * ending in a tail call, so that it saves no registers, nor does arg_plain's
  * common path for it. Returns non-zero for a key. */
-static RQ_APART int arg_plain_ask(rc_conn *c, const resp_request *r, uint32_t i, uint32_t full,
+static RQ_APART int arg_plain_ask(rq_dec *d, const resp_request *r, uint32_t i, uint32_t full,
                                   uint32_t kept)
 {
-    rq_dec *d = &c->rq;
-    const resp_config *cfg = &c->rp->cfg;
+    const resp_config *cfg = d->cfg;
     resp_keyctx *k = &d->kc;
     k->req = r;
     k->argi = i;
@@ -449,24 +449,22 @@ static RQ_APART int arg_plain_ask(rc_conn *c, const resp_request *r, uint32_t i,
  * and the previous argument is not recorded (only the hook reads it).
  * full: its length (rq_fast takes only those that fit). d->argi is the
  * caller's (rq_fast keeps it in a register). */
-static inline void arg_plain(rc_conn *c, resp_request *r, uint32_t i, const uint8_t *p,
+static inline void arg_plain(rq_dec *d, resp_request *r, uint32_t i, const uint8_t *p,
                              uint32_t full)
 {
-    rq_dec *d = &c->rq;
     uint32_t kept = full < RESP_ARG_PREFIX ? full : RESP_ARG_PREFIX;
     int key = d->kc.key_mask_final ? (int)((d->kc.key_mask >> i) & 1u) /* i < 32 */
-                                   : arg_plain_ask(c, r, i, full, kept);
+                                   : arg_plain_ask(d, r, i, full, kept);
     arg_keep(r, i, p, full, kept, key);
 }
 
 /* arg_whole for the command name (argument 0). */
-static inline void arg_name_whole(rc_conn *c, resp_request *r, const uint8_t *p, size_t len)
+static inline void arg_name_whole(rq_dec *d, resp_request *r, const uint8_t *p, size_t len)
 {
-    rq_dec *d = &c->rq;
     size_t nl = len < RESP_NAME_MAX - 1 ? len : RESP_NAME_MAX - 1;
     uint8_t first = name_copy((uint8_t *)r->name, p, nl);
     r->name[nl] = '\0';
-    c->cur->name_len = (uint8_t)nl;
+    d->name_len = (uint8_t)nl;
     d->cred = rq_cred_class(first, r->name, nl);
     d->prev = (const uint8_t *)r->name;
     d->prev_len = (uint32_t)nl;
@@ -482,14 +480,14 @@ static inline uint64_t rq_pos(const rq_dec *d, const uint8_t *base, const uint8_
 }
 
 /* A message starts at pos, a multibulk of argc arguments (0: not known
- * yet): take a slot for it and reset the per-request state. The previous
+ * yet): ask the owner where it goes and reset the per-request state. The previous
  * argument (d->prev) is not reset: every path sets it to the name before
  * the key hook is first asked. */
-static inline void rq_begin_argc(rc_conn *c, uint64_t pos, int64_t ts, uint32_t argc)
+static inline void rq_begin_argc(rq_dec *d, uint64_t pos, int64_t ts, uint32_t argc)
 {
-    rq_dec *d = &c->rq;
-    c->cur = pair_request_slot(c, ts);
-    c->cur->cmd.req.start_frame = c->frame;
+    d->req = d->out->begin(d->owner, ts);
+    d->req->start_frame = d->frame;
+    d->name_len = 0;
     d->in_msg = 1;
     d->msg_off = pos;
     d->argi = 0;
@@ -503,19 +501,18 @@ static inline void rq_begin_argc(rc_conn *c, uint64_t pos, int64_t ts, uint32_t 
     d->kc.key_mask_final = 0;
 }
 
-/* A message starts at pos: take a slot for it and reset the per-request
- * state. */
-static void rq_begin(rc_conn *c, uint64_t pos, int64_t ts)
+/* A message starts at pos: ask the owner where it goes and reset the
+ * per-request state. */
+static void rq_begin(rq_dec *d, uint64_t pos, int64_t ts)
 {
-    rq_begin_argc(c, pos, ts, 0);
+    rq_begin_argc(d, pos, ts, 0);
 }
 
 /* The message ended at pos, with r->argc already its number of arguments:
  * hand the request over. */
-static inline void rq_finish(rc_conn *c, uint64_t pos, int64_t ts)
+static inline void rq_finish(rq_dec *d, uint64_t pos, int64_t ts)
 {
-    rq_dec *d = &c->rq;
-    resp_request *r = &c->cur->cmd.req;
+    resp_request *r = d->req;
     r->ts_us = ts;
     r->bytes = pos - d->msg_off;
     if (r->slot_unknown) { /* a key lost bytes: no key facts at all */
@@ -527,68 +524,64 @@ static inline void rq_finish(rc_conn *c, uint64_t pos, int64_t ts)
     }
     d->in_msg = 0;
     d->state = RQ_START;
-    pair_request_done(c);
+    d->out->done(d->owner, d->name_len);
 }
 
 /* The message ended at pos: hand the request over. */
-static void rq_complete(rc_conn *c, uint64_t pos, int64_t ts)
+static void rq_complete(rq_dec *d, uint64_t pos, int64_t ts)
 {
-    c->cur->cmd.req.argc = c->rq.argi;
-    rq_finish(c, pos, ts);
+    d->req->argc = d->argi;
+    rq_finish(d, pos, ts);
 }
 
 /* The message turned out to be no command ("*0", empty inline line). */
-static void rq_nothing(rc_conn *c)
+static void rq_nothing(rq_dec *d)
 {
-    c->rq.in_msg = 0;
-    c->rq.state = RQ_START;
-    pair_request_abandon(c);
+    d->in_msg = 0;
+    d->state = RQ_START;
+    d->out->dropped(d->owner);
 }
 
 /* Start looking for a boundary. Inline commands may be found too unless the
  * client is known to speak multibulk only (a false inline resync in a
  * multibulk stream is the risk: see resync.c). */
-static void rq_resync_start(rc_conn *c, int at_boundary)
+static void rq_resync_start(rq_dec *d, int at_boundary)
 {
-    rq_dec *d = &c->rq;
     rd_resync_start(&d->rs, 1, at_boundary);
-    d->rs.inline_ok = d->inline_seen ? 2 : (c->st.requests == 0 ? 1 : 0);
-    d->rs.max_line = c->rp->cfg.max_line;
+    d->rs.inline_ok = d->inline_seen ? 2 : (d->st->requests == 0 ? 1 : 0);
+    d->rs.max_line = d->cfg->max_line;
 }
 
 /* Throw away the message in progress and look for the next boundary. */
-static void rq_drop(rc_conn *c, uint64_t pos, int at_boundary)
+static void rq_drop(rq_dec *d, uint64_t pos, int at_boundary)
 {
-    rq_dec *d = &c->rq;
     if (d->in_msg) {
-        c->st.skipped_bytes += pos - d->msg_off;
+        d->st->skipped_bytes += pos - d->msg_off;
         d->in_msg = 0;
-        pair_request_abandon(c);
+        d->out->dropped(d->owner);
     }
     if (d->state != RQ_RESYNC)
-        c->st.resyncs++; /* it lost its place: a search begins (a loss while
+        d->st->resyncs++; /* it lost its place: a search begins (a loss while
                             searching is part of the same search) */
     d->line.len = 0;
     d->state = RQ_RESYNC;
-    rq_resync_start(c, at_boundary);
+    rq_resync_start(d, at_boundary);
 }
 
 /* Malformed input at pos: count it, drop the message, resynchronise. The
  * requests already queued are still answered in order; what follows is not
  * known (the server answers garbage with an error, and may hide commands in
- * it), so the pairing layer treats it as a loss on the request side. */
-static void rq_error(rc_conn *c, uint64_t pos, int limit, int at_boundary)
+ * it): the owner hears of it (out->error) as a loss on the request side. */
+static void rq_error(rq_dec *d, uint64_t pos, int limit, int at_boundary)
 {
-    c->st.protocol_errors++;
-    if (limit)
-        pair_limit_hit(c);
-    rq_drop(c, pos, at_boundary);
-    pair_lost_requests(c);
+    d->st->protocol_errors++;
+    rq_drop(d, pos, at_boundary);
+    d->out->error(d->owner, limit);
 }
 
-void rq_lost(rc_conn *c, int at_boundary)
+void rq_lost(rq_dec *d, int at_boundary)
 {
-    rq_drop(c, c->rq.off, at_boundary);
+    rq_drop(d, d->off, at_boundary);
 }
 
 /* A gap of len bytes (0: unknown) on the request side. When it falls wholly
@@ -605,9 +598,8 @@ void rq_lost(rc_conn *c, int at_boundary)
  * slot (slot_unknown); a long value that loses bytes of its kept prefix keeps
  * no prefix. The trailing CRLF's bytes are known, so a gap over them is
  * replayed as "\r\n" and the decoder still sees the argument end. */
-int rq_skip_gap(rc_conn *c, uint64_t len, int64_t ts)
+int rq_skip_gap(rq_dec *d, uint64_t len, int64_t ts)
 {
-    rq_dec *d = &c->rq;
     uint64_t lost;
     if (!d->in_msg || !rd_gap_in_bulk(len, d->state == RQ_ARG_BODY, d->state == RQ_ARG_CRLF,
                                       d->arg_left, d->crlf_left, &lost))
@@ -619,30 +611,36 @@ int rq_skip_gap(rc_conn *c, uint64_t len, int64_t ts)
             return 0;
         if (d->a_key || (d->a_dst != NULL && d->a_seen < RESP_ARG_PREFIX))
             d->a_gap = 1;
-        c->cur->cmd.req.gap = 1;
+        d->req->gap = 1;
         d->a_seen += lost;
         d->arg_left -= lost;
         d->off += lost;
     }
-    c->st.gaps_bridged++;
+    d->st->gaps_bridged++;
     if (d->state == RQ_ARG_BODY && d->arg_left == 0) {
         d->crlf_left = 2;
         d->state = RQ_ARG_CRLF;
     }
     if (len > lost) /* the CRLF, or its LF: replay it */
-        rq_feed(c, (const uint8_t *)"\r\n" + (2 - d->crlf_left), (size_t)(len - lost), ts);
+        rq_feed(d, (const uint8_t *)"\r\n" + (2 - d->crlf_left), (size_t)(len - lost), ts,
+                d->frame);
     return 1;
 }
 
-void rq_init(rc_conn *c)
+void rq_init(rq_dec *d, const rq_out *out, void *owner, const resp_config *cfg,
+             resp_conn_stats *st, int mid_stream)
 {
-    memset(&c->rq, 0, sizeof(c->rq));
-    if (c->cc->saw_syn) {
-        c->rq.state = RQ_START;
+    memset(d, 0, sizeof(*d));
+    d->out = out;
+    d->owner = owner;
+    d->cfg = cfg;
+    d->st = st;
+    if (!mid_stream) {
+        d->state = RQ_START;
     } else {
-        c->rq.state = RQ_RESYNC; /* picked up mid-stream: search the first boundary */
-        rq_resync_start(c, 1);
-        c->rq.rs.uncounted = 1;
+        d->state = RQ_RESYNC; /* picked up mid-stream: search the first boundary */
+        rq_resync_start(d, 1);
+        d->rs.uncounted = 1;
     }
 }
 
@@ -667,9 +665,9 @@ static int hexval(uint8_t ch)
 }
 
 /* One byte of an argument. */
-static inline void in_byte(rc_conn *c, uint8_t ch)
+static inline void in_byte(rq_dec *d, uint8_t ch)
 {
-    arg_data(c, &ch, 1);
+    arg_data(d, &ch, 1);
 }
 
 /* Split the bytes [p, stop) of an inline line into arguments, the way Redis's
@@ -677,9 +675,8 @@ static inline void in_byte(rc_conn *c, uint8_t ch)
  * quotes with \' only, a closing quote must be followed by a space). Returns -1
  * on a quoting error, with *bad at the offending byte (so that the resync
  * starts there whatever the chunking). */
-static int in_tokens(rc_conn *c, const uint8_t *p, const uint8_t *stop, const uint8_t **bad)
+static int in_tokens(rq_dec *d, const uint8_t *p, const uint8_t *stop, const uint8_t **bad)
 {
-    rq_dec *d = &c->rq;
     while (p < stop) {
         uint8_t ch = *p;
         switch (d->in_state) {
@@ -688,7 +685,7 @@ static int in_tokens(rc_conn *c, const uint8_t *p, const uint8_t *stop, const ui
                 p++;
                 break;
             }
-            arg_begin(c, 0);
+            arg_begin(d, 0);
             d->in_arg_open = 1;
             d->in_state = IN_WORD;
             break; /* re-examine ch as part of the word */
@@ -698,7 +695,7 @@ static int in_tokens(rc_conn *c, const uint8_t *p, const uint8_t *stop, const ui
                    *q != '\0' && *q != '"' && *q != '\'')
                 q++;
             if (q > p)
-                arg_data(c, p, (size_t)(q - p));
+                arg_data(d, p, (size_t)(q - p));
             p = q;
             if (p == stop)
                 break;
@@ -707,7 +704,7 @@ static int in_tokens(rc_conn *c, const uint8_t *p, const uint8_t *stop, const ui
             } else if (*p == '\'') {
                 d->in_state = IN_SQ;
             } else {
-                arg_end(c);
+                arg_end(d);
                 d->in_arg_open = 0;
                 d->in_state = IN_SPACE;
             }
@@ -721,24 +718,24 @@ static int in_tokens(rc_conn *c, const uint8_t *p, const uint8_t *stop, const ui
             else if (ch == '"')
                 d->in_state = IN_AFTER_Q;
             else
-                in_byte(c, ch);
+                in_byte(d, ch);
             break;
         case IN_DQ_ESC:
             p++;
             d->in_state = IN_DQ;
             switch (ch) {
             case 'x': d->in_state = IN_DQ_HEX1; break;
-            case 'n': in_byte(c, '\n'); break;
-            case 'r': in_byte(c, '\r'); break;
-            case 't': in_byte(c, '\t'); break;
-            case 'b': in_byte(c, '\b'); break;
-            case 'a': in_byte(c, '\a'); break;
-            default: in_byte(c, ch); break;
+            case 'n': in_byte(d, '\n'); break;
+            case 'r': in_byte(d, '\r'); break;
+            case 't': in_byte(d, '\t'); break;
+            case 'b': in_byte(d, '\b'); break;
+            case 'a': in_byte(d, '\a'); break;
+            default: in_byte(d, ch); break;
             }
             break;
         case IN_DQ_HEX1:
             if (hexval(ch) < 0) { /* "\x" not followed by two hex digits */
-                in_byte(c, 'x');
+                in_byte(d, 'x');
                 d->in_state = IN_DQ;
                 break;
             }
@@ -748,12 +745,12 @@ static int in_tokens(rc_conn *c, const uint8_t *p, const uint8_t *stop, const ui
             break;
         case IN_DQ_HEX2:
             if (hexval(ch) < 0) {
-                in_byte(c, 'x');
-                in_byte(c, d->in_hex);
+                in_byte(d, 'x');
+                in_byte(d, d->in_hex);
                 d->in_state = IN_DQ;
                 break;
             }
-            in_byte(c, (uint8_t)(hexval(d->in_hex) * 16 + hexval(ch)));
+            in_byte(d, (uint8_t)(hexval(d->in_hex) * 16 + hexval(ch)));
             d->in_state = IN_DQ;
             p++;
             break;
@@ -764,15 +761,15 @@ static int in_tokens(rc_conn *c, const uint8_t *p, const uint8_t *stop, const ui
             else if (ch == '\'')
                 d->in_state = IN_AFTER_Q;
             else
-                in_byte(c, ch);
+                in_byte(d, ch);
             break;
         case IN_SQ_ESC:
             d->in_state = IN_SQ;
             if (ch == '\'') {
-                in_byte(c, '\'');
+                in_byte(d, '\'');
                 p++;
             } else {
-                in_byte(c, '\\'); /* re-examine ch */
+                in_byte(d, '\\'); /* re-examine ch */
             }
             break;
         case IN_AFTER_Q:
@@ -780,7 +777,7 @@ static int in_tokens(rc_conn *c, const uint8_t *p, const uint8_t *stop, const ui
                 *bad = p;
                 return -1;
             }
-            arg_end(c);
+            arg_end(d);
             d->in_arg_open = 0;
             d->in_state = IN_SPACE;
             p++;
@@ -794,15 +791,14 @@ static int in_tokens(rc_conn *c, const uint8_t *p, const uint8_t *stop, const ui
 }
 
 /* The inline line ended (its LF was seen). Returns -1 on unbalanced quotes. */
-static int in_finish(rc_conn *c)
+static int in_finish(rq_dec *d)
 {
-    rq_dec *d = &c->rq;
     switch (d->in_state) {
     case IN_SPACE:
         break;
     case IN_WORD:
     case IN_AFTER_Q:
-        arg_end(c);
+        arg_end(d);
         break;
     default:
         return -1;
@@ -816,11 +812,10 @@ static int in_finish(rc_conn *c)
  * error: unbalanced quotes in request", sdssplitargs failing, then it closes
  * the connection): a request that ran no command, without name or keys, so
  * that the error pairs with it. Counted as a protocol error. */
-static void rq_rejected(rc_conn *c, uint64_t pos, int64_t ts)
+static void rq_rejected(rq_dec *d, uint64_t pos, int64_t ts)
 {
-    rq_dec *d = &c->rq;
-    resp_request *r = &c->cur->cmd.req;
-    c->st.protocol_errors++;
+    resp_request *r = d->req;
+    d->st->protocol_errors++;
     r->name[0] = 0;
     r->nkeys = 0;
     r->nargs = 0;
@@ -833,7 +828,7 @@ static void rq_rejected(rc_conn *c, uint64_t pos, int64_t ts)
     d->in_state = IN_SPACE;
     d->in_bad = 0;
     d->inline_seen = 1;
-    rq_complete(c, pos, ts);
+    rq_complete(d, pos, ts);
 }
 
 /* ---------------------------------------------------------------- feed */
@@ -841,43 +836,41 @@ static void rq_rejected(rc_conn *c, uint64_t pos, int64_t ts)
 /* A resynchronisation found a whole inline command, held in the line buffer
  * (printable, no quotes, at most RD_LBUF bytes: see resync.c) and ending
  * at pos: decode it as RQ_INLINE would have. */
-static void rq_resynced_inline(rc_conn *c, uint64_t pos, int64_t ts)
+static void rq_resynced_inline(rq_dec *d, uint64_t pos, int64_t ts)
 {
-    rq_dec *d = &c->rq;
     const uint8_t *bad = NULL;
     size_t n = (size_t)d->rs.full;
-    rq_begin(c, pos - d->rs.cand, d->rs.cand_start_us);
-    c->cur->cmd.req.start_frame = d->rs.cand_start_frame;
-    c->cur->cmd.req.inline_cmd = 1;
+    rq_begin(d, pos - d->rs.cand, d->rs.cand_start_us);
+    d->req->start_frame = d->rs.cand_start_frame;
+    d->req->inline_cmd = 1;
     d->in_state = IN_SPACE;
     d->in_len = (uint32_t)n;
     d->in_arg_open = 0;
     d->line.len = 0;
-    int bad_line = in_tokens(c, d->line.buf, d->line.buf + n, &bad) != 0 ||
-                   in_finish(c) != 0 || d->argi == 0;
+    int bad_line = in_tokens(d, d->line.buf, d->line.buf + n, &bad) != 0 ||
+                   in_finish(d) != 0 || d->argi == 0;
     memset(d->line.buf, 0, n); /* it may have held a credential (AUTH) */
     if (bad_line) { /* cannot happen: the scanner checked the line */
-        rq_error(c, pos, 0, 1);
+        rq_error(d, pos, 0, 1);
         return;
     }
     d->inline_seen = 1;
-    rq_complete(c, pos, ts);
+    rq_complete(d, pos, ts);
 }
 
 /* A resynchronisation found "*<n>\r\n" with '$' next, or a whole inline
  * command: carry on from there. */
-static void rq_resynced(rc_conn *c, uint64_t pos, int64_t ts)
+static void rq_resynced(rq_dec *d, uint64_t pos, int64_t ts)
 {
-    rq_dec *d = &c->rq;
-    pair_clean_start(c);
+    d->out->resynced(d->owner);
     if (d->rs.type == 'i') {
-        rq_resynced_inline(c, pos, ts);
+        rq_resynced_inline(d, pos, ts);
         return;
     }
-    rq_begin(c, pos - d->rs.cand, d->rs.cand_start_us);
-    c->cur->cmd.req.start_frame = d->rs.cand_start_frame;
+    rq_begin(d, pos - d->rs.cand, d->rs.cand_start_us);
+    d->req->start_frame = d->rs.cand_start_frame;
     d->argc_expected = (uint32_t)d->rs.num;
-    c->cur->cmd.req.argc = d->argc_expected;
+    d->req->argc = d->argc_expected;
     d->state = RQ_ARG_TYPE;
 }
 
@@ -949,14 +942,13 @@ static inline size_t rq_short_count(const uint8_t *p, size_t *n)
  * arg_whole, which reads it). Returns where it stopped: at end, or at the
  * first byte the states of rq_feed must handle (split, malformed, too long,
  * "*0"), with d->state saying which. */
-static const uint8_t *rq_fast(rc_conn *c, const uint8_t *base, const uint8_t *p,
+static const uint8_t *rq_fast(rq_dec *d, const uint8_t *base, const uint8_t *p,
                               const uint8_t *end, int64_t ts)
 {
-    rq_dec *d = &c->rq;
     /* longer arguments (whole in one chunk they cannot be) are left to
      * the states of rq_feed, which give the same result: here, a length
      * always fits the uint32_t fields without clamping */
-    const uint64_t max_bulk = c->rp->cfg.max_bulk_request;
+    const uint64_t max_bulk = d->cfg->max_bulk_request;
     const uint64_t max_len = max_bulk < UINT32_MAX ? max_bulk : UINT32_MAX;
     /* stream offset of p: at_zero + (uintptr_t)p (unsigned arithmetic,
      * wrapping both ways), one addition instead of rq_pos's three steps */
@@ -981,20 +973,20 @@ static const uint8_t *rq_fast(rc_conn *c, const uint8_t *base, const uint8_t *p,
             !rq_is_crlf(body + len))
             break;
         p = body + len + 2;
-        resp_request *r = &c->cur->cmd.req;
+        resp_request *r = d->req;
         if (i == 0) {
-            arg_name_whole(c, r, body, len);
+            arg_name_whole(d, r, body, len);
         } else if (i <= RESP_ARG_KEEP && d->cred == CRED_NONE) {
-            arg_plain(c, r, i, body, (uint32_t)len);
+            arg_plain(d, r, i, body, (uint32_t)len);
         } else { /* credentials, or past the kept arguments */
             d->argi = i;
-            arg_whole(c, body, len);
+            arg_whole(d, body, len);
         }
         i++;
         if (i >= d->argc_expected) {
             /* a multibulk's argc was set from its count: i is that count
              * (d->argi is read by nothing once the request is complete) */
-            rq_finish(c, at_zero + (uint64_t)(uintptr_t)p, ts);
+            rq_finish(d, at_zero + (uint64_t)(uintptr_t)p, ts);
             /* pipelined: the next request usually follows in the same
              * chunk; start it here, as RQ_START and RQ_MB_LINE would */
             if (end - p >= 8 && (k = rq_short_count(p, &len)) != 0) {
@@ -1009,9 +1001,9 @@ static const uint8_t *rq_fast(rc_conn *c, const uint8_t *base, const uint8_t *p,
             }
             if (d->line.len != 0)
                 return p;
-            rq_begin_argc(c, at_zero + (uint64_t)(uintptr_t)p, ts, (uint32_t)v);
+            rq_begin_argc(d, at_zero + (uint64_t)(uintptr_t)p, ts, (uint32_t)v);
             p += k;
-            c->cur->cmd.req.argc = (uint32_t)v;
+            d->req->argc = (uint32_t)v;
             d->state = RQ_ARG_TYPE;
             i = 0;
         }
@@ -1022,19 +1014,19 @@ static const uint8_t *rq_fast(rc_conn *c, const uint8_t *base, const uint8_t *p,
     return p;
 }
 
-void rq_feed(rc_conn *c, const uint8_t *base, size_t n, int64_t ts)
+void rq_feed(rq_dec *d, const uint8_t *base, size_t n, int64_t ts, uint64_t frame)
 {
-    rq_dec *d = &c->rq;
-    const resp_config *cfg = &c->rp->cfg;
+    const resp_config *cfg = d->cfg;
     const uint8_t *p = base;
     const uint8_t *end = base + n;
     int64_t v;
     int r;
 
+    d->frame = frame;
     while (p < end) {
         switch (d->state) {
         case RQ_START:
-            rq_begin(c, rq_pos(d, base, p), ts);
+            rq_begin(d, rq_pos(d, base, p), ts);
             if (*p == '*') {
                 p++;
                 d->state = RQ_MB_LINE;
@@ -1043,11 +1035,11 @@ void rq_feed(rc_conn *c, const uint8_t *base, size_t n, int64_t ts)
                  * command; binary here (TLS, another protocol, noise) is not a
                  * client talking RESP, so it is counted as garbage instead of
                  * producing commands with binary names. */
-                rq_error(c, rq_pos(d, base, p), 0, 0);
+                rq_error(d, rq_pos(d, base, p), 0, 0);
                 d->rs.first = *p; /* the line it starts is not a "$" header */
                 d->rs.at_start = 0;
             } else {
-                c->cur->cmd.req.inline_cmd = 1;
+                d->req->inline_cmd = 1;
                 d->in_state = IN_SPACE;
                 d->in_len = 0;
                 d->in_arg_open = 0;
@@ -1061,28 +1053,28 @@ void rq_feed(rc_conn *c, const uint8_t *base, size_t n, int64_t ts)
             if (r == 0)
                 break;
             if (r < 0) {
-                rq_error(c, rq_pos(d, base, p), 0, d->line.err_bound);
+                rq_error(d, rq_pos(d, base, p), 0, d->line.err_bound);
                 break;
             }
             if (v <= 0) { /* Redis ignores "*0" and "*-1" */
-                rq_nothing(c);
+                rq_nothing(d);
                 break;
             }
             if (v > RD_MAX_ELEMENTS) {
-                rq_error(c, rq_pos(d, base, p), 1, 1);
+                rq_error(d, rq_pos(d, base, p), 1, 1);
                 break;
             }
             d->argc_expected = (uint32_t)v;
-            c->cur->cmd.req.argc = (uint32_t)v;
+            d->req->argc = (uint32_t)v;
             d->state = RQ_ARG_TYPE;
             break;
 
         case RQ_ARG_TYPE:
-            p = rq_fast(c, base, p, end, ts);
+            p = rq_fast(d, base, p, end, ts);
             if (p == end || d->state != RQ_ARG_TYPE)
                 break;
             if (*p != '$') { /* Redis: "expected '$', got ..." */
-                rq_error(c, rq_pos(d, base, p), 0, 0);
+                rq_error(d, rq_pos(d, base, p), 0, 0);
                 break;
             }
             p++;
@@ -1093,14 +1085,14 @@ void rq_feed(rc_conn *c, const uint8_t *base, size_t n, int64_t ts)
             if (r == 0)
                 break;
             if (r < 0 || v < 0) {
-                rq_error(c, rq_pos(d, base, p), 0, r < 0 ? d->line.err_bound : 1);
+                rq_error(d, rq_pos(d, base, p), 0, r < 0 ? d->line.err_bound : 1);
                 break;
             }
             if ((uint64_t)v > cfg->max_bulk_request) {
-                rq_error(c, rq_pos(d, base, p), 1, 1);
+                rq_error(d, rq_pos(d, base, p), 1, 1);
                 break;
             }
-            arg_begin(c, (uint64_t)v);
+            arg_begin(d, (uint64_t)v);
             d->arg_left = (uint64_t)v;
             d->state = RQ_ARG_BODY;
             /* fall through */
@@ -1109,12 +1101,12 @@ void rq_feed(rc_conn *c, const uint8_t *base, size_t n, int64_t ts)
             if (d->arg_left + 2 <= avail) { /* whole rest of the argument is here */
                 size_t len = (size_t)d->arg_left;
                 if (p[len] != '\r' || p[len + 1] != '\n') {
-                    rq_error(c, rq_pos(d, base, p + len), 0, 0);
+                    rq_error(d, rq_pos(d, base, p + len), 0, 0);
                     p += len;
                     break;
                 }
                 if (len && (d->a_name || d->a_dst || d->a_key))
-                    arg_data(c, p, len);
+                    arg_data(d, p, len);
                 else
                     d->a_seen += len;
                 p += len + 2;
@@ -1123,7 +1115,7 @@ void rq_feed(rc_conn *c, const uint8_t *base, size_t n, int64_t ts)
             }
             size_t take = d->arg_left < avail ? (size_t)d->arg_left : avail;
             if (take && (d->a_name || d->a_dst || d->a_key))
-                arg_data(c, p, take);
+                arg_data(d, p, take);
             else
                 d->a_seen += take;
             p += take;
@@ -1137,16 +1129,16 @@ void rq_feed(rc_conn *c, const uint8_t *base, size_t n, int64_t ts)
 
         case RQ_ARG_CRLF:
             if (*p != (d->crlf_left == 2 ? '\r' : '\n')) {
-                rq_error(c, rq_pos(d, base, p), 0, 0);
+                rq_error(d, rq_pos(d, base, p), 0, 0);
                 break;
             }
             p++;
             if (--d->crlf_left > 0)
                 break;
         arg_done:
-            arg_end(c);
+            arg_end(d);
             if (d->argi >= d->argc_expected)
-                rq_complete(c, rq_pos(d, base, p), ts);
+                rq_complete(d, rq_pos(d, base, p), ts);
             else
                 d->state = RQ_ARG_TYPE;
             break;
@@ -1156,26 +1148,26 @@ void rq_feed(rc_conn *c, const uint8_t *base, size_t n, int64_t ts)
             const uint8_t *stop = nl ? nl : end;
             size_t len = (size_t)(stop - p);
             if (d->in_len + len > RD_INLINE_MAX || d->in_len + len > cfg->max_line) {
-                rq_error(c, rq_pos(d, base, p), 1, 0); /* "too big inline request" */
+                rq_error(d, rq_pos(d, base, p), 1, 0); /* "too big inline request" */
                 break;
             }
             d->in_len += (uint32_t)len;
             const uint8_t *bad = stop;
-            if (!d->in_bad && in_tokens(c, p, stop, &bad) != 0)
+            if (!d->in_bad && in_tokens(d, p, stop, &bad) != 0)
                 d->in_bad = 1; /* the rest of the line is not split */
             p = stop;
             if (nl == NULL)
                 break;
             p = nl + 1;
-            if (d->in_bad || in_finish(c) != 0) { /* "unbalanced quotes in request" */
-                rq_rejected(c, rq_pos(d, base, p), ts);
+            if (d->in_bad || in_finish(d) != 0) { /* "unbalanced quotes in request" */
+                rq_rejected(d, rq_pos(d, base, p), ts);
                 break;
             }
             if (d->argi == 0) {
-                rq_nothing(c);
+                rq_nothing(d);
             } else {
                 d->inline_seen = 1;
-                rq_complete(c, rq_pos(d, base, p), ts);
+                rq_complete(d, rq_pos(d, base, p), ts);
             }
             break;
         }
@@ -1184,19 +1176,19 @@ void rq_feed(rc_conn *c, const uint8_t *base, size_t n, int64_t ts)
             int64_t skipped = 0;
             if (d->rs.uncounted) { /* the first search of a mid-stream connection */
                 d->rs.uncounted = 0;
-                c->st.resyncs++;
+                d->st->resyncs++;
             }
-            d->rs.frame = c->frame;
+            d->rs.frame = d->frame;
             int found = rd_resync_scan(&d->rs, &d->line, &p, end, ts, &skipped,
                                        cfg->max_bulk_request);
-            c->st.skipped_bytes += (uint64_t)skipped;
+            d->st->skipped_bytes += (uint64_t)skipped;
             if (found)
-                rq_resynced(c, rq_pos(d, base, p), ts);
+                rq_resynced(d, rq_pos(d, base, p), ts);
             break;
         }
 
         default: /* not a state: treat as garbage */
-            rq_error(c, rq_pos(d, base, p), 0, 0);
+            rq_error(d, rq_pos(d, base, p), 0, 0);
             break;
         }
     }

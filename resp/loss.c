@@ -236,12 +236,12 @@ void rp_gap_give_up(rc_conn *c, uint32_t n)
     c->st.out_of_sync = 1;
     c->synced = 0;
     c->reply_since_loss = 0;
-    c->keeping = 0;
+    c->rpd.keeping = 0;
     for (uint32_t i = 0; i < n && c->count > 0; i++)
         pair_pop_unanswered(c);
     if (c->count == 0)
         c->noreply_queued = 0;
-    rp_lost(c, 1);
+    rp_lost(&c->rpd, 1);
 }
 
 /* A reply gap that directly follows another one, no reply byte between
@@ -301,7 +301,7 @@ static void reply_gap(rc_conn *c, uint64_t len)
              * known either, but nothing is owed: the next reply found
              * answers the next request */
             c->orphans = UINT32_MAX;
-            rp_lost(c, 1);
+            rp_lost(&c->rpd, 1);
             c->anchored++;
             return;
         }
@@ -324,7 +324,7 @@ static void reply_gap(rc_conn *c, uint64_t len)
         rp_gap_give_up(c, c->rp_gap_queued);
         return;
     }
-    rp_lost(c, 1);
+    rp_lost(&c->rpd, 1);
     pair_lost(c);
 }
 
@@ -404,7 +404,7 @@ void pair_request_gap(rc_conn *c, uint64_t len)
         c->rq_gap_orphans = c->orphans;
         return;
     }
-    rq_lost(c, 1);
+    rq_lost(&c->rq, 1);
     pair_lost_requests(c);
 }
 
@@ -445,7 +445,7 @@ void rq_gap_resolve(rc_conn *c, const uint8_t *p, size_t n)
             return;
         }
     }
-    rq_lost(c, 1);
+    rq_lost(&c->rq, 1);
     pair_lost_requests(c);
     if (c->orphans != c->rq_gap_orphans)
         c->reply_since_loss = 1; /* as the replies since the gap set it */

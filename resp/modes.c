@@ -4,7 +4,7 @@
  * REPLY queued in a transaction, which act only when EXEC runs them).
  *
  * Only requests of a special kind, or on a connection in a mode, come here
- * (pair_request_done settles the rest inline).
+ * (request_done settles the rest inline).
  */
 #include <stddef.h>
 #include <stdlib.h>

@@ -7,6 +7,12 @@
  * ring.c (the in-flight ring), loss.c (re-anchoring after a gap), conn.c
  * (connections, events, stats); pair_internal.h holds what they share.
  *
+ * The decoders (decode.h) know nothing of this: they tell their owner, the
+ * connection, of each message through two event tables defined at the end
+ * of this file. request_begin hands the request decoder the ring's next
+ * entry and request_done queues it; reply_begin hands the reply decoder the
+ * head entry's reply and reply_done pairs it.
+ *
  * A Redis server answers the requests of one connection in the order it
  * received them, one reply each, so pairing is a FIFO per connection: a ring
  * of in-flight requests (pipelining of any depth, bounded by max_inflight per
@@ -55,7 +61,7 @@
  * RESP_UNANSWERED, their replies counted as unpaired. A connection picked up
  * mid-stream starts in that state without being counted as out of sync,
  * unless its request stream starts cleanly at a message boundary (see
- * pair_clean_start). Before all this, a gap the sizes account for, checked
+ * request_resynced). Before all this, a gap the sizes account for, checked
  * by ACK numbers, keeps the pairing (see loss.c); and a reply whose
  * packet had not acknowledged the head request is never matched to it.
  * Known limit: after a loss that is not accounted for, a client that
@@ -159,17 +165,17 @@ static inline void emit_to_sink(rc_conn *c, resp_command *cmd)
 }
 
 /* emit for a request paired with certainty (outcome RESP_OK). Inline: the
- * common path of pair_reply_done calls it. */
+ * common path of reply_done calls it. */
 static inline void emit_paired(rc_conn *c, rq_slot *e)
 {
     resp_command *cmd = slot_unpack(c, e);
     resp_reply *dst = &cmd->reply;
     cmd->outcome = RESP_OK;
     cmd->resp3 = c->resp3;
-    reply_copy(dst, c->rep);
+    reply_copy(dst, c->rpd.rep);
     if (e->got_reply)
         dst->start_us = e->first_reply_us;
-    if (e->keep && c->keeping && !c->keep_over) {
+    if (e->keep && c->rpd.keeping && !c->keep_over) {
         dst->raw = c->keep;
         dst->raw_len = c->keep_len;
         rc_proofs_cluster(c->rp, cmd);
@@ -280,7 +286,7 @@ void pair_lost(rc_conn *c)
     c->st.out_of_sync = 1;
     c->synced = 0;
     c->reply_since_loss = 0;
-    c->keeping = 0;
+    c->rpd.keeping = 0;
     pair_flush_all(c);
 }
 
@@ -306,8 +312,9 @@ void pair_lost_requests(rc_conn *c)
  * client with pipelined requests still unanswered when the capture started
  * exactly between two of its requests, is counted by nothing and is the price
  * of not losing the first command of every such capture. */
-void pair_clean_start(rc_conn *c)
+static void request_resynced(void *owner)
 {
+    rc_conn *c = owner;
     const rp_dec *d = &c->rpd;
     int reply_side_clean = (d->state == RP_TYPE && !d->in_msg) ||
                            (d->state == RP_RESYNC && d->rs.seen == 0);
@@ -362,7 +369,7 @@ static PAIR_RARE void repl_found(rc_conn *c, int mid)
      * master's stream (when it spoke before the replica's first ACK). */
     c->st.unpaired_replies = 0;
     c->st.replies = 0;
-    rp_sink(c);
+    rp_sink(&c->rpd);
     /* the master: the side that does not ACK */
     rc_proofs_master(c->rp, mid == REPL_MID_CLIENT ? &c->cc->client : &c->cc->server);
     if (mid != REPL_MID_CLIENT)
@@ -390,7 +397,7 @@ static PAIR_RARE int repl_reply(rc_conn *c)
         reply_modes_update(c);
         return 0;
     }
-    if (c->rep->type != RESP_T_ARRAY || !d->elem0_set || !d->elem1_set ||
+    if (c->rpd.rep->type != RESP_T_ARRAY || !d->elem0_set || !d->elem1_set ||
         !rd_eq_ci(d->elem0, d->elem0_len, "REPLCONF"))
         return 0;
     if (rd_eq_ci(d->elem1, d->elem1_len, "GETACK")) {
@@ -411,12 +418,11 @@ static PAIR_RARE int repl_reply(rc_conn *c)
  * of this. The name and the argument prefixes are written before they are
  * read (stale bytes there are this connection's own, past their kept
  * lengths); so are ts_us and bytes (rq_complete, before the request can be
- * emitted). */
+ * emitted) and name_len (request_done). */
 static inline void request_reset(rq_entry *e, int64_t ts)
 {
     resp_request *r = &e->cmd.req;
     r->name[0] = '\0';
-    e->name_len = 0;
     r->argc = 0;
     r->inline_cmd = 0;
     r->nargs = 0;
@@ -440,7 +446,7 @@ static inline int room_held(const rc_conn *c)
     return c->ring.end - c->ring.tail >= sizeof(rq_slot) && c->text.end != c->text.tail;
 }
 
-/* pair_request_slot in general: regaining sync, taking pages, the
+/* request_begin in general: regaining sync, taking pages, the
  * in-flight caps (past them, or out of memory, the request is decoded all
  * the same but not queued: cur_dropped). Pages are taken when a request
  * starts: a connection's first request allocates nothing while it goes
@@ -458,24 +464,42 @@ static PAIR_APART rq_entry *request_slot_general(rc_conn *c, int64_t ts)
     return &c->stage;
 }
 
-/* A request starts: the entry the decoder writes it into, the stage (it
- * is packed into the ring when complete). The common case, a connection in
- * sync with room in its pages, under the caps, is settled here (what request_slot_general would do
- * for it); the rest goes to request_slot_general. */
-rq_entry *pair_request_slot(rc_conn *c, int64_t ts)
+/* A request starts (rq_out.begin): the entry the decoder writes it into,
+ * c->cur, the stage (it is packed into the ring when complete). The common
+ * case, a connection in sync with room in its pages, under the caps, is
+ * settled here (what request_slot_general would do for it); the rest goes
+ * to request_slot_general. */
+static resp_request *request_begin(void *owner, int64_t ts)
 {
+    rc_conn *c = owner;
     const resp_pipeline *rp = c->rp;
-    if (c->synced && room_held(c) && c->count < rp->cfg.max_inflight && rp->inflight_total < rp->cfg.max_inflight_total) {
+    rq_entry *e;
+    if (c->synced && room_held(c) && c->count < rp->cfg.max_inflight &&
+        rp->inflight_total < rp->cfg.max_inflight_total) {
+        e = &c->stage;
         c->cur_dropped = 0;
-        request_reset(&c->stage, ts);
-        return &c->stage;
+        request_reset(e, ts);
+    } else {
+        e = request_slot_general(c, ts);
     }
-    return request_slot_general(c, ts);
+    c->cur = e;
+    return &e->cmd.req;
 }
 
-void pair_request_abandon(rc_conn *c)
+/* What began was no request, or was dropped (rq_out.dropped). */
+static void request_dropped(void *owner)
 {
+    rc_conn *c = owner;
     c->cur_dropped = 0;
+}
+
+/* Malformed request bytes (rq_out.error): a loss on the request side. */
+static void request_error(void *owner, int limit)
+{
+    rc_conn *c = owner;
+    if (limit)
+        pair_limit_hit(c);
+    pair_lost_requests(c);
 }
 
 /* Which special kind a request is, from its name and first arguments.
@@ -584,7 +608,7 @@ static uint8_t classify_request(rc_conn *c, rq_entry *e)
 }
 
 
-/* pair_request_done for every case but the common one; kind is what
+/* request_done for every case but the common one; kind is what
  * classify_request said. */
 static PAIR_APART void request_done_general(rc_conn *c, rq_entry *e, uint8_t kind)
 {
@@ -614,13 +638,16 @@ static PAIR_APART void request_done_general(rc_conn *c, rq_entry *e, uint8_t kin
     flush_no_reply(c);
 }
 
-/* A request is complete: queue it. The common case, a request of no
- * special kind that keeps no reply, on a connection in no mode and under
- * the cap, is settled here (what request_done_general does for it, with
- * no call on the way: no registers to save); the rest goes there. */
-void pair_request_done(rc_conn *c)
+/* A request is complete (rq_out.done): queue it. The common case, a
+ * request of no special kind that keeps no reply, on a connection in no
+ * mode and under the cap, is settled here (what request_done_general does
+ * for it, with no call on the way: no registers to save); the rest goes
+ * there. */
+static void request_done(void *owner, uint8_t name_len)
 {
+    rc_conn *c = owner;
     rq_entry *e = c->cur;
+    e->name_len = name_len;
     e->sub_word = 0;
     e->hello_proto = 0;
     uint8_t kind = classify_request(c, e);
@@ -653,9 +680,9 @@ void pair_request_done(rc_conn *c)
 
 /* ---------------------------------------------------------------- replies */
 
-/* pair_reply_start for a head of kind RQK_EXEC or RQK_SYNC, from its
- * keep flags on. */
-static PAIR_RARE void reply_start_rare(rc_conn *c, rq_slot *h, int64_t ts)
+/* reply_begin for a head of kind RQK_EXEC or RQK_SYNC, from its keep
+ * flags on. */
+static PAIR_RARE resp_reply *reply_start_rare(rc_conn *c, rq_slot *h, int64_t ts)
 {
     resp_reply *r = &c->reply;
     if (h->kind == RQK_SYNC) {
@@ -663,7 +690,7 @@ static PAIR_RARE void reply_start_rare(rc_conn *c, rq_slot *h, int64_t ts)
          * replication stream: neither is a reply. */
         c->replication = 1;
         c->st.replication = 1;
-        rp_sink(c);
+        rp_sink(&c->rpd);
         rc_proofs_master(c->rp, &c->cc->server);
         pair_emit(c, h, RESP_NO_REPLY);
         ring_pop(c);
@@ -674,35 +701,37 @@ static PAIR_RARE void reply_start_rare(rc_conn *c, rq_slot *h, int64_t ts)
             c->rpd.trim_decl = h->tx_elems.queued;
             c->rpd.trim_to = h->tx_elems.sent;
         }
-        c->keeping = (uint8_t)(h->keep && !h->uncertain);
+        c->rpd.keeping = (uint8_t)(h->keep && !h->uncertain);
     }
-    c->rep = r;
     reply_reset_fields(r, ts);
+    return r;
 }
 
-/* A reply starts. It is decoded into the connection's reply (rep), and
- * copied into the command handed over when it is paired. */
-void pair_reply_start(rc_conn *c, int64_t ts)
+/* A reply starts (rp_out.begin). It is decoded into the connection's
+ * reply (rpd.rep), and copied into the command handed over when it is
+ * paired. */
+static resp_reply *reply_begin(void *owner, int64_t ts)
 {
+    rc_conn *c = owner;
     resp_reply *r = &c->reply;
     c->rep_ack = c->ev_ack;
     c->keep_len = 0;
     c->keep_over = 0;
-    c->keeping = 0;
+    c->rpd.keeping = 0;
     if (c->count != 0) {
-        const rq_slot *h = ring_at(c, 0);
-        if (h->kind >= RQK_EXEC) { /* rare: a tail call, no frame here */
-            reply_start_rare(c, ring_at(c, 0), ts);
-            return;
-        }
-        c->keeping = (uint8_t)(h->keep && !h->uncertain);
+        rq_slot *h = ring_at(c, 0);
+        if (h->kind >= RQK_EXEC) /* rare: a tail call, no frame here */
+            return reply_start_rare(c, h, ts);
+        c->rpd.keeping = (uint8_t)(h->keep && !h->uncertain);
     }
-    c->rep = r;
     reply_reset_fields(r, ts);
+    return r;
 }
 
-void pair_keep_bytes(rc_conn *c, const uint8_t *p, size_t n)
+/* Raw bytes of a reply being kept (rp_out.keep). */
+static void reply_keep(void *owner, const uint8_t *p, size_t n)
 {
+    rc_conn *c = owner;
     if (c->keep_over || n == 0)
         return;
     size_t max = c->rp->cfg.max_kept_reply;
@@ -741,7 +770,7 @@ void pair_keep_bytes(rc_conn *c, const uint8_t *p, size_t n)
 static void keep_done(rc_conn *c)
 {
     c->keep_len = 0;
-    c->keeping = 0;
+    c->rpd.keeping = 0;
     if (c->keep != NULL) {
         c->rp->kept_total -= c->keep_cap;
         free(c->keep);
@@ -772,6 +801,7 @@ static int elem0_sub_word(const rp_dec *d)
 static void reply_modes_update(rc_conn *c)
 {
     c->reply_modes = (uint8_t)(c->monitor || subscribed(c) || c->repl_watch);
+    c->rpd.want_elem1 = c->repl_watch;
 }
 
 /* A confirmation of kind w reported count n: update the subscription counts.
@@ -816,7 +846,7 @@ static int unsub_all_done(const rc_conn *c, int w)
  * replies come loose): did the transaction run? */
 static void exec_effects(rc_conn *c, const rq_slot *h)
 {
-    const resp_reply *r = c->rep;
+    const resp_reply *r = c->rpd.rep;
     /* an array is the transaction's replies; -EXECABORT, or a null after a
      * failed WATCH, means nothing ran. Loose replies only come from a run. */
     if (!(h->tx & TXF_LOOSE) && r->type != RESP_T_ARRAY) {
@@ -836,7 +866,7 @@ static void reply_effects(rc_conn *c, const rq_slot *h)
             exec_effects(c, h);
         return;
     }
-    const resp_reply *r = c->rep;
+    const resp_reply *r = c->rpd.rep;
     const rp_dec *d = &c->rpd;
     int ok = (r->err == RESP_ERR_NONE && r->type != RESP_T_ERROR && r->type != RESP_T_BLOBERR);
     if (!ok)
@@ -862,7 +892,7 @@ static void reply_effects(rc_conn *c, const rq_slot *h)
     case RQK_PSYNC:
         c->replication = 1;
         c->st.replication = 1;
-        rp_sink(c);
+        rp_sink(&c->rpd);
         rc_proofs_master(c->rp, &c->cc->server);
         break;
     default:
@@ -894,7 +924,7 @@ static PAIR_RARE void reply_not_for_head(rc_conn *c, rq_slot *h)
     keep_done(c);
 }
 
-/* pair_reply_done for every case but the common one. */
+/* reply_done for every case but the common one. */
 static PAIR_APART void reply_done_general(rc_conn *c, rq_slot *h, resp_type t)
 {
     const rp_dec *d = &c->rpd;
@@ -910,7 +940,7 @@ static PAIR_APART void reply_done_general(rc_conn *c, rq_slot *h, resp_type t)
         sub_count_update(c, h->sub_word, d);
         if (!h->got_reply) {
             h->got_reply = 1;
-            h->first_reply_us = c->rep->start_us;
+            h->first_reply_us = c->rpd.rep->start_us;
         }
         int done;
         if (h->dynamic) {
@@ -954,7 +984,7 @@ static PAIR_APART void reply_done_general(rc_conn *c, rq_slot *h, resp_type t)
         keep_done(c);
         return;
     }
-    if (!reply_may_answer(c, h, c->rep->start_us, h->uncertain)) {
+    if (!reply_may_answer(c, h, c->rpd.rep->start_us, h->uncertain)) {
         /* it answers a request before the head that was not seen */
         reply_not_for_head(c, h);
         return;
@@ -972,7 +1002,7 @@ static PAIR_APART void reply_done_general(rc_conn *c, rq_slot *h, resp_type t)
              * last one */
             if (!h->got_reply) {
                 h->got_reply = 1;
-                h->first_reply_us = c->rep->start_us;
+                h->first_reply_us = c->rpd.rep->start_us;
             }
             h->nreply--;
             if (h->uncertain)
@@ -988,21 +1018,25 @@ static PAIR_APART void reply_done_general(rc_conn *c, rq_slot *h, resp_type t)
     flush_no_reply(c);
 }
 
-/* A reply is complete: pair it. The common case, a reply to a request of
- * no special kind that was certainly waiting, on a connection neither in
- * MONITOR nor subscribed, is settled here with a few tests (what
- * reply_done_general would do for it: no confirmation, no push, no
- * effects); the rest goes to reply_done_general. */
-void pair_reply_done(rc_conn *c)
+/* A reply is complete (rp_out.done): pair it. Its end_pos becomes a
+ * position in the whole reply stream (lost bytes counted). The common
+ * case, a reply to a request of no special kind that was certainly
+ * waiting, on a connection neither in MONITOR nor subscribed, is settled
+ * here with a few tests (what reply_done_general would do for it: no
+ * confirmation, no push, no effects); the rest goes to
+ * reply_done_general. */
+static void reply_done(void *owner)
 {
+    rc_conn *c = owner;
+    c->rpd.rep->end_pos += c->rp_lost_bytes;
     if (c->reply_modes) {
         if (c->repl_watch && repl_reply(c))
             return;
-        reply_done_general(c, reply_head(c), c->rep->type);
+        reply_done_general(c, reply_head(c), c->rpd.rep->type);
         return;
     }
     rq_slot *h = reply_head(c);
-    resp_type t = c->rep->type;
+    resp_type t = c->rpd.rep->type;
     if (h != NULL && h->kind < RQK_SUB && !h->uncertain && h->req_end <= c->rep_ack &&
         t != RESP_T_PUSH) {
         c->st.replies++;
@@ -1015,3 +1049,29 @@ void pair_reply_done(rc_conn *c)
     reply_done_general(c, h, t);
 }
 
+
+/* Malformed reply bytes (rp_out.error): replies lost, the pairing unknown. */
+static void reply_error(void *owner, int limit)
+{
+    rc_conn *c = owner;
+    if (limit)
+        pair_limit_hit(c);
+    pair_lost(c);
+}
+
+/* ---------------------------------------------------------------- to the decoders */
+
+const rq_out pair_rq_out = {
+    .begin = request_begin,
+    .done = request_done,
+    .dropped = request_dropped,
+    .error = request_error,
+    .resynced = request_resynced,
+};
+
+const rp_out pair_rp_out = {
+    .begin = reply_begin,
+    .done = reply_done,
+    .keep = reply_keep,
+    .error = reply_error,
+};

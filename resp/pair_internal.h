@@ -1,6 +1,6 @@
 /*
  * pair_internal.h - what the pairing files of resp/ share (not a public
- * header; the decoders see only resp_internal.h).
+ * header; the decoders see only decode.h).
  *
  *   pair.c   which reply answers which request: the requests side (classify,
  *            queue), the replies side (pair, push, effects), emit, sync
@@ -33,8 +33,8 @@
 
 /* Request kinds that pairing treats specially. The order matters: the
  * kinds before RQK_SUB are paired with their reply as it comes (the fast
- * path of pair_reply_done); the kinds whose reply has effects come last,
- * from RQK_MONITOR on, and of those the ones pair_reply_start looks at,
+ * path of reply_done); the kinds whose reply has effects come last,
+ * from RQK_MONITOR on, and of those the ones reply_begin looks at,
  * from RQK_EXEC on, so that a reply for any other request costs one
  * comparison each time. */
 enum {
@@ -55,7 +55,7 @@ enum {
     RQK_HELLO,
     RQK_RESET,
     RQK_PSYNC,
-    RQK_EXEC,          /* from here on: pair_reply_start too */
+    RQK_EXEC,          /* from here on: reply_begin too */
     RQK_SYNC
 };
 
@@ -80,6 +80,13 @@ enum { SW_SUB = 0, SW_PSUB, SW_SSUB, SW_UNSUB, SW_PUNSUB, SW_SUNSUB, SW_COUNT };
 /* ---------------------------------------------------------------- functions */
 
 /* pair.c */
+/* The events of the two decoders (decode.h), pair.c's side of them: c is
+ * the owner given to rq_init / rp_init. */
+extern const rq_out pair_rq_out;
+extern const rp_out pair_rp_out;
+void pair_lost(rc_conn *c);           /* replies lost: pairing unknown now */
+void pair_lost_requests(rc_conn *c);  /* requests lost: what is queued stays */
+void pair_limit_hit(rc_conn *c);      /* a limit was hit */
 void pair_emit(rc_conn *c, rq_slot *e, resp_outcome outcome);
 void pair_pop_unanswered(rc_conn *c);
 void pair_flush_no_reply_slow(rc_conn *c);
@@ -97,6 +104,8 @@ void pages_free(resp_pipeline *rp, rq_pages *f);
 void pages_pool_free(resp_pipeline *rp);
 
 /* loss.c */
+void pair_request_gap(rc_conn *c, uint64_t len); /* a request gap not bridged */
+void pair_reply_gap(rc_conn *c, uint64_t len);   /* a reply gap not bridged */
 /* The name bytes a key takes, by name length: its first min(len, 8). */
 extern const uint64_t size_key_mask[RESP_NAME_MAX];
 rc_sizes *sizes_slot(rc_conn *c, uint64_t k);

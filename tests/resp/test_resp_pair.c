@@ -134,7 +134,7 @@ static void test_conn_word_and_reused_entry(void **state)
 }
 
 /* A reply is decoded straight into the entry of the request at the head
- * (pair.c, pair_reply_start). A reply split across chunks, with requests
+ * (pair.c, reply_begin). A reply split across chunks, with requests
  * pipelined in between that make the ring grow (its entries move), still
  * pairs whole: a bulk, and a blob error whose text and MOVED target are
  * read across the move. */
