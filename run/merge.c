@@ -26,12 +26,19 @@
  * or appended to the record's OPEN or COMMAND; see worker_hot in shard.c),
  * and the CLOSE's. The analyzer, evicting a connection still open at its
  * own cap, then writes the counters of that moment, as with one thread.
+ * A copy also keeps the analyzer's conn_word (resp_sink.conn_word, asked
+ * right after its conn_open as resp does) in its user, and each command
+ * carries it as resp's would: the analyzer finds the connection without a
+ * lookup and its quick path applies (it never did with --threads 3+).
  */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "run/internal.h"
+
+/* The analyzer's conn_word of a copy is kept in its user (unused there). */
+_Static_assert(sizeof(void *) >= sizeof(uint64_t), "conn_word fits in cap_conn.user");
 
 /* ---------------------------------------------------------------- merger: connections */
 
@@ -240,6 +247,7 @@ static resp_command *unpack_command(struct par *p, worker *w, const uint8_t *in)
         p->last_conn = map_find(p, head.conn_id);
     }
     cmd->conn = p->last_conn;
+    cmd->conn_word = p->last_conn ? (uint64_t)(uintptr_t)p->last_conn->user : 0;
     cmd->reply.raw = NULL;
     if (head.has_raw) {
         cmd->reply.raw = w->raw + (head.raw_off & (w->raw_size - 1));
@@ -304,10 +312,14 @@ static void deliver(struct par *p, worker *w, const ev_hdr *h)
     switch (p->discard ? EV_TIME : h->kind) {
     case EV_OPEN:
         c = conn_open_copy(p, (const cap_conn *)body);
-        if (!c)
+        if (!c) {
             p->m_oom = 1;
-        else if (s->conn_open)
+            break;
+        }
+        if (s->conn_open)
             s->conn_open(s->ctx, c);
+        if (s->conn_word) /* asked right after conn_open, as resp does */
+            c->user = (void *)(uintptr_t)s->conn_word(s->ctx, c);
         break;
     case EV_COMMAND: {
         const resp_command *cmd = unpack_command(p, w, body);

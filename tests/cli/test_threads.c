@@ -13,7 +13,8 @@
  *                   counters add up to the single tracker's
  *   end to end      slotscope analyze with 1, 2 (read-ahead and sharded), 3
  *                   and 5 threads on that capture, on every fixture capture
- *                   of tests/fixtures (cluster, gen, capture, cli), on a
+ *                   of tests/fixtures (cluster, gen, capture, cli, loss;
+ *                   mid-stream and lossy ones among them), on a
  *                   capture of large values (~16 MB) and on two files
  *                   merged: every table of the databases (meta's
  *                   times and command line aside, every row sorted) and the
@@ -750,7 +751,10 @@ static void test_fixtures_capture_cli(void **state)
         "almost-resp.pcap", "django-cloud.pcap", "pubsub.pcap", "reply-off-on-2conn.pcap",
         "resp_1_benchmark.pcap", "resp_3_malicious.pcap", "resp_4_infiniteloop.pcapng",
         "start-with-server.pcap"};
-    static const char *const cli[] = {"pipelining-example.pcap", "set.pcap"};
+    /* and the real captures picked up mid-stream (replication links
+     * without their PSYNC, orientation by the CLUSTER SLOTS reply) */
+    static const char *const cli[] = {"pipelining-example.pcap", "set.pcap",
+                                      "midstream-real.pcap", "orient-real.pcap"};
     static const char *const loss[] = {"bench-5pct.pcap"}; /* re-anchored by ACKs */
     (void)state;
     check_dir("capture", capture, sizeof capture / sizeof capture[0]);
