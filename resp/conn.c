@@ -67,6 +67,7 @@ static rc_conn *conn_new(resp_pipeline *rp, cap_conn *cc)
     c->rpd.want_elem1 = c->repl_watch;
     reply_clear(&c->reply);
     c->rpd.rep = &c->reply;
+    c->cur = &c->stage;
     c->next = rp->live;
     if (rp->live != NULL)
         rp->live->prev = c;
@@ -132,10 +133,9 @@ static void conn_free(resp_pipeline *rp, rc_conn *c)
     if (c->next != NULL)
         c->next->prev = c->prev;
     rp->inflight_total -= c->count;
-    rp->ring_resident -= c->ring_fresh;
     rp_free(&c->rpd);
-    free(c->ring);
-    free(c->overflow);
+    pages_free(rp, &c->ring);
+    pages_free(rp, &c->text);
     rp->kept_total -= c->keep_cap;
     free(c->keep);
     rc_bus_free(c);
@@ -189,11 +189,7 @@ resp_pipeline *resp_new(const resp_config *cfg, const resp_sink *sink)
     resp_pipeline *rp = calloc(1, sizeof(*rp));
     if (rp == NULL)
         return NULL;
-    rp->spare = ring_entry_new();
-    if (rp->spare == NULL) {
-        free(rp);
-        return NULL;
-    }
+    reply_clear(&rp->out.reply);
     if (cfg != NULL)
         rp->cfg = *cfg;
     else
@@ -215,7 +211,7 @@ void resp_free(resp_pipeline *rp)
         return;
     while (rp->live != NULL)
         conn_free(rp, rp->live);
-    free(rp->spare);
+    pages_pool_free(rp);
     free(rp);
 }
 

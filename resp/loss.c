@@ -79,11 +79,15 @@ PAIR_APART void sizes_learn_change(rc_sizes *z, const resp_reply *r)
 /* The sizes e's reply may have: 1 or 2 of them in out, or 0 when they are
  * not predictable (a command seen fewer than SIZES_SEEN times, with more
  * than two sizes or an integer other than 0 and 1, or not a plain one). */
-static int sizes_of(const rc_conn *c, const rq_entry *e, uint32_t out[2])
+static int sizes_of(const rc_conn *c, const rq_slot *e, uint32_t out[2])
 {
     if (e->kind != RQK_NORMAL || e->nreply != 1 || e->uncertain || e->keep)
         return 0;
-    uint64_t k = size_key(e);
+    char name[RESP_NAME_MAX] = {0};
+    if (e->text_len > 0) /* the text starts with it */
+        copy_units_out(name, pages_at(&c->text, e->text_pos), text_units(e->name_len),
+                       NAME_UNITS);
+    uint64_t k = size_key_of(name, e->name_len, slot_argc(e));
     for (int i = 0; i < RC_SIZE_SLOTS; i++) {
         const rc_sizes *z = &c->rsz[i];
         if (z->key == k && z->seen >= SIZES_SEEN && !z->varied && z->n > 0) {
@@ -176,7 +180,7 @@ static int rp_gap_candidates(const rc_conn *c, uint64_t len, uint32_t *cand)
     if (len > LOSS_MAX_GAP)
         return -1;
     for (uint32_t d = 1; d <= c->count; d++) {
-        const rq_entry *e = ring_at((rc_conn *)c, d - 1);
+        const rq_slot *e = ring_at((rc_conn *)c, d - 1);
         uint32_t sz[2];
         int nz = sizes_of(c, e, sz);
         if (nz == 0)
@@ -208,7 +212,7 @@ static int queue_one_reply_each(rc_conn *c)
     if (c->count > 4096)
         return 0;
     for (uint32_t i = 0; i < c->count; i++) {
-        const rq_entry *e = ring_at(c, i);
+        const rq_slot *e = ring_at(c, i);
         if ((e->kind >= RQK_SUB && e->kind != RQK_LOST) || e->nreply != 1 || e->dynamic)
             return 0;
     }
@@ -420,17 +424,18 @@ void rq_gap_resolve(rc_conn *c, const uint8_t *p, size_t n)
         if ((uint64_t)c->count + owed <= rp->cfg.max_inflight &&
             rp->inflight_total + owed <= rp->cfg.max_inflight_total) {
             for (uint32_t i = 0; i < owed; i++) {
-                if (ring_reserve(c) != 0)
+                rq_slot *e = ring_push(c);
+                if (e == NULL)
                     break;
-                rq_entry *e = ring_next_free(c);
+                memset(e, 0, sizeof(*e));
                 e->kind = RQK_LOST;
+                e->text_pos = c->text.tail; /* no text */
                 e->nreply = 1;
                 e->dynamic = 0;
                 e->uncertain = 0;
                 e->keep = 0;
                 /* a bound of its end: the requests are at least smin long */
                 e->req_end = c->rq_gap_start + (uint64_t)(i + 1) * smin;
-                c->count++;
                 rp->inflight_total++;
                 if (i + 1 == owed)
                     c->anchored++;

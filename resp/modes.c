@@ -114,7 +114,7 @@ static void tx_exec(rc_conn *c, rq_entry *e, uint8_t skip_this)
 
 /* EXEC's reply says the transaction did not run (-EXECABORT, or a null when
  * a WATCHed key changed): none of its modes took effect. */
-void tx_undo(rc_conn *c, rq_entry *h)
+void tx_undo(rc_conn *c, const rq_slot *h)
 {
     if (!(h->tx & TXF_MODES))
         return;

@@ -113,19 +113,10 @@ static void reply_clear_error(resp_reply *r)
     r->redir.host[0] = '\0';
 }
 
-/* Copy the reply decoded into the scratch (c->reply: no request waited for
- * it when it started) into the entry that it answers after all (a request
- * seen after its reply began: rare).
- *
- * The reply's fields were written a moment ago one by one (reply_begin,
- * the decoder); copying two neighbours with one wide load (gcc's SLP
- * vectorizer pairs them) makes the load wait for both stores to reach the
- * cache instead of forwarding from the store buffer. So gcc copies them one
- * at a time here. */
-#if defined(__GNUC__) && !defined(__clang__)
-__attribute__((optimize("no-tree-slp-vectorize")))
-#endif
-static PAIR_RARE void reply_copy(resp_reply *dst, const resp_reply *src)
+/* Copy the reply decoded (c->reply) into the command handed to the sink:
+ * the fields every reply sets, and the error text and redirection only for
+ * an error (they are kept cleared otherwise: see emit). */
+static inline void reply_copy(resp_reply *dst, const resp_reply *src)
 {
     dst->start_us = src->start_us;
     dst->ts_us = src->ts_us;
@@ -146,25 +137,13 @@ static PAIR_RARE void reply_copy(resp_reply *dst, const resp_reply *src)
     dst->raw_len = 0;
 }
 
-/* An entry the reply decoder writes into (c->rpd.rep) is emitted without its
- * reply, or its reply is not the command's (a push, a loose reply of EXEC):
- * a reply still being decoded moves to the scratch, and the entry's error
- * text and redirection go back to cleared. */
-static PAIR_RARE void reply_detach(rc_conn *c, resp_reply *r)
-{
-    if (c->rpd.in_msg)
-        c->reply = *r;
-    c->rpd.rep = &c->reply;
-    reply_clear_error(r);
-}
-
 static void reply_modes_update(rc_conn *c);
 
 /* Pop the head unanswered: emitted as such (or, expecting nothing, as
  * RESP_NO_REPLY), unless it stands for a request lost in a gap. */
 void pair_pop_unanswered(rc_conn *c)
 {
-    rq_entry *h = ring_at(c, 0);
+    rq_slot *h = ring_at(c, 0);
     if (h->kind != RQK_LOST)
         pair_emit(c, h, expects_no_reply(h) ? RESP_NO_REPLY : RESP_UNANSWERED);
     ring_pop(c);
@@ -187,14 +166,13 @@ static inline void emit_to_sink(rc_conn *c, resp_command *cmd)
 
 /* emit for a request paired with certainty (outcome RESP_OK). Inline: the
  * common path of reply_done calls it. */
-static inline void emit_paired(rc_conn *c, rq_entry *e)
+static inline void emit_paired(rc_conn *c, rq_slot *e)
 {
-    resp_command *cmd = &e->cmd;
+    resp_command *cmd = slot_unpack(c, e);
     resp_reply *dst = &cmd->reply;
     cmd->outcome = RESP_OK;
     cmd->resp3 = c->resp3;
-    if (c->rpd.rep != dst)
-        reply_copy(dst, c->rpd.rep);
+    reply_copy(dst, c->rpd.rep);
     if (e->got_reply)
         dst->start_us = e->first_reply_us;
     if (e->keep && c->rpd.keeping && !c->keep_over) {
@@ -202,22 +180,26 @@ static inline void emit_paired(rc_conn *c, rq_entry *e)
         dst->raw_len = c->keep_len;
         rc_proofs_cluster(c->rp, cmd);
     }
-    sizes_learn(c, e, dst);
+    sizes_learn(c, &cmd->req, e->name_len, dst);
     c->st.paired++;
     emit_to_sink(c, cmd);
 }
 
-/* Hand one command to the sink. outcome RESP_OK: with the reply just
- * decoded, which the decoder wrote into the entry itself (reply_begin)
- * or, rarely, into the scratch.
- *
- * An entry's reply.errtext and reply.redir are kept cleared ("", slot -1,
- * port 0, host "") except while an error reply is being decoded into it or
- * is in the sink's hands: they lie on lines of their own (past the other
- * reply fields), which most commands then never touch. */
-void pair_emit(rc_conn *c, rq_entry *e, resp_outcome outcome)
+/* The reply fields of a command emitted without its reply. */
+static inline void reply_none(resp_reply *r)
 {
-    resp_command *cmd = &e->cmd;
+    reply_reset_fields(r, 0);
+    r->nokey = 0;
+}
+
+/* Hand one command to the sink: slot e unpacked into the pipeline's out
+ * buffer, with (outcome RESP_OK) the reply just decoded, c->reply.
+ *
+ * The out buffer's reply.errtext and reply.redir are kept cleared ("",
+ * slot -1, port 0, host "") except while an error reply is in the sink's
+ * hands: they are copied only for errors. */
+void pair_emit(rc_conn *c, rq_slot *e, resp_outcome outcome)
+{
     if (outcome == RESP_OK) {
         if (!e->uncertain) {
             emit_paired(c, e);
@@ -226,21 +208,58 @@ void pair_emit(rc_conn *c, rq_entry *e, resp_outcome outcome)
         outcome = RESP_UNANSWERED; /* a reply came, but whose is not known */
         c->st.unpaired_replies++;
     }
+    resp_command *cmd = slot_unpack(c, e);
     cmd->outcome = outcome;
     cmd->resp3 = c->resp3;
-    if (c->rpd.rep == &cmd->reply)
-        reply_detach(c, &cmd->reply);
-    reply_reset_fields(&cmd->reply, 0);
+    reply_none(&cmd->reply);
     if (outcome == RESP_UNANSWERED)
         c->st.unpaired_requests++;
     emit_to_sink(c, cmd);
+}
+
+/* The request being decoded (e, the stage) cannot be queued (a cap, or no
+ * memory): the FIFO lost a position, so the pairing after it is unknown;
+ * the request itself is emitted unanswered, as it is. */
+static PAIR_RARE void stage_drop(rc_conn *c, rq_entry *e)
+{
+    resp_command *cmd = &e->cmd;
+    c->cur_dropped = 0;
+    c->rp->closed.dropped_requests++;
+    pair_lost(c);
+    cmd->conn = c->cc;
+    cmd->conn_word = c->conn_word;
+    cmd->req.end_pos = e->req_end;
+    cmd->outcome = RESP_UNANSWERED;
+    cmd->resp3 = c->resp3;
+    reply_none(&cmd->reply);
+    cmd->reply.errtext[0] = '\0';
+    cmd->reply.redir.slot = -1;
+    cmd->reply.redir.port = 0;
+    cmd->reply.redir.host[0] = '\0';
+    c->st.unpaired_requests++;
+    emit_to_sink(c, cmd);
+}
+
+/* Queue the request just decoded (the stage): its slot, or NULL when it
+ * could not be queued (no memory for a page). */
+static inline rq_slot *stage_queue(rc_conn *c, const rq_entry *e)
+{
+    rq_pages *f = &c->ring;
+    if (pages_need(c->rp, f, sizeof(rq_slot)) != 0)
+        return NULL;
+    rq_slot *s = (rq_slot *)(void *)pages_at(f, f->tail);
+    if (slot_pack(c, s, e) != 0)
+        return NULL;
+    f->tail += sizeof(rq_slot);
+    c->count++;
+    return s;
 }
 
 /* Emit requests at the head that expect no reply (slow part). */
 void pair_flush_no_reply_slow(rc_conn *c)
 {
     while (c->count > 0) {
-        rq_entry *h = ring_at(c, 0);
+        rq_slot *h = ring_at(c, 0);
         if (!expects_no_reply(h))
             break;
         pair_emit(c, h, RESP_NO_REPLY);
@@ -350,8 +369,6 @@ static PAIR_RARE void repl_found(rc_conn *c, int mid)
      * master's stream (when it spoke before the replica's first ACK). */
     c->st.unpaired_replies = 0;
     c->st.replies = 0;
-    if (c->rpd.rep != &c->reply)
-        reply_detach(c, c->rpd.rep); /* a reply half decoded into an entry */
     rp_sink(&c->rpd);
     /* the master: the side that does not ACK */
     rc_proofs_master(c->rp, mid == REPL_MID_CLIENT ? &c->cc->client : &c->cc->server);
@@ -363,10 +380,10 @@ static PAIR_RARE void repl_found(rc_conn *c, int mid)
     c->st.requests -= c->count; /* decoded, never emitted */
     c->rp->inflight_total -= c->count;
     c->count = 0;
+    pages_release(c->rp, &c->ring);
+    pages_release(c->rp, &c->text);
     c->noreply_queued = 0;
-    c->head = 0;
     c->rq.in_msg = 0;
-    c->rpd.rep = &c->reply;
 }
 
 /* A whole reply on a watched connection: 1 when it was a replication link's
@@ -421,47 +438,45 @@ static inline void request_reset(rq_entry *e, int64_t ts)
     r->start_us = ts;
 }
 
-/* request_begin in general: regaining sync, resizing the ring, the
- * in-flight caps. */
+/* Is there room for one more request after the queued ones in pages
+ * already held: a slot, and a text page begun (a text that does not fit
+ * takes the next page when the request is complete, from the pool)? */
+static inline int room_held(const rc_conn *c)
+{
+    return c->ring.end - c->ring.tail >= sizeof(rq_slot) && c->text.end != c->text.tail;
+}
+
+/* request_begin in general: regaining sync, taking pages, the
+ * in-flight caps (past them, or out of memory, the request is decoded all
+ * the same but not queued: cur_dropped). Pages are taken when a request
+ * starts: a connection's first request allocates nothing while it goes
+ * by, or after it (unless its text passes what its page has left). */
 static PAIR_APART rq_entry *request_slot_general(rc_conn *c, int64_t ts)
 {
     resp_pipeline *rp = c->rp;
-    rq_entry *e;
     if (!c->synced)
         try_regain_sync(c);
-    ring_maybe_shrink(c);
-    if (c->count < rp->cfg.max_inflight && rp->inflight_total < rp->cfg.max_inflight_total &&
-        ring_reserve(c) == 0) {
-        e = ring_next_free(c);
-        c->cur_dropped = 0;
-    } else {
-        if (c->overflow == NULL)
-            c->overflow = ring_entry_new();
-        if (c->overflow == NULL) { /* no memory at all: the pipeline's spare */
-            e = rp->spare;
-        } else {
-            e = c->overflow;
-        }
-        entry_own(c, e); /* the spare is every connection's */
-        c->cur_dropped = 1;
-    }
-    request_reset(e, ts);
-    return e;
+    c->cur_dropped = !(c->count < rp->cfg.max_inflight &&
+                       rp->inflight_total < rp->cfg.max_inflight_total &&
+                       pages_need(rp, &c->ring, sizeof(rq_slot)) == 0 &&
+                       pages_need(rp, &c->text, 1) == 0);
+    request_reset(&c->stage, ts);
+    return &c->stage;
 }
 
 /* A request starts (rq_out.begin): the entry the decoder writes it into,
- * c->cur. The common case, a connection in sync whose ring has room and
- * needs no resizing, under the caps, takes the next entry here (what
- * request_slot_general would do for it); the rest goes to
- * request_slot_general. */
+ * c->cur, the stage (it is packed into the ring when complete). The common
+ * case, a connection in sync with room in its pages, under the caps, is
+ * settled here (what request_slot_general would do for it); the rest goes
+ * to request_slot_general. */
 static resp_request *request_begin(void *owner, int64_t ts)
 {
     rc_conn *c = owner;
     const resp_pipeline *rp = c->rp;
     rq_entry *e;
-    if (c->synced && c->count < c->ring_cap && !ring_shrink_due(c) &&
-        c->count < rp->cfg.max_inflight && rp->inflight_total < rp->cfg.max_inflight_total) {
-        e = ring_next_free(c);
+    if (c->synced && room_held(c) && c->count < rp->cfg.max_inflight &&
+        rp->inflight_total < rp->cfg.max_inflight_total) {
+        e = &c->stage;
         c->cur_dropped = 0;
         request_reset(e, ts);
     } else {
@@ -599,7 +614,7 @@ static PAIR_APART void request_done_general(rc_conn *c, rq_entry *e, uint8_t kin
 {
     resp_pipeline *rp = c->rp;
     c->st.requests++;
-    e->cmd.seq = c->seq++; /* conn and conn_word: entry_own */
+    e->cmd.seq = c->seq++;
     e->got_reply = 0;
     e->first_reply_us = 0;
     e->kind = kind;
@@ -611,22 +626,15 @@ static PAIR_APART void request_done_general(rc_conn *c, rq_entry *e, uint8_t kin
     e->req_end = c->rq.msg_off + e->cmd.req.bytes + c->rq_lost_bytes;
     e->cmd.req.end_pos = e->req_end;
     rq_sizes_learn(c, e->cmd.req.bytes);
-    if (c->cur_dropped) {
-        /* The FIFO lost a position: pairing after this point is unknown. */
-        c->cur_dropped = 0;
-        rp->closed.dropped_requests++;
-        pair_lost(c);
-        pair_emit(c, e, RESP_UNANSWERED);
+    rq_slot *s = c->cur_dropped ? NULL : stage_queue(c, e);
+    if (s == NULL) {
+        stage_drop(c, e);
         return;
     }
-    c->count++;
     c->orphans = 0; /* replies that found nothing queued: before this one */
-    if (expects_no_reply(e))
+    if (expects_no_reply(s))
         c->noreply_queued++;
     rp->inflight_total++;
-    if (c->count > c->ring_hw) /* the deepest queue in this window */
-        c->ring_hw = c->count;
-    c->ring_win++;
     flush_no_reply(c);
 }
 
@@ -661,12 +669,12 @@ static void request_done(void *owner, uint8_t name_len)
     e->req_end = c->rq.msg_off + e->cmd.req.bytes + c->rq_lost_bytes;
     e->cmd.req.end_pos = e->req_end;
     rq_sizes_learn(c, e->cmd.req.bytes);
-    c->count++;
+    if (stage_queue(c, e) == NULL) {
+        stage_drop(c, e);
+        return;
+    }
     c->orphans = 0;
     c->rp->inflight_total++;
-    if (c->count > c->ring_hw)
-        c->ring_hw = c->count;
-    c->ring_win++;
     flush_no_reply(c);
 }
 
@@ -674,7 +682,7 @@ static void request_done(void *owner, uint8_t name_len)
 
 /* reply_begin for a head of kind RQK_EXEC or RQK_SYNC, from its keep
  * flags on. */
-static PAIR_RARE resp_reply *reply_start_rare(rc_conn *c, rq_entry *h, int64_t ts)
+static PAIR_RARE resp_reply *reply_start_rare(rc_conn *c, rq_slot *h, int64_t ts)
 {
     resp_reply *r = &c->reply;
     if (h->kind == RQK_SYNC) {
@@ -693,17 +701,15 @@ static PAIR_RARE resp_reply *reply_start_rare(rc_conn *c, rq_entry *h, int64_t t
             c->rpd.trim_decl = h->tx_elems.queued;
             c->rpd.trim_to = h->tx_elems.sent;
         }
-        r = &h->cmd.reply;
         c->rpd.keeping = (uint8_t)(h->keep && !h->uncertain);
     }
     reply_reset_fields(r, ts);
     return r;
 }
 
-/* A reply starts (rp_out.begin). It is decoded straight into the entry at
- * the head, the request it will most likely be paired with (emit then
- * hands the entry over as it is: copying the reply there cost more than
- * the rest of emit), or into the scratch when none waits. */
+/* A reply starts (rp_out.begin). It is decoded into the connection's
+ * reply (rpd.rep), and copied into the command handed over when it is
+ * paired. */
 static resp_reply *reply_begin(void *owner, int64_t ts)
 {
     rc_conn *c = owner;
@@ -713,10 +719,9 @@ static resp_reply *reply_begin(void *owner, int64_t ts)
     c->keep_over = 0;
     c->rpd.keeping = 0;
     if (c->count != 0) {
-        rq_entry *h = ring_at(c, 0);
+        rq_slot *h = ring_at(c, 0);
         if (h->kind >= RQK_EXEC) /* rare: a tail call, no frame here */
             return reply_start_rare(c, h, ts);
-        r = &h->cmd.reply;
         c->rpd.keeping = (uint8_t)(h->keep && !h->uncertain);
     }
     reply_reset_fields(r, ts);
@@ -839,7 +844,7 @@ static int unsub_all_done(const rc_conn *c, int w)
 
 /* EXEC of a transaction with modes was answered (its last reply when the
  * replies come loose): did the transaction run? */
-static void exec_effects(rc_conn *c, rq_entry *h)
+static void exec_effects(rc_conn *c, const rq_slot *h)
 {
     const resp_reply *r = c->rpd.rep;
     /* an array is the transaction's replies; -EXECABORT, or a null after a
@@ -854,7 +859,7 @@ static void exec_effects(rc_conn *c, rq_entry *h)
 
 /* Server-side effects of a paired reply; h->kind >= RQK_MONITOR (the
  * others have none). */
-static void reply_effects(rc_conn *c, rq_entry *h)
+static void reply_effects(rc_conn *c, const rq_slot *h)
 {
     if (h->kind == RQK_EXEC) {
         if (h->tx != 0 || h->hello_proto != 0)
@@ -895,24 +900,10 @@ static void reply_effects(rc_conn *c, rq_entry *h)
     }
 }
 
-/* A complete reply that is not handed over (a push, a confirmation or a
- * loose reply before the last): when it was decoded into the head entry, an
- * error text it left there goes back to cleared (see emit). Its other
- * fields are reset when the next reply starts or the entry is emitted. */
-static inline void reply_not_emitted(rc_conn *c)
+/* The request at the head, for the reply just decoded; NULL when nothing
+ * is queued. */
+static inline rq_slot *reply_head(rc_conn *c)
 {
-    if (c->rpd.rep->err != RESP_ERR_NONE && c->rpd.rep != &c->reply)
-        reply_clear_error(c->rpd.rep);
-}
-
-/* The request at the head, for the reply just decoded: the entry it was
- * decoded into (the head when the reply started, still the head: see
- * rep_rebase and reply_detach), without the ring arithmetic; NULL when
- * nothing is queued. */
-static inline rq_entry *reply_head(rc_conn *c)
-{
-    if (c->rpd.rep != &c->reply)
-        return (rq_entry *)(void *)((char *)c->rpd.rep - offsetof(rq_entry, cmd.reply));
     return c->count ? ring_at(c, 0) : NULL;
 }
 
@@ -920,7 +911,7 @@ static inline rq_entry *reply_head(rc_conn *c)
  * is one for a request before h that was not seen. Counted unpaired, h
  * stays. When h was certain, the pairing was not what it seemed (a
  * mid-stream start that looked clean): nothing queued is certain now. */
-static PAIR_RARE void reply_not_for_head(rc_conn *c, rq_entry *h)
+static PAIR_RARE void reply_not_for_head(rc_conn *c, rq_slot *h)
 {
     c->st.unpaired_replies++;
     if (!h->uncertain) {
@@ -930,12 +921,11 @@ static PAIR_RARE void reply_not_for_head(rc_conn *c, rq_entry *h)
             ring_at(c, i)->uncertain = 1;
     }
     c->reply_since_loss = 1;
-    reply_not_emitted(c);
     keep_done(c);
 }
 
 /* reply_done for every case but the common one. */
-static PAIR_APART void reply_done_general(rc_conn *c, rq_entry *h, resp_type t)
+static PAIR_APART void reply_done_general(rc_conn *c, rq_slot *h, resp_type t)
 {
     const rp_dec *d = &c->rpd;
     int aggregate = (t == RESP_T_ARRAY || t == RESP_T_PUSH);
@@ -966,8 +956,7 @@ static PAIR_APART void reply_done_general(rc_conn *c, rq_entry *h, resp_type t)
             ring_pop(c);
             flush_no_reply(c);
         } else {
-            reply_not_emitted(c);
-        }
+                }
         keep_done(c);
         return;
     }
@@ -982,8 +971,7 @@ static PAIR_APART void reply_done_general(rc_conn *c, rq_entry *h, resp_type t)
         if (w >= 0) /* unsolicited confirmation, e.g. sunsubscribe on a slot move */
             sub_count_update(c, w, d);
         c->st.pushes++;
-        reply_not_emitted(c);
-        keep_done(c);
+            keep_done(c);
         return;
     }
 
@@ -1003,8 +991,7 @@ static PAIR_APART void reply_done_general(rc_conn *c, rq_entry *h, resp_type t)
     }
     if (h->kind == RQK_LOST) { /* the reply of a request lost in a gap */
         c->st.unpaired_replies++;
-        reply_not_emitted(c);
-        ring_pop(c);
+            ring_pop(c);
         keep_done(c);
         flush_no_reply(c);
         return;
@@ -1020,8 +1007,7 @@ static PAIR_APART void reply_done_general(rc_conn *c, rq_entry *h, resp_type t)
             h->nreply--;
             if (h->uncertain)
                 c->st.unpaired_replies++;
-            reply_not_emitted(c);
-            keep_done(c);
+                    keep_done(c);
             return;
         }
         reply_effects(c, h);
@@ -1049,7 +1035,7 @@ static void reply_done(void *owner)
         reply_done_general(c, reply_head(c), c->rpd.rep->type);
         return;
     }
-    rq_entry *h = reply_head(c);
+    rq_slot *h = reply_head(c);
     resp_type t = c->rpd.rep->type;
     if (h != NULL && h->kind < RQK_SUB && !h->uncertain && h->req_end <= c->rep_ack &&
         t != RESP_T_PUSH) {

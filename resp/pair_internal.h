@@ -87,19 +87,21 @@ extern const rp_out pair_rp_out;
 void pair_lost(rc_conn *c);           /* replies lost: pairing unknown now */
 void pair_lost_requests(rc_conn *c);  /* requests lost: what is queued stays */
 void pair_limit_hit(rc_conn *c);      /* a limit was hit */
-void pair_emit(rc_conn *c, rq_entry *e, resp_outcome outcome);
+void pair_emit(rc_conn *c, rq_slot *e, resp_outcome outcome);
 void pair_pop_unanswered(rc_conn *c);
 void pair_flush_no_reply_slow(rc_conn *c);
 void pair_flush_all(rc_conn *c);
 
 /* modes.c */
 void request_modes(rc_conn *c, rq_entry *e);
-void tx_undo(rc_conn *c, rq_entry *h);
+void tx_undo(rc_conn *c, const rq_slot *h);
 
 /* ring.c */
-rq_entry *ring_entry_new(void);
-int ring_reserve(rc_conn *c);
-void ring_maybe_shrink(rc_conn *c);
+int pages_need_slow(resp_pipeline *rp, rq_pages *f, uint32_t n);
+void pages_drop_slow(resp_pipeline *rp, rq_pages *f, uint32_t new_head);
+void pages_release(resp_pipeline *rp, rq_pages *f);
+void pages_free(resp_pipeline *rp, rq_pages *f);
+void pages_pool_free(resp_pipeline *rp);
 
 /* loss.c */
 void pair_request_gap(rc_conn *c, uint64_t len); /* a request gap not bridged */
@@ -114,62 +116,210 @@ void rq_gap_resolve(rc_conn *c, const uint8_t *p, size_t n);
 
 /* ---------------------------------------------------------------- ring (hot) */
 
-/* The entry at position i of the FIFO (0 = head). */
-static inline rq_entry *ring_at(rc_conn *c, uint32_t i)
+/* ---------------------------------------------------------------- paged FIFOs (hot) */
+
+/* The byte at position pos of f (held). */
+static inline uint8_t *pages_at(const rq_pages *f, uint32_t pos)
 {
-    return &c->ring[(c->head + i) & (c->ring_cap - 1)];
+    return f->page[(pos >> RQ_PAGE_SHIFT) & (f->cap - 1)] + (pos & (RQ_PAGE - 1));
 }
 
-/* Make an entry fit for use. Zeroed: the argument prefixes are not cleared
- * per request, so an entry must never hold stale heap bytes (they could be
- * anyone's payload). The reply's error text and redirection start out
- * cleared, as emit keeps them. */
-static inline void entry_init(rq_entry *e)
+/* Make the n bytes (n <= RQ_PAGE) after the tail fit in pages held.
+ * Returns -1 if memory ran out. */
+static inline int pages_need(resp_pipeline *rp, rq_pages *f, uint32_t n)
 {
-    memset(e, 0, sizeof(*e));
-    e->cmd.reply.redir.slot = -1;
+    if (f->end - f->tail >= n)
+        return 0;
+    return pages_need_slow(rp, f, n);
 }
 
-/* Mark an entry as the connection's: the facts of resp_command that are the
- * same for all its commands are written once, when an entry of its ring is
- * first handed out (entries keep them when the ring is resized), not per
- * command. */
-static inline void entry_own(const rc_conn *c, rq_entry *e)
+/* The head moves to new_head (<= tail): the pages it left go back. */
+static inline void pages_drop_to(resp_pipeline *rp, rq_pages *f, uint32_t new_head)
 {
-    e->cmd.conn = c->cc;
-    e->cmd.conn_word = c->conn_word;
+    if (((new_head ^ f->head) >> RQ_PAGE_SHIFT) == 0)
+        f->head = new_head;
+    else
+        pages_drop_slow(rp, f, new_head);
 }
 
-/* The free entry after the queued ones (ring_reserve made room). Since a
- * resize the ring hands out its entries in index order, so an entry not yet
- * initialised is always the one at ring_fresh. */
-static inline rq_entry *ring_next_free(rc_conn *c)
+/* ---------------------------------------------------------------- ring (hot) */
+
+/* The slot at position i of the FIFO (0 = head). Slots never straddle a
+ * page (RQ_PAGE is a multiple of their size). */
+static inline rq_slot *ring_at(rc_conn *c, uint32_t i)
 {
-    uint32_t i = (c->head + c->count) & (c->ring_cap - 1);
-    rq_entry *e = &c->ring[i];
-    if (i >= c->ring_fresh) {
-        entry_init(e);
-        entry_own(c, e);
-        c->rp->ring_resident += i + 1 - c->ring_fresh;
-        c->ring_fresh = i + 1;
-    }
+    return (rq_slot *)(void *)pages_at(&c->ring, c->ring.head + i * (uint32_t)sizeof(rq_slot));
+}
+
+/* A slot after the queued ones, counted in (count + 1); NULL if memory ran
+ * out. Its fields are the caller's to write: every one (slot_pack), or
+ * after a memset (a lost request's). */
+static inline rq_slot *ring_push(rc_conn *c)
+{
+    rq_pages *f = &c->ring;
+    if (pages_need(c->rp, f, sizeof(rq_slot)) != 0)
+        return NULL;
+    rq_slot *e = (rq_slot *)(void *)pages_at(f, f->tail);
+    f->tail += sizeof(rq_slot);
+    c->count++;
     return e;
 }
 
-/* Remove the head. */
+/* Remove the head (its text goes with it). */
 static inline void ring_pop(rc_conn *c)
 {
-    c->head = (c->head + 1) & (c->ring_cap - 1);
+    const rq_slot *h = ring_at(c, 0);
+    pages_drop_to(c->rp, &c->text, h->text_pos + h->text_len);
+    pages_drop_to(c->rp, &c->ring, c->ring.head + (uint32_t)sizeof(rq_slot));
     c->count--;
     c->rp->inflight_total--;
 }
 
-/* Would ring_maybe_shrink do anything now? */
-static inline int ring_shrink_due(const rc_conn *c)
+/* ---------------------------------------------------------------- text (hot) */
+
+/* The 16-byte units a text piece of n kept bytes (n <= 64) takes: pieces
+ * are copied by moves of constant size, rounded up. */
+static inline uint32_t text_units(uint32_t n)
 {
-    return c->ring_cap > RING_KEEP &&
-           (c->ring_win >= (uint64_t)RING_WINDOW * c->ring_cap ||
-            (c->count == 0 && c->rp->ring_resident > c->rp->cfg.max_inflight));
+    return (n + 15) >> 4;
+}
+
+/* Copy u 16-byte units (u <= max, max 2 or 4: the arrays' sizes). */
+static inline void copy_units(uint8_t *dst, const void *src, uint32_t u, uint32_t max)
+{
+    if (u > max)
+        u = max;
+    switch (u) {
+    case 1: memcpy(dst, src, 16); break;
+    case 2: memcpy(dst, src, 32); break;
+    case 3: memcpy(dst, src, max >= 3 ? 48 : 32); break;
+    case 4: memcpy(dst, src, max >= 4 ? 64 : 32); break;
+    default: break;
+    }
+}
+static inline void copy_units_out(void *dst, const uint8_t *src, uint32_t u, uint32_t max)
+{
+    if (u > max)
+        u = max;
+    switch (u) {
+    case 1: memcpy(dst, src, 16); break;
+    case 2: memcpy(dst, src, 32); break;
+    case 3: memcpy(dst, src, max >= 3 ? 48 : 32); break;
+    case 4: memcpy(dst, src, max >= 4 ? 64 : 32); break;
+    default: break;
+    }
+}
+#define NAME_UNITS (RESP_NAME_MAX / 16)
+#define ARG_UNITS (RESP_ARG_PREFIX / 16)
+
+/* Is key0 the same kept bytes as args[0] (compared by their moves: bytes
+ * past the kept lengths may differ, then it is kept twice)? */
+static inline int key0_is_arg0(const resp_request *r)
+{
+    if (r->nargs == 0 || r->key0_len != r->arg_len[0])
+        return 0;
+    switch (text_units(r->key0_len)) {
+    case 1: return memcmp(r->key0, r->args[0], 16) == 0;
+    case 2: return memcmp(r->key0, r->args[0], 32) == 0;
+    case 3: return memcmp(r->key0, r->args[0], 48) == 0;
+    default: return memcmp(r->key0, r->args[0], 64) == 0;
+    }
+}
+
+/* Pack the request just decoded (e, with its pairing facts) into slot s,
+ * its text (the pieces one after another, in 16-byte units) at the text
+ * FIFO's tail, or at the next page when it would straddle one. Returns -1
+ * if memory ran out. */
+static inline int slot_pack(rc_conn *c, rq_slot *s, const rq_entry *e)
+{
+    const resp_request *r = &e->cmd.req;
+    rq_pages *f = &c->text;
+    uint32_t nargs = r->nargs < RESP_ARG_KEEP ? r->nargs : RESP_ARG_KEEP;
+    int dup = r->key0_len == 0 || key0_is_arg0(r);
+    uint32_t units = text_units(e->name_len) + (dup ? 0 : text_units(r->key0_len));
+    for (uint32_t i = 0; i < nargs; i++)
+        units += text_units(r->arg_len[i]);
+    uint32_t len = units << 4, at = f->tail;
+    if (len > 0) {
+        if ((at & (RQ_PAGE - 1)) + len > RQ_PAGE)
+            at = (at + RQ_PAGE - 1) & ~(RQ_PAGE - 1);
+        if (f->end - at < len && pages_need(c->rp, f, at + len - f->tail) != 0)
+            return -1;
+        uint8_t *d = pages_at(f, at);
+        uint32_t u = text_units(e->name_len);
+        copy_units(d, r->name, u, NAME_UNITS);
+        d += u << 4;
+        for (uint32_t i = 0; i < nargs; i++) {
+            u = text_units(r->arg_len[i]);
+            copy_units(d, r->args[i], u, ARG_UNITS);
+            d += u << 4;
+        }
+        if (!dup)
+            copy_units(d, r->key0, text_units(r->key0_len), ARG_UNITS);
+        f->tail = at + len;
+    }
+    memcpy(s, e, RQ_PAIRING_BYTES);
+    s->in_multi = e->cmd.in_multi;
+    s->key0_dup = (uint8_t)dup;
+    s->text_pos = at;
+    s->text_len = (uint16_t)len;
+    s->seq = e->cmd.seq;
+    memcpy(s->req_time, &r->start_us, RQ_TIME_BYTES);
+    memcpy(s->req_facts, &r->argc, RQ_FACTS_BYTES);
+    if (r->nargs > RESP_ARG_KEEP) /* not in the decoder's hands: stored as kept */
+        s->req_facts[offsetof(resp_request, nargs) - offsetof(resp_request, argc)] =
+            RESP_ARG_KEEP;
+    return 0;
+}
+
+/* The capture time when s's request was complete (resp_request.ts_us). */
+static inline int64_t slot_ts_us(const rq_slot *s)
+{
+    int64_t t;
+    memcpy(&t, s->req_time + offsetof(resp_request, ts_us), sizeof t);
+    return t;
+}
+
+/* The argument count of s's request (resp_request.argc). */
+static inline uint32_t slot_argc(const rq_slot *s)
+{
+    uint32_t n;
+    memcpy(&n, s->req_facts, sizeof n);
+    return n;
+}
+
+/* The command of slot s, unpacked into the pipeline's out buffer (its
+ * reply is left to the caller). Bytes past a kept length are those of an
+ * earlier command (never a credential: those are not kept). */
+static inline resp_command *slot_unpack(rc_conn *c, const rq_slot *s)
+{
+    resp_command *cmd = &c->rp->out;
+    resp_request *r = &cmd->req;
+    cmd->conn = c->cc;
+    cmd->conn_word = c->conn_word;
+    cmd->seq = s->seq;
+    cmd->in_multi = s->in_multi;
+    memcpy(&r->start_us, s->req_time, RQ_TIME_BYTES);
+    memcpy(&r->argc, s->req_facts, RQ_FACTS_BYTES);
+    r->end_pos = s->req_end;
+    r->name[0] = '\0';
+    if (s->text_len > 0) {
+        const uint8_t *p = pages_at(&c->text, s->text_pos);
+        uint32_t u = text_units(s->name_len);
+        copy_units_out(r->name, p, u, NAME_UNITS);
+        r->name[s->name_len] = '\0';
+        p += u << 4;
+        for (uint32_t i = 0; i < r->nargs; i++) {
+            u = text_units(r->arg_len[i]);
+            copy_units_out(r->args[i], p, u, ARG_UNITS);
+            p += u << 4;
+        }
+        if (!s->key0_dup)
+            copy_units_out(r->key0, p, text_units(r->key0_len), ARG_UNITS);
+    }
+    if (s->key0_dup)
+        copy_units_out(r->key0, (const uint8_t *)r->args[0], text_units(r->key0_len), ARG_UNITS);
+    return cmd;
 }
 
 /* ---------------------------------------------------------------- queue (hot) */
@@ -177,7 +327,7 @@ static inline int ring_shrink_due(const rc_conn *c)
 /* Does a queued request expect no reply at all (it is emitted as soon as it
  * reaches the head)? Fixed when it is queued: only the head's nreply changes
  * later, and the head is emitted when it reaches 0. */
-static inline int expects_no_reply(const rq_entry *e)
+static inline int expects_no_reply(const rq_slot *e)
 {
     return e->nreply == 0 && !e->dynamic;
 }
@@ -200,23 +350,24 @@ static inline int subscribed(const rc_conn *c)
 
 /* ---------------------------------------------------------------- sizes (hot, loss.c) */
 
-/* The key of e's command. */
-static inline uint64_t size_key(const rq_entry *e)
+/* The key of a command: its name (name_len bytes), argc. */
+static inline uint64_t size_key_of(const char *name, uint8_t name_len, uint32_t argc)
 {
     uint64_t k;
-    memcpy(&k, e->cmd.req.name, sizeof k);
-    k &= size_key_mask[e->name_len]; /* bytes past the name may be stale */
-    return k ^ ((uint64_t)e->name_len << 56) ^ ((uint64_t)(e->cmd.req.argc & 0xffff) << 40);
+    memcpy(&k, name, sizeof k);
+    k &= size_key_mask[name_len]; /* bytes past the name may be stale */
+    return k ^ ((uint64_t)name_len << 56) ^ ((uint64_t)(argc & 0xffff) << 40);
 }
 
-/* A reply of r->bytes paired with e: remember its size. Only whether a
- * slot was seen SIZES_SEEN times counts (seen stops there), and a varied
- * slot stays so: a slot past both tests changes no more, and one that saw
- * its latest size again changes only by a varied reply. Those two, the
- * common cases, return here. */
-static inline void sizes_learn(rc_conn *c, const rq_entry *e, const resp_reply *r)
+/* A reply of r->bytes paired with the request q (name_len bytes of name):
+ * remember its size. Only whether a slot was seen SIZES_SEEN times counts
+ * (seen stops there), and a varied slot stays so: a slot past both tests
+ * changes no more, and one that saw its latest size again changes only by
+ * a varied reply. Those two, the common cases, return here. */
+static inline void sizes_learn(rc_conn *c, const resp_request *q, uint8_t name_len,
+                               const resp_reply *r)
 {
-    uint64_t k = size_key(e);
+    uint64_t k = size_key_of(q->name, name_len, q->argc);
     rc_sizes *z = &c->rsz[c->rsz_last];
     if (z->key != k || z->seen == 0)
         z = sizes_slot(c, k);
@@ -246,12 +397,12 @@ static inline void rq_sizes_learn(rc_conn *c, uint64_t bytes)
 /* Can the reply starting now (its packet acknowledged rep_ack, it started
  * at start_us) answer e? with_time: capture time counts too (not for
  * certain entries: captures step back in time now and then, ACKs do not). */
-static inline int reply_may_answer(const rc_conn *c, const rq_entry *e, int64_t start_us,
+static inline int reply_may_answer(const rc_conn *c, const rq_slot *e, int64_t start_us,
                                    int with_time)
 {
     if (e->req_end > c->rep_ack)
         return 0;
-    return !with_time || e->kind == RQK_LOST || e->cmd.req.ts_us <= start_us;
+    return !with_time || e->kind == RQK_LOST || slot_ts_us(e) <= start_us;
 }
 
 #endif /* SLOTSCOPE_PAIR_INTERNAL_H */

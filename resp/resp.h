@@ -358,7 +358,7 @@ typedef struct resp_config {
     uint32_t max_inflight;       /* requests waiting for replies per connection
                                     (default 100000); more are dropped, counted */
     uint64_t max_inflight_total; /* in all connections (default 1000000; an
-                                    in-flight request costs ~900 bytes) */
+                                    in-flight request costs 160-550 bytes) */
     uint32_t max_line;           /* longest simple line / inline command (64 KiB) */
     size_t max_kept_reply;       /* largest raw reply kept for analysis (4 MiB) */
     resp_key_fn key_fn;          /* which arguments are keys; NULL: the first

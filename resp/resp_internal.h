@@ -15,6 +15,7 @@
 #ifndef SLOTSCOPE_RESP_INTERNAL_H
 #define SLOTSCOPE_RESP_INTERNAL_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -23,21 +24,33 @@
 
 /* ---------------------------------------------------------------- requests */
 
-/* In-flight rings (ring.c): a ring is cut back (to at least RING_KEEP
- * entries) only when a window of RING_WINDOW x its capacity requests never
- * filled a quarter of it; draining it frees it only when all rings hold
- * more entries than max_inflight (one connection's cap). */
-#define RING_KEEP 16
-#define RING_WINDOW 4
+/* In-flight FIFOs (ring.c) are made of pages of RQ_PAGE bytes, taken from
+ * and given back to the pipeline's pool: a FIFO never resizes, it holds
+ * the pages its live span covers. The pool keeps at most RQ_POOL_KEEP
+ * pages, or as many as are in use if more (the rest are freed). */
+#define RQ_PAGE_SHIFT 10
+#define RQ_PAGE (1u << RQ_PAGE_SHIFT)
+#define RQ_POOL_KEEP 512
 
-/* One in-flight request: the command event it becomes, plus pairing facts.
- * Aligned to a cache line (allocated by entries_alloc in ring.c). */
+/* A FIFO of bytes in pages. Positions count the bytes ever appended, mod
+ * 2^32 (a multiple of RQ_PAGE); the pages held cover [head, end), end a
+ * page boundary at or after tail. page[] is indexed by page number
+ * (position / RQ_PAGE) mod cap, so a page never moves. */
+typedef struct rq_pages {
+    uint8_t **page;
+    uint32_t cap;             /* entries of page[]: a power of two, or 0 */
+    uint32_t head;            /* position of the first byte held */
+    uint32_t tail;            /* position after the last */
+    uint32_t end;             /* position after the pages held */
+} rq_pages;
+
+/* The request being decoded: the command event it becomes, plus the
+ * pairing facts worked out when it is complete (pair.c). One per
+ * connection (rc_conn.stage): the decoder writes into it, and pairing packs
+ * it into the in-flight ring as an rq_slot (which keeps the field names of
+ * the pairing facts). */
 typedef struct rq_entry {
-    /* the pairing facts first: they share a cache line with the start of
-     * the request (a pipelined connection's ring does not stay in cache) */
-    /* nreply to dynamic, and sub_word with hello_proto, are neighbours:
-     * request_done writes each group with one store */
-    _Alignas(64) uint32_t nreply; /* replies still expected (0: none by design) */
+    uint32_t nreply;         /* replies still expected (0: none by design) */
     uint8_t kind;            /* RQK_* in pair_internal.h */
     uint8_t keep;            /* keep the raw reply (resp_keep_reply) */
     uint8_t got_reply;       /* subscribe family: a confirmation arrived */
@@ -60,9 +73,54 @@ typedef struct rq_entry {
             uint32_t sent;      /* declares, and the elements it carries */
         } tx_elems;
     };
-    resp_command cmd;        /* request filled in; the reply is decoded into
-                                it while this entry is the head (pair.c) */
+    resp_command cmd;        /* request filled in (its reply is not used:
+                                replies are decoded into rc_conn.reply) */
 } rq_entry;
+
+/* One in-flight request: two cache lines. Its first 32 bytes are those of
+ * rq_entry (the pairing facts, same names), copied as one block; the
+ * request's fixed fields are two blocks of resp_request, copied as they
+ * are (req_time: start_us, ts_us, start_frame; req_facts: argc up to the
+ * argument prefixes); its text (name, kept arguments, first key) is in the
+ * connection's text FIFO (rc_conn.text). The prefixes are 64-byte arrays of
+ * which a few bytes are used, and a lossy reply stream holds a few hundred
+ * requests per connection. */
+#define RQ_PAIRING_BYTES 32
+#define RQ_TIME_BYTES (offsetof(resp_request, name) - offsetof(resp_request, start_us))
+#define RQ_FACTS_BYTES (offsetof(resp_request, args) - offsetof(resp_request, argc))
+typedef struct rq_slot {
+    _Alignas(64) uint32_t nreply;
+    uint8_t kind, keep, got_reply, dynamic, sub_word, hello_proto, uncertain, name_len, tx;
+    uint8_t in_multi;        /* resp_command.in_multi */
+    uint8_t key0_dup;        /* key0 is args[0] (same kept bytes): not stored twice */
+    uint8_t spare;
+    uint64_t req_end;        /* as rq_entry (also resp_request.end_pos) */
+    union {
+        int64_t first_reply_us;
+        struct {
+            uint32_t queued, sent;
+        } tx_elems;
+    };
+    uint16_t text_len;       /* its bytes in the text FIFO (padding included) */
+    uint32_t text_pos;       /* where its text starts in the FIFO */
+    uint64_t seq;            /* resp_command.seq */
+    uint8_t req_time[24];    /* resp_request from start_us to name */
+    uint8_t req_facts[56];   /* resp_request from argc to args */
+} rq_slot;
+_Static_assert(sizeof(rq_slot) == 128, "an in-flight slot is two cache lines");
+_Static_assert(offsetof(rq_slot, req_end) == offsetof(rq_entry, req_end) &&
+                   offsetof(rq_slot, first_reply_us) == offsetof(rq_entry, first_reply_us) &&
+                   offsetof(rq_slot, tx) == offsetof(rq_entry, tx) &&
+                   offsetof(rq_entry, first_reply_us) + 8 == RQ_PAIRING_BYTES &&
+                   offsetof(rq_slot, in_multi) > offsetof(rq_slot, tx),
+               "the pairing facts of rq_slot and rq_entry are one block");
+_Static_assert(RQ_TIME_BYTES == 24 && offsetof(resp_request, start_us) == 0 &&
+                   offsetof(resp_request, ts_us) == 8,
+               "resp_request's start_us .. start_frame is req_time");
+_Static_assert(RQ_FACTS_BYTES == 56, "resp_request's argc .. arg_full_len is req_facts");
+/* The longest text of a request (its pieces in 16-byte units: the arrays'
+ * sizes are multiples of 16). A text never straddles a page. */
+#define RQ_TEXT_MAX (RESP_NAME_MAX + (RESP_ARG_KEEP + 1) * RESP_ARG_PREFIX)
 
 /* ---------------------------------------------------------------- connection */
 
@@ -85,23 +143,17 @@ typedef struct rc_conn {
     cap_conn *cc;
     uint64_t conn_word;       /* the sink's (resp_sink.conn_word) */
     struct resp_pipeline *rp;
-    /* FIFO of in-flight requests */
-    rq_entry *ring;
-    uint32_t ring_cap;
-    uint32_t head;
+    /* FIFO of in-flight requests: count slots (sizeof(rq_slot) bytes
+     * each) from ring.head on, their text in text (ring.c) */
+    rq_pages ring;
     uint32_t count;
-    uint8_t cur_dropped;      /* cur is the overflow scratch */
+    uint8_t cur_dropped;      /* cur will not be queued (a cap, or no memory) */
     uint32_t noreply_queued;  /* queued requests that expect no reply (the
                                  ones flush_no_reply emits, pair.c) */
-    uint32_t ring_fresh;      /* ring entries from this index on were never
-                                 handed out since the ring was made: not yet
-                                 initialised, their pages maybe not touched */
-    uint32_t ring_hw;         /* deepest queue since ring_win was reset */
-    uint64_t ring_win;        /* requests queued since then */
     /* client-side modes (known when a request is decoded) */
     uint8_t in_multi, reply_off, skip_next;
-    rq_entry *cur;            /* the entry the request decoder writes (its
-                                 rq.req is &cur->cmd.req) */
+    rq_entry *cur;            /* the entry the request decoder writes
+                                 (&stage; its rq.req is &cur->cmd.req) */
     uint64_t frame;           /* record of the DATA being fed (cap_event.frame,
                                  for bus.c) */
     uint64_t seq;
@@ -122,10 +174,8 @@ typedef struct rc_conn {
     uint32_t sub_channels, sub_patterns, sub_shards;
     rq_dec rq;
     rp_dec rpd;
-    rq_entry *overflow;       /* allocated on the first overflow */
-    resp_reply reply;         /* scratch for a reply no queued request
-                                 waits for (rpd.rep: where the reply decoder
-                                 writes, the head entry's reply or this) */
+    resp_reply reply;         /* where every reply is decoded (rpd.rep) */
+    rq_pages text;            /* the text of the queued slots, in order */
     uint8_t *keep;
     size_t keep_len, keep_cap;
     resp_conn_stats st;
@@ -175,6 +225,7 @@ typedef struct rc_conn {
     rc_sizes rsz[RC_SIZE_SLOTS];
     struct rc_bus *bus;       /* a cluster-bus connection: its two streams
                                  (bus.c), NULL for RESP */
+    rq_entry stage;           /* the request being decoded (cur) */
 } rc_conn;
 
 enum { REPL_MID_NONE = 0, REPL_MID_SERVER = 1, REPL_MID_CLIENT = 2 };
@@ -187,15 +238,16 @@ struct resp_pipeline {
     resp_stats view;          /* what resp_get_stats returns */
     uint64_t inflight_total;
     uint64_t kept_total;      /* keep buffer bytes allocated over all connections */
-    uint64_t ring_shrinks;    /* rings cut back after a burst (tests) */
-    uint64_t ring_resident;   /* ring entries ever handed out, all rings: the
-                                 ones whose memory was touched */
+    void *pool;               /* free pages, linked through their first word */
+    uint32_t pool_n;          /* pages in it */
+    uint64_t pages_used;      /* pages held by the FIFOs of all connections */
+    uint64_t pages_peak;      /* most pages allocated at once (used + pool) */
+    uint64_t page_allocs;     /* pages allocated (tests: not per command) */
     uint64_t index;           /* the record being fed (cap_event.index of the
                                  latest event): proofs.c stamps with it */
-    rq_entry *spare;          /* where a request is decoded when even the
-                                 per-connection overflow slot could not be
-                                 allocated (no global state: one pipeline
-                                 per thread is safe) */
+    resp_command out;         /* the command handed to the sink: an emitted
+                                 slot is unpacked here (one pipeline per
+                                 thread: no global state) */
 };
 
 /* ---------------------------------------------------------------- bus.c */

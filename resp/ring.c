@@ -1,136 +1,160 @@
 /*
- * ring.c - the in-flight ring of a connection: the requests sent and not yet
- * answered, in order (pair.c queues at the tail and pairs at the head).
+ * ring.c - the in-flight FIFOs of a connection: the requests sent and not
+ * yet answered, in order (pair.c queues at the tail and pairs at the head),
+ * as 128-byte slots, and the text of those requests (names, kept arguments,
+ * first keys) beside them.
  *
- * One ring per connection, a power of two of cache-line entries, grown by
- * doubling and cut back only after a window of quiet (ring_maybe_shrink), so
- * that no connection resizes per command and memory follows what is in
- * flight, not the capture's length. The hot accessors are inline in
- * pair_internal.h; this file holds what runs when the ring changes size.
+ * Both are FIFOs of bytes in pages of RQ_PAGE bytes (rq_pages): a page is
+ * taken from the pipeline's pool when the tail enters it and given back
+ * when the head leaves it, so a FIFO never resizes or copies, and what all
+ * connections hold follows what is in flight now, not what each connection
+ * once had in flight (a lossy reply stream makes every connection deep at
+ * some time, not all at once). Only the small array of page pointers grows
+ * (by doubling) when a connection's span needs more pages than ever. The
+ * hot accessors are inline in pair_internal.h; this file holds what runs
+ * when a page is taken or given back.
  */
 #include <stddef.h>
 #include <stdlib.h>
 
 #include "resp/pair_internal.h"
 
-/* n in-flight entries, on cache-line boundaries (an entry is a whole number
- * of lines: the fields a command touches fall on as few lines as the layout
- * allows, whatever the entry's place in its ring), NOT initialised: a ring
- * initialises each entry when it first hands it out (ring_fresh), so a ring
- * grown for a burst makes resident only the entries the burst used, not the
- * whole doubled capacity. NULL on out of memory. Free with free(). */
-static rq_entry *entries_alloc(size_t n)
+/* ---------------------------------------------------------------- pool */
+
+/* A page: from the pool, or allocated (on cache-line boundaries: slots are
+ * two lines each). NULL on out of memory. */
+static uint8_t *page_get(resp_pipeline *rp)
 {
-    if (n > SIZE_MAX / sizeof(rq_entry))
-        return NULL;
-    return aligned_alloc(_Alignof(rq_entry), n * sizeof(rq_entry));
+    uint8_t *p = rp->pool;
+    if (p != NULL) {
+        memcpy(&rp->pool, p, sizeof(void *));
+        rp->pool_n--;
+    } else {
+        p = aligned_alloc(64, RQ_PAGE);
+        if (p == NULL)
+            return NULL;
+        rp->page_allocs++;
+        if (rp->pages_used + rp->pool_n + 1 > rp->pages_peak)
+            rp->pages_peak = rp->pages_used + rp->pool_n + 1;
+    }
+    rp->pages_used++;
+    return p;
 }
 
-/* One initialised entry (the overflow scratch, the pipeline's spare). */
-rq_entry *ring_entry_new(void)
+/* Give a page back: the pool keeps it unless it already holds RQ_POOL_KEEP
+ * pages and at least as many as are in use (then it is freed, so that the
+ * pool does not keep the memory of a burst long past it). */
+static void page_put(resp_pipeline *rp, uint8_t *p)
 {
-    rq_entry *e = entries_alloc(1);
-    if (e != NULL)
-        entry_init(e);
-    return e;
-}
-
-/* The ring's entries are about to move to new_ring (its head at index 0),
- * or to be freed (NULL). The reply being decoded moves with its entry, the
- * head (see reply_begin); a pointer to any other entry is one to a
- * reply already handed over, which nothing writes again: it goes back to
- * the scratch. */
-static void rep_rebase(rc_conn *c, rq_entry *new_ring)
-{
-    if (c->rpd.rep == &c->reply)
+    rp->pages_used--;
+    if (rp->pool_n >= RQ_POOL_KEEP && rp->pool_n >= rp->pages_used) {
+        free(p);
         return;
-    if (new_ring != NULL && c->count > 0 && c->rpd.rep == &ring_at(c, 0)->cmd.reply)
-        c->rpd.rep = &new_ring[0].cmd.reply;
-    else
-        c->rpd.rep = &c->reply;
+    }
+    memcpy(p, &rp->pool, sizeof(void *));
+    rp->pool = p;
+    rp->pool_n++;
 }
 
-/* Move the queued entries to a new ring of ncap entries (a power of two, at
- * least count). Returns -1 if memory ran out (the old ring stays). */
-static int ring_resize(rc_conn *c, uint32_t ncap)
+/* Free the pool (resp_free). */
+void pages_pool_free(resp_pipeline *rp)
 {
-    rq_entry *nr = entries_alloc(ncap);
-    if (nr == NULL)
+    while (rp->pool != NULL) {
+        uint8_t *p = rp->pool;
+        memcpy(&rp->pool, p, sizeof(void *));
+        free(p);
+    }
+    rp->pool_n = 0;
+}
+
+/* ---------------------------------------------------------------- FIFOs */
+
+_Static_assert(RQ_PAGE % sizeof(rq_slot) == 0, "a slot never straddles a page");
+_Static_assert(RQ_TEXT_MAX <= RQ_PAGE && RESP_NAME_MAX % 16 == 0 && RESP_ARG_PREFIX % 16 == 0,
+               "a request's text fits in a page, in 16-byte units");
+
+/* Page numbers wrap with positions: 2^32 / RQ_PAGE of them. */
+#define PAGE_NUM_MASK ((1u << (32 - RQ_PAGE_SHIFT)) - 1)
+
+static inline uint32_t page_num(uint32_t pos)
+{
+    return (pos >> RQ_PAGE_SHIFT) & PAGE_NUM_MASK;
+}
+
+/* How many pages f holds. */
+static uint32_t pages_held(const rq_pages *f)
+{
+    return (f->end - (f->head & ~(RQ_PAGE - 1))) >> RQ_PAGE_SHIFT;
+}
+
+/* Make page[] hold at least n pages (a power of two). Returns -1 if memory
+ * ran out (nothing changed). */
+static int pages_index_grow(rq_pages *f, uint32_t n)
+{
+    uint32_t ncap = f->cap ? f->cap : 4;
+    while (ncap < n)
+        ncap *= 2;
+    uint8_t **np = malloc((size_t)ncap * sizeof(*np));
+    if (np == NULL)
         return -1;
-    for (uint32_t i = 0; i < c->count; i++)
-        memcpy(&nr[i], ring_at(c, i), sizeof(*nr));
-    rep_rebase(c, nr);
-    free(c->ring);
-    c->ring = nr;
-    c->ring_cap = ncap;
-    c->head = 0;
-    c->rp->ring_resident += (uint64_t)c->count - c->ring_fresh;
-    c->ring_fresh = c->count; /* the copies are initialised, the rest not */
+    uint32_t first = page_num(f->head), held = pages_held(f);
+    for (uint32_t i = 0; i < held; i++) {
+        uint32_t pn = (first + i) & PAGE_NUM_MASK;
+        np[pn & (ncap - 1)] = f->page[pn & (f->cap - 1)];
+    }
+    free(f->page);
+    f->page = np;
+    f->cap = ncap;
     return 0;
 }
 
-/* Make room for one more entry after the queued ones. Returns -1 if memory
- * ran out. Capacities are powers of two. */
-int ring_reserve(rc_conn *c)
+/* The slow part of pages_need: take pages until n bytes after the tail
+ * fit. Returns -1 if memory ran out (the pages taken stay held). */
+int pages_need_slow(resp_pipeline *rp, rq_pages *f, uint32_t n)
 {
-    if (c->ring != NULL && c->count + 1 <= c->ring_cap)
-        return 0;
-    /* most connections: 1; after a shrink, back to the size it had */
-    uint32_t ncap = c->ring_cap ? c->ring_cap * 2 : 2;
-    return ring_resize(c, ncap);
-}
-
-/* Free a drained ring. */
-static void ring_release(rc_conn *c)
-{
-    rep_rebase(c, NULL);
-    free(c->ring);
-    c->rp->ring_resident -= c->ring_fresh;
-    c->ring = NULL;
-    c->ring_cap = 0;
-    c->ring_fresh = 0;
-    c->head = 0;
-    c->ring_hw = 0;
-    c->ring_win = 0;
-    c->rp->ring_shrinks++;
-}
-
-/* Give memory back after a burst: a ring only ever grows while requests are
- * queued, so without this it would keep the deepest pipeline a connection
- * ever had (and the memory would grow with the length of the capture).
- *
- * Once a window of RING_WINDOW x ring_cap requests has passed, a ring whose
- * queue never got deeper than a quarter of its capacity in that window is
- * cut to twice that depth (at least RING_KEEP entries). Nothing else ever
- * shrinks a ring, not even draining it: a connection that fills its ring
- * and empties it again and again (a stream nobody answers, cut at the
- * in-flight cap; bursts) keeps one ring instead of growing and giving back
- * its memory each time, which cost a copy and page faults per round. The
- * window and the factor four between growing and shrinking make the copies
- * amortised: at most one resize per window, never per command. But the
- * entries all rings hold (touched, so resident) stay within one
- * connection's in-flight cap (max_inflight): past it, a drained ring is
- * freed, or rings kept after their bursts would add up beyond what is in
- * flight (several streams nobody answers would each keep a full ring). */
-void ring_maybe_shrink(rc_conn *c)
-{
-    if (c->ring_cap <= RING_KEEP)
-        return;
-    if (c->count == 0 && c->rp->ring_resident > c->rp->cfg.max_inflight) {
-        ring_release(c);
-        return;
+    while (f->end - f->tail < n) {
+        uint32_t held = pages_held(f);
+        if (held + 1 > f->cap && pages_index_grow(f, held + 1) != 0)
+            return -1;
+        uint8_t *p = page_get(rp);
+        if (p == NULL)
+            return -1;
+        f->page[page_num(f->end) & (f->cap - 1)] = p;
+        f->end += RQ_PAGE;
     }
-    if (c->ring_win < (uint64_t)RING_WINDOW * c->ring_cap)
-        return;
-    uint32_t need = c->ring_hw > c->count + 1 ? c->ring_hw : c->count + 1;
-    if ((uint64_t)need * 4 <= c->ring_cap) {
-        uint32_t ncap = RING_KEEP;
-        while (ncap < 2 * need)
-            ncap *= 2;
-        if (ncap < c->ring_cap && ring_resize(c, ncap) == 0)
-            c->rp->ring_shrinks++;
-    }
-    c->ring_hw = 0;
-    c->ring_win = 0;
+    return 0;
 }
 
+/* The slow part of pages_drop_to: give back the pages before the one that
+ * holds new_head (the head left them; all of them when new_head is end). */
+void pages_drop_slow(resp_pipeline *rp, rq_pages *f, uint32_t new_head)
+{
+    uint32_t stop = page_num(new_head);
+    for (uint32_t pn = page_num(f->head); pn != stop; pn = (pn + 1) & PAGE_NUM_MASK)
+        page_put(rp, f->page[pn & (f->cap - 1)]);
+    f->head = new_head;
+}
+
+/* Give back every page and, when it has grown past its first size, the
+ * index: the FIFO is empty (and its next byte starts a page). */
+void pages_release(resp_pipeline *rp, rq_pages *f)
+{
+    uint32_t held = pages_held(f), first = page_num(f->head);
+    for (uint32_t i = 0; i < held; i++)
+        page_put(rp, f->page[((first + i) & PAGE_NUM_MASK) & (f->cap - 1)]);
+    f->head = f->tail = f->end;
+    if (f->cap > 4) {
+        free(f->page);
+        f->page = NULL;
+        f->cap = 0;
+    }
+}
+
+/* Free a FIFO's pages and index (the connection is freed). */
+void pages_free(resp_pipeline *rp, rq_pages *f)
+{
+    pages_release(rp, f);
+    free(f->page);
+    f->page = NULL;
+    f->cap = 0;
+}

@@ -1,8 +1,9 @@
 /*
  * test_resp_alloc.c - a declared 4 GB bulk is skipped by counting: nothing is
  * allocated or buffered while its payload goes by, and the byte count is
- * exact. Memory taken for a burst (a deep pipeline's in-flight ring, a kept
- * CLUSTER reply) is given back, without an allocation per command.
+ * exact. Memory taken for a burst (a deep pipeline's in-flight pages, a kept
+ * CLUSTER reply) is given back, without an allocation per command, also
+ * when a lossy reply stream leaves many requests in flight.
  * Allocations are counted by wrapping malloc/calloc/realloc/aligned_alloc
  * at link time (see tests/resp/CMakeLists.txt); the ring and keep buffer
  * sizes are read from resp's internal state.
@@ -129,7 +130,8 @@ static void test_4gb_request(void **state)
 }
 
 /* Steady state: a pipelined stream of small commands allocates nothing per
- * message once the ring has grown. */
+ * message once its pages are taken (the warm-up crosses a page of slots
+ * and of text: from then on pages come back to the pool and out again). */
 static void test_no_alloc_per_message(void **state)
 {
     (void)state;
@@ -138,10 +140,12 @@ static void test_no_alloc_per_message(void **state)
     h.no_log = 1;
     h_open(&h);
     const char *req = "*2\r\n$3\r\nGET\r\n$3\r\nfoo\r\n";
-    for (int i = 0; i < 8; i++)
-        h_str(&h, CAP_TO_SERVER, req);
-    for (int i = 0; i < 8; i++)
-        h_str(&h, CAP_TO_CLIENT, "$1\r\nx\r\n");
+    for (int round = 0; round < 64; round++) {
+        for (int i = 0; i < 8; i++)
+            h_str(&h, CAP_TO_SERVER, req);
+        for (int i = 0; i < 8; i++)
+            h_str(&h, CAP_TO_CLIENT, "$1\r\nx\r\n");
+    }
     n_allocs = 0;
     for (int round = 0; round < 1000; round++) {
         for (int i = 0; i < 8; i++)
@@ -151,7 +155,7 @@ static void test_no_alloc_per_message(void **state)
     }
     assert_int_equal(n_allocs, 0);
     h_close(&h);
-    assert_int_equal(h.closed.paired, 8008);
+    assert_int_equal(h.closed.paired, 8000 + 64 * 8);
     h_free(&h);
 }
 
@@ -178,11 +182,43 @@ static void burst(h_ctx *h, int n)
     h_data(h, CAP_TO_CLIENT, reps, (size_t)n * lp);
 }
 
-/* A burst of 300 pipelined requests grows the ring to 512 entries. Requests
- * one at a time after it: once a whole window (RING_WINDOW x 512 requests)
- * has passed without the burst in it, the ring is cut back to RING_KEEP,
- * with one allocation, not one per command. */
-static void test_ring_shrinks_after_burst(void **state)
+/* n pipelined GETs in one chunk (n <= 2048), not answered yet. */
+static void burst_queue(h_ctx *h, int n)
+{
+    static char reqs[64 * 2048];
+    const char *req = "*2\r\n$3\r\nGET\r\n$3\r\nfoo\r\n";
+    size_t lq = strlen(req);
+    assert_true(n <= 2048);
+    for (int i = 0; i < n; i++)
+        memcpy(reqs + (size_t)i * lq, req, lq);
+    h_data(h, CAP_TO_SERVER, reqs, (size_t)n * lq);
+}
+
+/* The replies of n queued GETs, in chunks of at most 2048. */
+static void answer(h_ctx *h, int n)
+{
+    static char reps[16 * 2048];
+    const char *rep = "$1\r\nx\r\n";
+    size_t lp = strlen(rep);
+    for (int i = 0; i < 2048; i++)
+        memcpy(reps + (size_t)i * lp, rep, lp);
+    for (; n > 0; n -= 2048)
+        h_data(h, CAP_TO_CLIENT, reps, (size_t)(n < 2048 ? n : 2048) * lp);
+}
+
+/* Pages a queue of n requests (a slot each) spans, at most: its slots
+ * and a partial page; and the pages of n GET foo texts (name and key in
+ * one 16-byte unit each; key0 is the key, not stored again), one partial,
+ * one begun for the next request. */
+#define SLOT_PAGES(n) (((n) * sizeof(rq_slot) + RQ_PAGE - 1) / RQ_PAGE + 1)
+#define GET_TEXT_PAGES(n) (((n) * 32 + RQ_PAGE - 1) / RQ_PAGE + 2)
+
+/* A burst of 300 pipelined requests takes pages for its slots and text;
+ * answered, they go back to the pipeline's pool, and the next bursts and
+ * single requests take them from there: no allocation per command or per
+ * burst (only when more pages are in use at once than ever), and a drained
+ * connection keeps at most its partial pages. */
+static void test_burst_pages_reused(void **state)
 {
     (void)state;
     h_ctx h;
@@ -190,60 +226,36 @@ static void test_ring_shrinks_after_burst(void **state)
     h.no_log = 1;
     h_open(&h);
     burst(&h, 300);
-    assert_int_equal(h_rc(&h)->ring_cap, 512);
-    n_allocs = 0;
-    int singles = 0;
-    while (h_rc(&h)->ring_cap == 512 && singles < 3 * RING_WINDOW * 512) {
-        burst(&h, 1);
-        singles++;
+    assert_true(h.rp->pages_peak >= 300 * sizeof(rq_slot) / RQ_PAGE);
+    assert_true(h.rp->pages_peak <= SLOT_PAGES(300) + GET_TEXT_PAGES(300));
+    assert_true(h.rp->pages_used <= 3); /* drained: the partial pages, and
+                                          * the text room of a next request */
+    uint64_t peak = 0;
+    for (int round = 0; round < 20; round++) {
+        if (round == 1) { /* the first round met the pages' other offsets */
+            n_allocs = 0;
+            peak = h.rp->pages_peak;
+        }
+        burst(&h, 300);
+        for (int i = 0; i < 100; i++)
+            burst(&h, 1);
     }
-    assert_int_equal(h_rc(&h)->ring_cap, RING_KEEP);
-    assert_true(singles > RING_WINDOW * 512 - 300); /* not before a window */
-    assert_true(singles <= 2 * RING_WINDOW * 512 + 1);
-    assert_int_equal(n_allocs, 1); /* the smaller ring */
-    assert_int_equal(h.rp->ring_shrinks, 1);
-    n_allocs = 0;
-    for (int i = 0; i < 1000; i++)
-        burst(&h, 1);
-    assert_int_equal(n_allocs, 0);
+    /* a page is allocated only when more are in use at once than ever
+     * (the text's offset in its pages varies from round to round) */
+    assert_int_equal(n_allocs, h.rp->pages_peak - peak);
+    assert_true(n_allocs <= 1);
+    assert_true(h.rp->pages_peak <= SLOT_PAGES(300) + GET_TEXT_PAGES(300));
     h_close(&h);
-    assert_int_equal(h.closed.paired, 300 + singles + 1000);
+    assert_int_equal(h.rp->pages_used, 0);
+    assert_int_equal(h.closed.paired, 300 + 20 * 400);
     assert_int_equal(h.closed.unpaired_requests, 0);
     h_free(&h);
 }
 
-/* A ring that is in use is not cut: bursts of 40 keep a 64-entry ring (40 is
- * more than a quarter of it), however long the connection lives, and cost no
- * allocation after the first. */
-static void test_ring_kept_while_used(void **state)
-{
-    (void)state;
-    h_ctx h;
-    h_init(&h, 1, NULL);
-    h.no_log = 1;
-    h_open(&h);
-    burst(&h, 40);
-    assert_int_equal(h_rc(&h)->ring_cap, 64);
-    n_allocs = 0;
-    for (int round = 0; round < 200; round++) {
-        burst(&h, 40);
-        for (int i = 0; i < 20; i++)
-            burst(&h, 1);
-    }
-    assert_int_equal(n_allocs, 0);
-    assert_int_equal(h_rc(&h)->ring_cap, 64);
-    assert_int_equal(h.rp->ring_shrinks, 0);
-    h_close(&h);
-    assert_int_equal(h.closed.paired, 40 + 200 * 60);
-    h_free(&h);
-}
-
-/* A ring's entries are initialised when first handed out, not when the ring
- * is made: a burst of 300 into a 512-entry ring initialises 300 (so a ring
- * doubled for a burst makes resident only what the burst used), later
- * requests take the rest in order, and after the wrap all are. Rings are
- * allocated over junk (stale heap): every command still comes out clean. */
-static void test_ring_entries_initialised_on_use(void **state)
+/* The slots are written whole when a request is queued, over pages that
+ * held other requests or junk (stale heap): every command comes out clean,
+ * across page boundaries of the slots and of the text. */
+static void test_slots_clean_over_junk(void **state)
 {
     (void)state;
     h_ctx h;
@@ -251,23 +263,20 @@ static void test_ring_entries_initialised_on_use(void **state)
     h_init(&h, 1, NULL);
     h_open(&h);
     burst(&h, 300);
-    assert_int_equal(h_rc(&h)->ring_cap, 512);
-    assert_int_equal(h_rc(&h)->ring_fresh, 300);
-    for (int i = 0; i < 100; i++)
+    for (int i = 0; i < 300; i++)
         burst(&h, 1);
-    assert_int_equal(h_rc(&h)->ring_fresh, 400);
-    for (int i = 0; i < 200; i++)
-        burst(&h, 1);
-    assert_int_equal(h_rc(&h)->ring_fresh, 512); /* wrapped: every entry used */
-    assert_int_equal(h_rc(&h)->ring_cap, 512);
     h_close(&h);
     poison = 0;
     assert_int_equal(h.ncmds, 600);
     for (size_t i = 0; i < h.ncmds; i++) {
         const resp_command *c = &h.cmds[i];
         assert_int_equal(c->outcome, RESP_OK);
+        assert_int_equal(c->seq, i);
         assert_string_equal(c->req.name, "GET");
         assert_int_equal(c->req.argc, 2);
+        assert_int_equal(c->req.nargs, 1);
+        assert_int_equal(c->req.arg_len[0], 3);
+        assert_memory_equal(c->req.args[0], "foo", 3);
         assert_int_equal(c->req.nkeys, 1);
         assert_int_equal(c->req.key0_len, 3);
         assert_memory_equal(c->req.key0, "foo", 3);
@@ -281,34 +290,76 @@ static void test_ring_entries_initialised_on_use(void **state)
     h_free(&h);
 }
 
-/* A big ring drained and filled again and again (bursts; a stream nobody
- * answers, cut at the in-flight cap) is neither freed nor reallocated: no
- * allocation per round. It is cut back only after a window of shallow use. */
-static void test_big_ring_no_churn(void **state)
+/* A deep burst past what the pool keeps: once answered, the pool holds
+ * RQ_POOL_KEEP pages or, past that, no more than were in use when each
+ * came back (the rest are freed): about half the burst's, not all of it.
+ * The next bursts take no new memory while they fit in what is kept. */
+static void test_pool_bounded_after_deep_burst(void **state)
 {
     (void)state;
     h_ctx h;
     h_init(&h, 1, NULL);
     h.no_log = 1;
     h_open(&h);
-    burst(&h, 1500);
-    assert_int_equal(h_rc(&h)->ring_cap, 2048);
+    for (int i = 0; i < 4; i++) /* 8000 in flight: 500 slot pages */
+        burst_queue(&h, 2000);
+    assert_int_equal(h_rc(&h)->count, 8000);
+    assert_true(h.rp->pages_used >= 8000 * sizeof(rq_slot) / RQ_PAGE);
+    answer(&h, 8000);
+    assert_int_equal(h_rc(&h)->count, 0);
+    assert_true(h.rp->pages_used <= 3);
+    assert_true(h.rp->pool_n >= RQ_POOL_KEEP);
+    assert_true(h.rp->pool_n <= h.rp->pages_peak / 2 + 2);
     n_allocs = 0;
     for (int round = 0; round < 10; round++)
-        burst(&h, 1500);
+        burst(&h, 1500); /* 94 slot pages: from the pool */
     assert_int_equal(n_allocs, 0);
-    assert_int_equal(h_rc(&h)->ring_cap, 2048);
-    assert_int_equal(h.rp->ring_shrinks, 0);
-    int singles = 0;
-    while (h_rc(&h)->ring_cap == 2048 && singles < 3 * RING_WINDOW * 2048) {
-        burst(&h, 1);
-        singles++;
-    }
-    assert_int_equal(h_rc(&h)->ring_cap, RING_KEEP);
-    assert_int_equal(h.rp->ring_shrinks, 1);
-    assert_int_equal(n_allocs, 1);
     h_close(&h);
-    assert_int_equal(h.closed.paired, 11 * 1500 + singles);
+    assert_int_equal(h.closed.paired, 8000 + 10 * 1500);
+    h_free(&h);
+}
+
+/* A reply stream that loses the replies of three pipelined rounds of 64 in
+ * every four (the capture shows a gap of their exact length only when the
+ * fourth round's replies come): 256 requests are in flight at the deepest
+ * of each cycle, then the gap is counted (every reply has the same size)
+ * and the fourth round pairs. The connection's pages stay within what 256
+ * requests span, come back after each cycle, and the cycles allocate
+ * nothing after the first two. */
+static void test_lossy_reply_stream_bounded(void **state)
+{
+    (void)state;
+    const size_t rep_len = strlen("$1\r\nx\r\n");
+    h_ctx h;
+    h_init(&h, 1, NULL);
+    h.no_log = 1;
+    h_open(&h);
+    burst(&h, 64); /* the reply sizes are learnt */
+    uint32_t deepest = 0;
+    uint64_t most_pages = 0;
+    for (int cycle = 0; cycle < 51; cycle++) {
+        if (cycle == 2) /* the first cycles met the pages' other offsets */
+            n_allocs = 0;
+        for (int round = 0; round < 4; round++)
+            burst_queue(&h, 64);
+        if (h_rc(&h)->count > deepest)
+            deepest = h_rc(&h)->count;
+        if (h.rp->pages_used > most_pages)
+            most_pages = h.rp->pages_used;
+        h_gap(&h, CAP_TO_CLIENT, 3 * 64 * rep_len);
+        answer(&h, 64);
+        assert_int_equal(h_rc(&h)->count, 0);
+        assert_true(h.rp->pages_used <= 3);
+    }
+    assert_int_equal(n_allocs, 0);
+    assert_int_equal(deepest, 256);
+    assert_true(most_pages <= SLOT_PAGES(256) + GET_TEXT_PAGES(256));
+    assert_int_equal(h_rc(&h)->anchored, 51); /* each gap counted exactly */
+    h_close(&h);
+    assert_int_equal(h.closed.paired, 64 + 51 * 64);
+    assert_int_equal(h.closed.unpaired_requests, 51 * 192);
+    assert_int_equal(h.closed.unpaired_replies, 0);
+    assert_int_equal(h.closed.out_of_sync, 0);
     h_free(&h);
 }
 
@@ -342,10 +393,10 @@ int main(void)
         cmocka_unit_test(test_4gb_reply),
         cmocka_unit_test(test_4gb_request),
         cmocka_unit_test(test_no_alloc_per_message),
-        cmocka_unit_test(test_ring_shrinks_after_burst),
-        cmocka_unit_test(test_ring_kept_while_used),
-        cmocka_unit_test(test_ring_entries_initialised_on_use),
-        cmocka_unit_test(test_big_ring_no_churn),
+        cmocka_unit_test(test_burst_pages_reused),
+        cmocka_unit_test(test_slots_clean_over_junk),
+        cmocka_unit_test(test_pool_bounded_after_deep_burst),
+        cmocka_unit_test(test_lossy_reply_stream_bounded),
         cmocka_unit_test(test_keep_buffer_freed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
