@@ -418,7 +418,7 @@ void rq_gap_resolve(rc_conn *c, const uint8_t *p, size_t n)
         for (uint8_t i = 1; i < c->qsz_n; i++)
             smin = c->qsz[i] < smin ? c->qsz[i] : smin;
         if ((uint64_t)c->count + owed <= rp->cfg.max_inflight &&
-            rp->inflight_total + owed <= rp->cfg.max_inflight_total) {
+            c->part->inflight + owed <= rp->inflight_part_cap) {
             for (uint32_t i = 0; i < owed; i++) {
                 if (ring_reserve(c) != 0)
                     break;
@@ -431,7 +431,7 @@ void rq_gap_resolve(rc_conn *c, const uint8_t *p, size_t n)
                 /* a bound of its end: the requests are at least smin long */
                 e->req_end = c->rq_gap_start + (uint64_t)(i + 1) * smin;
                 c->count++;
-                rp->inflight_total++;
+                c->part->inflight++;
                 if (i + 1 == owed)
                     c->anchored++;
             }

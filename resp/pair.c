@@ -16,7 +16,8 @@
  * A Redis server answers the requests of one connection in the order it
  * received them, one reply each, so pairing is a FIFO per connection: a ring
  * of in-flight requests (pipelining of any depth, bounded by max_inflight per
- * connection and max_inflight_total overall). The exceptions a real server
+ * connection and max_inflight_total overall, per partition of connections:
+ * capture.h). The exceptions a real server
  * produces, and how they are handled here:
  *
  *   - no reply by design: CLIENT REPLY OFF (nothing until CLIENT REPLY ON, whose
@@ -361,7 +362,7 @@ static PAIR_RARE void repl_found(rc_conn *c, int mid)
     c->st.replication_reversed = 1;
     c->st.replication_skipped += c->count;
     c->st.requests -= c->count; /* decoded, never emitted */
-    c->rp->inflight_total -= c->count;
+    c->part->inflight -= c->count;
     c->count = 0;
     c->noreply_queued = 0;
     c->head = 0;
@@ -430,7 +431,7 @@ static PAIR_APART rq_entry *request_slot_general(rc_conn *c, int64_t ts)
     if (!c->synced)
         try_regain_sync(c);
     ring_maybe_shrink(c);
-    if (c->count < rp->cfg.max_inflight && rp->inflight_total < rp->cfg.max_inflight_total &&
+    if (c->count < rp->cfg.max_inflight && c->part->inflight < rp->inflight_part_cap &&
         ring_reserve(c) == 0) {
         e = ring_next_free(c);
         c->cur_dropped = 0;
@@ -460,7 +461,7 @@ static resp_request *request_begin(void *owner, int64_t ts)
     const resp_pipeline *rp = c->rp;
     rq_entry *e;
     if (c->synced && c->count < c->ring_cap && !ring_shrink_due(c) &&
-        c->count < rp->cfg.max_inflight && rp->inflight_total < rp->cfg.max_inflight_total) {
+        c->count < rp->cfg.max_inflight && c->part->inflight < rp->inflight_part_cap) {
         e = ring_next_free(c);
         c->cur_dropped = 0;
         request_reset(e, ts);
@@ -623,7 +624,7 @@ static PAIR_APART void request_done_general(rc_conn *c, rq_entry *e, uint8_t kin
     c->orphans = 0; /* replies that found nothing queued: before this one */
     if (expects_no_reply(e))
         c->noreply_queued++;
-    rp->inflight_total++;
+    c->part->inflight++;
     if (c->count > c->ring_hw) /* the deepest queue in this window */
         c->ring_hw = c->count;
     c->ring_win++;
@@ -663,7 +664,7 @@ static void request_done(void *owner, uint8_t name_len)
     rq_sizes_learn(c, e->cmd.req.bytes);
     c->count++;
     c->orphans = 0;
-    c->rp->inflight_total++;
+    c->part->inflight++;
     if (c->count > c->ring_hw)
         c->ring_hw = c->count;
     c->ring_win++;
@@ -742,15 +743,16 @@ static void reply_keep(void *owner, const uint8_t *p, size_t n)
         if (ncap > max)
             ncap = max;
         /* every connection may keep one reply; all of them together are
-         * capped too, or N connections could hold N x max_kept_reply */
-        uint64_t total = c->rp->kept_total - c->keep_cap + ncap;
-        uint8_t *nb = total > c->rp->cfg.max_kept_total ? NULL : realloc(c->keep, ncap);
+         * capped too, or N connections could hold N x max_kept_reply (per
+         * partition of connections: capture.h) */
+        uint64_t total = c->part->kept - c->keep_cap + ncap;
+        uint8_t *nb = total > c->rp->kept_part_cap ? NULL : realloc(c->keep, ncap);
         if (nb == NULL) {
             c->keep_over = 1;
             pair_limit_hit(c);
             return;
         }
-        c->rp->kept_total = total;
+        c->part->kept = total;
         c->keep = nb;
         c->keep_cap = ncap;
     }
@@ -767,7 +769,7 @@ static void keep_done(rc_conn *c)
     c->keep_len = 0;
     c->rpd.keeping = 0;
     if (c->keep != NULL) {
-        c->rp->kept_total -= c->keep_cap;
+        c->part->kept -= c->keep_cap;
         free(c->keep);
         c->keep = NULL;
         c->keep_cap = 0;

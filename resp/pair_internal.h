@@ -161,7 +161,7 @@ static inline void ring_pop(rc_conn *c)
 {
     c->head = (c->head + 1) & (c->ring_cap - 1);
     c->count--;
-    c->rp->inflight_total--;
+    c->part->inflight--;
 }
 
 /* Would ring_maybe_shrink do anything now? */
