@@ -47,6 +47,7 @@
 
 static char tmpdir[256];
 static th_run last;
+static pid_t live_pid; /* a `live` child still running (teardown ends it) */
 
 static int setup(void **state)
 {
@@ -57,6 +58,11 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
+    if (live_pid > 0) { /* a check failed while it ran */
+        kill(live_pid, SIGKILL);
+        waitpid(live_pid, NULL, 0);
+        live_pid = 0;
+    }
     th_run_free(&last);
     if (getenv("SS_KEEP_TMP")) return 0;
     return th_tmpdir_remove(tmpdir);
@@ -279,6 +285,7 @@ static void live_start(live_run *l, const char *out_path, const char *const *arg
         execv(SS_BINARY, (char *const *)argv);
         _exit(127);
     }
+    live_pid = l->pid;
     close(slave);
 }
 
@@ -341,6 +348,7 @@ static int live_stop(live_run *l)
         kill(l->pid, SIGKILL);
         waitpid(l->pid, &st, 0);
     }
+    live_pid = 0;
     live_wait_err(l, "\x01never", 0);
     close(l->master);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
