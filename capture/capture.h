@@ -101,6 +101,7 @@ typedef struct cap_conn {
     int64_t last_us;          /* capture time of the latest packet */
     uint8_t saw_syn;          /* handshake seen: both streams start at byte 0 */
     uint8_t side_source;      /* a cap_side_source */
+    uint8_t partition;        /* its cap partition (cap_partition_of) */
     uint64_t packets[2];      /* TCP packets per cap_dir */
     uint64_t bytes[2];        /* in-order stream bytes delivered per cap_dir */
     uint64_t gap_bytes[2];    /* bytes lost in gaps per cap_dir */
@@ -211,6 +212,33 @@ unsigned cap_servers_proofs(const cap_servers *s, const cap_endpoint *ep, uint64
 /* Endpoints not kept because the table was full. */
 uint64_t cap_servers_dropped(const cap_servers *s);
 
+/* ---------------------------------------------------------------- partitions */
+
+/*
+ * Every connection belongs to one of CAP_PARTITIONS fixed partitions, by the
+ * symmetric hash of its 4-tuple (cap_record_flow_hash). Each cap on the whole
+ * capture (connections held, out-of-order bytes, and resp/'s requests in
+ * flight and kept replies) is applied per partition, cap_partition_share of
+ * it each: a partition's state then evolves the same whichever tracker holds
+ * it, so `--threads N`, which hands whole partitions to its workers
+ * (partition % N), evicts and drops exactly what one thread does. The price:
+ * one partition, so one connection, can use 1/64 of such a cap, not all.
+ */
+#define CAP_PARTITIONS 64
+
+/* The partition of a connection whose 4-tuple hashes to hash: its top bits
+ * (the flow table's buckets use the low ones). */
+static inline unsigned cap_partition_of(uint32_t hash)
+{
+    return hash >> 26;
+}
+
+/* A partition's share of a capture-wide cap: cap / CAP_PARTITIONS, rounded up. */
+static inline uint64_t cap_partition_share(uint64_t cap)
+{
+    return cap / CAP_PARTITIONS + (cap % CAP_PARTITIONS != 0);
+}
+
 /* ---------------------------------------------------------------- tracker */
 
 /* Limits and hints; fill with cap_config_defaults, then change what you need. */
@@ -218,10 +246,16 @@ typedef struct cap_config {
     uint16_t server_ports[64];  /* ports that identify the server side */
     size_t n_server_ports;      /* 0: the built-in list: 6379-6399, 7000-7010,
                                    16379, 17000-17010, 26379, 30000-30999 */
-    uint32_t max_connections;   /* live connections held; the oldest-idle is evicted */
+    uint32_t max_connections;   /* connections held (live and lingering), applied
+                                   per partition (CAP_PARTITIONS): a partition
+                                   full evicts its own oldest-idle */
     int64_t idle_timeout_us;    /* capture time without a packet before CLOSE_IDLE */
     size_t ooo_bytes_per_conn;  /* out-of-order bytes held per connection */
-    size_t ooo_bytes_total;     /* out-of-order bytes held in all */
+    size_t ooo_bytes_total;     /* out-of-order bytes held in all, applied per
+                                   partition */
+    uint64_t partitions;        /* the partitions this tracker is fed (bit p:
+                                   partition p), which size its table and pool;
+                                   0: all of them */
     int64_t acked_gap_us;       /* capture time the peer must have acknowledged
                                    bytes never seen, with nothing after them
                                    seen, before they become a GAP (0: never;

@@ -1,13 +1,15 @@
 /*
  * flows.c - the connection table.
  *
- * A fixed array of flows (sized at creation: the connection cap), a chained
- * hash from the 4-tuple to a flow, and two lists ordered by last activity:
- * live connections, and closed ones kept for a while so that their late
- * packets (the last ACK, a retransmitted FIN) do not look like new
- * connections. Both lists are kept in activity order by moving a flow to the
- * end on each packet, so the idle ones are always at the head: expiring and
- * evicting never scan the table.
+ * A fixed array of flows (sized at creation: the connection cap's share of
+ * each partition the table holds, capture.h), a chained hash from the
+ * 4-tuple to a flow, and two lists ordered by last activity: live
+ * connections, and closed ones kept for a while so that their late packets
+ * (the last ACK, a retransmitted FIN) do not look like new connections. Both
+ * lists are kept in activity order by moving a flow to the end on each
+ * packet, so the idle ones are always at the head: expiring and evicting
+ * never scan the table. Each partition has the same two lists of its own
+ * flows, for eviction: a partition full gives up its own oldest.
  *
  * The hash is symmetric (the same for a->b and b->a) so that both directions
  * find one flow without putting the endpoints in a canonical order first.
@@ -24,14 +26,17 @@
 /* Buckets in use at first (16 KiB of heads). */
 #define MIN_BUCKETS 4096u
 
-/* Allocate a table for cap flows. calloc leaves the pages untouched until a
- * flow is used, so a large cap costs address space, not memory. */
-int cap_flows_init(cap_flows *ft, uint32_t cap)
+/* Allocate a table for part_cap flows in each of parts partitions. calloc
+ * leaves the pages untouched until a flow is used, so a large cap costs
+ * address space, not memory. */
+int cap_flows_init(cap_flows *ft, uint32_t part_cap, unsigned parts)
 {
-    uint32_t buckets = 1;
+    uint64_t total = (uint64_t)part_cap * parts;
+    uint32_t buckets = 1, cap = (uint32_t)total;
     memset(ft, 0, sizeof *ft);
-    if (cap == 0 || cap > (1u << 30))
+    if (total == 0 || total > (1u << 30))
         return -1;
+    ft->part_cap = part_cap;
     while (buckets < cap)
         buckets <<= 1;
     ft->flows = calloc((size_t)cap + 1, sizeof *ft->flows);
@@ -96,10 +101,11 @@ cap_flow *cap_flows_take(cap_flows *ft, const cap_endpoint *src,
     if (++ft->used > ft->mask + 1 && ft->mask < ft->max_mask)
         grow_buckets(ft);
     f->state = FLOW_LIVE;
+    f->pub.partition = (uint8_t)cap_partition_of(hash);
     ft->links[i].hash = hash;
     ft->links[i].chain = ft->buckets[hash & ft->mask];
     ft->buckets[hash & ft->mask] = i;
-    cap_lru_append(ft, &ft->live, i);
+    cap_lru_append(ft, f, i);
     return f;
 }
 
@@ -107,9 +113,9 @@ cap_flow *cap_flows_take(cap_flows *ft, const cap_endpoint *src,
 void cap_flows_mark_closed(cap_flows *ft, cap_flow *f)
 {
     uint32_t i = cap_flows_index(ft, f);
-    cap_lru_unlink(ft, &ft->live, i);
+    cap_lru_unlink(ft, f, i);
     f->state = FLOW_CLOSED;
-    cap_lru_append(ft, &ft->closed, i);
+    cap_lru_append(ft, f, i);
 }
 
 /* Remove a flow from its hash chain and list, and recycle it. */
@@ -121,7 +127,7 @@ void cap_flows_release(cap_flows *ft, cap_flow *f)
         link = &ft->links[*link].chain;
     if (*link == i)
         *link = ft->links[i].chain;
-    cap_lru_unlink(ft, cap_flows_list_of(ft, f), i);
+    cap_lru_unlink(ft, f, i);
     ft->used--;
     f->state = FLOW_FREE;
     ft->links[i].chain = ft->free_list;

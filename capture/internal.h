@@ -174,13 +174,18 @@ typedef struct cap_flow {
     uint64_t held_cost;      /* pool bytes held by both streams */
 } cap_flow;
 
+/* The two orders a flow is kept in: among all the table's flows (expiry,
+ * the end), and among its partition's (eviction: capture.h). */
+enum { LRU_ALL = 0, LRU_PART = 1 };
+
 /* The links of a flow: its hash chain and its list neighbours. They live in
- * an array of their own, 16 bytes a flow, so that following a chain or moving
- * a flow in its list touches a few hot cache lines instead of whole flows. */
+ * an array of their own, 24 bytes a flow, so that following a chain or moving
+ * a flow in its lists touches a few hot cache lines instead of whole flows. */
 typedef struct cap_link {
     uint32_t hash;           /* symmetric hash of the 4-tuple */
     uint32_t chain;          /* next flow in the hash bucket (or the free list) */
-    uint32_t prev, next;     /* neighbours in the live or closed list */
+    uint32_t prev[2], next[2]; /* neighbours in the live or closed list: of
+                                  the table (LRU_ALL), of the partition */
 } cap_link;
 
 /* The connection table: flows numbered 1..cap, a hash of bucket heads, a live
@@ -196,12 +201,16 @@ typedef struct cap_flows {
     uint32_t mask;           /* buckets in use - 1 (a power of two) */
     uint32_t max_mask;       /* the most buckets - 1 */
     uint32_t used;           /* flows in the hash (live and closed) */
+    uint32_t part_cap;       /* most flows (live and closed) of one partition */
     cap_lru live;            /* open connections */
     cap_lru closed;          /* closed ones kept to absorb late packets */
+    cap_lru part_live[CAP_PARTITIONS];   /* the same, per partition */
+    cap_lru part_closed[CAP_PARTITIONS];
 } cap_flows;
 
-/* Allocate a table for cap flows. 0 on success, -1 out of memory. */
-int cap_flows_init(cap_flows *ft, uint32_t cap);
+/* Allocate a table for part_cap flows in each of `parts` partitions. 0 on
+ * success, -1 out of memory. */
+int cap_flows_init(cap_flows *ft, uint32_t part_cap, unsigned parts);
 /* Free the table. */
 void cap_flows_destroy(cap_flows *ft);
 /* Take an unused flow (zeroed, state FLOW_LIVE, on the live list), keyed by
@@ -293,57 +302,85 @@ static inline cap_lru *cap_flows_list_of(cap_flows *ft, const cap_flow *f)
     return f->state == FLOW_CLOSED ? &ft->closed : &ft->live;
 }
 
+/* Its partition's list. */
+static inline cap_lru *cap_flows_part_list_of(cap_flows *ft, const cap_flow *f)
+{
+    unsigned p = f->pub.partition;
+    return f->state == FLOW_CLOSED ? &ft->part_closed[p] : &ft->part_live[p];
+}
+
+/* Flows (live and closed) of partition p. */
+static inline uint32_t cap_flows_part_used(const cap_flows *ft, unsigned p)
+{
+    return ft->part_live[p].count + ft->part_closed[p].count;
+}
+
 /* Number of a flow (its index in flows[]). */
 static inline uint32_t cap_flows_index(const cap_flows *ft, const cap_flow *f)
 {
     return (uint32_t)(f - ft->flows);
 }
 
-/* Take flow i out of list l. */
-static inline void cap_lru_unlink(cap_flows *ft, cap_lru *l, uint32_t i)
+/* Take flow i out of list l, an LRU_ALL or an LRU_PART one (w). */
+static inline void cap_lru_unlink_w(cap_flows *ft, cap_lru *l, uint32_t i, int w)
 {
     cap_link *k = &ft->links[i];
-    if (k->prev != FLOW_NONE)
-        ft->links[k->prev].next = k->next;
+    if (k->prev[w] != FLOW_NONE)
+        ft->links[k->prev[w]].next[w] = k->next[w];
     else
-        l->head = k->next;
-    if (k->next != FLOW_NONE)
-        ft->links[k->next].prev = k->prev;
+        l->head = k->next[w];
+    if (k->next[w] != FLOW_NONE)
+        ft->links[k->next[w]].prev[w] = k->prev[w];
     else
-        l->tail = k->prev;
-    k->prev = k->next = FLOW_NONE;
+        l->tail = k->prev[w];
+    k->prev[w] = k->next[w] = FLOW_NONE;
     l->count--;
 }
 
-/* Put flow i at the end (most recent) of list l. */
-static inline void cap_lru_append(cap_flows *ft, cap_lru *l, uint32_t i)
+/* Put flow i at the end (most recent) of list l (w as above). */
+static inline void cap_lru_append_w(cap_flows *ft, cap_lru *l, uint32_t i, int w)
 {
     cap_link *k = &ft->links[i];
-    k->prev = l->tail;
-    k->next = FLOW_NONE;
+    k->prev[w] = l->tail;
+    k->next[w] = FLOW_NONE;
     if (l->tail != FLOW_NONE)
-        ft->links[l->tail].next = i;
+        ft->links[l->tail].next[w] = i;
     else
         l->head = i;
     l->tail = i;
     l->count++;
 }
 
-/* Mark f as just active: move it to the end of its list. */
-static inline void cap_flows_touch(cap_flows *ft, cap_flow *f)
+/* Take flow i out of its two lists (of the table and of the partition). */
+static inline void cap_lru_unlink(cap_flows *ft, const cap_flow *f, uint32_t i)
 {
-    cap_lru *l = cap_flows_list_of(ft, f);
-    uint32_t i = cap_flows_index(ft, f);
-    if (l->tail == i)
-        return;
-    cap_lru_unlink(ft, l, i);
-    cap_lru_append(ft, l, i);
+    cap_lru_unlink_w(ft, cap_flows_list_of(ft, f), i, LRU_ALL);
+    cap_lru_unlink_w(ft, cap_flows_part_list_of(ft, f), i, LRU_PART);
 }
 
-/* The flow after f in its list (towards the most recent), or NULL. */
+/* Put flow i at the end of its two lists, by its state. */
+static inline void cap_lru_append(cap_flows *ft, const cap_flow *f, uint32_t i)
+{
+    cap_lru_append_w(ft, cap_flows_list_of(ft, f), i, LRU_ALL);
+    cap_lru_append_w(ft, cap_flows_part_list_of(ft, f), i, LRU_PART);
+}
+
+/* Mark f as just active: move it to the end of its lists. The partition's
+ * list is the table's with the other partitions' flows taken out, so f is
+ * last of both or of neither. */
+static inline void cap_flows_touch(cap_flows *ft, cap_flow *f)
+{
+    uint32_t i = cap_flows_index(ft, f);
+    if (cap_flows_list_of(ft, f)->tail == i)
+        return;
+    cap_lru_unlink(ft, f, i);
+    cap_lru_append(ft, f, i);
+}
+
+/* The flow after f in its list of the table (towards the most recent), or NULL. */
 static inline cap_flow *cap_flows_next(cap_flows *ft, const cap_flow *f)
 {
-    uint32_t n = ft->links[f - ft->flows].next;
+    uint32_t n = ft->links[f - ft->flows].next[LRU_ALL];
     return n == FLOW_NONE ? NULL : &ft->flows[n];
 }
 /* The flow numbered i (1..cap), or NULL for FLOW_NONE. */
@@ -362,6 +399,8 @@ struct cap_tracker {
     cap_stats stats;
     cap_flows flows;
     cap_pool pool;
+    uint64_t ooo_part_cap;   /* out-of-order bytes one partition may hold */
+    uint64_t ooo_part_used[CAP_PARTITIONS]; /* ... and holds now */
     uint64_t index;          /* number of the record being fed (1 = the first):
                                 the id of a connection it opens */
     int64_t now_us;          /* latest capture time seen */

@@ -111,6 +111,22 @@ static void check_overlap(cap_tracker *t, const seg *s, uint32_t pos, uint32_t n
     t->stats.overlap_conflicts += count_conflicts(h, at - h->seq, s->data + pos, n);
 }
 
+
+/* Charge a held range's cost to its flow and to the flow's partition
+ * (ooo_bytes_total is applied per partition: capture.h). */
+static void held_charge(cap_tracker *t, cap_flow *f, uint32_t cost)
+{
+    f->held_cost += cost;
+    t->ooo_part_used[f->pub.partition] += cost;
+}
+
+/* Give a held range back: its cost, then the range to the pool. */
+static void held_release(cap_tracker *t, cap_flow *f, cap_held *h)
+{
+    f->held_cost -= h->cost;
+    t->ooo_part_used[f->pub.partition] -= h->cost;
+    cap_pool_release(&t->pool, h);
+}
 /* Deliver the head held range of the stream (it starts at next; a part
  * before next, which the invariants rule out, would be skipped) and give it
  * back to the pool. A range without chunks was cut by snaplen: a GAP. */
@@ -134,8 +150,7 @@ static void deliver_held(cap_tracker *t, cap_flow *f, int side)
     }
     if (SEQ_GT(h->seq + h->len, st->next))
         st->next = h->seq + h->len;
-    f->held_cost -= h->cost;
-    cap_pool_release(&t->pool, h);
+    held_release(t, f, h);
 }
 
 /* Deliver the held ranges that now continue the stream. */
@@ -235,7 +250,7 @@ static cap_held **hold_piece(cap_tracker *t, cap_flow *f, const seg *s, uint32_t
         h->next = *link;
         *link = h;
         link = &h->next;
-        f->held_cost += h->cost;
+        held_charge(t, f, h->cost);
     }
     return link;
 }
@@ -290,7 +305,9 @@ static int hold_segment(cap_tracker *t, cap_flow *f, int side, const seg *s, int
     walk_held(t, f, side, s, 1, &cost, seen, &fresh);
     if (!fresh)
         return HOLD_SEEN;
-    if (f->held_cost + cost > t->cfg.ooo_bytes_per_conn || cost > t->pool.cap - t->pool.used)
+    if (f->held_cost + cost > t->cfg.ooo_bytes_per_conn ||
+        cost > t->ooo_part_cap - t->ooo_part_used[f->pub.partition] ||
+        cost > t->pool.cap - t->pool.used)
         return HOLD_FULL;
     *seen = 0;
     if (walk_held(t, f, side, s, 0, &cost, seen, &fresh) != 0)
@@ -503,8 +520,7 @@ void cap_reasm_fin(cap_tracker *t, cap_flow *f, int side, uint32_t fin_seq, int6
         if (SEQ_GEQ(h->seq, fin_seq)) {
             *link = h->next;
             t->stats.out_of_window++;
-            f->held_cost -= h->cost;
-            cap_pool_release(&t->pool, h);
+            held_release(t, f, h);
         } else {
             link = &h->next;
         }
@@ -541,7 +557,6 @@ void cap_reasm_clear(cap_tracker *t, cap_flow *f, int side)
     while (st->held != NULL) {
         cap_held *h = st->held;
         st->held = h->next;
-        f->held_cost -= h->cost;
-        cap_pool_release(&t->pool, h);
+        held_release(t, f, h);
     }
 }

@@ -72,6 +72,7 @@ static void load_server_ports(cap_tracker *t)
 /* Create a tracker. NULL on out of memory or a zero connection cap. */
 cap_tracker *cap_tracker_new(const cap_config *cfg, cap_event_fn fn, void *ctx)
 {
+    unsigned parts;
     cap_tracker *t = calloc(1, sizeof *t);
     if (t == NULL)
         return NULL;
@@ -81,11 +82,17 @@ cap_tracker *cap_tracker_new(const cap_config *cfg, cap_event_fn fn, void *ctx)
         cap_config_defaults(&t->cfg);
     t->fn = fn;
     t->ctx = ctx;
-    if (cap_flows_init(&t->flows, t->cfg.max_connections) != 0) {
+    /* the partitions fed: each gets its share of the caps (capture.h) */
+    parts = t->cfg.partitions ? (unsigned)__builtin_popcountll(t->cfg.partitions)
+                              : CAP_PARTITIONS;
+    if (t->cfg.max_connections == 0 ||
+        cap_flows_init(&t->flows, (uint32_t)cap_partition_share(t->cfg.max_connections),
+                       parts) != 0) {
         free(t);
         return NULL;
     }
-    cap_pool_init(&t->pool, t->cfg.ooo_bytes_total);
+    t->ooo_part_cap = cap_partition_share(t->cfg.ooo_bytes_total);
+    cap_pool_init(&t->pool, (size_t)(t->ooo_part_cap * parts));
     t->linger_us = LINGER_MAX_US;
     if (t->cfg.idle_timeout_us > 0 && t->cfg.idle_timeout_us < LINGER_MAX_US)
         t->linger_us = t->cfg.idle_timeout_us;
@@ -388,16 +395,18 @@ static void expire(cap_tracker *t)
     reset_deadline(t);
 }
 
-/* Free a slot: forget the oldest closed flow, or evict the least recently
- * active live one. */
-static void make_room(cap_tracker *t, int64_t ts_us)
+/* Free a slot in partition part (the table's own lists: any partition):
+ * forget its oldest closed flow, or evict its least recently active live
+ * one. */
+static void make_room(cap_tracker *t, const cap_lru *closed, const cap_lru *live,
+                      int64_t ts_us)
 {
-    cap_flow *f = cap_flows_at(&t->flows, t->flows.closed.head);
+    cap_flow *f = cap_flows_at(&t->flows, closed->head);
     if (f != NULL) {
         cap_flows_release(&t->flows, f);
         return;
     }
-    f = cap_flows_at(&t->flows, t->flows.live.head);
+    f = cap_flows_at(&t->flows, live->head);
     if (f != NULL)
         close_flow(t, f, CAP_CLOSE_EVICTED, ts_us, 0);
 }
@@ -407,10 +416,14 @@ static void make_room(cap_tracker *t, int64_t ts_us)
  * payload. */
 static cap_flow *new_flow(cap_tracker *t, const cap_pkt *p, uint32_t hash, int64_t ts_us)
 {
-    cap_flow *f = cap_flows_take(&t->flows, &p->src, &p->dst, hash);
+    unsigned part = cap_partition_of(hash);
+    cap_flow *f;
     int by_port;
-    if (f == NULL) {
-        make_room(t, ts_us);
+    if (cap_flows_part_used(&t->flows, part) >= t->flows.part_cap)
+        make_room(t, &t->flows.part_closed[part], &t->flows.part_live[part], ts_us);
+    f = cap_flows_take(&t->flows, &p->src, &p->dst, hash);
+    if (f == NULL) { /* a partition this table was not sized for */
+        make_room(t, &t->flows.closed, &t->flows.live, ts_us);
         f = cap_flows_take(&t->flows, &p->src, &p->dst, hash);
         if (f == NULL)
             return NULL;

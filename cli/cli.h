@@ -133,6 +133,8 @@ typedef struct cli_opts {
     unsigned threads;            /* --threads: capture+resp worker threads (1:
                                     none, the single-threaded pipeline) */
     cap_config cap;              /* --ports */
+    uint64_t inflight_total;     /* --set inflight_total (0: resp's default) */
+    uint64_t kept_total;         /* --set kept_replies_total (0: the default) */
     an_config an;                /* --client-by, --node-map, --redact-keys, --set */
     char settings[1024];         /* the --set assignments, for meta */
 } cli_opts;

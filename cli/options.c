@@ -116,10 +116,11 @@ const char cli_analysis_options_help[] =
     "                         results are the same for every N\n"
     "  --help, -h             this help\n";
 
-/* The capture layer's caps that --set reaches (the analysis ones are
- * an_config_set's): the connection table, idle expiry, the out-of-order
- * bytes held for reassembly, and when acknowledged bytes never seen become
- * a gap. */
+/* The capture and resp layers' caps that --set reaches (the analysis ones
+ * are an_config_set's): the connection table, idle expiry, the out-of-order
+ * bytes held for reassembly, requests in flight and kept replies, and when
+ * acknowledged bytes never seen become a gap. The caps on all connections
+ * apply per partition of connections (capture/capture.h). */
 typedef struct cap_setting {
     const char *name;
     const char *help;
@@ -127,17 +128,20 @@ typedef struct cap_setting {
 } cap_setting;
 
 static const cap_setting cap_settings[] = {
-    {"capture_connections", "TCP connections held by the capture layer; the oldest idle is evicted, counted (default 262144)", 1, 1u << 24},
+    {"capture_connections", "TCP connections held by the capture layer, 1/64 per partition of connections; a full partition evicts its oldest idle, counted (default 262144)", 1, 1u << 24},
     {"idle_timeout_s", "seconds without a packet before a connection is closed as idle (default 300)", 1, 86400 * 365},
     {"ooo_bytes_per_conn", "out-of-order bytes held per connection before a hole is given up, counted (default 1048576)", 0, (uint64_t)1 << 32},
-    {"ooo_bytes_total", "out-of-order bytes held in all connections (default 268435456)", 0, (uint64_t)1 << 36},
+    {"ooo_bytes_total", "out-of-order bytes held in all connections, 1/64 per partition (default 268435456)", 0, (uint64_t)1 << 36},
+    {"inflight_total", "requests waiting for replies in all connections, 1/64 per partition; more are dropped, counted (default 1000000)", 1, (uint64_t)1 << 32},
+    {"kept_replies_total", "bytes of CLUSTER SLOTS/SHARDS/NODES replies kept for parsing in all connections, 1/64 per partition; a reply past it is not kept, counted (default 67108864)", 1, (uint64_t)1 << 36},
     {"acked_gap_ms", "ms (capture time) a peer acknowledges bytes never captured before they are given up as a gap, not when the sender's next segment shows it: bounds memory on captures with bursts of kernel drops (default 0: off)", 0, 86400000},
 };
 
 /* Apply a capture --set NAME=VALUE. 1 applied, 0 not a capture setting,
  * -1 a capture setting with a bad value. */
-static int cap_config_set(cap_config *cap, const char *assignment)
+static int cap_config_set(cli_opts *o, const char *assignment)
 {
+    cap_config *cap = &o->cap;
     const char *eq = strchr(assignment, '=');
     size_t len = eq ? (size_t)(eq - assignment) : 0;
     for (size_t i = 0; eq && i < sizeof cap_settings / sizeof cap_settings[0]; i++) {
@@ -156,6 +160,8 @@ static int cap_config_set(cap_config *cap, const char *assignment)
         case 1: cap->idle_timeout_us = (int64_t)v * 1000000; break;
         case 2: cap->ooo_bytes_per_conn = (size_t)v; break;
         case 3: cap->ooo_bytes_total = (size_t)v; break;
+        case 4: o->inflight_total = v; break;
+        case 5: o->kept_total = v; break;
         default: cap->acked_gap_us = (int64_t)v * 1000; break;
         }
         return 1;
@@ -429,7 +435,7 @@ static int apply_opt(cli_opts *o, const opt_def *d, const char *v)
             return cli_usage_error(o->cmd, "--set redact_seed is gone: it was stored in the "
                                    "database and did not protect the keys; keep a secret key "
                                    "in a file and give --redact-key-file FILE");
-        set_rc = cap_config_set(&o->cap, v);
+        set_rc = cap_config_set(o, v);
         if (set_rc < 0 || (set_rc == 0 && an_config_set(&o->an, v) != 0))
             return cli_usage_error(o->cmd, "unknown setting or bad value in --set '%s'", v);
         append_word(o->settings, sizeof o->settings, v);

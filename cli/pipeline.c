@@ -481,6 +481,10 @@ static int create_stages(pipeline *p)
     if (!p->an)
         return -1;
     resp_config_defaults(&rc);
+    if (p->o->inflight_total)
+        rc.max_inflight_total = p->o->inflight_total;
+    if (p->o->kept_total)
+        rc.max_kept_total = p->o->kept_total;
     rc.key_fn = an_key_fn;
     rc.key_ctx = NULL;
     rsink = an_resp_sink(p->an);
@@ -628,10 +632,6 @@ int pipeline_finish(pipeline *p, cap_source *src)
     if (p->par) {
         par_finish(p->par, end);
         par_counters(p->par, &par_cs, &par_rs);
-        if (par_shared_cap_reached(p->par))
-            cli_error("warning: --threads shares the capture's connection, out-of-order and "
-                      "in-flight caps between its workers and one was reached: evictions and "
-                      "drops may differ from one thread's (--threads 1 or 2 give them exactly)");
     } else {
         cap_tracker_finish(p->tracker, end);
         cs = cap_tracker_stats(p->tracker);

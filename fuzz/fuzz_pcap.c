@@ -113,7 +113,8 @@ int ss_fuzz_pcap(const uint8_t *data, size_t size)
         off += caplen;
         records++;
         last_us = ts_us;
-        SS_FUZZ_CHECK(cap_tracker_live(t) <= cfg.max_connections);
+        SS_FUZZ_CHECK(cap_tracker_live(t) <=
+                      cap_partition_share(cfg.max_connections) * CAP_PARTITIONS);
     }
     cap_tracker_finish(t, last_us);
 

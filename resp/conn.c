@@ -56,6 +56,7 @@ static rc_conn *conn_new(resp_pipeline *rp, cap_conn *cc)
         return NULL;
     c->cc = cc;
     c->rp = rp;
+    c->part = &rp->parts[cc->partition % CAP_PARTITIONS];
     c->synced = cc->saw_syn ? 1 : 0;
     c->repl_watch = cc->saw_syn ? 0 : 1;
     c->reply_modes = c->repl_watch;
@@ -132,11 +133,11 @@ static void conn_free(resp_pipeline *rp, rc_conn *c)
         rp->live = c->next;
     if (c->next != NULL)
         c->next->prev = c->prev;
-    rp->inflight_total -= c->count;
+    c->part->inflight -= c->count;
     rp_free(&c->rpd);
     pages_free(rp, &c->ring);
     pages_free(rp, &c->text);
-    rp->kept_total -= c->keep_cap;
+    c->part->kept -= c->keep_cap;
     free(c->keep);
     rc_bus_free(c);
     if (c->cc != NULL && c->cc->user == c)
@@ -200,6 +201,8 @@ resp_pipeline *resp_new(const resp_config *cfg, const resp_sink *sink)
         rp->cfg.max_inflight = 1;
     if (rp->cfg.max_line < 64)
         rp->cfg.max_line = 64;
+    rp->inflight_part_cap = cap_partition_share(rp->cfg.max_inflight_total);
+    rp->kept_part_cap = cap_partition_share(rp->cfg.max_kept_total);
     if (sink != NULL)
         rp->sink = *sink;
     return rp;

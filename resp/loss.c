@@ -422,7 +422,7 @@ void rq_gap_resolve(rc_conn *c, const uint8_t *p, size_t n)
         for (uint8_t i = 1; i < c->qsz_n; i++)
             smin = c->qsz[i] < smin ? c->qsz[i] : smin;
         if ((uint64_t)c->count + owed <= rp->cfg.max_inflight &&
-            rp->inflight_total + owed <= rp->cfg.max_inflight_total) {
+            c->part->inflight + owed <= rp->inflight_part_cap) {
             for (uint32_t i = 0; i < owed; i++) {
                 rq_slot *e = ring_push(c);
                 if (e == NULL)
@@ -436,7 +436,7 @@ void rq_gap_resolve(rc_conn *c, const uint8_t *p, size_t n)
                 e->keep = 0;
                 /* a bound of its end: the requests are at least smin long */
                 e->req_end = c->rq_gap_start + (uint64_t)(i + 1) * smin;
-                rp->inflight_total++;
+                c->part->inflight++;
                 if (i + 1 == owed)
                     c->anchored++;
             }

@@ -16,7 +16,8 @@
  * A Redis server answers the requests of one connection in the order it
  * received them, one reply each, so pairing is a FIFO per connection: a ring
  * of in-flight requests (pipelining of any depth, bounded by max_inflight per
- * connection and max_inflight_total overall). The exceptions a real server
+ * connection and max_inflight_total overall, per partition of connections:
+ * capture.h). The exceptions a real server
  * produces, and how they are handled here:
  *
  *   - no reply by design: CLIENT REPLY OFF (nothing until CLIENT REPLY ON, whose
@@ -378,7 +379,7 @@ static PAIR_RARE void repl_found(rc_conn *c, int mid)
     c->st.replication_reversed = 1;
     c->st.replication_skipped += c->count;
     c->st.requests -= c->count; /* decoded, never emitted */
-    c->rp->inflight_total -= c->count;
+    c->part->inflight -= c->count;
     c->count = 0;
     pages_release(c->rp, &c->ring);
     pages_release(c->rp, &c->text);
@@ -457,7 +458,7 @@ static PAIR_APART rq_entry *request_slot_general(rc_conn *c, int64_t ts)
     if (!c->synced)
         try_regain_sync(c);
     c->cur_dropped = !(c->count < rp->cfg.max_inflight &&
-                       rp->inflight_total < rp->cfg.max_inflight_total &&
+                       c->part->inflight < rp->inflight_part_cap &&
                        pages_need(rp, &c->ring, sizeof(rq_slot)) == 0 &&
                        pages_need(rp, &c->text, 1) == 0);
     request_reset(&c->stage, ts);
@@ -475,7 +476,7 @@ static resp_request *request_begin(void *owner, int64_t ts)
     const resp_pipeline *rp = c->rp;
     rq_entry *e;
     if (c->synced && room_held(c) && c->count < rp->cfg.max_inflight &&
-        rp->inflight_total < rp->cfg.max_inflight_total) {
+        c->part->inflight < rp->inflight_part_cap) {
         e = &c->stage;
         c->cur_dropped = 0;
         request_reset(e, ts);
@@ -612,7 +613,6 @@ static uint8_t classify_request(rc_conn *c, rq_entry *e)
  * classify_request said. */
 static PAIR_APART void request_done_general(rc_conn *c, rq_entry *e, uint8_t kind)
 {
-    resp_pipeline *rp = c->rp;
     c->st.requests++;
     e->cmd.seq = c->seq++;
     e->got_reply = 0;
@@ -634,7 +634,7 @@ static PAIR_APART void request_done_general(rc_conn *c, rq_entry *e, uint8_t kin
     c->orphans = 0; /* replies that found nothing queued: before this one */
     if (expects_no_reply(s))
         c->noreply_queued++;
-    rp->inflight_total++;
+    c->part->inflight++;
     flush_no_reply(c);
 }
 
@@ -674,7 +674,7 @@ static void request_done(void *owner, uint8_t name_len)
         return;
     }
     c->orphans = 0;
-    c->rp->inflight_total++;
+    c->part->inflight++;
     flush_no_reply(c);
 }
 
@@ -747,15 +747,16 @@ static void reply_keep(void *owner, const uint8_t *p, size_t n)
         if (ncap > max)
             ncap = max;
         /* every connection may keep one reply; all of them together are
-         * capped too, or N connections could hold N x max_kept_reply */
-        uint64_t total = c->rp->kept_total - c->keep_cap + ncap;
-        uint8_t *nb = total > c->rp->cfg.max_kept_total ? NULL : realloc(c->keep, ncap);
+         * capped too, or N connections could hold N x max_kept_reply (per
+         * partition of connections: capture.h) */
+        uint64_t total = c->part->kept - c->keep_cap + ncap;
+        uint8_t *nb = total > c->rp->kept_part_cap ? NULL : realloc(c->keep, ncap);
         if (nb == NULL) {
             c->keep_over = 1;
             pair_limit_hit(c);
             return;
         }
-        c->rp->kept_total = total;
+        c->part->kept = total;
         c->keep = nb;
         c->keep_cap = ncap;
     }
@@ -772,7 +773,7 @@ static void keep_done(rc_conn *c)
     c->keep_len = 0;
     c->rpd.keeping = 0;
     if (c->keep != NULL) {
-        c->rp->kept_total -= c->keep_cap;
+        c->part->kept -= c->keep_cap;
         free(c->keep);
         c->keep = NULL;
         c->keep_cap = 0;

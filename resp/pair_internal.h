@@ -172,7 +172,7 @@ static inline void ring_pop(rc_conn *c)
     pages_drop_to(c->rp, &c->text, h->text_pos + h->text_len);
     pages_drop_to(c->rp, &c->ring, c->ring.head + (uint32_t)sizeof(rq_slot));
     c->count--;
-    c->rp->inflight_total--;
+    c->part->inflight--;
 }
 
 /* ---------------------------------------------------------------- text (hot) */

@@ -358,7 +358,9 @@ typedef struct resp_config {
     uint32_t max_inflight;       /* requests waiting for replies per connection
                                     (default 100000); more are dropped, counted */
     uint64_t max_inflight_total; /* in all connections (default 1000000; an
-                                    in-flight request costs 160-550 bytes) */
+                                    in-flight request costs 160-550 bytes),
+                                    applied per partition of connections
+                                    (capture.h: 1/64 each) */
     uint32_t max_line;           /* longest simple line / inline command (64 KiB) */
     size_t max_kept_reply;       /* largest raw reply kept for analysis (4 MiB) */
     resp_key_fn key_fn;          /* which arguments are keys; NULL: the first
@@ -370,7 +372,8 @@ typedef struct resp_config {
     uint64_t max_bulk_reply;     /* longest reply bulk (1 TiB: replies are only
                                     skipped, so a big one costs nothing) */
     uint64_t max_kept_total;     /* kept raw reply bytes over all connections
-                                    (64 MiB); a reply that would pass it is not
+                                    (64 MiB), applied per partition (1/64
+                                    each); a reply that would pass it is not
                                     kept (counted in limit_hits) */
     uint32_t max_bus_message;    /* bus messages up to this length are decoded
                                     whole (64 KiB), longer ones by their header */

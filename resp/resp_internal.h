@@ -138,11 +138,20 @@ typedef struct rc_sizes {
 
 /* The fields every request and reply touch (pairing, modes) come first,
  * next to the start of the request decoder's hot fields. */
+/* What the connections of one partition hold against the caps on all of
+ * them (max_inflight_total, max_kept_total), which apply per partition
+ * (capture.h: CAP_PARTITIONS). */
+typedef struct rc_part {
+    uint64_t inflight;        /* requests in flight */
+    uint64_t kept;            /* keep buffer bytes allocated */
+} rc_part;
+
 typedef struct rc_conn {
     struct rc_conn *prev, *next;  /* live connections */
     cap_conn *cc;
     uint64_t conn_word;       /* the sink's (resp_sink.conn_word) */
     struct resp_pipeline *rp;
+    rc_part *part;            /* its partition's (cc->partition) */
     /* FIFO of in-flight requests: count slots (sizeof(rq_slot) bytes
      * each) from ring.head on, their text in text (ring.c) */
     rq_pages ring;
@@ -236,8 +245,9 @@ struct resp_pipeline {
     rc_conn *live;            /* list of live connections */
     resp_stats closed;        /* totals of closed connections + global counters */
     resp_stats view;          /* what resp_get_stats returns */
-    uint64_t inflight_total;
-    uint64_t kept_total;      /* keep buffer bytes allocated over all connections */
+    rc_part parts[CAP_PARTITIONS];
+    uint64_t inflight_part_cap; /* cap_partition_share of max_inflight_total */
+    uint64_t kept_part_cap;   /* ... of max_kept_total */
     void *pool;               /* free pages, linked through their first word */
     uint32_t pool_n;          /* pages in it */
     uint64_t pages_used;      /* pages held by the FIFOs of all connections */

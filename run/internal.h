@@ -55,6 +55,7 @@
 #define KEY_END UINT64_MAX         /* "record" of the events of the end */
 #define TIME_EVERY_US 100000       /* live: a clock event per 0.1 s of capture time */
 #define MAX_WORKERS 64
+_Static_assert(MAX_WORKERS <= CAP_PARTITIONS, "a worker per partition at most");
 /* read-ahead: chunks of the file kept in memory (chunks.c). More chunks
  * slowed captures of small commands (the kernel's copies land in chunks no
  * longer in cache), fewer lost most of the gain on large values

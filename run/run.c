@@ -176,18 +176,20 @@ static void *reader_main(void *arg)
 
 /* ---------------------------------------------------------------- lifecycle */
 
-/* Share out the caps that bound the whole capture and resp state (not the
- * per-connection ones): each worker holds 1/N of it. */
-static void worker_caps(const struct par *p, cap_config *cc, resp_config *rc)
+/* Worker i's configuration. The caps on the whole capture and resp state
+ * apply per partition of connections (capture.h), and a sharded worker is
+ * fed the partitions p with p % N == i (shard.c): its table and pool are
+ * sized for those, so memory stays within the one-thread bounds. */
+static void worker_caps(const struct par *p, unsigned i, cap_config *cc, resp_config *rc)
 {
     *cc = p->o.cap;
     *rc = p->o.resp;
     cc->servers = p->servers; /* NULL with read-ahead: the tracker's own */
     rc->servers = p->servers; /* read-ahead: set once the tracker exists */
-    cc->max_connections = (cc->max_connections + p->n - 1) / p->n;
-    cc->ooo_bytes_total = (cc->ooo_bytes_total + p->n - 1) / p->n;
-    rc->max_inflight_total = (rc->max_inflight_total + p->n - 1) / p->n;
-    rc->max_kept_total = (rc->max_kept_total + p->n - 1) / p->n;
+    cc->partitions = 0;       /* all */
+    for (unsigned part = 0; p->n > 1 && part < CAP_PARTITIONS; part++)
+        if (part % p->n == i)
+            cc->partitions |= 1ull << part;
 }
 
 /* Create worker i's stages and rings (read-ahead: no thread of its own,
@@ -212,7 +214,7 @@ static int worker_init(struct par *p, unsigned i)
     }
     cap_config cc;
     resp_config rc;
-    worker_caps(p, &cc, &rc);
+    worker_caps(p, i, &cc, &rc);
     if (p->read_ahead) {
         /* resp straight to the analyzer, on the calling thread: nothing
          * packed; the tracker is the reader's (readahead.c) */
@@ -413,16 +415,6 @@ void par_counters(par *p, cap_stats *cs, resp_stats *rs)
         add_input_drops(cs, p->inputs, p->n_inputs);
         pthread_mutex_unlock(&p->mu);
     }
-}
-
-int par_shared_cap_reached(par *p)
-{
-    cap_stats cs;
-    resp_stats rs;
-    if (p->read_ahead || p->n < 2)
-        return 0;
-    par_counters(p, &cs, &rs);
-    return cs.evicted_connections > 0 || cs.ooo_dropped > 0 || rs.dropped_requests > 0;
 }
 
 size_t par_inputs(par *p, cap_input_info *out, size_t max)

@@ -71,12 +71,6 @@ void par_counters(par *p, cap_stats *cs, resp_stats *rs);
 size_t par_inputs(par *p, cap_input_info *out, size_t max);
 /* Bytes read of the total and records read, as last served. */
 void par_progress(par *p, uint64_t *done, uint64_t *total, uint64_t *packets);
-/* After par_finish: 1 when the connections were sharded (--threads 3+) and
- * the run reached a cap the workers share out, as far as the counters tell
- * (the connection table evicted, out-of-order bytes were given up, requests
- * in flight were dropped): its evictions and drops may then differ from one
- * thread's (run/shard.c). 0 otherwise, and always with read-ahead. */
-int par_shared_cap_reached(par *p);
 /* Free; ends threads left running (their events dropped). Accepts NULL. */
 void par_free(par *p);
 

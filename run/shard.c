@@ -3,10 +3,12 @@
  *
  *   reader thread   reads the source (cap_source_run_records), numbers the
  *                   records 1, 2, ... in merged order, picks each one's
- *                   worker by the symmetric hash of its 4-tuple (both
- *                   directions of a connection go to the same worker; what
- *                   is not TCP goes to worker 0) and copies it into the
- *                   input ring, which every worker reads
+ *                   worker by the partition of its connection (the top
+ *                   bits of the symmetric hash of its 4-tuple, capture.h):
+ *                   partition % N, so both directions of a connection go to
+ *                   the same worker and every partition to one worker; what
+ *                   is not TCP goes to worker 0. It copies the record into
+ *                   the input ring, which every worker reads
  *   worker threads  each has its own cap_tracker and resp pipeline. A record
  *                   of its share goes through cap_tracker_packet_at; every
  *                   other record only moves its clock (cap_tracker_time), so
@@ -20,15 +22,16 @@
  *                   record of its share the counters of its connection
  *                   (worker_hot, worker_update)
  *
+ * The caps on the whole capture and resp state (connections held,
+ * out-of-order bytes, requests in flight, kept replies) apply per partition,
+ * in one thread too (capture.h): a partition's connections evolve the same
+ * in whichever worker holds it, so a run that reaches a cap evicts and
+ * drops exactly what one thread does. Each worker's table and pool are
+ * sized for its partitions (worker_caps in run.c): memory stays within the
+ * one-thread bounds.
+ *
  * Where N sharded threads may differ from one (none of it happens in the
  * tests):
- *  - the caps on the whole capture and resp state (live connections,
- *    out-of-order bytes, requests in flight) are shared out: each worker
- *    gets 1/N of each (worker_caps in run.c), so memory stays within the
- *    one-thread bounds; a run that reaches a cap (eviction, a hole given
- *    up, a request dropped) reaches it at other moments, or a little
- *    sooner when its connections hash unevenly (the run then warns:
- *    par_shared_cap_reached);
  *  - when capture times go backwards, idle expiry (which stops at the first
  *    connection of its list not yet idle) can close a connection a few
  *    records earlier or later;
@@ -560,7 +563,7 @@ void reader_record(void *ctx, const cap_record *rec)
     d->wirelen = rec->wirelen;
     d->linktype = rec->linktype;
     d->worker = cap_record_route(rec, p->rd_pos + 1, p->servers, &hash) && p->n > 1
-                    ? (uint32_t)(((uint64_t)hash * p->n) >> 32) : 0;
+                    ? cap_partition_of(hash) % p->n : 0;
     p->rd_off = start + rec->caplen;
     p->rd_pos++;
     if (p->rd_pos - p->rd_shown >= IN_BATCH)

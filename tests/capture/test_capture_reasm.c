@@ -80,6 +80,28 @@ static void conv_start(fx *f, pg_conv *c, const pg_packet *tmpl, uint32_t isn_c,
     c->ctx = f->t;
 }
 
+/* The partition (capture.h) of the connection of packet tmpl. */
+static unsigned partition_of(const pg_packet *tmpl)
+{
+    uint8_t buf[PG_MAX_FRAME];
+    size_t n = pg_build(tmpl, buf, sizeof buf);
+    cap_record r = {.linktype = tmpl->dlt, .data = buf, .caplen = (uint32_t)n,
+                    .wirelen = (uint32_t)n};
+    uint32_t hash;
+    assert_true(n > 0 && cap_record_flow_hash(&r, &hash));
+    return cap_partition_of(hash);
+}
+
+/* Set p->sport to the first port from `from` on whose connection is in
+ * partition part (same) or not (!same). */
+static void sport_in_partition(pg_packet *p, uint16_t from, unsigned part, int same)
+{
+    for (p->sport = from; p->sport < 65535; p->sport++)
+        if ((partition_of(p) == part) == same)
+            return;
+    fail_msg("no port in partition %u", part);
+}
+
 /* Client data at an explicit sequence number (PSH|ACK), no advance. */
 static void client_at(pg_conv *c, uint32_t seq, const char *data)
 {
@@ -1097,18 +1119,25 @@ static void test_idle_timeout(void **state)
     cap_tracker_finish(f->t, b.ts_us);
 }
 
-/* A full table evicts the least recently active connection, counted; a
- * closed one is reused first, silently. */
+/* A full partition (the connection cap's share, 1/64 of it, capture.h)
+ * evicts its least recently active connection, counted; a closed one is
+ * reused first, silently. Four connections of one partition, 2 each. */
 static void test_connection_cap(void **state)
 {
     fx *f = *state;
     pg_conv c[4];
     pg_packet p;
-    f->cfg.max_connections = 2;
+    unsigned part;
+    uint16_t port[4];
+    char want[512];
+    f->cfg.max_connections = 2 * CAP_PARTITIONS - 1; /* rounded up: 2 each */
     fx_restart(f);
     pg_packet_init(&p);
+    p.sport = 41000;
+    part = partition_of(&p);
     for (int i = 0; i < 4; i++) {
-        p.sport = (uint16_t)(41000 + i);
+        sport_in_partition(&p, (uint16_t)(i ? p.sport + 1 : 41000), part, 1);
+        port[i] = p.sport;
         conv_start(f, &c[i], &p, 100, 5000);
         c[i].ts_us = 1000000 + i * 1000;
     }
@@ -1120,17 +1149,50 @@ static void test_connection_cap(void **state)
     pg_conv_handshake(&c[3]);       /* takes 0's slot, no eviction */
     /* ids: the records that opened them, 1, 4, 8 (after 0's data) and 15
      * (after 0's four closing packets) */
-    assert_string_equal(f->log.text, "open 1 10.0.0.1:41000>10.0.0.2:6379 syn\n"
-                                     "open 4 10.0.0.1:41001>10.0.0.2:6379 syn\n"
-                                     "data 1 c 1\n"
-                                     "close 4 evicted\n"
-                                     "open 8 10.0.0.1:41002>10.0.0.2:6379 syn\n"
-                                     "close 1 fin\n"
-                                     "open 15 10.0.0.1:41003>10.0.0.2:6379 syn\n");
+    snprintf(want, sizeof want,
+             "open 1 10.0.0.1:%u>10.0.0.2:6379 syn\n"
+             "open 4 10.0.0.1:%u>10.0.0.2:6379 syn\n"
+             "data 1 c 1\n"
+             "close 4 evicted\n"
+             "open 8 10.0.0.1:%u>10.0.0.2:6379 syn\n"
+             "close 1 fin\n"
+             "open 15 10.0.0.1:%u>10.0.0.2:6379 syn\n",
+             port[0], port[1], port[2], port[3]);
+    assert_string_equal(f->log.text, want);
     assert_int_equal(cap_tracker_stats(f->t)->evicted_connections, 1);
     assert_int_equal(cap_tracker_live(f->t), 2);
     cap_tracker_finish(f->t, 2000000);
     assert_int_equal(cap_tracker_live(f->t), 0);
+}
+
+/* A full partition does not touch the others: with 1 connection a partition
+ * (the cap 64), a connection of another partition opens without evicting,
+ * one of the same partition evicts its predecessor there. */
+static void test_connection_cap_per_partition(void **state)
+{
+    fx *f = *state;
+    pg_conv a, b, c;
+    pg_packet p;
+    unsigned part;
+    f->cfg.max_connections = CAP_PARTITIONS;
+    fx_restart(f);
+    pg_packet_init(&p);
+    p.sport = 42000;
+    part = partition_of(&p);
+    conv_start(f, &a, &p, 100, 5000);
+    sport_in_partition(&p, 42001, part, 0);
+    conv_start(f, &b, &p, 100, 5000);
+    sport_in_partition(&p, 42001, part, 1);
+    conv_start(f, &c, &p, 100, 5000);
+    pg_conv_handshake(&a);
+    pg_conv_handshake(&b); /* another partition: a stays */
+    assert_int_equal(cap_tracker_stats(f->t)->evicted_connections, 0);
+    assert_int_equal(cap_tracker_live(f->t), 2);
+    pg_conv_handshake(&c); /* a's partition: a goes */
+    assert_int_equal(cap_tracker_stats(f->t)->evicted_connections, 1);
+    assert_int_equal(cap_tracker_live(f->t), 2);
+    assert_non_null(strstr(f->log.text, "close 1 evicted\n"));
+    cap_tracker_finish(f->t, 2000000);
 }
 
 /* Ten thousand live connections: the hash grows its buckets as they come
@@ -1208,18 +1270,19 @@ static void test_ooo_conn_cap(void **state)
     assert_int_equal(cap_tracker_stats(f->t)->gaps, 2);
 }
 
-/* The global cap is shared: when one connection holds it all, another's
- * hole is given up. */
+/* The global cap is shared by the connections of a partition (1/64 of it
+ * each, capture.h): when one connection holds its partition's share,
+ * another's hole there is given up. */
 static void test_ooo_global_cap(void **state)
 {
     fx *f = *state;
     pg_conv a, b;
     pg_packet p;
-    f->cfg.ooo_bytes_total = 3000;
+    f->cfg.ooo_bytes_total = 3000 * CAP_PARTITIONS; /* 3000 a partition */
     fx_restart(f);
     pg_packet_init(&p);
     conv_start(f, &a, &p, 100, 5000);
-    p.sport = 40001;
+    sport_in_partition(&p, (uint16_t)(p.sport + 1), partition_of(&p), 1);
     conv_start(f, &b, &p, 100, 5000);
     pg_conv_handshake(&a);
     pg_conv_handshake(&b);
@@ -1231,6 +1294,30 @@ static void test_ooo_global_cap(void **state)
     /* b was opened by record 4, after a's handshake */
     assert_string_equal(evlog_stream(&f->log, 4, CAP_TO_SERVER), "<gap 2>bb");
     assert_int_equal(cap_tracker_stats(f->t)->ooo_dropped, 1);
+}
+
+/* ... and a connection of another partition keeps its hole. */
+static void test_ooo_global_cap_per_partition(void **state)
+{
+    fx *f = *state;
+    pg_conv a, b;
+    pg_packet p;
+    f->cfg.ooo_bytes_total = 3000 * CAP_PARTITIONS;
+    fx_restart(f);
+    pg_packet_init(&p);
+    conv_start(f, &a, &p, 100, 5000);
+    sport_in_partition(&p, (uint16_t)(p.sport + 1), partition_of(&p), 0);
+    conv_start(f, &b, &p, 100, 5000);
+    pg_conv_handshake(&a);
+    pg_conv_handshake(&b);
+    client_at(&a, a.next[0] + 2, "aa");
+    client_at(&b, b.next[0] + 2, "bb");
+    client_at(&a, a.next[0], "AA");
+    client_at(&b, b.next[0], "BB");
+    cap_tracker_finish(f->t, b.ts_us);
+    assert_string_equal(evlog_stream(&f->log, 1, CAP_TO_SERVER), "AAaa");
+    assert_string_equal(evlog_stream(&f->log, 4, CAP_TO_SERVER), "BBbb");
+    assert_int_equal(cap_tracker_stats(f->t)->ooo_dropped, 0);
 }
 
 /* Held segments that fill the per-connection cap exactly fit (the cap is a
@@ -1441,10 +1528,12 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_superframe_snaplen, setup, teardown),
         cmocka_unit_test_setup_teardown(test_idle_timeout, setup, teardown),
         cmocka_unit_test_setup_teardown(test_connection_cap, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_connection_cap_per_partition, setup, teardown),
         cmocka_unit_test(test_many_connections),
         cmocka_unit_test_setup_teardown(test_ooo_no_room, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ooo_conn_cap, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ooo_global_cap, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ooo_global_cap_per_partition, setup, teardown),
         cmocka_unit_test_setup_teardown(test_out_of_window, setup, teardown),
         cmocka_unit_test_setup_teardown(test_time_backwards, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ooo_cap_exact, setup, teardown),

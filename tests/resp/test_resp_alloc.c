@@ -379,7 +379,7 @@ static void test_keep_buffer_freed(void **state)
         h_str(&h, CAP_TO_CLIENT, rep + 20);
         assert_null(h_rc(&h)->keep);
         assert_int_equal(h_rc(&h)->keep_cap, 0);
-        assert_int_equal(h.rp->kept_total, 0);
+        assert_int_equal(h_rc(&h)->part->kept, 0);
         assert_int_equal(h.ncmds, (size_t)i + 1);
         assert_int_equal(h.cmds[i].reply.raw_len, strlen(rep));
     }
