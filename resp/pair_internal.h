@@ -184,20 +184,9 @@ static inline uint32_t text_units(uint32_t n)
     return (n + 15) >> 4;
 }
 
-/* Copy u 16-byte units (u <= max, max 2 or 4: the arrays' sizes). */
-static inline void copy_units(uint8_t *dst, const void *src, uint32_t u, uint32_t max)
-{
-    if (u > max)
-        u = max;
-    switch (u) {
-    case 1: memcpy(dst, src, 16); break;
-    case 2: memcpy(dst, src, 32); break;
-    case 3: memcpy(dst, src, max >= 3 ? 48 : 32); break;
-    case 4: memcpy(dst, src, max >= 4 ? 64 : 32); break;
-    default: break;
-    }
-}
-static inline void copy_units_out(void *dst, const uint8_t *src, uint32_t u, uint32_t max)
+/* Copy u 16-byte units (u <= max, max 2 or 4: the arrays' sizes), into a
+ * slot's text or back out of it. */
+static inline void copy_units(void *dst, const void *src, uint32_t u, uint32_t max)
 {
     if (u > max)
         u = max;
@@ -306,19 +295,19 @@ static inline resp_command *slot_unpack(rc_conn *c, const rq_slot *s)
     if (s->text_len > 0) {
         const uint8_t *p = pages_at(&c->text, s->text_pos);
         uint32_t u = text_units(s->name_len);
-        copy_units_out(r->name, p, u, NAME_UNITS);
+        copy_units(r->name, p, u, NAME_UNITS);
         r->name[s->name_len] = '\0';
         p += u << 4;
         for (uint32_t i = 0; i < r->nargs; i++) {
             u = text_units(r->arg_len[i]);
-            copy_units_out(r->args[i], p, u, ARG_UNITS);
+            copy_units(r->args[i], p, u, ARG_UNITS);
             p += u << 4;
         }
         if (!s->key0_dup)
-            copy_units_out(r->key0, p, text_units(r->key0_len), ARG_UNITS);
+            copy_units(r->key0, p, text_units(r->key0_len), ARG_UNITS);
     }
     if (s->key0_dup)
-        copy_units_out(r->key0, (const uint8_t *)r->args[0], text_units(r->key0_len), ARG_UNITS);
+        copy_units(r->key0, (const uint8_t *)r->args[0], text_units(r->key0_len), ARG_UNITS);
     return cmd;
 }
 
