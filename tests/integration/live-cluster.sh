@@ -25,4 +25,13 @@ OUT=$(mktemp -d /tmp/slotscope-live-cluster.XXXXXX)
 trap 'rm -rf "$OUT"' EXIT
 
 timeout 200 "$ROOT/scripts/cluster/make-fixtures.sh" --out "$OUT" --base "${SS_CLUSTER_BASE:-30150}"
-SS_CLUSTER_DIR="$OUT" "$TEST_BIN"
+rc=0
+SS_CLUSTER_DIR="$OUT" "$TEST_BIN" || rc=$?
+if [ "$rc" -ne 0 ]; then
+    # a live capture cannot be made again: keep it (and the scenario's own
+    # record) for whoever looks at the failure
+    kept=$(mktemp -d /tmp/slotscope-live-cluster-failed.XXXXXX)
+    cp -a "$OUT"/. "$kept"/
+    echo "live-cluster.sh: the capture and scenario are kept in $kept" >&2
+fi
+exit "$rc"
