@@ -159,12 +159,13 @@ static int analyze(cli_opts *o)
     report_init(&rep);
     rep.full = o->full;
     report_window_text(o, rep.window, sizeof rep.window);
+    cli_stop_on_signals(src, 0); /* before the database is made, as in live */
     p = pipeline_new(o, &rep, 0);
     if (!p) {
+        cli_stop_restore();
         cap_source_free(src);
         return EXIT_RUNTIME;
     }
-    cli_stop_on_signals(src, 0);
     if (pipeline_run(p, src) < 0)
         status = EXIT_RUNTIME;
     cli_stop_restore();

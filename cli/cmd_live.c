@@ -144,14 +144,17 @@ static int run_live(const cli_opts *o, cap_source *src)
         return EXIT_RUNTIME;
     report_init(&rep);
     rep.full = o->full;
+    /* before the database is made: a signal that comes while it is being
+     * made stops the run cleanly instead of killing it */
+    cli_stop_on_signals(src, o->duration_s);
     p = pipeline_new(o, &rep, 1);
     if (!p) {
+        cli_stop_restore();
         cap_savefile_close(sf, NULL, 0);
         return EXIT_RUNTIME;
     }
     if (sf)
         pipeline_keep_packets(p, sf);
-    cli_stop_on_signals(src, o->duration_s);
     if (!o->quiet)
         fprintf(stderr, "slotscope: listening on %s%s%s, Ctrl-C to stop\n", o->iface,
                 o->filter ? " with filter " : "", o->filter ? o->filter : "");
