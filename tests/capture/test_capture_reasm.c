@@ -1270,6 +1270,25 @@ static void test_ooo_conn_cap(void **state)
     assert_int_equal(cap_tracker_stats(f->t)->gaps, 2);
 }
 
+/* Two connections, in one partition (same) or in two, with 3000 bytes of
+ * out-of-order data allowed a partition: each holds 2 bytes beyond a hole,
+ * then a's hole is filled. */
+static void two_holes(fx *f, pg_conv *a, pg_conv *b, int same)
+{
+    pg_packet p;
+    f->cfg.ooo_bytes_total = 3000 * CAP_PARTITIONS;
+    fx_restart(f);
+    pg_packet_init(&p);
+    conv_start(f, a, &p, 100, 5000);
+    sport_in_partition(&p, (uint16_t)(p.sport + 1), partition_of(&p), same);
+    conv_start(f, b, &p, 100, 5000);
+    pg_conv_handshake(a);
+    pg_conv_handshake(b);
+    client_at(a, a->next[0] + 2, "aa");
+    client_at(b, b->next[0] + 2, "bb");
+    client_at(a, a->next[0], "AA");
+}
+
 /* The global cap is shared by the connections of a partition (1/64 of it
  * each, capture.h): when one connection holds its partition's share,
  * another's hole there is given up. */
@@ -1277,18 +1296,7 @@ static void test_ooo_global_cap(void **state)
 {
     fx *f = *state;
     pg_conv a, b;
-    pg_packet p;
-    f->cfg.ooo_bytes_total = 3000 * CAP_PARTITIONS; /* 3000 a partition */
-    fx_restart(f);
-    pg_packet_init(&p);
-    conv_start(f, &a, &p, 100, 5000);
-    sport_in_partition(&p, (uint16_t)(p.sport + 1), partition_of(&p), 1);
-    conv_start(f, &b, &p, 100, 5000);
-    pg_conv_handshake(&a);
-    pg_conv_handshake(&b);
-    client_at(&a, a.next[0] + 2, "aa");
-    client_at(&b, b.next[0] + 2, "bb");
-    client_at(&a, a.next[0], "AA");
+    two_holes(f, &a, &b, 1);
     cap_tracker_finish(f->t, b.ts_us);
     assert_string_equal(evlog_stream(&f->log, 1, CAP_TO_SERVER), "AAaa");
     /* b was opened by record 4, after a's handshake */
@@ -1301,18 +1309,7 @@ static void test_ooo_global_cap_per_partition(void **state)
 {
     fx *f = *state;
     pg_conv a, b;
-    pg_packet p;
-    f->cfg.ooo_bytes_total = 3000 * CAP_PARTITIONS;
-    fx_restart(f);
-    pg_packet_init(&p);
-    conv_start(f, &a, &p, 100, 5000);
-    sport_in_partition(&p, (uint16_t)(p.sport + 1), partition_of(&p), 0);
-    conv_start(f, &b, &p, 100, 5000);
-    pg_conv_handshake(&a);
-    pg_conv_handshake(&b);
-    client_at(&a, a.next[0] + 2, "aa");
-    client_at(&b, b.next[0] + 2, "bb");
-    client_at(&a, a.next[0], "AA");
+    two_holes(f, &a, &b, 0);
     client_at(&b, b.next[0], "BB");
     cap_tracker_finish(f->t, b.ts_us);
     assert_string_equal(evlog_stream(&f->log, 1, CAP_TO_SERVER), "AAaa");
