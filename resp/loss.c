@@ -135,11 +135,20 @@ static int sizes_of(const rc_conn *c, const rq_slot *e, uint32_t out[2])
 
 /* The sums a count of messages may total, each message one of a few sizes:
  * after each message added, the sums at or below max (the gap's length),
- * sorted and distinct. More than LOSS_SUMS of them are too many to count. */
+ * sorted and distinct. More than LOSS_SUMS of them are too many to count.
+ *
+ * While every message added had one size or the same two sizes d apart
+ * (a queue of one command, its replies two sizes: a value or nil), the sums
+ * are base, base + d, ..., base + m d: kept as that progression, a message
+ * costs a few operations whatever m is. Otherwise they are a sorted list. */
 typedef struct loss_sums {
     uint32_t max;
     int n;                     /* how many sums */
-    uint32_t *a, *b;           /* the sums, and room for the next ones */
+    int list;                  /* 0: the progression; 1: the list */
+    uint64_t base;             /* progression: the least sum */
+    uint32_t step;             /* its difference (0 while m is 0) */
+    uint32_t m;                /* its last index */
+    uint32_t *a, *b;           /* list: the sums, and room for the next ones */
     uint32_t buf[2][LOSS_SUMS];
 } loss_sums;
 
@@ -148,9 +157,12 @@ static void sums_init(loss_sums *s, uint32_t max)
 {
     s->max = max;
     s->n = 1;
+    s->list = 0;
+    s->base = 0;
+    s->step = 0;
+    s->m = 0;
     s->a = s->buf[0];
     s->b = s->buf[1];
-    s->a[0] = 0;
 }
 
 /* One size: every sum grows by v (the list stays sorted); the ones past
@@ -209,11 +221,54 @@ static int step_many(const uint32_t *a, int n, const uint32_t *vals, int nv, uin
     }
 }
 
+/* From the progression to the list (the same sums, in order; at most
+ * LOSS_SUMS of them, as every step checked). */
+static void sums_to_list(loss_sums *s)
+{
+    for (uint32_t i = 0; i <= s->m; i++)
+        s->a[i] = (uint32_t)(s->base + (uint64_t)i * s->step);
+    s->list = 1;
+}
+
+/* The progression step (see sums_step): 0 when the sizes do not keep it
+ * one (nothing changed). */
+static int progression_step(loss_sums *s, const uint32_t *vals, int nv)
+{
+    uint32_t lo = vals[0], hi = vals[0];
+    for (int j = 1; j < nv; j++) {
+        lo = vals[j] < lo ? vals[j] : lo;
+        hi = vals[j] > hi ? vals[j] : hi;
+    }
+    if (hi != lo) {
+        for (int j = 0; j < nv; j++)
+            if (vals[j] != lo && vals[j] != hi)
+                return 0; /* three sizes */
+        if (s->m > 0 && s->step != hi - lo)
+            return 0;
+        s->step = hi - lo;
+        s->m++;
+    }
+    s->base += lo;
+    if (s->base > s->max) {
+        s->n = 0;
+        return 1;
+    }
+    if (s->step > 0 && (s->max - s->base) / s->step < s->m)
+        s->m = (uint32_t)((s->max - s->base) / s->step); /* the rest pass max */
+    s->n = s->m + 1 > LOSS_SUMS ? -1 : (int)s->m + 1;
+    return 1;
+}
+
 /* One more message, of one of the nv (1 to RC_RQ_SIZES) sizes in vals: the
  * sums at or below max it allows. Returns how many, or -1 when more than
  * LOSS_SUMS (too many: not counted). */
 static int sums_step(loss_sums *s, const uint32_t *vals, int nv)
 {
+    if (!s->list) {
+        if (progression_step(s, vals, nv))
+            return s->n;
+        sums_to_list(s);
+    }
     int n;
     if (nv == 1 || (nv == 2 && vals[0] == vals[1]))
         n = step_one(s->a, s->n, vals[0], s->max, s->b);
@@ -231,11 +286,17 @@ static int sums_step(loss_sums *s, const uint32_t *vals, int nv)
     return n;
 }
 
-/* Is max, the bound the sums are kept at or below, one of them? (They are
- * sorted: the last is the largest.) */
+/* Is max, the bound the sums are kept at or below, one of them? */
 static int sums_reach(const loss_sums *s)
 {
-    return s->n > 0 && s->a[s->n - 1] == s->max;
+    if (s->n <= 0)
+        return 0;
+    if (s->list)
+        return s->a[s->n - 1] == s->max; /* sorted: the last is the largest */
+    uint64_t off = s->max - s->base; /* base <= max while n > 0 */
+    if (s->step == 0)
+        return off == 0;
+    return off % s->step == 0 && off / s->step <= s->m;
 }
 
 /* The counts d of lost replies a reply gap of len bytes allows, from the

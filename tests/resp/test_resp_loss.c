@@ -282,6 +282,44 @@ static void test_lost_reply_sizes_far_apart(void **state)
     h_free(&h);
 }
 
+/* Two commands whose replies have two sizes each, apart by different
+ * steps (GET: 9 or nil 5; LINDEX: 11 or nil 5). A gap of 26 bytes before
+ * GET GET LINDEX GET GET GET is four replies (5 + 5 + 11 + 5) and no other
+ * count: three or five total an odd count of bytes, two at most 18, six at
+ * least 30. The fifth request pairs with the reply after the gap. */
+static void test_lost_reply_mixed_steps(void **state)
+{
+    (void)state;
+    h_ctx h;
+    const char *get = "*2\r\n$3\r\nGET\r\n$3\r\nfoo\r\n";
+    const char *lindex = "*3\r\n$6\r\nLINDEX\r\n$1\r\nl\r\n$1\r\n0\r\n";
+    char b[512];
+    h_init(&h, 1, NULL);
+    h_open(&h);
+    for (int i = 0; i < W; i++) {
+        send_str(&h, CAP_TO_SERVER, get);
+        send_str(&h, CAP_TO_CLIENT, i % 2 ? "$-1\r\n" : "$3\r\nbar\r\n");
+        send_str(&h, CAP_TO_SERVER, lindex);
+        send_str(&h, CAP_TO_CLIENT, i % 2 ? "$-1\r\n" : "$5\r\nhello\r\n");
+    }
+    snprintf(b, sizeof b, "%s%s%s%s%s%s", get, get, lindex, get, get, get);
+    send_str(&h, CAP_TO_SERVER, b);
+    tick(&h);
+    h_gap(&h, CAP_TO_CLIENT, 26);
+    send_str(&h, CAP_TO_CLIENT, "$4\r\nbazz\r\n");
+    send_str(&h, CAP_TO_CLIENT, "$1\r\nx\r\n");
+    h_close(&h);
+    assert_int_equal(h.ncmds, 2 * W + 6);
+    for (size_t i = 2 * W; i < 2 * W + 4; i++)
+        assert_int_equal(h.cmds[i].outcome, RESP_UNANSWERED);
+    assert_int_equal(h.cmds[2 * W + 4].outcome, RESP_OK);
+    assert_int_equal(h.cmds[2 * W + 4].reply.bytes, 10);
+    assert_int_equal(h.cmds[2 * W + 5].outcome, RESP_OK);
+    assert_int_equal(h.cmds[2 * W + 5].reply.bytes, 7);
+    assert_int_equal(h.closed.out_of_sync, 0);
+    h_free(&h);
+}
+
 /* INCR's replies were all 4 bytes (:2 .. :9), but a counter grows a digit:
  * the lost replies (:10 to :13, 20 bytes) are not counted as five 4-byte
  * ones (which would pair the sixth INCR with the fifth's :14). */
@@ -683,6 +721,7 @@ int main(void)
         cmocka_unit_test(test_lost_reply_ambiguous),
         cmocka_unit_test(test_lost_reply_deep_two_sizes),
         cmocka_unit_test(test_lost_reply_sizes_far_apart),
+        cmocka_unit_test(test_lost_reply_mixed_steps),
         cmocka_unit_test(test_counter_sizes_not_predicted),
         cmocka_unit_test(test_lost_requests_counted),
         cmocka_unit_test(test_lost_requests_three_sizes),
