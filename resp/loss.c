@@ -83,10 +83,10 @@ static int sizes_of(const rc_conn *c, const rq_slot *e, uint32_t out[2])
 {
     if (e->kind != RQK_NORMAL || e->nreply != 1 || e->uncertain || e->keep)
         return 0;
-    char name[RESP_NAME_MAX] = {0};
-    if (e->text_len > 0) /* the text starts with it */
-        copy_units(name, pages_at(&c->text, e->text_pos), text_units(e->name_len),
-                       NAME_UNITS);
+    /* the text starts with the name, in 16-byte units: the key's 8 bytes
+     * are read in place (size_key_of masks what is past the name) */
+    static const char no_name[8];
+    const char *name = e->text_len > 0 ? (const char *)pages_at(&c->text, e->text_pos) : no_name;
     uint64_t k = size_key_of(name, e->name_len, slot_argc(e));
     for (int i = 0; i < RC_SIZE_SLOTS; i++) {
         const rc_sizes *z = &c->rsz[i];
