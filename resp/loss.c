@@ -83,10 +83,10 @@ static int sizes_of(const rc_conn *c, const rq_slot *e, uint32_t out[2])
 {
     if (e->kind != RQK_NORMAL || e->nreply != 1 || e->uncertain || e->keep)
         return 0;
-    char name[RESP_NAME_MAX] = {0};
-    if (e->text_len > 0) /* the text starts with it */
-        copy_units(name, pages_at(&c->text, e->text_pos), text_units(e->name_len),
-                       NAME_UNITS);
+    /* the text starts with the name, in 16-byte units: the key's 8 bytes
+     * are read in place (size_key_of masks what is past the name) */
+    static const char no_name[8];
+    const char *name = e->text_len > 0 ? (const char *)pages_at(&c->text, e->text_pos) : no_name;
     uint64_t k = size_key_of(name, e->name_len, slot_argc(e));
     for (int i = 0; i < RC_SIZE_SLOTS; i++) {
         const rc_sizes *z = &c->rsz[i];
@@ -133,40 +133,170 @@ static int sizes_of(const rc_conn *c, const rq_slot *e, uint32_t out[2])
 #define LOSS_SUMS 256          /* reachable sums tracked while counting */
 #define LOSS_MAX_GAP (1u << 20) /* longest gap counted */
 
-/* Sorted, distinct sums below or at max: add v to each of a[0..n) for
- * each v in vals, into out. Returns the count, or -1 when it would pass
- * LOSS_SUMS (too many: not counted). */
-static int sums_step(const uint32_t *a, int n, const uint32_t *vals, int nv, uint32_t max,
-                     uint32_t *out)
+/* The sums a count of messages may total, each message one of a few sizes:
+ * after each message added, the sums at or below max (the gap's length),
+ * sorted and distinct. More than LOSS_SUMS of them are too many to count.
+ *
+ * While every message added had one size or the same two sizes d apart
+ * (a queue of one command, its replies two sizes: a value or nil), the sums
+ * are base, base + d, ..., base + m d: kept as that progression, a message
+ * costs a few operations whatever m is. Otherwise they are a sorted list. */
+typedef struct loss_sums {
+    uint32_t max;
+    int n;                     /* how many sums */
+    int list;                  /* 0: the progression; 1: the list */
+    uint64_t base;             /* progression: the least sum */
+    uint32_t step;             /* its difference (0 while m is 0) */
+    uint32_t m;                /* its last index */
+    uint32_t *a, *b;           /* list: the sums, and room for the next ones */
+    uint32_t buf[2][LOSS_SUMS];
+} loss_sums;
+
+/* Start with one sum, 0 (no message yet). */
+static void sums_init(loss_sums *s, uint32_t max)
+{
+    s->max = max;
+    s->n = 1;
+    s->list = 0;
+    s->base = 0;
+    s->step = 0;
+    s->m = 0;
+    s->a = s->buf[0];
+    s->b = s->buf[1];
+}
+
+/* One size: every sum grows by v (the list stays sorted); the ones past
+ * max go. */
+static int step_one(const uint32_t *a, int n, uint32_t v, uint32_t max, uint32_t *out)
 {
     int k = 0;
-    for (int i = 0; i < n; i++) {
-        for (int j = 0; j < nv; j++) {
-            uint64_t v = (uint64_t)a[i] + vals[j];
-            if (v > max)
-                continue;
-            int at = k;
-            while (at > 0 && out[at - 1] > v)
-                at--;
-            if (at > 0 && out[at - 1] == v)
-                continue;
-            if (k == LOSS_SUMS)
-                return -1;
-            memmove(out + at + 1, out + at, (size_t)(k - at) * sizeof(*out));
-            out[at] = (uint32_t)v;
-            k++;
-        }
+    while (k < n && (uint64_t)a[k] + v <= max) {
+        out[k] = a[k] + v;
+        k++;
     }
     return k;
 }
 
-/* Is v in the sorted a[0..n)? */
-static int sums_has(const uint32_t *a, int n, uint32_t v)
+/* Two sizes v0 < v1: a + v0 and a + v1 are sorted lists, and out is their
+ * merge, each sum looked at once. */
+static int step_two(const uint32_t *a, int n, uint32_t v0, uint32_t v1, uint32_t max,
+                    uint32_t *out)
 {
-    for (int i = 0; i < n && a[i] <= v; i++)
-        if (a[i] == v)
-            return 1;
-    return 0;
+    int i = 0, j = 0, k = 0;
+    while (j < n) {
+        uint64_t x = i < n ? (uint64_t)a[i] + v0 : UINT64_MAX;
+        uint64_t y = (uint64_t)a[j] + v1;
+        uint64_t lo = x < y ? x : y;
+        if (lo > max)
+            break; /* the rest of both lists passes max too */
+        if (k == LOSS_SUMS)
+            return -1;
+        out[k++] = (uint32_t)lo;
+        i += x == lo;
+        j += y == lo;
+    }
+    return k;
+}
+
+/* Any count of sizes: the merge of the lists a + vals[j], the smallest head
+ * taken each time (the heads equal to it step past it too). */
+static int step_many(const uint32_t *a, int n, const uint32_t *vals, int nv, uint32_t max,
+                     uint32_t *out)
+{
+    int at[RC_RQ_SIZES] = {0};
+    int k = 0;
+    for (;;) {
+        uint64_t lo = UINT64_MAX;
+        for (int j = 0; j < nv; j++)
+            if (at[j] < n && (uint64_t)a[at[j]] + vals[j] < lo)
+                lo = (uint64_t)a[at[j]] + vals[j];
+        if (lo > max)
+            return k;
+        if (k == LOSS_SUMS)
+            return -1;
+        out[k++] = (uint32_t)lo;
+        for (int j = 0; j < nv; j++)
+            if (at[j] < n && (uint64_t)a[at[j]] + vals[j] == lo)
+                at[j]++;
+    }
+}
+
+/* From the progression to the list (the same sums, in order; at most
+ * LOSS_SUMS of them, as every step checked). */
+static void sums_to_list(loss_sums *s)
+{
+    for (uint32_t i = 0; i <= s->m; i++)
+        s->a[i] = (uint32_t)(s->base + (uint64_t)i * s->step);
+    s->list = 1;
+}
+
+/* The progression step (see sums_step): 0 when the sizes do not keep it
+ * one (nothing changed). */
+static int progression_step(loss_sums *s, const uint32_t *vals, int nv)
+{
+    uint32_t lo = vals[0], hi = vals[0];
+    for (int j = 1; j < nv; j++) {
+        lo = vals[j] < lo ? vals[j] : lo;
+        hi = vals[j] > hi ? vals[j] : hi;
+    }
+    if (hi != lo) {
+        for (int j = 0; j < nv; j++)
+            if (vals[j] != lo && vals[j] != hi)
+                return 0; /* three sizes */
+        if (s->m > 0 && s->step != hi - lo)
+            return 0;
+        s->step = hi - lo;
+        s->m++;
+    }
+    s->base += lo;
+    if (s->base > s->max) {
+        s->n = 0;
+        return 1;
+    }
+    if (s->step > 0 && (s->max - s->base) / s->step < s->m)
+        s->m = (uint32_t)((s->max - s->base) / s->step); /* the rest pass max */
+    s->n = s->m + 1 > LOSS_SUMS ? -1 : (int)s->m + 1;
+    return 1;
+}
+
+/* One more message, of one of the nv (1 to RC_RQ_SIZES) sizes in vals: the
+ * sums at or below max it allows. Returns how many, or -1 when more than
+ * LOSS_SUMS (too many: not counted). */
+static int sums_step(loss_sums *s, const uint32_t *vals, int nv)
+{
+    if (!s->list) {
+        if (progression_step(s, vals, nv))
+            return s->n;
+        sums_to_list(s);
+    }
+    int n;
+    if (nv == 1 || (nv == 2 && vals[0] == vals[1]))
+        n = step_one(s->a, s->n, vals[0], s->max, s->b);
+    else if (nv == 2)
+        n = step_two(s->a, s->n, vals[0] < vals[1] ? vals[0] : vals[1],
+                     vals[0] < vals[1] ? vals[1] : vals[0], s->max, s->b);
+    else
+        n = step_many(s->a, s->n, vals, nv, s->max, s->b);
+    if (n < 0)
+        return -1;
+    uint32_t *t = s->a;
+    s->a = s->b;
+    s->b = t;
+    s->n = n;
+    return n;
+}
+
+/* Is max, the bound the sums are kept at or below, one of them? */
+static int sums_reach(const loss_sums *s)
+{
+    if (s->n <= 0)
+        return 0;
+    if (s->list)
+        return s->a[s->n - 1] == s->max; /* sorted: the last is the largest */
+    uint64_t off = s->max - s->base; /* base <= max while n > 0 */
+    if (s->step == 0)
+        return off == 0;
+    return off % s->step == 0 && off / s->step <= s->m;
 }
 
 /* The counts d of lost replies a reply gap of len bytes allows, from the
@@ -174,28 +304,26 @@ static int sums_has(const uint32_t *a, int n, uint32_t v)
  * many to say. */
 static int rp_gap_candidates(const rc_conn *c, uint64_t len, uint32_t *cand)
 {
-    uint32_t a[LOSS_SUMS], b[LOSS_SUMS];
+    loss_sums sums;
     int n = 1, ncand = 0, known = 1;
-    a[0] = 0;
     if (len > LOSS_MAX_GAP)
         return -1;
+    sums_init(&sums, (uint32_t)len);
     for (uint32_t d = 1; d <= c->count; d++) {
-        const rq_slot *e = ring_at((rc_conn *)c, d - 1);
         uint32_t sz[2];
-        int nz = sizes_of(c, e, sz);
+        int nz = known ? sizes_of(c, ring_at((rc_conn *)c, d - 1), sz) : 0;
         if (nz == 0)
             known = 0;
         if (known) {
-            n = sums_step(a, n, sz, nz, (uint32_t)len, b);
+            n = sums_step(&sums, sz, nz);
             if (n < 0)
                 return -1;
-            memcpy(a, b, (size_t)n * sizeof(*a));
             if (n == 0)
                 break; /* every sum passed the gap */
         } else if ((uint64_t)d * 3 > len) {
             break; /* no reply is shorter than 3 bytes ("+\r\n") */
         }
-        if (!known || sums_has(a, n, (uint32_t)len)) {
+        if (!known || sums_reach(&sums)) {
             if (ncand == 8)
                 return -1;
             cand[ncand++] = d;
@@ -365,17 +493,16 @@ void rp_gap_resolve(rc_conn *c, const uint8_t *p, size_t n, int64_t ts)
  * exactly one count at least min_m does. */
 static int rq_gap_count(const rc_conn *c, uint64_t len, uint32_t min_m, uint32_t *m)
 {
-    uint32_t a[LOSS_SUMS], b[LOSS_SUMS];
+    loss_sums sums;
     int n = 1, found = 0;
-    a[0] = 0;
     if (len > LOSS_MAX_GAP || c->qsz_n == 0)
         return 0;
+    sums_init(&sums, (uint32_t)len);
     for (uint32_t k = 1; n > 0; k++) {
-        n = sums_step(a, n, c->qsz, c->qsz_n, (uint32_t)len, b);
+        n = sums_step(&sums, c->qsz, c->qsz_n);
         if (n < 0)
             return 0;
-        memcpy(a, b, (size_t)n * sizeof(*a));
-        if (k >= min_m && sums_has(a, n, (uint32_t)len)) {
+        if (k >= min_m && sums_reach(&sums)) {
             if (found)
                 return 0;
             found = 1;

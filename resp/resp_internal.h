@@ -27,10 +27,13 @@
 /* In-flight FIFOs (ring.c) are made of pages of RQ_PAGE bytes, taken from
  * and given back to the pipeline's pool: a FIFO never resizes, it holds
  * the pages its live span covers. The pool keeps at most RQ_POOL_KEEP
- * pages, or as many as are in use if more (the rest are freed). */
+ * pages, or as many as are in use if more (the rest are freed): 4 MiB, so
+ * that the queues of a lossy capture, deep until a loss empties them at
+ * once and deep again soon after, take their pages back from the pool,
+ * not from malloc. */
 #define RQ_PAGE_SHIFT 10
 #define RQ_PAGE (1u << RQ_PAGE_SHIFT)
-#define RQ_POOL_KEEP 512
+#define RQ_POOL_KEEP 4096
 
 /* A FIFO of bytes in pages. Positions count the bytes ever appended, mod
  * 2^32 (a multiple of RQ_PAGE); the pages held cover [head, end), end a

@@ -182,6 +182,144 @@ static void test_lost_reply_ambiguous(void **state)
     h_free(&h);
 }
 
+/* A deep queue and two reply sizes (GET: 9 bytes, or nil, 5): a gap of 78
+ * bytes before 16 requests fits 10 replies (7 of 9 bytes, 3 of 5) or 14
+ * (2 and 12). The first reply after it came in a packet that had
+ * acknowledged the first 11 requests only: it cannot answer the 15th, so
+ * 10 replies were lost and it is the 11th's. Without the ACK nothing
+ * chooses: the 16 are given up. */
+static void deep_two_sizes(h_ctx *h, int with_ack)
+{
+    const char *get = "*2\r\n$3\r\nGET\r\n$3\r\nfoo\r\n";
+    const char *reps[3] = {"$3\r\nbar\r\n", "$-1\r\n", "$3\r\nbar\r\n"};
+    int32_t lg = (int32_t)strlen(get);
+    char b[1024];
+    h_init(h, 1, NULL);
+    h_open(h);
+    for (int i = 0; i < W; i++) {
+        send_str(h, CAP_TO_SERVER, get);
+        send_str(h, CAP_TO_CLIENT, reps[i % 3]);
+    }
+    b[0] = '\0';
+    for (int i = 0; i < 16; i++)
+        strcat(b, get);
+    send_str(h, CAP_TO_SERVER, b);
+    tick(h);
+    h_gap(h, CAP_TO_CLIENT, 78);
+    tick(h);
+    if (with_ack)
+        h_data_ack(h, CAP_TO_CLIENT, "$4\r\nbazz\r\n", 10, -5 * lg);
+    else
+        h_str(h, CAP_TO_CLIENT, "$4\r\nbazz\r\n");
+    for (int i = 11; i < 16; i++) {
+        tick(h);
+        h_data_ack(h, CAP_TO_CLIENT, "$1\r\nx\r\n", 7, 0);
+    }
+    h_close(h);
+}
+
+static void test_lost_reply_deep_two_sizes(void **state)
+{
+    (void)state;
+    h_ctx h;
+    deep_two_sizes(&h, 1);
+    assert_int_equal(h.ncmds, W + 16);
+    for (size_t i = W; i < W + 10; i++)
+        assert_int_equal(h.cmds[i].outcome, RESP_UNANSWERED);
+    assert_int_equal(h.cmds[W + 10].outcome, RESP_OK);
+    assert_int_equal(h.cmds[W + 10].seq, W + 10);
+    assert_int_equal(h.cmds[W + 10].reply.bytes, 10);
+    for (size_t i = W + 11; i < W + 16; i++) {
+        assert_int_equal(h.cmds[i].outcome, RESP_OK);
+        assert_int_equal(h.cmds[i].reply.bytes, 7);
+    }
+    assert_int_equal(h.closed.out_of_sync, 0);
+    assert_int_equal(h.closed.unpaired_requests, 10);
+    assert_int_equal(h.closed.unpaired_replies, 0);
+    h_free(&h);
+    deep_two_sizes(&h, 0);
+    assert_int_equal(h.ncmds, W + 16);
+    assert_int_equal(h_count(&h, "GET", RESP_OK), W);
+    assert_int_equal(h.closed.out_of_sync, 1);
+    h_free(&h);
+}
+
+/* Sizes far apart (a 5000-byte value, 5009 bytes; nil, 5): the sums of a
+ * few replies spread wider than the dense count keeps (loss.c, SUMS_BITS),
+ * and are counted all the same: a gap of 10023 bytes is three replies (two
+ * values and a nil), and the fourth reply after it is paired. */
+static void test_lost_reply_sizes_far_apart(void **state)
+{
+    (void)state;
+    h_ctx h;
+    const char *get = "*2\r\n$3\r\nGET\r\n$3\r\nfoo\r\n";
+    static char big[5100], b[256];
+    snprintf(big, sizeof big, "$5000\r\n%05000d\r\n", 0);
+    assert_int_equal(strlen(big), 5009);
+    h_init(&h, 1, NULL);
+    h_open(&h);
+    for (int i = 0; i < W; i++) {
+        send_str(&h, CAP_TO_SERVER, get);
+        send_str(&h, CAP_TO_CLIENT, i % 2 ? "$-1\r\n" : big);
+    }
+    b[0] = '\0';
+    for (int i = 0; i < 5; i++)
+        strcat(b, get);
+    send_str(&h, CAP_TO_SERVER, b);
+    tick(&h);
+    h_gap(&h, CAP_TO_CLIENT, 2 * 5009 + 5);
+    send_str(&h, CAP_TO_CLIENT, "$-1\r\n");
+    send_str(&h, CAP_TO_CLIENT, "$1\r\nx\r\n");
+    h_close(&h);
+    assert_int_equal(h.ncmds, W + 5);
+    for (size_t i = W; i < W + 3; i++)
+        assert_int_equal(h.cmds[i].outcome, RESP_UNANSWERED);
+    assert_int_equal(h.cmds[W + 3].outcome, RESP_OK);
+    assert_int_equal(h.cmds[W + 3].reply.bytes, 5);
+    assert_int_equal(h.cmds[W + 4].outcome, RESP_OK);
+    assert_int_equal(h.cmds[W + 4].reply.bytes, 7);
+    assert_int_equal(h.closed.out_of_sync, 0);
+    h_free(&h);
+}
+
+/* Two commands whose replies have two sizes each, apart by different
+ * steps (GET: 9 or nil 5; LINDEX: 11 or nil 5). A gap of 26 bytes before
+ * GET GET LINDEX GET GET GET is four replies (5 + 5 + 11 + 5) and no other
+ * count: three or five total an odd count of bytes, two at most 18, six at
+ * least 30. The fifth request pairs with the reply after the gap. */
+static void test_lost_reply_mixed_steps(void **state)
+{
+    (void)state;
+    h_ctx h;
+    const char *get = "*2\r\n$3\r\nGET\r\n$3\r\nfoo\r\n";
+    const char *lindex = "*3\r\n$6\r\nLINDEX\r\n$1\r\nl\r\n$1\r\n0\r\n";
+    char b[512];
+    h_init(&h, 1, NULL);
+    h_open(&h);
+    for (int i = 0; i < W; i++) {
+        send_str(&h, CAP_TO_SERVER, get);
+        send_str(&h, CAP_TO_CLIENT, i % 2 ? "$-1\r\n" : "$3\r\nbar\r\n");
+        send_str(&h, CAP_TO_SERVER, lindex);
+        send_str(&h, CAP_TO_CLIENT, i % 2 ? "$-1\r\n" : "$5\r\nhello\r\n");
+    }
+    snprintf(b, sizeof b, "%s%s%s%s%s%s", get, get, lindex, get, get, get);
+    send_str(&h, CAP_TO_SERVER, b);
+    tick(&h);
+    h_gap(&h, CAP_TO_CLIENT, 26);
+    send_str(&h, CAP_TO_CLIENT, "$4\r\nbazz\r\n");
+    send_str(&h, CAP_TO_CLIENT, "$1\r\nx\r\n");
+    h_close(&h);
+    assert_int_equal(h.ncmds, 2 * W + 6);
+    for (size_t i = 2 * W; i < 2 * W + 4; i++)
+        assert_int_equal(h.cmds[i].outcome, RESP_UNANSWERED);
+    assert_int_equal(h.cmds[2 * W + 4].outcome, RESP_OK);
+    assert_int_equal(h.cmds[2 * W + 4].reply.bytes, 10);
+    assert_int_equal(h.cmds[2 * W + 5].outcome, RESP_OK);
+    assert_int_equal(h.cmds[2 * W + 5].reply.bytes, 7);
+    assert_int_equal(h.closed.out_of_sync, 0);
+    h_free(&h);
+}
+
 /* INCR's replies were all 4 bytes (:2 .. :9), but a counter grows a digit:
  * the lost replies (:10 to :13, 20 bytes) are not counted as five 4-byte
  * ones (which would pair the sixth INCR with the fifth's :14). */
@@ -238,6 +376,45 @@ static void test_lost_requests_counted(void **state)
     assert_int_equal(h.cmds[W + 1].reply.type, RESP_T_ERROR);
     assert_int_equal(h.closed.out_of_sync, 0);
     assert_int_equal(h.closed.unpaired_replies, 2);
+    assert_int_equal(h.closed.unpaired_requests, 0);
+    h_free(&h);
+}
+
+/* Requests of three sizes (SET with keys of 2, 3 and 4 bytes: s - 1, s,
+ * s + 1): a request gap of 5s bytes is five of them (any mix), and no
+ * other count (four are at most 4s + 4, six at least 6s - 6). Their five
+ * replies come in their place; the request after the gap pairs with the
+ * reply after them. */
+static void test_lost_requests_three_sizes(void **state)
+{
+    (void)state;
+    h_ctx h;
+    const char *keys[3] = {"k1", "k10", "k100"};
+    char b[64];
+    h_init(&h, 1, NULL);
+    h_open(&h);
+    for (int i = 0; i < W; i++) {
+        snprintf(b, sizeof b, "*3\r\n$3\r\nSET\r\n$%zu\r\n%s\r\n$1\r\nv\r\n",
+                 strlen(keys[i % 3]), keys[i % 3]);
+        send_str(&h, CAP_TO_SERVER, b);
+        send_str(&h, CAP_TO_CLIENT, "+OK\r\n");
+    }
+    size_t s = strlen(set_req(b, sizeof b, 0)) + 1; /* key "k10" */
+    send_str(&h, CAP_TO_SERVER, set_req(b, sizeof b, 5));
+    tick(&h);
+    h_gap(&h, CAP_TO_SERVER, 5 * s);
+    send_str(&h, CAP_TO_SERVER, set_req(b, sizeof b, 8));
+    send_str(&h, CAP_TO_CLIENT, "+OK\r\n:1\r\n:2\r\n:3\r\n:4\r\n:5\r\n");
+    send_str(&h, CAP_TO_CLIENT, "-ERR the seventh\r\n");
+    assert_int_equal(h_rc(&h)->anchored, 1);
+    h_close(&h);
+    assert_int_equal(h.ncmds, W + 2);
+    assert_int_equal(h.cmds[W].outcome, RESP_OK);
+    assert_int_equal(h.cmds[W].reply.type, RESP_T_SIMPLE);
+    assert_int_equal(h.cmds[W + 1].outcome, RESP_OK);
+    assert_int_equal(h.cmds[W + 1].reply.type, RESP_T_ERROR);
+    assert_int_equal(h.closed.out_of_sync, 0);
+    assert_int_equal(h.closed.unpaired_replies, 5);
     assert_int_equal(h.closed.unpaired_requests, 0);
     h_free(&h);
 }
@@ -542,8 +719,12 @@ int main(void)
         cmocka_unit_test(test_lost_reply_gap_in_parts),
         cmocka_unit_test(test_lost_reply_two_sizes),
         cmocka_unit_test(test_lost_reply_ambiguous),
+        cmocka_unit_test(test_lost_reply_deep_two_sizes),
+        cmocka_unit_test(test_lost_reply_sizes_far_apart),
+        cmocka_unit_test(test_lost_reply_mixed_steps),
         cmocka_unit_test(test_counter_sizes_not_predicted),
         cmocka_unit_test(test_lost_requests_counted),
+        cmocka_unit_test(test_lost_requests_three_sizes),
         cmocka_unit_test(test_lost_requests_answered_first),
         cmocka_unit_test(test_ack_bounded_reply),
         cmocka_unit_test(test_pipelined_loss_not_one_off),
