@@ -1037,12 +1037,20 @@ static __attribute__((noinline)) void on_command_general(an_analyzer *an,
 
 enum { QUICK_TAKEN = 1, QUICK_CONN_RELINK = 2, QUICK_CLI_RELINK = 4, QUICK_LINK = 8 };
 
+/* The entry of node index node, NULL for AN_NONE (or any index that names
+ * no node). */
+static inline an_nd *node_entry(const an_analyzer *an, int32_t node)
+{
+    return (uint32_t)node < an->nnodes ? &an->nodes[node] : NULL;
+}
+
 /* quick_command's counting of a command taken (on connection entry i, whose
- * client is valid): what on_command_general counts for any command, then
- * which LRU moves are due (conn_touch's rule: none of what it reads is
- * written here but the epoch), as QUICK_* bits. */
+ * client is valid, and node entry nd: node_entry of its node): what
+ * on_command_general counts for any command, then which LRU moves are due
+ * (conn_touch's rule: none of what it reads is written here but the
+ * epoch), as QUICK_* bits. */
 static inline __attribute__((always_inline)) unsigned
-quick_count(an_analyzer *an, const resp_command *cmd, int32_t i, an_cn *cn, an_cli *cli)
+quick_count(an_analyzer *an, const resp_command *cmd, int32_t i, an_cn *cn, an_cli *cli, an_nd *nd)
 {
     int64_t ts = cmd->reply.ts_us;
     if (ts > an->now_us)
@@ -1057,8 +1065,8 @@ quick_count(an_analyzer *an, const resp_command *cmd, int32_t i, an_cn *cn, an_c
         cli->pub.last_us = ts;
     if (cmd->req.start_us > cli->last_start_us)
         cli->last_start_us = cmd->req.start_us;
-    if (cn->node != AN_NONE)
-        an->nodes[cn->node].pub.commands++;
+    if (nd)
+        nd->pub.commands++;
     if (cmd->req.nkeys > 0)
         an->st.keyed_commands++;
     unsigned taken = QUICK_TAKEN;
@@ -1114,6 +1122,7 @@ static inline unsigned quick_command(an_analyzer *an, const resp_command *cmd)
     int32_t slot =
         req->slot >= 0 && req->slot < AN_SLOTS && req->key0_full_len > 0 ? req->slot : -1;
     int32_t node = cn->node;
+    an_nd *nd = node_entry(an, node);
     an_lat *node_lat = NULL;
     an_hist *cli_hist = NULL, *node_hist = NULL;
     if (slot >= 0) {
@@ -1128,15 +1137,15 @@ static inline unsigned quick_command(an_analyzer *an, const resp_command *cmd)
         if (b->chunk || b->node != (uint32_t)node + 1 ||
             !((b->known >> ((uint32_t)slot % AN_VIEW_BLOCK_SLOTS)) & 1u))
             return 0;
-        node_lat = (uint32_t)node < an->nnodes ? &an->nodes[node].lat[0] : &an->nonode_lat[0];
+        node_lat = nd ? &nd->lat[0] : &an->nonode_lat[0];
         cli_hist = cli->lat[0].h;
         node_hist = node_lat->h;
         if (!cli_hist || !node_hist)
             return 0;
     }
 
-    /* taken: what on_command_general writes for such a command */
-    unsigned taken = quick_count(an, cmd, (int32_t)i, cn, cli);
+    /* taken: what on_command_general writes for such a command (the
+     * latency first, so that its scopes are done with before the rest) */
     if (slot >= 0) {
         int64_t us = cmd->reply.ts_us - req->ts_us;
         an->st.operations++;
@@ -1145,11 +1154,11 @@ static inline unsigned quick_command(an_analyzer *an, const resp_command *cmd)
         unsigned bucket = an_hist_bucket(us);
         an_lat_add_to(&cli->lat[0], cli_hist, us, bucket);
         an_lat_add_to(node_lat, node_hist, us, bucket);
-        an_ser_quick(an, cmd->reply.ts_us, cn->client, cli, node, us, bucket);
+        an_ser_quick(an, cmd->reply.ts_us, cn->client, cli, node, nd, us, bucket);
     } else {
-        an_ser_quick(an, cmd->reply.ts_us, cn->client, cli, node, -1, 0);
+        an_ser_quick(an, cmd->reply.ts_us, cn->client, cli, node, nd, -1, 0);
     }
-    return taken;
+    return quick_count(an, cmd, (int32_t)i, cn, cli, nd);
 }
 
 /* The LRU moves quick_command found due for the connection of cmd (and its
@@ -1175,8 +1184,9 @@ static __attribute__((noinline)) void quick_link_command(an_analyzer *an,
 {
     int32_t i = (int32_t)((uint32_t)cmd->conn_word - 1);
     an_cn *cn = &an->conns[i];
-    unsigned taken = quick_count(an, cmd, i, cn, &an->clients[cn->client]);
-    an_ser_quick(an, cmd->reply.ts_us, cn->client, &an->clients[cn->client], cn->node, -1, 0);
+    an_nd *nd = node_entry(an, cn->node);
+    unsigned taken = quick_count(an, cmd, i, cn, &an->clients[cn->client], nd);
+    an_ser_quick(an, cmd->reply.ts_us, cn->client, &an->clients[cn->client], cn->node, nd, -1, 0);
     an->st.node_link_commands++;
     if (taken != QUICK_TAKEN)
         quick_relink(an, cmd, taken);
