@@ -824,6 +824,19 @@ static int on_node_link_command(an_analyzer *an, an_cmdctx *x, uint8_t special)
 }
 
 /* Is e a redirect-class reply (MOVED, ASK, TRYAGAIN, CROSSSLOT, CLUSTERDOWN)? */
+/* The slot of a request's first key kept whole, or -1. */
+static inline int32_t request_slot(const resp_request *req)
+{
+    return req->slot >= 0 && req->slot < AN_SLOTS && req->key0_full_len > 0 ? req->slot : -1;
+}
+
+/* The direct latency of an answered command, at least 0. */
+static inline int64_t quick_us(const resp_command *cmd)
+{
+    int64_t us = cmd->reply.ts_us - cmd->req.ts_us;
+    return us < 0 ? 0 : us;
+}
+
 static int is_redirect_class(resp_err_class e)
 {
     return e == RESP_ERR_MOVED || e == RESP_ERR_ASK || e == RESP_ERR_TRYAGAIN ||
@@ -1011,8 +1024,7 @@ static __attribute__((noinline)) void on_command_general(an_analyzer *an,
         an->st.unknown_commands++;
     if (req->nkeys > 0)
         an->st.keyed_commands++;
-    int32_t slot =
-        req->slot >= 0 && req->slot < AN_SLOTS && req->key0_full_len > 0 ? req->slot : -1;
+    int32_t slot = request_slot(req);
     /* node links' commands (MIGRATE, RESTORE-ASKING) are the migration, not
      * its slots' traffic: never in the slots scope, as on quick_link_command */
     an_ser_add(an, ts, cn->client, cn->node, cn->node_link ? -1 : an_ser_slot(an, slot),
@@ -1035,7 +1047,13 @@ static __attribute__((noinline)) void on_command_general(an_analyzer *an,
     on_command_full(an, cmd, cn, cli, info, special, slot);
 }
 
-enum { QUICK_TAKEN = 1, QUICK_CONN_RELINK = 2, QUICK_CLI_RELINK = 4, QUICK_LINK = 8 };
+enum {
+    QUICK_TAKEN = 1,
+    QUICK_CONN_RELINK = 2,
+    QUICK_CLI_RELINK = 4,
+    QUICK_LINK = 8,
+    QUICK_SER_SLOW = 16
+};
 
 /* The entry of node index node, NULL for AN_NONE (or any index that names
  * no node). */
@@ -1087,12 +1105,12 @@ quick_count(an_analyzer *an, const resp_command *cmd, int32_t i, an_cn *cn, an_c
  * allocated. All of that is checked before anything is written, so that 0
  * (not taken) leaves the general path the whole command; taken (QUICK_*
  * bits), it writes exactly what the general path would have written, but
- * the LRU moves that on_command then makes. A node link's command goes to
- * quick_link_command (QUICK_LINK). Nothing here calls a function but the
- * time series' general case (an_ser_quick_slow: a new bucket, a scope's
- * first command in one): the other paths are tail calls from on_command,
- * which saves few registers and copies nothing to its stack. Most commands
- * of a capture take this path. */
+ * the LRU moves and the time series' general case (an_ser_quick_slow: a
+ * new bucket, a scope's first command in one) that on_command then makes
+ * (quick_after). A node link's command goes to quick_link_command
+ * (QUICK_LINK). Nothing here calls a function: the other paths are tail
+ * calls from on_command, which saves no registers and copies nothing to
+ * its stack. Most commands of a capture take this path. */
 static inline unsigned quick_command(an_analyzer *an, const resp_command *cmd)
 {
     const resp_request *req = &cmd->req;
@@ -1119,8 +1137,7 @@ static inline unsigned quick_command(an_analyzer *an, const resp_command *cmd)
     if (cn->qkind != AN_QK_PLAIN)
         return 0;
     /* its slot, view and latency scopes */
-    int32_t slot =
-        req->slot >= 0 && req->slot < AN_SLOTS && req->key0_full_len > 0 ? req->slot : -1;
+    int32_t slot = request_slot(req);
     int32_t node = cn->node;
     an_nd *nd = node_entry(an, node);
     an_lat *node_lat = NULL;
@@ -1145,20 +1162,20 @@ static inline unsigned quick_command(an_analyzer *an, const resp_command *cmd)
     }
 
     /* taken: what on_command_general writes for such a command (the
-     * latency first, so that its scopes are done with before the rest) */
+     * latency first, so that its scopes are done with before the rest; the
+     * series' general case left to quick_after) */
+    int ser_done;
     if (slot >= 0) {
-        int64_t us = cmd->reply.ts_us - req->ts_us;
+        int64_t us = quick_us(cmd);
         an->st.operations++;
-        if (us < 0)
-            us = 0;
         unsigned bucket = an_hist_bucket(us);
         an_lat_add_to(&cli->lat[0], cli_hist, us, bucket);
         an_lat_add_to(node_lat, node_hist, us, bucket);
-        an_ser_quick(an, cmd->reply.ts_us, cn->client, cli, node, nd, us, bucket);
+        ser_done = an_ser_quick_try(an, cmd->reply.ts_us, cli, nd, us, bucket);
     } else {
-        an_ser_quick(an, cmd->reply.ts_us, cn->client, cli, node, nd, -1, 0);
+        ser_done = an_ser_quick_try(an, cmd->reply.ts_us, cli, nd, -1, 0);
     }
-    return quick_count(an, cmd, (int32_t)i, cn, cli, nd);
+    return quick_count(an, cmd, (int32_t)i, cn, cli, nd) | (ser_done ? 0 : QUICK_SER_SLOW);
 }
 
 /* The LRU moves quick_command found due for the connection of cmd (and its
@@ -1192,6 +1209,22 @@ static __attribute__((noinline)) void quick_link_command(an_analyzer *an,
         quick_relink(an, cmd, taken);
 }
 
+/* The series' general case for a command quick_command took (QUICK_SER_SLOW),
+ * then the LRU moves it found due. Apart, so that quick_command calls
+ * nothing: a leaf keeps its values in the registers a call would clobber,
+ * and saves none. */
+static __attribute__((noinline)) void quick_after(an_analyzer *an, const resp_command *cmd,
+                                                  unsigned what)
+{
+    if (what & QUICK_SER_SLOW) {
+        const an_cn *cn = &an->conns[(uint32_t)cmd->conn_word - 1];
+        an_ser_quick_slow(an, cmd->reply.ts_us, cn->client, cn->node,
+                          request_slot(&cmd->req) >= 0 ? quick_us(cmd) : -1);
+    }
+    if (what & (QUICK_CONN_RELINK | QUICK_CLI_RELINK))
+        quick_relink(an, cmd, what);
+}
+
 /* The resp_sink command callback: everything starts here. */
 static void on_command(void *ctx, const resp_command *cmd)
 {
@@ -1204,7 +1237,7 @@ static void on_command(void *ctx, const resp_command *cmd)
     else if (quick == QUICK_LINK)
         quick_link_command(an, cmd);
     else
-        quick_relink(an, cmd, quick);
+        quick_after(an, cmd, quick);
 }
 
 static void on_conn_open(void *ctx, const cap_conn *conn)

@@ -1051,15 +1051,11 @@ static inline void an_ser_hist_inc(an_hist *h, unsigned hb)
 {
     h->b[hb] += h->b[hb] != UINT32_MAX;
 }
-/* A command at ts of client ci (entry c) answered by node (entry nd, NULL
- * when node is not one: an_node_entry), and when us >= 0 the direct
- * operation it was (its bucket hb: an_hist_bucket(us)): the most common
- * event, inline while the newest bucket holds it and both scopes have their
- * cells there (the cluster's figures are its clients' sum). */
-static inline __attribute__((always_inline)) void an_ser_quick(an_analyzer *an, int64_t ts,
-                                                              int32_t ci, an_cli *c,
-                                                              int32_t node, an_nd *nd,
-                                                              int64_t us, unsigned hb)
+/* an_ser_quick's inline case alone: returns 1 when it counted the command,
+ * 0 when an_ser_quick_slow has to (with the same arguments). */
+static inline __attribute__((always_inline)) int an_ser_quick_try(an_analyzer *an, int64_t ts,
+                                                                 an_cli *c, an_nd *nd,
+                                                                 int64_t us, unsigned hb)
 {
     an_series *s = &an->ser;
     uint32_t seq = s->cur_seq;
@@ -1072,9 +1068,21 @@ static inline __attribute__((always_inline)) void an_ser_quick(an_analyzer *an, 
             an_ser_hist_inc(cc->h[0], hb);
             an_ser_hist_inc(nc->h[0], hb);
         }
-        return;
+        return 1;
     }
-    if (s->width)
+    return !s->width; /* no series: nothing to count */
+}
+/* A command at ts of client ci (entry c) answered by node (entry nd, NULL
+ * when node is not one: an_node_entry), and when us >= 0 the direct
+ * operation it was (its bucket hb: an_hist_bucket(us)): the most common
+ * event, inline while the newest bucket holds it and both scopes have their
+ * cells there (the cluster's figures are its clients' sum). */
+static inline __attribute__((always_inline)) void an_ser_quick(an_analyzer *an, int64_t ts,
+                                                              int32_t ci, an_cli *c,
+                                                              int32_t node, an_nd *nd,
+                                                              int64_t us, unsigned hb)
+{
+    if (!an_ser_quick_try(an, ts, c, nd, us, hb))
         an_ser_quick_slow(an, ts, ci, node, us);
 }
 
