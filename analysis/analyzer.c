@@ -824,6 +824,13 @@ static int on_node_link_command(an_analyzer *an, an_cmdctx *x, uint8_t special)
 }
 
 /* Is e a redirect-class reply (MOVED, ASK, TRYAGAIN, CROSSSLOT, CLUSTERDOWN)? */
+/* The entry of node index node, NULL for AN_NONE (or any index that names
+ * no node). */
+static inline an_nd *node_entry(const an_analyzer *an, int32_t node)
+{
+    return (uint32_t)node < an->nnodes ? &an->nodes[node] : NULL;
+}
+
 /* The slot of a request's first key kept whole, or -1. */
 static inline int32_t request_slot(const resp_request *req)
 {
@@ -1026,9 +1033,11 @@ static __attribute__((noinline)) void on_command_general(an_analyzer *an,
         an->st.keyed_commands++;
     int32_t slot = request_slot(req);
     /* node links' commands (MIGRATE, RESTORE-ASKING) are the migration, not
-     * its slots' traffic: never in the slots scope, as on quick_link_command */
-    an_ser_add(an, ts, cn->client, cn->node, cn->node_link ? -1 : an_ser_slot(an, slot),
-               AN_SC_COMMANDS, -1, 0);
+     * its slots' traffic: never in the slots scope, as on quick_link_command;
+     * without a slots scope, the count is an_ser_quick_try's when it can */
+    int32_t ser_slot = cn->node_link ? -1 : an_ser_slot(an, slot);
+    if (ser_slot >= 0 || !an_ser_quick_try(an, ts, cli, node_entry(an, cn->node), -1, 0))
+        an_ser_add(an, ts, cn->client, cn->node, ser_slot, AN_SC_COMMANDS, -1, 0);
 
     if (special == AN_SP_NONE && !cn->asking_pending && !cn->node_link &&
         cmd->outcome == RESP_OK && !is_redirect_class(cmd->reply.err) &&
@@ -1044,6 +1053,16 @@ static __attribute__((noinline)) void on_command_general(an_analyzer *an,
         }
         return;
     }
+    /* A plain command left without its reply (lost in a gap, or none by
+     * design): all on_command_full would do is emit and count it. */
+    if (special == AN_SP_NONE && !cn->asking_pending && !cn->node_link &&
+        cmd->outcome != RESP_OK) {
+        if (an->sink.command)
+            emit_command(an, cmd, cn->client, info, slot);
+        if (cmd->outcome == RESP_UNANSWERED)
+            an->st.unanswered++;
+        return;
+    }
     on_command_full(an, cmd, cn, cli, info, special, slot);
 }
 
@@ -1054,13 +1073,6 @@ enum {
     QUICK_LINK = 8,
     QUICK_SER_SLOW = 16
 };
-
-/* The entry of node index node, NULL for AN_NONE (or any index that names
- * no node). */
-static inline an_nd *node_entry(const an_analyzer *an, int32_t node)
-{
-    return (uint32_t)node < an->nnodes ? &an->nodes[node] : NULL;
-}
 
 /* quick_command's counting of a command taken (on connection entry i, whose
  * client is valid, and node entry nd: node_entry of its node): what
