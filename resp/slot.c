@@ -158,12 +158,6 @@ static inline uint16_t crc16_short8(const uint8_t *p, size_t n)
                       crc16_table[1][(hi >> 16) & 0xff] ^ crc16_table[0][hi >> 24]);
 }
 
-/* Slot of the n bytes at p: a tag too long for the word loads. */
-static __attribute__((noinline)) uint16_t long_tag_slot(const uint8_t *p, size_t n)
-{
-    return crc16_update(0, p, n) & 16383;
-}
-
 /* Slot of the tag key[from, end) of a key of len bytes (0 < from < end <=
  * len): a short one with a word load that stays inside the key. */
 static inline uint16_t tag_slot(const uint8_t *key, size_t len, size_t from, size_t end)
@@ -173,52 +167,13 @@ static inline uint16_t tag_slot(const uint8_t *key, size_t len, size_t from, siz
         return crc16_short4(key + from, n) & 16383;
     if (n <= 8 && from + 8 <= len)
         return crc16_short8(key + from, n) & 16383;
-    return long_tag_slot(key + from, n);
+    return crc16_update(0, key + from, n) & 16383;
 }
 
 /* Bit i set where byte i of v is the byte in every lane of b. */
 static inline uint64_t lanes_equal(__m128i v, __m128i b)
 {
     return (uint64_t)(uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(v, b));
-}
-
-/* Where the braces of a key of 8..64 bytes are, as bit masks (bit i: key[i]
- * is '{' in *open, '}' in *close). Two 8-byte loads for a key under 16
- * bytes, two 16-byte loads for one of 16..32 (most keys), 16-byte loads at
- * 0, 16, 32 and one ending at the key's end for a longer one: the last load
- * overlaps the one before, and a position marked twice is still one bit. No
- * load leaves [key, key + len). */
-static inline void brace_masks(const uint8_t *key, size_t len, uint64_t *open, uint64_t *close)
-{
-    const __m128i ob = _mm_set1_epi8('{'), cb = _mm_set1_epi8('}');
-    uint64_t o, c;
-    if (len < 16) {
-        __m128i lo = _mm_loadl_epi64((const __m128i *)key);
-        __m128i hi = _mm_loadl_epi64((const __m128i *)(key + len - 8));
-        /* the upper 8 lanes of an 8-byte load are zero: never a brace */
-        o = lanes_equal(lo, ob) | lanes_equal(hi, ob) << (len - 8);
-        c = lanes_equal(lo, cb) | lanes_equal(hi, cb) << (len - 8);
-    } else if (len <= 32) {
-        __m128i lo = _mm_loadu_si128((const __m128i *)key);
-        __m128i hi = _mm_loadu_si128((const __m128i *)(key + len - 16));
-        o = lanes_equal(lo, ob) | lanes_equal(hi, ob) << (len - 16);
-        c = lanes_equal(lo, cb) | lanes_equal(hi, cb) << (len - 16);
-    } else {
-        o = c = 0;
-        size_t i = 0;
-        for (; i + 16 <= len; i += 16) {
-            __m128i v = _mm_loadu_si128((const __m128i *)(key + i));
-            o |= lanes_equal(v, ob) << i;
-            c |= lanes_equal(v, cb) << i;
-        }
-        if (i < len) {
-            __m128i v = _mm_loadu_si128((const __m128i *)(key + len - 16));
-            o |= lanes_equal(v, ob) << (len - 16);
-            c |= lanes_equal(v, cb) << (len - 16);
-        }
-    }
-    *open = o;
-    *close = c;
 }
 
 /* The tag that brace masks of a key of at most 64 bytes show: sets *from
@@ -238,23 +193,47 @@ static inline int tag_of(uint64_t open, uint64_t close, unsigned *from, unsigned
     return e > f;
 }
 
-/* resp_key_slot for keys of 8..64 bytes (nearly all of them): both braces
+/* resp_key_slot for keys of 8..64 bytes (nearly all of them): the braces
  * found with a few vector compares instead of a scan per brace, since every
- * keyed command needs its slot. A tag inside the first 16 bytes (the first
+ * keyed command needs its slot, as bit masks (bit i: key[i] is '{' in open,
+ * '}' in close). Two 8-byte loads for a key under 16 bytes; 16-byte loads at
+ * 0, 16, 32 and one ending at the key's end for a longer one: the last load
+ * overlaps the one before, and a position marked twice is still one bit. No
+ * load leaves [key, key + len). A tag inside the first 16 bytes (the first
  * '{' there and a '}' after it there: the same braces the whole key shows)
- * needs one load ("key:{8M}}:000000219660"). SSE2 is part of x86-64
- * itself: no build flag. */
+ * needs the first load only ("key:{8M}}:000000219660"). SSE2 is part of
+ * x86-64 itself: no build flag. */
 static inline uint16_t key_slot_vector(const uint8_t *key, size_t len)
 {
-    unsigned from, end;
-    if (len >= 16) {
-        const __m128i v = _mm_loadu_si128((const __m128i *)key);
-        if (tag_of(lanes_equal(v, _mm_set1_epi8('{')), lanes_equal(v, _mm_set1_epi8('}')), &from,
-                   &end))
-            return tag_slot(key, len, from, end);
-    }
+    const __m128i ob = _mm_set1_epi8('{'), cb = _mm_set1_epi8('}');
     uint64_t open, close;
-    brace_masks(key, len, &open, &close);
+    unsigned from, end;
+    if (len < 16) {
+        __m128i lo = _mm_loadl_epi64((const __m128i *)key);
+        __m128i hi = _mm_loadl_epi64((const __m128i *)(key + len - 8));
+        /* the upper 8 lanes of an 8-byte load are zero: never a brace */
+        open = lanes_equal(lo, ob) | lanes_equal(hi, ob) << (len - 8);
+        close = lanes_equal(lo, cb) | lanes_equal(hi, cb) << (len - 8);
+    } else {
+        __m128i v = _mm_loadu_si128((const __m128i *)key);
+        open = lanes_equal(v, ob);
+        close = lanes_equal(v, cb);
+        if (tag_of(open, close, &from, &end))
+            return tag_slot(key, len, from, end);
+        size_t i = 16;
+        for (; i + 16 <= len; i += 16) {
+            v = _mm_loadu_si128((const __m128i *)(key + i));
+            open |= lanes_equal(v, ob) << i;
+            close |= lanes_equal(v, cb) << i;
+        }
+        if (i < len) {
+            v = _mm_loadu_si128((const __m128i *)(key + len - 16));
+            open |= lanes_equal(v, ob) << (len - 16);
+            close |= lanes_equal(v, cb) << (len - 16);
+        } else if (len == 16) {
+            return crc16_update(0, key, len) & 16383; /* its masks said no tag */
+        }
+    }
     if (tag_of(open, close, &from, &end))
         return tag_slot(key, len, from, end);
     return crc16_update(0, key, len) & 16383;
