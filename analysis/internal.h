@@ -1059,7 +1059,7 @@ static inline __attribute__((always_inline)) int an_ser_quick_try(an_analyzer *a
 {
     an_series *s = &an->ser;
     uint32_t seq = s->cur_seq;
-    if ((uint64_t)(ts - s->cur_start) < (uint64_t)s->width && c->ser_seq == seq && nd &&
+    if ((uint64_t)ts - (uint64_t)s->cur_start < (uint64_t)s->width && c->ser_seq == seq && nd &&
         nd->ser_seq == seq) {
         an_ser_cell *cc = c->ser_cp, *nc = nd->ser_cp;
         cc->n[AN_SC_COMMANDS]++;
