@@ -824,6 +824,26 @@ static int on_node_link_command(an_analyzer *an, an_cmdctx *x, uint8_t special)
 }
 
 /* Is e a redirect-class reply (MOVED, ASK, TRYAGAIN, CROSSSLOT, CLUSTERDOWN)? */
+/* The entry of node index node, NULL for AN_NONE (or any index that names
+ * no node). */
+static inline an_nd *node_entry(const an_analyzer *an, int32_t node)
+{
+    return (uint32_t)node < an->nnodes ? &an->nodes[node] : NULL;
+}
+
+/* The slot of a request's first key kept whole, or -1. */
+static inline int32_t request_slot(const resp_request *req)
+{
+    return req->slot >= 0 && req->slot < AN_SLOTS && req->key0_full_len > 0 ? req->slot : -1;
+}
+
+/* The direct latency of an answered command, at least 0. */
+static inline int64_t quick_us(const resp_command *cmd)
+{
+    int64_t us = cmd->reply.ts_us - cmd->req.ts_us;
+    return us < 0 ? 0 : us;
+}
+
 static int is_redirect_class(resp_err_class e)
 {
     return e == RESP_ERR_MOVED || e == RESP_ERR_ASK || e == RESP_ERR_TRYAGAIN ||
@@ -1011,12 +1031,13 @@ static __attribute__((noinline)) void on_command_general(an_analyzer *an,
         an->st.unknown_commands++;
     if (req->nkeys > 0)
         an->st.keyed_commands++;
-    int32_t slot =
-        req->slot >= 0 && req->slot < AN_SLOTS && req->key0_full_len > 0 ? req->slot : -1;
+    int32_t slot = request_slot(req);
     /* node links' commands (MIGRATE, RESTORE-ASKING) are the migration, not
-     * its slots' traffic: never in the slots scope, as on quick_link_command */
-    an_ser_add(an, ts, cn->client, cn->node, cn->node_link ? -1 : an_ser_slot(an, slot),
-               AN_SC_COMMANDS, -1, 0);
+     * its slots' traffic: never in the slots scope, as on quick_link_command;
+     * without a slots scope, the count is an_ser_quick_try's when it can */
+    int32_t ser_slot = cn->node_link ? -1 : an_ser_slot(an, slot);
+    if (ser_slot >= 0 || !an_ser_quick_try(an, ts, cli, node_entry(an, cn->node), -1, 0))
+        an_ser_add(an, ts, cn->client, cn->node, ser_slot, AN_SC_COMMANDS, -1, 0);
 
     if (special == AN_SP_NONE && !cn->asking_pending && !cn->node_link &&
         cmd->outcome == RESP_OK && !is_redirect_class(cmd->reply.err) &&
@@ -1032,17 +1053,34 @@ static __attribute__((noinline)) void on_command_general(an_analyzer *an,
         }
         return;
     }
+    /* A plain command left without its reply (lost in a gap, or none by
+     * design): all on_command_full would do is emit and count it. */
+    if (special == AN_SP_NONE && !cn->asking_pending && !cn->node_link &&
+        cmd->outcome != RESP_OK) {
+        if (an->sink.command)
+            emit_command(an, cmd, cn->client, info, slot);
+        if (cmd->outcome == RESP_UNANSWERED)
+            an->st.unanswered++;
+        return;
+    }
     on_command_full(an, cmd, cn, cli, info, special, slot);
 }
 
-enum { QUICK_TAKEN = 1, QUICK_CONN_RELINK = 2, QUICK_CLI_RELINK = 4, QUICK_LINK = 8 };
+enum {
+    QUICK_TAKEN = 1,
+    QUICK_CONN_RELINK = 2,
+    QUICK_CLI_RELINK = 4,
+    QUICK_LINK = 8,
+    QUICK_SER_SLOW = 16
+};
 
 /* quick_command's counting of a command taken (on connection entry i, whose
- * client is valid): what on_command_general counts for any command, then
- * which LRU moves are due (conn_touch's rule: none of what it reads is
- * written here but the epoch), as QUICK_* bits. */
+ * client is valid, and node entry nd: node_entry of its node): what
+ * on_command_general counts for any command, then which LRU moves are due
+ * (conn_touch's rule: none of what it reads is written here but the
+ * epoch), as QUICK_* bits. */
 static inline __attribute__((always_inline)) unsigned
-quick_count(an_analyzer *an, const resp_command *cmd, int32_t i, an_cn *cn, an_cli *cli)
+quick_count(an_analyzer *an, const resp_command *cmd, int32_t i, an_cn *cn, an_cli *cli, an_nd *nd)
 {
     int64_t ts = cmd->reply.ts_us;
     if (ts > an->now_us)
@@ -1057,8 +1095,8 @@ quick_count(an_analyzer *an, const resp_command *cmd, int32_t i, an_cn *cn, an_c
         cli->pub.last_us = ts;
     if (cmd->req.start_us > cli->last_start_us)
         cli->last_start_us = cmd->req.start_us;
-    if (cn->node != AN_NONE)
-        an->nodes[cn->node].pub.commands++;
+    if (nd)
+        nd->pub.commands++;
     if (cmd->req.nkeys > 0)
         an->st.keyed_commands++;
     unsigned taken = QUICK_TAKEN;
@@ -1079,12 +1117,12 @@ quick_count(an_analyzer *an, const resp_command *cmd, int32_t i, an_cn *cn, an_c
  * allocated. All of that is checked before anything is written, so that 0
  * (not taken) leaves the general path the whole command; taken (QUICK_*
  * bits), it writes exactly what the general path would have written, but
- * the LRU moves that on_command then makes. A node link's command goes to
- * quick_link_command (QUICK_LINK). Nothing here calls a function but the
- * time series' general case (an_ser_quick_slow: a new bucket, a scope's
- * first command in one): the other paths are tail calls from on_command,
- * which saves few registers and copies nothing to its stack. Most commands
- * of a capture take this path. */
+ * the LRU moves and the time series' general case (an_ser_quick_slow: a
+ * new bucket, a scope's first command in one) that on_command then makes
+ * (quick_after). A node link's command goes to quick_link_command
+ * (QUICK_LINK). Nothing here calls a function: the other paths are tail
+ * calls from on_command, which saves no registers and copies nothing to
+ * its stack. Most commands of a capture take this path. */
 static inline unsigned quick_command(an_analyzer *an, const resp_command *cmd)
 {
     const resp_request *req = &cmd->req;
@@ -1111,9 +1149,9 @@ static inline unsigned quick_command(an_analyzer *an, const resp_command *cmd)
     if (cn->qkind != AN_QK_PLAIN)
         return 0;
     /* its slot, view and latency scopes */
-    int32_t slot =
-        req->slot >= 0 && req->slot < AN_SLOTS && req->key0_full_len > 0 ? req->slot : -1;
+    int32_t slot = request_slot(req);
     int32_t node = cn->node;
+    an_nd *nd = node_entry(an, node);
     an_lat *node_lat = NULL;
     an_hist *cli_hist = NULL, *node_hist = NULL;
     if (slot >= 0) {
@@ -1128,28 +1166,28 @@ static inline unsigned quick_command(an_analyzer *an, const resp_command *cmd)
         if (b->chunk || b->node != (uint32_t)node + 1 ||
             !((b->known >> ((uint32_t)slot % AN_VIEW_BLOCK_SLOTS)) & 1u))
             return 0;
-        node_lat = (uint32_t)node < an->nnodes ? &an->nodes[node].lat[0] : &an->nonode_lat[0];
+        node_lat = nd ? &nd->lat[0] : &an->nonode_lat[0];
         cli_hist = cli->lat[0].h;
         node_hist = node_lat->h;
         if (!cli_hist || !node_hist)
             return 0;
     }
 
-    /* taken: what on_command_general writes for such a command */
-    unsigned taken = quick_count(an, cmd, (int32_t)i, cn, cli);
+    /* taken: what on_command_general writes for such a command (the
+     * latency first, so that its scopes are done with before the rest; the
+     * series' general case left to quick_after) */
+    int ser_done;
     if (slot >= 0) {
-        int64_t us = cmd->reply.ts_us - req->ts_us;
+        int64_t us = quick_us(cmd);
         an->st.operations++;
-        if (us < 0)
-            us = 0;
         unsigned bucket = an_hist_bucket(us);
         an_lat_add_to(&cli->lat[0], cli_hist, us, bucket);
         an_lat_add_to(node_lat, node_hist, us, bucket);
-        an_ser_quick(an, cmd->reply.ts_us, cn->client, cli, node, us, bucket);
+        ser_done = an_ser_quick_try(an, cmd->reply.ts_us, cli, nd, us, bucket);
     } else {
-        an_ser_quick(an, cmd->reply.ts_us, cn->client, cli, node, -1, 0);
+        ser_done = an_ser_quick_try(an, cmd->reply.ts_us, cli, nd, -1, 0);
     }
-    return taken;
+    return quick_count(an, cmd, (int32_t)i, cn, cli, nd) | (ser_done ? 0 : QUICK_SER_SLOW);
 }
 
 /* The LRU moves quick_command found due for the connection of cmd (and its
@@ -1175,11 +1213,28 @@ static __attribute__((noinline)) void quick_link_command(an_analyzer *an,
 {
     int32_t i = (int32_t)((uint32_t)cmd->conn_word - 1);
     an_cn *cn = &an->conns[i];
-    unsigned taken = quick_count(an, cmd, i, cn, &an->clients[cn->client]);
-    an_ser_quick(an, cmd->reply.ts_us, cn->client, &an->clients[cn->client], cn->node, -1, 0);
+    an_nd *nd = node_entry(an, cn->node);
+    unsigned taken = quick_count(an, cmd, i, cn, &an->clients[cn->client], nd);
+    an_ser_quick(an, cmd->reply.ts_us, cn->client, &an->clients[cn->client], cn->node, nd, -1, 0);
     an->st.node_link_commands++;
     if (taken != QUICK_TAKEN)
         quick_relink(an, cmd, taken);
+}
+
+/* The series' general case for a command quick_command took (QUICK_SER_SLOW),
+ * then the LRU moves it found due. Apart, so that quick_command calls
+ * nothing: a leaf keeps its values in the registers a call would clobber,
+ * and saves none. */
+static __attribute__((noinline)) void quick_after(an_analyzer *an, const resp_command *cmd,
+                                                  unsigned what)
+{
+    if (what & QUICK_SER_SLOW) {
+        const an_cn *cn = &an->conns[(uint32_t)cmd->conn_word - 1];
+        an_ser_quick_slow(an, cmd->reply.ts_us, cn->client, cn->node,
+                          request_slot(&cmd->req) >= 0 ? quick_us(cmd) : -1);
+    }
+    if (what & (QUICK_CONN_RELINK | QUICK_CLI_RELINK))
+        quick_relink(an, cmd, what);
 }
 
 /* The resp_sink command callback: everything starts here. */
@@ -1194,7 +1249,7 @@ static void on_command(void *ctx, const resp_command *cmd)
     else if (quick == QUICK_LINK)
         quick_link_command(an, cmd);
     else
-        quick_relink(an, cmd, quick);
+        quick_after(an, cmd, quick);
 }
 
 static void on_conn_open(void *ctx, const cap_conn *conn)

@@ -125,14 +125,18 @@ typedef struct an_hist {
     uint32_t b[AN_HIST_BUCKETS];
 } an_hist;
 /* The bucket of a value: one per microsecond below 16, then 8 per power of
- * two (the last bucket takes everything above its range). */
+ * two (the last bucket takes everything above its range). With e the top
+ * bit of v >= 16 and k = e - 3, v >> k is 8 + the next three bits, so the
+ * bucket 16 + (e - 4) * 8 + those bits is 8 * k + (v >> k); below 16, k = 0
+ * (v | 8 has its top bit at 3) and the bucket is v itself: no branch. */
 static inline unsigned an_hist_bucket(int64_t v)
 {
-    if (v < 16)
-        return v < 0 ? 0 : (unsigned)v;
-    unsigned e = 63u - (unsigned)__builtin_clzll((unsigned long long)v); /* >= 4 */
-    unsigned sub = (unsigned)((unsigned long long)v >> (e - 3)) & 7u;
-    unsigned b = 16 + (e - 4) * AN_HIST_SUB + sub;
+    _Static_assert(AN_HIST_SUB == 8, "three bits below the top one");
+    if (v < 0)
+        return 0;
+    unsigned long long u = (unsigned long long)v;
+    unsigned k = 60u - (unsigned)__builtin_clzll(u | 8); /* top bit - 3, >= 0 */
+    unsigned b = AN_HIST_SUB * k + (unsigned)(u >> k);
     return b < AN_HIST_BUCKETS ? b : AN_HIST_BUCKETS - 1;
 }
 /* One scope's operations of one kind (direct or redirected). */
@@ -1047,28 +1051,38 @@ static inline void an_ser_hist_inc(an_hist *h, unsigned hb)
 {
     h->b[hb] += h->b[hb] != UINT32_MAX;
 }
-/* A command at ts of client ci (entry c) answered by node, and when us >= 0
- * the direct operation it was (its bucket hb: an_hist_bucket(us)): the most
- * common event, inline while the newest bucket holds it and both scopes
- * have their cells there (the cluster's figures are its clients' sum). */
-static inline __attribute__((always_inline)) void an_ser_quick(an_analyzer *an, int64_t ts,
-                                                              int32_t ci, an_cli *c,
-                                int32_t node, int64_t us, unsigned hb)
+/* an_ser_quick's inline case alone: returns 1 when it counted the command,
+ * 0 when an_ser_quick_slow has to (with the same arguments). */
+static inline __attribute__((always_inline)) int an_ser_quick_try(an_analyzer *an, int64_t ts,
+                                                                 an_cli *c, an_nd *nd,
+                                                                 int64_t us, unsigned hb)
 {
     an_series *s = &an->ser;
     uint32_t seq = s->cur_seq;
-    if ((uint64_t)(ts - s->cur_start) < (uint64_t)s->width && c->ser_seq == seq &&
-        (uint32_t)node < an->nnodes && an->nodes[node].ser_seq == seq) {
-        an_ser_cell *cc = c->ser_cp, *nc = an->nodes[node].ser_cp;
+    if ((uint64_t)ts - (uint64_t)s->cur_start < (uint64_t)s->width && c->ser_seq == seq && nd &&
+        nd->ser_seq == seq) {
+        an_ser_cell *cc = c->ser_cp, *nc = nd->ser_cp;
         cc->n[AN_SC_COMMANDS]++;
         nc->n[AN_SC_COMMANDS]++;
         if (us >= 0) {
             an_ser_hist_inc(cc->h[0], hb);
             an_ser_hist_inc(nc->h[0], hb);
         }
-        return;
+        return 1;
     }
-    if (s->width)
+    return !s->width; /* no series: nothing to count */
+}
+/* A command at ts of client ci (entry c) answered by node (entry nd, NULL
+ * when node is not one: an_node_entry), and when us >= 0 the direct
+ * operation it was (its bucket hb: an_hist_bucket(us)): the most common
+ * event, inline while the newest bucket holds it and both scopes have their
+ * cells there (the cluster's figures are its clients' sum). */
+static inline __attribute__((always_inline)) void an_ser_quick(an_analyzer *an, int64_t ts,
+                                                              int32_t ci, an_cli *c,
+                                                              int32_t node, an_nd *nd,
+                                                              int64_t us, unsigned hb)
+{
+    if (!an_ser_quick_try(an, ts, c, nd, us, hb))
         an_ser_quick_slow(an, ts, ci, node, us);
 }
 

@@ -411,6 +411,8 @@ static an_ser_bucket *bucket_for(an_analyzer *an, int64_t ts, int *late)
 {
     *late = 0;
     an_series *s = &an->ser;
+    if ((uint64_t)ts - (uint64_t)s->cur_start < (uint64_t)s->width)
+        return s->ring[s->n - 1]; /* the newest bucket (an_ser_quick's test) */
     if (ts < 0)
         ts = 0;
     int64_t start = ts - ts % s->width;

@@ -173,6 +173,61 @@ static void test_crc_every_length(void **state)
     }
 }
 
+/* The slot by the specification's words, byte by byte: the first '{', the
+ * first '}' after it, and the bitwise CRC of what lies between when that is
+ * not empty, else of the whole key. */
+static uint16_t slot_by_definition(const uint8_t *k, size_t n)
+{
+    size_t open = 0;
+    while (open < n && k[open] != '{')
+        open++;
+    if (open < n) {
+        size_t close = open + 1;
+        while (close < n && k[close] != '}')
+            close++;
+        if (close < n && close > open + 1)
+            return crc16_bitwise(k + open + 1, close - open - 1) & 16383;
+    }
+    return crc16_bitwise(k, n) & 16383;
+}
+
+/* Keys of every length 0..300 of random bytes (braces among them one time
+ * in eight), and for each length keys of random bytes without braces but
+ * a tag of 0..12 bytes ("{}", "{x}" ...) at every position: resp_key_slot
+ * agrees with the definition. Short tags take the word loads (1..4 and 5..8 bytes,
+ * near either end of the key), longer ones and empty ones the other paths. */
+static void test_tags_every_length_and_place(void **state)
+{
+    (void)state;
+    uint8_t k[300] = {0};
+    uint32_t x = 777;
+    for (size_t n = 0; n <= sizeof k; n++) {
+        for (size_t i = 0; i < n; i++) {
+            x = x * 1103515245u + 12345u;
+            uint8_t b = (uint8_t)(x >> 16);
+            k[i] = (x >> 29) == 0 ? (b & 1 ? '{' : '}') : b;
+        }
+        assert_int_equal(resp_key_slot(k, n), slot_by_definition(k, n));
+        for (size_t t = 0; t <= 12 && t + 2 <= n; t++) {
+            for (size_t at = 0; at + t + 2 <= n; at++) {
+                uint8_t c[300];
+                for (size_t i = 0; i < n; i++) {
+                    x = x * 1103515245u + 12345u;
+                    c[i] = (uint8_t)(x >> 16);
+                    if (c[i] == '{' || c[i] == '}')
+                        c[i] = 'k';
+                }
+                c[at] = '{';
+                c[at + t + 1] = '}';
+                uint16_t want = slot_by_definition(c, n);
+                assert_int_equal(resp_key_slot(c, n), want);
+                if (t > 0)
+                    assert_int_equal(want, crc16_bitwise(c + at + 1, t) & 16383);
+            }
+        }
+    }
+}
+
 /* A long key fed one byte at a time. */
 static void test_long_key(void **state)
 {
@@ -202,6 +257,7 @@ int main(void)
         cmocka_unit_test(test_whole_key_brace_positions),
         cmocka_unit_test(test_random_brace_keys),
         cmocka_unit_test(test_crc_every_length),
+        cmocka_unit_test(test_tags_every_length_and_place),
         cmocka_unit_test(test_long_key),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
