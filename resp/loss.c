@@ -83,10 +83,8 @@ static int sizes_of(const rc_conn *c, const rq_slot *e, uint32_t out[2])
 {
     if (e->kind != RQK_NORMAL || e->nreply != 1 || e->uncertain || e->keep)
         return 0;
-    char name[RESP_NAME_MAX] = {0};
-    if (e->text_len > 0) /* the text starts with it */
-        copy_units(name, pages_at(&c->text, e->text_pos), text_units(e->name_len),
-                       NAME_UNITS);
+    char name[16];
+    slot_name16(c, e, name);
     uint64_t k = size_key_of(name, e->name_len, slot_argc(e));
     for (int i = 0; i < RC_SIZE_SLOTS; i++) {
         const rc_sizes *z = &c->rsz[i];
