@@ -210,9 +210,10 @@ static inline void whole_give(rc_conn *c, const rq_entry *e)
 static inline void ring_pop(rc_conn *c)
 {
     const rq_slot *h = ring_at(c, 0);
-    if (h->whole != 0)
+    if (h->whole != 0) /* no text: the next packed slot's pop drops what is before it */
         whole_give(c, slot_whole(c, h));
-    pages_drop_to(c->rp, &c->text, h->text_pos + h->text_len);
+    else
+        pages_drop_to(c->rp, &c->text, h->text_pos + h->text_len);
     pages_drop_to(c->rp, &c->ring, c->ring.head + (uint32_t)sizeof(rq_slot));
     c->count--;
     c->part->inflight--;
@@ -239,9 +240,6 @@ static inline void slot_facts(rq_slot *s, const rq_entry *e)
  * wrote it. */
 static inline void slot_of_whole(rc_conn *c, rq_slot *s, rq_entry *e)
 {
-    resp_request *r = &e->cmd.req;
-    if (r->nargs > RESP_ARG_KEEP) /* as slot_facts stores it */
-        r->nargs = RESP_ARG_KEEP;
     slot_facts(s, e);
     s->key0_dup = 0;
     s->whole = e->whole;
