@@ -85,7 +85,7 @@ static int sizes_of(const rc_conn *c, const rq_slot *e, uint32_t out[2])
         return 0;
     char name[16];
     slot_name16(c, e, name);
-    uint64_t k = size_key_of(name, e->name_len, slot_argc(e));
+    uint64_t k = size_key_of(name, e->name_len, slot_argc(c, e));
     for (int i = 0; i < RC_SIZE_SLOTS; i++) {
         const rc_sizes *z = &c->rsz[i];
         if (z->key == k && z->seen >= SIZES_SEEN && !z->varied && z->n > 0) {

@@ -221,7 +221,8 @@ static inline void ring_pop(rc_conn *c)
 
 /* ---------------------------------------------------------------- slots (hot) */
 
-/* The facts of request e (with its pairing facts) that every slot holds. */
+/* The facts of request e (with its pairing facts) that a packed slot
+ * holds besides its text. */
 static inline void slot_facts(rq_slot *s, const rq_entry *e)
 {
     const resp_request *r = &e->cmd.req;
@@ -235,29 +236,32 @@ static inline void slot_facts(rq_slot *s, const rq_entry *e)
             RESP_ARG_KEEP;
 }
 
-/* Queue whole entry e (c->cur) in slot s: its pairing and fixed facts are
- * copied (the pairing reads them there), its text stays where the decoder
- * wrote it. */
-static inline void slot_of_whole(rc_conn *c, rq_slot *s, rq_entry *e)
+/* Queue whole entry e (c->cur) in slot s: the slot takes its pairing
+ * facts (pairing reads and changes them there); the rest stays in the
+ * entry, which slot_command hands over as it is. */
+static inline void slot_of_whole(rc_conn *c, rq_slot *s, const rq_entry *e)
 {
-    slot_facts(s, e);
-    s->key0_dup = 0;
+    memcpy(s, e, RQ_PAIRING_BYTES);
     s->whole = e->whole;
     s->text_pos = c->text.tail; /* no text */
     s->text_len = 0;
 }
 
 /* The capture time when s's request was complete (resp_request.ts_us). */
-static inline int64_t slot_ts_us(const rq_slot *s)
+static inline int64_t slot_ts_us(const rc_conn *c, const rq_slot *s)
 {
+    if (s->whole != 0)
+        return slot_whole(c, s)->cmd.req.ts_us;
     int64_t t;
     memcpy(&t, s->req_time + offsetof(resp_request, ts_us), sizeof t);
     return t;
 }
 
 /* The argument count of s's request (resp_request.argc). */
-static inline uint32_t slot_argc(const rq_slot *s)
+static inline uint32_t slot_argc(const rc_conn *c, const rq_slot *s)
 {
+    if (s->whole != 0)
+        return slot_whole(c, s)->cmd.req.argc;
     uint32_t n;
     memcpy(&n, s->req_facts, sizeof n);
     return n;
@@ -269,12 +273,9 @@ static inline resp_command *slot_command(rc_conn *c, const rq_slot *s)
 {
     if (s->whole == 0)
         return slot_unpack(c, s);
-    resp_command *cmd = &slot_whole(c, s)->cmd;
+    resp_command *cmd = &slot_whole(c, s)->cmd; /* seq, in_multi, end_pos set */
     cmd->conn = c->cc;
     cmd->conn_word = c->conn_word;
-    cmd->seq = s->seq;
-    cmd->in_multi = s->in_multi;
-    cmd->req.end_pos = s->req_end;
     return cmd;
 }
 
@@ -370,7 +371,7 @@ static inline int reply_may_answer(const rc_conn *c, const rq_slot *e, int64_t s
 {
     if (e->req_end > c->rep_ack)
         return 0;
-    return !with_time || e->kind == RQK_LOST || slot_ts_us(e) <= start_us;
+    return !with_time || e->kind == RQK_LOST || slot_ts_us(c, e) <= start_us;
 }
 
 #endif /* SLOTSCOPE_PAIR_INTERNAL_H */

@@ -83,20 +83,22 @@ typedef struct rq_entry {
 } rq_entry;
 
 /* One in-flight request: two cache lines. Its first 32 bytes are those of
- * rq_entry (the pairing facts, same names), copied as one block; the
- * request's fixed fields are two blocks of resp_request, copied as they
- * are (req_time: start_us, ts_us, start_frame; req_facts: argc up to the
- * argument prefixes); its text (name, kept arguments, first key) is in the
- * connection's text FIFO (rc_conn.text). The prefixes are 64-byte arrays of
- * which a few bytes are used, and a lossy reply stream holds a few hundred
- * requests per connection. */
+ * rq_entry (the pairing facts, same names), copied as one block. The rest
+ * is a packed request's (whole: 0): the request's fixed fields as two
+ * blocks of resp_request, copied as they are (req_time: start_us, ts_us,
+ * start_frame; req_facts: argc up to the argument prefixes), and its text
+ * (name, kept arguments, first key) in the connection's text FIFO
+ * (rc_conn.text). The prefixes are 64-byte arrays of which a few bytes are
+ * used, and a lossy reply stream holds a few hundred requests per
+ * connection. A slot with a whole entry holds its pairing facts and
+ * whole only (the entry holds the rest). */
 #define RQ_PAIRING_BYTES 32
 #define RQ_TIME_BYTES (offsetof(resp_request, name) - offsetof(resp_request, start_us))
 #define RQ_FACTS_BYTES (offsetof(resp_request, args) - offsetof(resp_request, argc))
 typedef struct rq_slot {
     _Alignas(64) uint32_t nreply;
     uint8_t kind, keep, got_reply, dynamic, sub_word, hello_proto, uncertain, name_len, tx;
-    uint8_t in_multi;        /* resp_command.in_multi */
+    uint8_t in_multi;        /* resp_command.in_multi (packed) */
     uint8_t key0_dup;        /* key0 is args[0] (same kept bytes): not stored twice */
     uint8_t spare;
     uint64_t req_end;        /* as rq_entry (also resp_request.end_pos) */
@@ -110,7 +112,7 @@ typedef struct rq_slot {
     uint16_t whole;          /* 1 + the index of its whole entry in
                                 resp_pipeline.whole (no text then), 0: packed */
     uint32_t text_pos;       /* where its text starts in the FIFO */
-    uint64_t seq;            /* resp_command.seq */
+    uint64_t seq;            /* resp_command.seq (packed) */
     uint8_t req_time[24];    /* resp_request from start_us to name */
     uint8_t req_facts[56];   /* resp_request from argc to args */
 } rq_slot;
