@@ -9,9 +9,10 @@
  *
  * The decoders (decode.h) know nothing of this: they tell their owner, the
  * connection, of each message through two event tables defined at the end
- * of this file. request_begin hands the request decoder the ring's next
- * entry and request_done queues it; reply_begin hands the reply decoder the
- * head entry's reply and reply_done pairs it.
+ * of this file. request_begin hands the request decoder an entry (a whole
+ * entry from the pipeline's pool, or the connection's stage) and
+ * request_done queues it in a slot; reply_begin hands the reply decoder the
+ * connection's reply and reply_done pairs it with the head slot.
  *
  * A Redis server answers the requests of one connection in the order it
  * received them, one reply each, so pairing is a FIFO per connection: a ring

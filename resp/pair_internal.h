@@ -5,7 +5,8 @@
  *   pair.c   which reply answers which request: the requests side (classify,
  *            queue), the replies side (pair, push, effects), emit, sync
  *   modes.c  client-side modes: MULTI/EXEC transactions, CLIENT REPLY
- *   ring.c   the in-flight ring of each connection: growth, shrinking
+ *   ring.c   the in-flight ring of each connection: pages, packed slots,
+ *            whole entries
  *   loss.c   re-anchoring after a gap: the sizes seen, counting a gap
  *   conn.c   connections, the pipeline, capture events, config, stats
  *

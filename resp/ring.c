@@ -12,7 +12,11 @@
  * some time, not all at once). Only the small array of page pointers grows
  * (by doubling) when a connection's span needs more pages than ever. The
  * hot accessors are inline in pair_internal.h; this file holds what runs
- * when a page is taken or given back.
+ * when a page is taken or given back, packing a request into its slot and
+ * text and unpacking it for the sink, and the pool of whole entries: most
+ * requests (a connection's first RQ_WHOLE_CONN in flight, while the
+ * pipeline has entries free) are decoded into one of those, and their slot
+ * only points to it, so that they are neither packed nor unpacked.
  */
 #include <stddef.h>
 #include <stdlib.h>
