@@ -135,6 +135,8 @@ static void conn_free(resp_pipeline *rp, rc_conn *c)
         c->next->prev = c->prev;
     c->part->inflight -= c->count;
     rp_free(&c->rpd);
+    whole_release_cur(c);
+    ring_release_all(c);
     pages_free(rp, &c->ring);
     pages_free(rp, &c->text);
     c->part->kept -= c->keep_cap;
@@ -191,6 +193,7 @@ resp_pipeline *resp_new(const resp_config *cfg, const resp_sink *sink)
     if (rp == NULL)
         return NULL;
     reply_clear(&rp->out.reply);
+    (void)whole_pool_init(rp); /* without: every request is packed */
     if (cfg != NULL)
         rp->cfg = *cfg;
     else
@@ -215,6 +218,7 @@ void resp_free(resp_pipeline *rp)
     while (rp->live != NULL)
         conn_free(rp, rp->live);
     pages_pool_free(rp);
+    whole_pool_free(rp);
     free(rp);
 }
 

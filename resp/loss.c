@@ -83,11 +83,9 @@ static int sizes_of(const rc_conn *c, const rq_slot *e, uint32_t out[2])
 {
     if (e->kind != RQK_NORMAL || e->nreply != 1 || e->uncertain || e->keep)
         return 0;
-    /* the text starts with the name, in 16-byte units: the key's 8 bytes
-     * are read in place (size_key_of masks what is past the name) */
-    static const char no_name[8];
-    const char *name = e->text_len > 0 ? (const char *)pages_at(&c->text, e->text_pos) : no_name;
-    uint64_t k = size_key_of(name, e->name_len, slot_argc(e));
+    char name[16];
+    slot_name16(c, e, name);
+    uint64_t k = size_key_of(name, e->name_len, slot_argc(c, e));
     for (int i = 0; i < RC_SIZE_SLOTS; i++) {
         const rc_sizes *z = &c->rsz[i];
         if (z->key == k && z->seen >= SIZES_SEEN && !z->varied && z->n > 0) {

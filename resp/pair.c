@@ -9,9 +9,10 @@
  *
  * The decoders (decode.h) know nothing of this: they tell their owner, the
  * connection, of each message through two event tables defined at the end
- * of this file. request_begin hands the request decoder the ring's next
- * entry and request_done queues it; reply_begin hands the reply decoder the
- * head entry's reply and reply_done pairs it.
+ * of this file. request_begin hands the request decoder an entry (a whole
+ * entry from the pipeline's pool, or the connection's stage) and
+ * request_done queues it in a slot; reply_begin hands the reply decoder the
+ * connection's reply and reply_done pairs it with the head slot.
  *
  * A Redis server answers the requests of one connection in the order it
  * received them, one reply each, so pairing is a FIFO per connection: a ring
@@ -169,7 +170,7 @@ static inline void emit_to_sink(rc_conn *c, resp_command *cmd)
  * common path of reply_done calls it. */
 static inline void emit_paired(rc_conn *c, rq_slot *e)
 {
-    resp_command *cmd = slot_unpack(c, e);
+    resp_command *cmd = slot_command(c, e);
     resp_reply *dst = &cmd->reply;
     cmd->outcome = RESP_OK;
     cmd->resp3 = c->resp3;
@@ -209,7 +210,7 @@ void pair_emit(rc_conn *c, rq_slot *e, resp_outcome outcome)
         outcome = RESP_UNANSWERED; /* a reply came, but whose is not known */
         c->st.unpaired_replies++;
     }
-    resp_command *cmd = slot_unpack(c, e);
+    resp_command *cmd = slot_command(c, e);
     cmd->outcome = outcome;
     cmd->resp3 = c->resp3;
     reply_none(&cmd->reply);
@@ -218,7 +219,7 @@ void pair_emit(rc_conn *c, rq_slot *e, resp_outcome outcome)
     emit_to_sink(c, cmd);
 }
 
-/* The request being decoded (e, the stage) cannot be queued (a cap, or no
+/* The request being decoded (e, c->cur) cannot be queued (a cap, or no
  * memory): the FIFO lost a position, so the pairing after it is unknown;
  * the request itself is emitted unanswered, as it is. */
 static PAIR_RARE void stage_drop(rc_conn *c, rq_entry *e)
@@ -241,16 +242,22 @@ static PAIR_RARE void stage_drop(rc_conn *c, rq_entry *e)
     emit_to_sink(c, cmd);
 }
 
-/* Queue the request just decoded (the stage): its slot, or NULL when it
- * could not be queued (no memory for a page). */
-static inline rq_slot *stage_queue(rc_conn *c, const rq_entry *e)
+/* Queue the request just decoded (e, c->cur): its slot, or NULL when it
+ * could not be queued (no memory for a page). A whole entry goes to the
+ * slot as it is (the next request is decoded elsewhere), the stage is
+ * packed. */
+static inline rq_slot *request_queue(rc_conn *c, rq_entry *e)
 {
     rq_pages *f = &c->ring;
     if (pages_need(c->rp, f, sizeof(rq_slot)) != 0)
         return NULL;
     rq_slot *s = (rq_slot *)(void *)pages_at(f, f->tail);
-    if (slot_pack(c, s, e) != 0)
+    if (e->whole != 0) {
+        slot_of_whole(c, s, e);
+        c->cur = &c->stage;
+    } else if (slot_pack(c, s, e) != 0) {
         return NULL;
+    }
     f->tail += sizeof(rq_slot);
     c->count++;
     return s;
@@ -380,9 +387,7 @@ static PAIR_RARE void repl_found(rc_conn *c, int mid)
     c->st.replication_skipped += c->count;
     c->st.requests -= c->count; /* decoded, never emitted */
     c->part->inflight -= c->count;
-    c->count = 0;
-    pages_release(c->rp, &c->ring);
-    pages_release(c->rp, &c->text);
+    ring_release_all(c);
     c->noreply_queued = 0;
     c->rq.in_msg = 0;
 }
@@ -439,6 +444,17 @@ static inline void request_reset(rq_entry *e, int64_t ts)
     r->start_us = ts;
 }
 
+/* Where the next request is decoded: the whole entry the connection holds
+ * unqueued (a request that began and was not queued), else a new one, else
+ * the stage. */
+static inline rq_entry *request_target(rc_conn *c)
+{
+    if (c->cur->whole != 0)
+        return c->cur;
+    rq_entry *e = whole_take(c);
+    return e != NULL ? e : &c->stage;
+}
+
 /* Is there room for one more request after the queued ones in pages
  * already held: a slot, and a text page begun (a text that does not fit
  * takes the next page when the request is complete, from the pool)? */
@@ -461,15 +477,16 @@ static PAIR_APART rq_entry *request_slot_general(rc_conn *c, int64_t ts)
                        c->part->inflight < rp->inflight_part_cap &&
                        pages_need(rp, &c->ring, sizeof(rq_slot)) == 0 &&
                        pages_need(rp, &c->text, 1) == 0);
-    request_reset(&c->stage, ts);
-    return &c->stage;
+    rq_entry *e = request_target(c);
+    request_reset(e, ts);
+    return e;
 }
 
 /* A request starts (rq_out.begin): the entry the decoder writes it into,
- * c->cur, the stage (it is packed into the ring when complete). The common
- * case, a connection in sync with room in its pages, under the caps, is
- * settled here (what request_slot_general would do for it); the rest goes
- * to request_slot_general. */
+ * c->cur (request_target). The common case, a connection in sync with
+ * room in its pages, under the caps, is settled here (what
+ * request_slot_general would do for it); the rest goes to
+ * request_slot_general. */
 static resp_request *request_begin(void *owner, int64_t ts)
 {
     rc_conn *c = owner;
@@ -477,8 +494,8 @@ static resp_request *request_begin(void *owner, int64_t ts)
     rq_entry *e;
     if (c->synced && room_held(c) && c->count < rp->cfg.max_inflight &&
         c->part->inflight < rp->inflight_part_cap) {
-        e = &c->stage;
         c->cur_dropped = 0;
+        e = request_target(c);
         request_reset(e, ts);
     } else {
         e = request_slot_general(c, ts);
@@ -492,6 +509,7 @@ static void request_dropped(void *owner)
 {
     rc_conn *c = owner;
     c->cur_dropped = 0;
+    whole_release_cur(c);
 }
 
 /* Malformed request bytes (rq_out.error): a loss on the request side. */
@@ -626,7 +644,7 @@ static PAIR_APART void request_done_general(rc_conn *c, rq_entry *e, uint8_t kin
     e->req_end = c->rq.msg_off + e->cmd.req.bytes + c->rq_lost_bytes;
     e->cmd.req.end_pos = e->req_end;
     rq_sizes_learn(c, e->cmd.req.bytes);
-    rq_slot *s = c->cur_dropped ? NULL : stage_queue(c, e);
+    rq_slot *s = c->cur_dropped ? NULL : request_queue(c, e);
     if (s == NULL) {
         stage_drop(c, e);
         return;
@@ -669,7 +687,7 @@ static void request_done(void *owner, uint8_t name_len)
     e->req_end = c->rq.msg_off + e->cmd.req.bytes + c->rq_lost_bytes;
     e->cmd.req.end_pos = e->req_end;
     rq_sizes_learn(c, e->cmd.req.bytes);
-    if (stage_queue(c, e) == NULL) {
+    if (request_queue(c, e) == NULL) {
         stage_drop(c, e);
         return;
     }

@@ -5,7 +5,8 @@
  *   pair.c   which reply answers which request: the requests side (classify,
  *            queue), the replies side (pair, push, effects), emit, sync
  *   modes.c  client-side modes: MULTI/EXEC transactions, CLIENT REPLY
- *   ring.c   the in-flight ring of each connection: growth, shrinking
+ *   ring.c   the in-flight ring of each connection: pages, packed slots,
+ *            whole entries
  *   loss.c   re-anchoring after a gap: the sizes seen, counting a gap
  *   conn.c   connections, the pipeline, capture events, config, stats
  *
@@ -97,6 +98,13 @@ void request_modes(rc_conn *c, rq_entry *e);
 void tx_undo(rc_conn *c, const rq_slot *h);
 
 /* ring.c */
+int whole_pool_init(resp_pipeline *rp);
+void whole_pool_free(resp_pipeline *rp);
+rq_entry *whole_first_use(resp_pipeline *rp);
+void ring_release_all(rc_conn *c);
+int slot_pack(rc_conn *c, rq_slot *s, const rq_entry *e);
+resp_command *slot_unpack(rc_conn *c, const rq_slot *s);
+void whole_release_cur(rc_conn *c);
 int pages_need_slow(resp_pipeline *rp, rq_pages *f, uint32_t n);
 void pages_drop_slow(resp_pipeline *rp, rq_pages *f, uint32_t new_head);
 void pages_release(resp_pipeline *rp, rq_pages *f);
@@ -165,150 +173,123 @@ static inline rq_slot *ring_push(rc_conn *c)
     return e;
 }
 
-/* Remove the head (its text goes with it). */
+/* ---------------------------------------------------------------- whole entries (hot) */
+
+/* The whole entry of slot s (s->whole != 0). */
+static inline rq_entry *slot_whole(const rc_conn *c, const rq_slot *s)
+{
+    return &c->rp->whole[s->whole - 1];
+}
+
+/* A whole entry for c's next request, or NULL when c holds its share or
+ * the pipeline has none free (the request is then staged and packed). */
+static inline rq_entry *whole_take(rc_conn *c)
+{
+    resp_pipeline *rp = c->rp;
+    if (c->whole_held >= RQ_WHOLE_CONN)
+        return NULL;
+    rq_entry *e;
+    if (rp->whole_nfree > 0)
+        e = &rp->whole[rp->whole_free[--rp->whole_nfree]];
+    else if (rp->whole_made < rp->whole_cap)
+        e = whole_first_use(rp);
+    else
+        return NULL;
+    c->whole_held++;
+    return e;
+}
+
+/* Give a whole entry of c's back to the pipeline. */
+static inline void whole_give(rc_conn *c, const rq_entry *e)
+{
+    resp_pipeline *rp = c->rp;
+    rp->whole_free[rp->whole_nfree++] = (uint16_t)(e->whole - 1);
+    c->whole_held--;
+}
+
+/* Remove the head (its text, or its whole entry, goes with it). */
 static inline void ring_pop(rc_conn *c)
 {
     const rq_slot *h = ring_at(c, 0);
-    pages_drop_to(c->rp, &c->text, h->text_pos + h->text_len);
+    if (h->whole != 0) /* no text: the next packed slot's pop drops what is before it */
+        whole_give(c, slot_whole(c, h));
+    else
+        pages_drop_to(c->rp, &c->text, h->text_pos + h->text_len);
     pages_drop_to(c->rp, &c->ring, c->ring.head + (uint32_t)sizeof(rq_slot));
     c->count--;
     c->part->inflight--;
 }
 
-/* ---------------------------------------------------------------- text (hot) */
+/* ---------------------------------------------------------------- slots (hot) */
 
-/* The 16-byte units a text piece of n kept bytes (n <= 64) takes: pieces
- * are copied by moves of constant size, rounded up. */
-static inline uint32_t text_units(uint32_t n)
-{
-    return (n + 15) >> 4;
-}
-
-/* Copy u 16-byte units (u <= max, max 2 or 4: the arrays' sizes), into a
- * slot's text or back out of it. */
-static inline void copy_units(void *dst, const void *src, uint32_t u, uint32_t max)
-{
-    if (u > max)
-        u = max;
-    switch (u) {
-    case 1: memcpy(dst, src, 16); break;
-    case 2: memcpy(dst, src, 32); break;
-    case 3: memcpy(dst, src, max >= 3 ? 48 : 32); break;
-    case 4: memcpy(dst, src, max >= 4 ? 64 : 32); break;
-    default: break;
-    }
-}
-#define NAME_UNITS (RESP_NAME_MAX / 16)
-#define ARG_UNITS (RESP_ARG_PREFIX / 16)
-
-/* Is key0 the same kept bytes as args[0] (compared by their moves: bytes
- * past the kept lengths may differ, then it is kept twice)? */
-static inline int key0_is_arg0(const resp_request *r)
-{
-    if (r->nargs == 0 || r->key0_len != r->arg_len[0])
-        return 0;
-    switch (text_units(r->key0_len)) {
-    case 1: return memcmp(r->key0, r->args[0], 16) == 0;
-    case 2: return memcmp(r->key0, r->args[0], 32) == 0;
-    case 3: return memcmp(r->key0, r->args[0], 48) == 0;
-    default: return memcmp(r->key0, r->args[0], 64) == 0;
-    }
-}
-
-/* Pack the request just decoded (e, with its pairing facts) into slot s,
- * its text (the pieces one after another, in 16-byte units) at the text
- * FIFO's tail, or at the next page when it would straddle one. Returns -1
- * if memory ran out. */
-static inline int slot_pack(rc_conn *c, rq_slot *s, const rq_entry *e)
+/* The facts of request e (with its pairing facts) that a packed slot
+ * holds besides its text. */
+static inline void slot_facts(rq_slot *s, const rq_entry *e)
 {
     const resp_request *r = &e->cmd.req;
-    rq_pages *f = &c->text;
-    uint32_t nargs = r->nargs < RESP_ARG_KEEP ? r->nargs : RESP_ARG_KEEP;
-    int dup = r->key0_len == 0 || key0_is_arg0(r);
-    uint32_t units = text_units(e->name_len) + (dup ? 0 : text_units(r->key0_len));
-    for (uint32_t i = 0; i < nargs; i++)
-        units += text_units(r->arg_len[i]);
-    uint32_t len = units << 4, at = f->tail;
-    if (len > 0) {
-        if ((at & (RQ_PAGE - 1)) + len > RQ_PAGE)
-            at = (at + RQ_PAGE - 1) & ~(RQ_PAGE - 1);
-        if (f->end - at < len && pages_need(c->rp, f, at + len - f->tail) != 0)
-            return -1;
-        uint8_t *d = pages_at(f, at);
-        uint32_t u = text_units(e->name_len);
-        copy_units(d, r->name, u, NAME_UNITS);
-        d += u << 4;
-        for (uint32_t i = 0; i < nargs; i++) {
-            u = text_units(r->arg_len[i]);
-            copy_units(d, r->args[i], u, ARG_UNITS);
-            d += u << 4;
-        }
-        if (!dup)
-            copy_units(d, r->key0, text_units(r->key0_len), ARG_UNITS);
-        f->tail = at + len;
-    }
     memcpy(s, e, RQ_PAIRING_BYTES);
     s->in_multi = e->cmd.in_multi;
-    s->key0_dup = (uint8_t)dup;
-    s->text_pos = at;
-    s->text_len = (uint16_t)len;
     s->seq = e->cmd.seq;
     memcpy(s->req_time, &r->start_us, RQ_TIME_BYTES);
     memcpy(s->req_facts, &r->argc, RQ_FACTS_BYTES);
     if (r->nargs > RESP_ARG_KEEP) /* not in the decoder's hands: stored as kept */
         s->req_facts[offsetof(resp_request, nargs) - offsetof(resp_request, argc)] =
             RESP_ARG_KEEP;
-    return 0;
+}
+
+/* Queue whole entry e (c->cur) in slot s: the slot takes its pairing
+ * facts (pairing reads and changes them there); the rest stays in the
+ * entry, which slot_command hands over as it is. */
+static inline void slot_of_whole(rc_conn *c, rq_slot *s, const rq_entry *e)
+{
+    memcpy(s, e, RQ_PAIRING_BYTES);
+    s->whole = e->whole;
+    s->text_pos = c->text.tail; /* no text */
+    s->text_len = 0;
 }
 
 /* The capture time when s's request was complete (resp_request.ts_us). */
-static inline int64_t slot_ts_us(const rq_slot *s)
+static inline int64_t slot_ts_us(const rc_conn *c, const rq_slot *s)
 {
+    if (s->whole != 0)
+        return slot_whole(c, s)->cmd.req.ts_us;
     int64_t t;
     memcpy(&t, s->req_time + offsetof(resp_request, ts_us), sizeof t);
     return t;
 }
 
 /* The argument count of s's request (resp_request.argc). */
-static inline uint32_t slot_argc(const rq_slot *s)
+static inline uint32_t slot_argc(const rc_conn *c, const rq_slot *s)
 {
+    if (s->whole != 0)
+        return slot_whole(c, s)->cmd.req.argc;
     uint32_t n;
     memcpy(&n, s->req_facts, sizeof n);
     return n;
 }
 
-/* The command of slot s, unpacked into the pipeline's out buffer (its
- * reply is left to the caller). Bytes past a kept length are those of an
- * earlier command (never a credential: those are not kept). */
-static inline resp_command *slot_unpack(rc_conn *c, const rq_slot *s)
+/* The command of slot s: its whole entry's, or (slot_unpack) unpacked
+ * into the pipeline's out buffer. Its reply is left to the caller. */
+static inline resp_command *slot_command(rc_conn *c, const rq_slot *s)
 {
-    resp_command *cmd = &c->rp->out;
-    resp_request *r = &cmd->req;
+    if (s->whole == 0)
+        return slot_unpack(c, s);
+    resp_command *cmd = &slot_whole(c, s)->cmd; /* seq, in_multi, end_pos set */
     cmd->conn = c->cc;
     cmd->conn_word = c->conn_word;
-    cmd->seq = s->seq;
-    cmd->in_multi = s->in_multi;
-    memcpy(&r->start_us, s->req_time, RQ_TIME_BYTES);
-    memcpy(&r->argc, s->req_facts, RQ_FACTS_BYTES);
-    r->end_pos = s->req_end;
-    r->name[0] = '\0';
-    if (s->text_len > 0) {
-        const uint8_t *p = pages_at(&c->text, s->text_pos);
-        uint32_t u = text_units(s->name_len);
-        copy_units(r->name, p, u, NAME_UNITS);
-        r->name[s->name_len] = '\0';
-        p += u << 4;
-        for (uint32_t i = 0; i < r->nargs; i++) {
-            u = text_units(r->arg_len[i]);
-            copy_units(r->args[i], p, u, ARG_UNITS);
-            p += u << 4;
-        }
-        if (!s->key0_dup)
-            copy_units(r->key0, p, text_units(r->key0_len), ARG_UNITS);
-    }
-    if (s->key0_dup)
-        copy_units(r->key0, (const uint8_t *)r->args[0], text_units(r->key0_len), ARG_UNITS);
     return cmd;
+}
+
+/* The first 16 bytes of s's name (name_len of them count), into name
+ * (zeros when it has none). */
+static inline void slot_name16(const rc_conn *c, const rq_slot *s, char name[16])
+{
+    if (s->whole != 0)
+        memcpy(name, slot_whole(c, s)->cmd.req.name, 16);
+    else if (s->text_len > 0) /* the text starts with it */
+        memcpy(name, pages_at(&c->text, s->text_pos), 16);
+    else
+        memset(name, 0, 16);
 }
 
 /* ---------------------------------------------------------------- queue (hot) */
@@ -391,7 +372,7 @@ static inline int reply_may_answer(const rc_conn *c, const rq_slot *e, int64_t s
 {
     if (e->req_end > c->rep_ack)
         return 0;
-    return !with_time || e->kind == RQK_LOST || slot_ts_us(e) <= start_us;
+    return !with_time || e->kind == RQK_LOST || slot_ts_us(c, e) <= start_us;
 }
 
 #endif /* SLOTSCOPE_PAIR_INTERNAL_H */

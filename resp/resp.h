@@ -358,7 +358,9 @@ typedef struct resp_config {
     uint32_t max_inflight;       /* requests waiting for replies per connection
                                     (default 100000); more are dropped, counted */
     uint64_t max_inflight_total; /* in all connections (default 1000000; an
-                                    in-flight request costs 160-550 bytes),
+                                    in-flight request costs 160-550 bytes,
+                                    beside a pool of at most 1024 whole
+                                    entries of 896 bytes per pipeline),
                                     applied per partition of connections
                                     (capture.h: 1/64 each) */
     uint32_t max_line;           /* longest simple line / inline command (64 KiB) */

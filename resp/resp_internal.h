@@ -48,10 +48,12 @@ typedef struct rq_pages {
 } rq_pages;
 
 /* The request being decoded: the command event it becomes, plus the
- * pairing facts worked out when it is complete (pair.c). One per
- * connection (rc_conn.stage): the decoder writes into it, and pairing packs
- * it into the in-flight ring as an rq_slot (which keeps the field names of
- * the pairing facts). */
+ * pairing facts worked out when it is complete (pair.c). The decoder
+ * writes into one of the pipeline's whole entries when the connection can
+ * take one (rc_conn.cur): queued, its slot then points to it and the sink
+ * is handed its cmd as it is. Otherwise it writes into the connection's
+ * stage, and pairing packs that into an rq_slot and its text. Either way
+ * the slot holds the pairing facts (the same field names). */
 typedef struct rq_entry {
     uint32_t nreply;         /* replies still expected (0: none by design) */
     uint8_t kind;            /* RQK_* in pair_internal.h */
@@ -78,23 +80,28 @@ typedef struct rq_entry {
     };
     resp_command cmd;        /* request filled in (its reply is not used:
                                 replies are decoded into rc_conn.reply) */
+    uint16_t whole;          /* a whole entry: 1 + its index in
+                                resp_pipeline.whole (rq_slot.whole); 0 for
+                                the stage */
 } rq_entry;
 
 /* One in-flight request: two cache lines. Its first 32 bytes are those of
- * rq_entry (the pairing facts, same names), copied as one block; the
- * request's fixed fields are two blocks of resp_request, copied as they
- * are (req_time: start_us, ts_us, start_frame; req_facts: argc up to the
- * argument prefixes); its text (name, kept arguments, first key) is in the
- * connection's text FIFO (rc_conn.text). The prefixes are 64-byte arrays of
- * which a few bytes are used, and a lossy reply stream holds a few hundred
- * requests per connection. */
+ * rq_entry (the pairing facts, same names), copied as one block. The rest
+ * is a packed request's (whole: 0): the request's fixed fields as two
+ * blocks of resp_request, copied as they are (req_time: start_us, ts_us,
+ * start_frame; req_facts: argc up to the argument prefixes), and its text
+ * (name, kept arguments, first key) in the connection's text FIFO
+ * (rc_conn.text). The prefixes are 64-byte arrays of which a few bytes are
+ * used, and a lossy reply stream holds a few hundred requests per
+ * connection. A slot with a whole entry holds its pairing facts and
+ * whole only (the entry holds the rest). */
 #define RQ_PAIRING_BYTES 32
 #define RQ_TIME_BYTES (offsetof(resp_request, name) - offsetof(resp_request, start_us))
 #define RQ_FACTS_BYTES (offsetof(resp_request, args) - offsetof(resp_request, argc))
 typedef struct rq_slot {
     _Alignas(64) uint32_t nreply;
     uint8_t kind, keep, got_reply, dynamic, sub_word, hello_proto, uncertain, name_len, tx;
-    uint8_t in_multi;        /* resp_command.in_multi */
+    uint8_t in_multi;        /* resp_command.in_multi (packed) */
     uint8_t key0_dup;        /* key0 is args[0] (same kept bytes): not stored twice */
     uint8_t spare;
     uint64_t req_end;        /* as rq_entry (also resp_request.end_pos) */
@@ -105,8 +112,10 @@ typedef struct rq_slot {
         } tx_elems;
     };
     uint16_t text_len;       /* its bytes in the text FIFO (padding included) */
+    uint16_t whole;          /* 1 + the index of its whole entry in
+                                resp_pipeline.whole (no text then), 0: packed */
     uint32_t text_pos;       /* where its text starts in the FIFO */
-    uint64_t seq;            /* resp_command.seq */
+    uint64_t seq;            /* resp_command.seq (packed) */
     uint8_t req_time[24];    /* resp_request from start_us to name */
     uint8_t req_facts[56];   /* resp_request from argc to args */
 } rq_slot;
@@ -121,6 +130,15 @@ _Static_assert(RQ_TIME_BYTES == 24 && offsetof(resp_request, start_us) == 0 &&
                    offsetof(resp_request, ts_us) == 8,
                "resp_request's start_us .. start_frame is req_time");
 _Static_assert(RQ_FACTS_BYTES == 56, "resp_request's argc .. arg_full_len is req_facts");
+/* Whole entries: a pipeline has at most RQ_WHOLE_MAX (allocated as one
+ * array, its pages touched only as entries are first used), a connection
+ * holds at most RQ_WHOLE_CONN of them (queued, or being decoded); past
+ * either, requests are packed. They are what the common case, a shallow
+ * pipeline in sync, runs on: no copy in or out. */
+#define RQ_WHOLE_MAX 1024
+#define RQ_WHOLE_CONN 32
+_Static_assert(RQ_WHOLE_MAX < UINT16_MAX, "rq_slot.whole holds an index + 1");
+
 /* The longest text of a request (its pieces in 16-byte units: the arrays'
  * sizes are multiples of 16). A text never straddles a page. */
 #define RQ_TEXT_MAX (RESP_NAME_MAX + (RESP_ARG_KEEP + 1) * RESP_ARG_PREFIX)
@@ -162,10 +180,12 @@ typedef struct rc_conn {
     uint8_t cur_dropped;      /* cur will not be queued (a cap, or no memory) */
     uint32_t noreply_queued;  /* queued requests that expect no reply (the
                                  ones flush_no_reply emits, pair.c) */
+    uint32_t whole_held;      /* whole entries it holds (queued, or cur) */
     /* client-side modes (known when a request is decoded) */
     uint8_t in_multi, reply_off, skip_next;
-    rq_entry *cur;            /* the entry the request decoder writes
-                                 (&stage; its rq.req is &cur->cmd.req) */
+    rq_entry *cur;            /* the entry the request decoder writes (its
+                                 rq.req is &cur->cmd.req): &stage, or a
+                                 whole entry not queued yet */
     uint64_t frame;           /* record of the DATA being fed (cap_event.frame,
                                  for bus.c) */
     uint64_t seq;
@@ -237,7 +257,8 @@ typedef struct rc_conn {
     rc_sizes rsz[RC_SIZE_SLOTS];
     struct rc_bus *bus;       /* a cluster-bus connection: its two streams
                                  (bus.c), NULL for RESP */
-    rq_entry stage;           /* the request being decoded (cur) */
+    rq_entry stage;           /* the request being decoded when it is not
+                                 in a whole entry (cur) */
 } rc_conn;
 
 enum { REPL_MID_NONE = 0, REPL_MID_SERVER = 1, REPL_MID_CLIENT = 2 };
@@ -256,11 +277,17 @@ struct resp_pipeline {
     uint64_t pages_used;      /* pages held by the FIFOs of all connections */
     uint64_t pages_peak;      /* most pages allocated at once (used + pool) */
     uint64_t page_allocs;     /* pages allocated (tests: not per command) */
+    rq_entry *whole;          /* whole entries (RQ_WHOLE_MAX, or NULL) */
+    uint16_t *whole_free;     /* indexes of the ones free, whole_nfree of them */
+    uint32_t whole_nfree;
+    uint32_t whole_made;      /* entries ever handed out: [0, whole_made)
+                                 are initialised */
+    uint32_t whole_cap;       /* RQ_WHOLE_MAX, 0 if the array was not had */
     uint64_t index;           /* the record being fed (cap_event.index of the
                                  latest event): proofs.c stamps with it */
-    resp_command out;         /* the command handed to the sink: an emitted
-                                 slot is unpacked here (one pipeline per
-                                 thread: no global state) */
+    resp_command out;         /* the command handed to the sink for a
+                                 packed slot: it is unpacked here (one
+                                 pipeline per thread: no global state) */
 };
 
 /* ---------------------------------------------------------------- bus.c */

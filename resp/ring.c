@@ -12,7 +12,11 @@
  * some time, not all at once). Only the small array of page pointers grows
  * (by doubling) when a connection's span needs more pages than ever. The
  * hot accessors are inline in pair_internal.h; this file holds what runs
- * when a page is taken or given back.
+ * when a page is taken or given back, packing a request into its slot and
+ * text and unpacking it for the sink, and the pool of whole entries: most
+ * requests (a connection's first RQ_WHOLE_CONN in flight, while the
+ * pipeline has entries free) are decoded into one of those, and their slot
+ * only points to it, so that they are neither packed nor unpacked.
  */
 #include <stddef.h>
 #include <stdlib.h>
@@ -157,4 +161,180 @@ void pages_free(resp_pipeline *rp, rq_pages *f)
     free(f->page);
     f->page = NULL;
     f->cap = 0;
+}
+
+/* ---------------------------------------------------------------- packed slots */
+
+/* The 16-byte units a text piece of n kept bytes (n <= 64) takes: pieces
+ * are copied by moves of constant size, rounded up. */
+static inline uint32_t text_units(uint32_t n)
+{
+    return (n + 15) >> 4;
+}
+
+/* Copy u 16-byte units (u <= max, max 2 or 4: the arrays' sizes), into a
+ * slot's text or back out of it. */
+static inline void copy_units(void *dst, const void *src, uint32_t u, uint32_t max)
+{
+    if (u > max)
+        u = max;
+    switch (u) {
+    case 1: memcpy(dst, src, 16); break;
+    case 2: memcpy(dst, src, 32); break;
+    case 3: memcpy(dst, src, max >= 3 ? 48 : 32); break;
+    case 4: memcpy(dst, src, max >= 4 ? 64 : 32); break;
+    default: break;
+    }
+}
+#define NAME_UNITS (RESP_NAME_MAX / 16)
+#define ARG_UNITS (RESP_ARG_PREFIX / 16)
+
+/* Is key0 the same kept bytes as args[0] (compared by their moves: bytes
+ * past the kept lengths may differ, then it is kept twice)? */
+static inline int key0_is_arg0(const resp_request *r)
+{
+    if (r->nargs == 0 || r->key0_len != r->arg_len[0])
+        return 0;
+    switch (text_units(r->key0_len)) {
+    case 1: return memcmp(r->key0, r->args[0], 16) == 0;
+    case 2: return memcmp(r->key0, r->args[0], 32) == 0;
+    case 3: return memcmp(r->key0, r->args[0], 48) == 0;
+    default: return memcmp(r->key0, r->args[0], 64) == 0;
+    }
+}
+
+/* Pack the request just decoded (e, with its pairing facts) into slot s,
+ * its text (the pieces one after another, in 16-byte units) at the text
+ * FIFO's tail, or at the next page when it would straddle one. Returns -1
+ * if memory ran out. */
+int slot_pack(rc_conn *c, rq_slot *s, const rq_entry *e)
+{
+    const resp_request *r = &e->cmd.req;
+    rq_pages *f = &c->text;
+    uint32_t nargs = r->nargs < RESP_ARG_KEEP ? r->nargs : RESP_ARG_KEEP;
+    int dup = r->key0_len == 0 || key0_is_arg0(r);
+    uint32_t units = text_units(e->name_len) + (dup ? 0 : text_units(r->key0_len));
+    for (uint32_t i = 0; i < nargs; i++)
+        units += text_units(r->arg_len[i]);
+    uint32_t len = units << 4, at = f->tail;
+    if (len > 0) {
+        if ((at & (RQ_PAGE - 1)) + len > RQ_PAGE)
+            at = (at + RQ_PAGE - 1) & ~(RQ_PAGE - 1);
+        if (f->end - at < len && pages_need(c->rp, f, at + len - f->tail) != 0)
+            return -1;
+        uint8_t *d = pages_at(f, at);
+        uint32_t u = text_units(e->name_len);
+        copy_units(d, r->name, u, NAME_UNITS);
+        d += u << 4;
+        for (uint32_t i = 0; i < nargs; i++) {
+            u = text_units(r->arg_len[i]);
+            copy_units(d, r->args[i], u, ARG_UNITS);
+            d += u << 4;
+        }
+        if (!dup)
+            copy_units(d, r->key0, text_units(r->key0_len), ARG_UNITS);
+        f->tail = at + len;
+    }
+    slot_facts(s, e);
+    s->key0_dup = (uint8_t)dup;
+    s->whole = 0;
+    s->text_pos = at;
+    s->text_len = (uint16_t)len;
+    return 0;
+}
+
+/* The command of packed slot s, unpacked into the pipeline's out buffer
+ * (its reply is left to the caller). Bytes past a kept length are those of
+ * an earlier command (never a credential: those are not kept). */
+resp_command *slot_unpack(rc_conn *c, const rq_slot *s)
+{
+    resp_command *cmd = &c->rp->out;
+    resp_request *r = &cmd->req;
+    cmd->conn = c->cc;
+    cmd->conn_word = c->conn_word;
+    cmd->seq = s->seq;
+    cmd->in_multi = s->in_multi;
+    memcpy(&r->start_us, s->req_time, RQ_TIME_BYTES);
+    memcpy(&r->argc, s->req_facts, RQ_FACTS_BYTES);
+    r->end_pos = s->req_end;
+    r->name[0] = '\0';
+    if (s->text_len > 0) {
+        const uint8_t *p = pages_at(&c->text, s->text_pos);
+        uint32_t u = text_units(s->name_len);
+        copy_units(r->name, p, u, NAME_UNITS);
+        r->name[s->name_len] = '\0';
+        p += u << 4;
+        for (uint32_t i = 0; i < r->nargs; i++) {
+            u = text_units(r->arg_len[i]);
+            copy_units(r->args[i], p, u, ARG_UNITS);
+            p += u << 4;
+        }
+        if (!s->key0_dup)
+            copy_units(r->key0, p, text_units(r->key0_len), ARG_UNITS);
+    }
+    if (s->key0_dup)
+        copy_units(r->key0, (const uint8_t *)r->args[0], text_units(r->key0_len), ARG_UNITS);
+    return cmd;
+}
+
+/* ---------------------------------------------------------------- whole entries */
+
+/* The pipeline's whole entries (resp_new): one array, whose pages are
+ * touched only as entries are first used. Returns -1 if memory ran out
+ * (then every request is packed). */
+int whole_pool_init(resp_pipeline *rp)
+{
+    rp->whole = malloc(RQ_WHOLE_MAX * sizeof(*rp->whole));
+    rp->whole_free = malloc(RQ_WHOLE_MAX * sizeof(*rp->whole_free));
+    if (rp->whole == NULL || rp->whole_free == NULL) {
+        whole_pool_free(rp);
+        return -1;
+    }
+    rp->whole_cap = RQ_WHOLE_MAX;
+    return 0;
+}
+
+void whole_pool_free(resp_pipeline *rp)
+{
+    free(rp->whole);
+    free(rp->whole_free);
+    rp->whole = NULL;
+    rp->whole_free = NULL;
+    rp->whole_cap = rp->whole_nfree = rp->whole_made = 0;
+}
+
+/* An entry never used before (none is free, whole_made < whole_cap): its
+ * reply starts cleared, as the out buffer's (emit keeps the error text and
+ * redirection so between errors). */
+rq_entry *whole_first_use(resp_pipeline *rp)
+{
+    rq_entry *e = &rp->whole[rp->whole_made++];
+    memset(e, 0, sizeof(*e));
+    e->cmd.reply.redir.slot = -1;
+    e->whole = (uint16_t)rp->whole_made;
+    return e;
+}
+
+/* Every queued slot goes (not emitted) with the whole entries it holds:
+ * the FIFOs are empty after. */
+void ring_release_all(rc_conn *c)
+{
+    for (uint32_t i = 0; i < c->count; i++) {
+        const rq_slot *s = ring_at(c, i);
+        if (s->whole != 0)
+            whole_give(c, slot_whole(c, s));
+    }
+    c->count = 0;
+    pages_release(c->rp, &c->ring);
+    pages_release(c->rp, &c->text);
+}
+
+/* The request being decoded is no more (the connection goes, or nothing
+ * was queued): a whole entry it was in goes back. */
+void whole_release_cur(rc_conn *c)
+{
+    if (c->cur->whole != 0) {
+        whole_give(c, c->cur);
+        c->cur = &c->stage;
+    }
 }

@@ -396,6 +396,125 @@ static void test_keep_buffer_freed(void **state)
     h_free(&h);
 }
 
+/* Request i of mixed_queue: GET key, SET key value or HSET key f value,
+ * with keys of 1 to 70 bytes (past the 64 kept) and values of 0 to 79, so
+ * that the pieces take 1 to 4 units and texts meet their pages' ends. */
+static size_t mixed_request(char *out, size_t cap, int i, char *key, size_t *key_len,
+                            char *val, size_t *val_len)
+{
+    size_t kl = 1 + (size_t)(i * 7) % 70, vl = (size_t)(i * 5) % 80;
+    for (size_t j = 0; j < kl; j++)
+        key[j] = (char)('a' + (i + (int)j) % 26);
+    for (size_t j = 0; j < vl; j++)
+        val[j] = (char)('A' + (i * 3 + (int)j) % 26);
+    *key_len = kl;
+    *val_len = vl;
+    int n;
+    switch (i % 3) {
+    case 0:
+        n = snprintf(out, cap, "*2\r\n$3\r\nGET\r\n$%zu\r\n%.*s\r\n", kl, (int)kl, key);
+        break;
+    case 1:
+        n = snprintf(out, cap, "*3\r\n$3\r\nSET\r\n$%zu\r\n%.*s\r\n$%zu\r\n%.*s\r\n", kl,
+                     (int)kl, key, vl, (int)vl, val);
+        break;
+    default:
+        n = snprintf(out, cap, "*4\r\n$4\r\nHSET\r\n$%zu\r\n%.*s\r\n$1\r\nf\r\n$%zu\r\n%.*s\r\n",
+                     kl, (int)kl, key, vl, (int)vl, val);
+        break;
+    }
+    assert_true(n > 0 && (size_t)n < cap);
+    return (size_t)n;
+}
+
+/* Queue requests first .. first + n - 1 of mixed_request in one chunk. */
+static void mixed_queue(h_ctx *h, int first, int n)
+{
+    static char buf[400 * 200];
+    char key[80], val[80];
+    size_t len = 0, kl, vl;
+    assert_true(n <= 400);
+    for (int i = first; i < first + n; i++)
+        len += mixed_request(buf + len, sizeof buf - len, i, key, &kl, val, &vl);
+    h_data(h, CAP_TO_SERVER, buf, len);
+}
+
+/* Command i came out as request i was sent: name, kept arguments, first key. */
+static void mixed_check(const resp_command *c, int i)
+{
+    char buf[200], key[80], val[80];
+    size_t kl, vl;
+    (void)mixed_request(buf, sizeof buf, i, key, &kl, val, &vl);
+    size_t kept = kl < RESP_ARG_PREFIX ? kl : RESP_ARG_PREFIX;
+    assert_int_equal(c->seq, (uint64_t)i);
+    assert_int_equal(c->outcome, RESP_OK);
+    assert_string_equal(c->req.name, i % 3 == 0 ? "GET" : i % 3 == 1 ? "SET" : "HSET");
+    assert_int_equal(c->req.argc, (uint32_t)(2 + i % 3));
+    assert_int_equal(c->req.nargs, 1 + i % 3);
+    assert_int_equal(c->req.arg_len[0], kept);
+    assert_int_equal(c->req.arg_full_len[0], kl);
+    assert_memory_equal(c->req.args[0], key, kept);
+    assert_int_equal(c->req.key0_len, kept);
+    assert_int_equal(c->req.key0_full_len, kl);
+    assert_memory_equal(c->req.key0, key, kept);
+    assert_int_equal(c->req.slot, resp_key_slot((const uint8_t *)key, kl));
+    const char *last = i % 3 == 1 ? c->req.args[1] : c->req.args[2];
+    size_t last_len = i % 3 == 1 ? c->req.arg_len[1] : c->req.arg_len[2];
+    if (i % 3 != 0) {
+        size_t vkept = vl < RESP_ARG_PREFIX ? vl : RESP_ARG_PREFIX;
+        assert_int_equal(last_len, vkept);
+        assert_int_equal(c->req.arg_full_len[i % 3], vl);
+        assert_memory_equal(last, val, vkept);
+    }
+    if (i % 3 == 2) {
+        assert_int_equal(c->req.arg_len[1], 1);
+        assert_int_equal(c->req.args[1][0], 'f');
+    }
+    assert_int_equal(c->reply.type, RESP_T_SIMPLE);
+    assert_int_equal(c->reply.err, RESP_ERR_NONE);
+    assert_int_equal(c->reply.errtext[0], 0);
+}
+
+/* Requests go into whole entries up to RQ_WHOLE_CONN in flight on a
+ * connection, the next ones are packed (their text across page ends); as
+ * the queue drains and fills, the two kinds alternate in it. Every command
+ * comes out as it was sent, and every whole entry goes back to the
+ * pipeline. */
+static void test_whole_and_packed_mixed(void **state)
+{
+    (void)state;
+    h_ctx h;
+    h_init(&h, 1, NULL);
+    h_open(&h);
+    static const int sizes[][2] = {{1, 1}, {40, 0}, {RQ_WHOLE_CONN + 8, 20}, {300, 0},
+                                   {5, 200}, {60, 200}};
+    int sent = 0, answered = 0;
+    for (size_t r = 0; r < sizeof sizes / sizeof sizes[0]; r++) {
+        mixed_queue(&h, sent, sizes[r][0]);
+        sent += sizes[r][0];
+        rc_conn *c = h_rc(&h);
+        assert_int_equal(c->count, (uint32_t)(sent - answered));
+        assert_true(c->whole_held <= RQ_WHOLE_CONN);
+        if (sizes[r][0] == 300) /* deep: a whole entry for each of the first only */
+            assert_int_equal(c->whole_held, RQ_WHOLE_CONN);
+        int n = sizes[r][1] < sent - answered ? sizes[r][1] : sent - answered;
+        for (int i = 0; i < n; i++)
+            h_str(&h, CAP_TO_CLIENT, "+OK\r\n");
+        answered += n;
+    }
+    for (; answered < sent; answered++)
+        h_str(&h, CAP_TO_CLIENT, "+OK\r\n");
+    assert_int_equal(h_rc(&h)->count, 0);
+    assert_int_equal(h_rc(&h)->whole_held, 0);
+    assert_int_equal(h.rp->whole_nfree, h.rp->whole_made);
+    assert_true(h.rp->whole_made >= 1 && h.rp->whole_made <= RQ_WHOLE_CONN);
+    assert_int_equal(h.ncmds, (size_t)sent);
+    for (int i = 0; i < sent; i++)
+        mixed_check(&h.cmds[i], i);
+    h_close(&h);
+    h_free(&h);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -407,6 +526,7 @@ int main(void)
         cmocka_unit_test(test_pool_bounded_after_deep_burst),
         cmocka_unit_test(test_lossy_reply_stream_bounded),
         cmocka_unit_test(test_keep_buffer_freed),
+        cmocka_unit_test(test_whole_and_packed_mixed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
