@@ -584,11 +584,19 @@ typedef struct rp_dec {
                                 bytes (out->keep); cleared by a drop */
     uint8_t want_elem1;      /* set by the owner: keep a top-level array's
                                 2nd element too (a watched connection) */
-    uint8_t state;
-    uint8_t in_msg;          /* a top-level message has started */
     uint8_t ltype;           /* type byte of the current line/bulk */
     uint8_t crlf_left;
+    uint8_t state;           /* next to in_msg: a message's end sets both */
+    /* what each message resets (rp_begin), side by side so that the
+     * compiler can clear them with one store */
+    uint8_t in_msg;          /* a top-level message has started */
     uint8_t top_set;         /* the top-level (non-attribute) value started */
+    uint8_t elem0_set;       /* the facts below were found */
+    uint8_t elem0_len;
+    uint8_t elem1_set;
+    uint8_t elem2_set;
+    uint8_t status_len;
+    uint8_t status_monitor;  /* simple string shaped like a MONITOR line */
     uint64_t off;
     uint64_t msg_off;
     uint64_t bulk_left;
@@ -603,17 +611,11 @@ typedef struct rp_dec {
     uint8_t cap_what;        /* 1 errtext, 2 elem0 */
     /* facts about the top-level value, read by the owner after done */
     uint8_t elem0[RD_ELEM0_MAX];
-    uint8_t elem0_len;
-    uint8_t elem0_set;
     uint8_t elem1[8];        /* a top-level aggregate's 2nd element, kept only
                                 when want_elem1 (REPLCONF ACK or GETACK) */
     uint8_t elem1_len;
-    uint8_t elem1_set;
     int64_t elem2;           /* integer third element (subscribe count) */
-    uint8_t elem2_set;
     uint8_t status[RD_STATUS_MAX];
-    uint8_t status_len;
-    uint8_t status_monitor;  /* simple string shaped like a MONITOR line */
     uint32_t errtext_len;
     /* used by lines split across chunks, resyncs and nesting: last */
     rd_line line;

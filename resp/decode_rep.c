@@ -146,15 +146,15 @@ void rp_sink(rp_dec *d)
 static void rp_begin(rp_dec *d, uint64_t pos, int64_t ts)
 {
     d->in_msg = 1;
-    d->msg_off = pos;
     d->top_set = 0;
-    d->top_idx = 0;
     d->elem0_set = 0;
     d->elem0_len = 0;
     d->elem1_set = 0;
     d->elem2_set = 0;
     d->status_len = 0;
     d->status_monitor = 0;
+    d->msg_off = pos;
+    d->top_idx = 0;
     d->rep = d->out->begin(d->owner, ts);
 }
 
@@ -197,7 +197,8 @@ static void rp_message_done(rp_dec *d, uint64_t pos, int64_t ts)
     rep->ts_us = ts;
     rep->end_frame = d->frame;
     rep->bytes = pos - d->msg_off;
-    rep->nokey = rep->type == RESP_T_SIMPLE && d->status_len == 5 &&
+    /* status_len first: it is in hand, and mostly 0 or 2 ("+OK") */
+    rep->nokey = d->status_len == 5 && rep->type == RESP_T_SIMPLE &&
                  memcmp(d->status, "NOKEY", 5) == 0;
     rep->end_pos = pos;
     d->in_msg = 0;
