@@ -468,7 +468,6 @@ typedef struct rq_dec {
     resp_conn_stats *st;     /* the counters it adds to */
     resp_request *req;       /* the request being decoded (out->begin's) */
     uint64_t frame;          /* record of the bytes being fed (rq_feed) */
-    uint8_t name_len;        /* strlen(req->name), handed to out->done */
     /* the key mask the hook fixed at its first question for the last
      * multibulk request of a name and argc (see arg_name_whole) */
     uint64_t km_name[2];     /* its name's bytes, zero past the name */
@@ -483,6 +482,9 @@ typedef struct rq_dec {
     uint8_t cred_stop;       /* MIGRATE: past KEYS, no more keywords */
     uint8_t cred_skipped;    /* HELLO: credentials so far, which take no
                                 args[] slot (the SETNAME after them is kept) */
+    uint8_t name_len;        /* strlen(req->name), handed to out->done;
+                                next to the fields above, which are reset
+                                with it (rq_begin_argc) */
     /* the argument being read */
     uint8_t a_name;          /* argument 0 (the command name) */
     uint8_t a_key;           /* the key hook said it is a key */

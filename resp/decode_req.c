@@ -609,15 +609,15 @@ static inline void rq_begin_argc(rq_dec *d, uint64_t pos, int64_t ts, uint32_t a
 {
     d->req = d->out->begin(d->owner, ts);
     d->req->start_frame = d->frame;
-    d->name_len = 0;
-    d->in_msg = 1;
     d->msg_off = pos;
     d->argi = 0;
     d->argc_expected = argc;
+    d->in_msg = 1;
     d->cred = CRED_NONE;
     d->cred_left = 0;
     d->cred_stop = 0;
     d->cred_skipped = 0;
+    d->name_len = 0;
     memset(d->kc.scratch, 0, sizeof(d->kc.scratch));
     d->kc.key_mask = 0;
     d->kc.key_mask_final = 0;
