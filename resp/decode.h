@@ -158,6 +158,9 @@ static inline size_t rd_num_fast(const uint8_t *p, const uint8_t *end, int64_t *
                 *out = d0 * 10 + d1;
                 return 4;
             }
+        } else if (memcmp(p, "-1\r\n", 4) == 0) { /* the RESP2 nulls: a GET that missed */
+            *out = -1;
+            return 4;
         }
     }
     const uint8_t *q = p;
