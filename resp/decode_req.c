@@ -482,8 +482,8 @@ static inline void km_words(const char *name, size_t len, uint64_t w[2])
 static void km_remember(rq_dec *d, const resp_request *r, uint32_t name_full)
 {
     size_t len = d->name_len;
-    if (len == 0 || len > 15 || name_full != len || r->inline_cmd)
-        return;
+    if (len == 0 || len > 15 || name_full != len || r->inline_cmd || d->cred != CRED_NONE)
+        return; /* (its callers see no credentials; km_hit counts on it) */
     km_words(r->name, len, d->km_name);
     d->km_len = (uint8_t)len;
     d->km_argc = r->argc;
