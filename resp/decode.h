@@ -158,6 +158,9 @@ static inline size_t rd_num_fast(const uint8_t *p, const uint8_t *end, int64_t *
                 *out = d0 * 10 + d1;
                 return 4;
             }
+        } else if (memcmp(p, "-1\r\n", 4) == 0) { /* the RESP2 nulls: a GET that missed */
+            *out = -1;
+            return 4;
         }
     }
     const uint8_t *q = p;
@@ -468,7 +471,6 @@ typedef struct rq_dec {
     resp_conn_stats *st;     /* the counters it adds to */
     resp_request *req;       /* the request being decoded (out->begin's) */
     uint64_t frame;          /* record of the bytes being fed (rq_feed) */
-    uint8_t name_len;        /* strlen(req->name), handed to out->done */
     /* the key mask the hook fixed at its first question for the last
      * multibulk request of a name and argc (see arg_name_whole) */
     uint64_t km_name[2];     /* its name's bytes, zero past the name */
@@ -483,6 +485,9 @@ typedef struct rq_dec {
     uint8_t cred_stop;       /* MIGRATE: past KEYS, no more keywords */
     uint8_t cred_skipped;    /* HELLO: credentials so far, which take no
                                 args[] slot (the SETNAME after them is kept) */
+    uint8_t name_len;        /* strlen(req->name), handed to out->done;
+                                next to the fields above, which are reset
+                                with it (rq_begin_argc) */
     /* the argument being read */
     uint8_t a_name;          /* argument 0 (the command name) */
     uint8_t a_key;           /* the key hook said it is a key */
@@ -584,11 +589,19 @@ typedef struct rp_dec {
                                 bytes (out->keep); cleared by a drop */
     uint8_t want_elem1;      /* set by the owner: keep a top-level array's
                                 2nd element too (a watched connection) */
-    uint8_t state;
-    uint8_t in_msg;          /* a top-level message has started */
     uint8_t ltype;           /* type byte of the current line/bulk */
     uint8_t crlf_left;
+    uint8_t state;           /* next to in_msg: a message's end sets both */
+    /* what each message resets (rp_begin), side by side so that the
+     * compiler can clear them with one store */
+    uint8_t in_msg;          /* a top-level message has started */
     uint8_t top_set;         /* the top-level (non-attribute) value started */
+    uint8_t elem0_set;       /* the facts below were found */
+    uint8_t elem0_len;
+    uint8_t elem1_set;
+    uint8_t elem2_set;
+    uint8_t status_len;
+    uint8_t status_monitor;  /* simple string shaped like a MONITOR line */
     uint64_t off;
     uint64_t msg_off;
     uint64_t bulk_left;
@@ -603,17 +616,11 @@ typedef struct rp_dec {
     uint8_t cap_what;        /* 1 errtext, 2 elem0 */
     /* facts about the top-level value, read by the owner after done */
     uint8_t elem0[RD_ELEM0_MAX];
-    uint8_t elem0_len;
-    uint8_t elem0_set;
     uint8_t elem1[8];        /* a top-level aggregate's 2nd element, kept only
                                 when want_elem1 (REPLCONF ACK or GETACK) */
     uint8_t elem1_len;
-    uint8_t elem1_set;
     int64_t elem2;           /* integer third element (subscribe count) */
-    uint8_t elem2_set;
     uint8_t status[RD_STATUS_MAX];
-    uint8_t status_len;
-    uint8_t status_monitor;  /* simple string shaped like a MONITOR line */
     uint32_t errtext_len;
     /* used by lines split across chunks, resyncs and nesting: last */
     rd_line line;

@@ -146,15 +146,15 @@ void rp_sink(rp_dec *d)
 static void rp_begin(rp_dec *d, uint64_t pos, int64_t ts)
 {
     d->in_msg = 1;
-    d->msg_off = pos;
     d->top_set = 0;
-    d->top_idx = 0;
     d->elem0_set = 0;
     d->elem0_len = 0;
     d->elem1_set = 0;
     d->elem2_set = 0;
     d->status_len = 0;
     d->status_monitor = 0;
+    d->msg_off = pos;
+    d->top_idx = 0;
     d->rep = d->out->begin(d->owner, ts);
 }
 
@@ -197,7 +197,8 @@ static void rp_message_done(rp_dec *d, uint64_t pos, int64_t ts)
     rep->ts_us = ts;
     rep->end_frame = d->frame;
     rep->bytes = pos - d->msg_off;
-    rep->nokey = rep->type == RESP_T_SIMPLE && d->status_len == 5 &&
+    /* status_len first: it is in hand, and mostly 0 or 2 ("+OK") */
+    rep->nokey = d->status_len == 5 && rep->type == RESP_T_SIMPLE &&
                  memcmp(d->status, "NOKEY", 5) == 0;
     rep->end_pos = pos;
     d->in_msg = 0;
@@ -523,6 +524,52 @@ static const uint8_t *rp_fast_top(rp_dec *d, const uint8_t *p, const uint8_t *en
     return s;
 }
 
+/* A bulk string inside an aggregate ("$<len>\r\n<bytes>\r\n", or the null
+ * "$-1"), whole in the chunk at p (its '$'): the elements of arrays of
+ * strings. Decoded as RP_LINE, rp_num and RP_BULK would (the same captures
+ * of a top-level array's first elements, the same decoder state after), in
+ * one step. Returns the end of the element with *msg_end set when it ended
+ * the message, or NULL to leave it to the general path (split, malformed,
+ * too long), having changed nothing. */
+static const uint8_t *rp_fast_elem(rp_dec *d, const uint8_t *p, const uint8_t *end,
+                                   int *msg_end)
+{
+    int64_t v;
+    const uint8_t *s = p + 1;
+    size_t k = rd_num_fast(s, end, &v);
+    if (k == 0)
+        return NULL;
+    s += k;
+    if (v != -1) {
+        if (v < 0 || (uint64_t)v > d->cfg->max_bulk_reply ||
+            (uint64_t)(end - s) < (uint64_t)v + 2 || s[v] != '\r' || s[v + 1] != '\n')
+            return NULL;
+        size_t n = (size_t)v;
+        d->bulk_left = 0;
+        d->cap_len = 0;
+        if (at_elem(d, 0)) {
+            d->cap_max = RD_ELEM0_MAX;
+            d->cap_len = (uint32_t)(n < RD_ELEM0_MAX ? n : RD_ELEM0_MAX);
+            memcpy(d->elem0, s, d->cap_len);
+            d->elem0_len = (uint8_t)d->cap_len;
+            d->elem0_set = 1;
+        } else if (d->want_elem1 && at_elem(d, 1)) {
+            d->cap_max = sizeof d->elem1;
+            d->cap_len = (uint32_t)(n < sizeof d->elem1 ? n : sizeof d->elem1);
+            memcpy(d->elem1, s, d->cap_len);
+            d->elem1_len = (uint8_t)d->cap_len;
+            d->elem1_set = 1;
+        }
+        d->cap_dst = NULL;
+        d->cap_what = CAP_NONE;
+        s += n + 2;
+    }
+    d->ltype = '$';
+    d->line.len = 0;
+    *msg_end = rp_value_done(d, 0);
+    return s;
+}
+
 void rp_feed(rp_dec *d, const uint8_t *base, size_t len, int64_t ts, uint64_t frame)
 {
     const resp_config *cfg = d->cfg;
@@ -565,6 +612,20 @@ void rp_feed(rp_dec *d, const uint8_t *base, size_t len, int64_t ts, uint64_t fr
                     if (p < end && d->state == RP_TYPE) {
                         t = *p;
                         goto top_byte;
+                    }
+                    continue;
+                }
+            }
+            if (t == '$' && d->depth != 0) { /* an element of an aggregate */
+                int msg_end = 0;
+                const uint8_t *q = rp_fast_elem(d, p, end, &msg_end);
+                if (q != NULL) {
+                    p = q;
+                    if (msg_end) {
+                        if (d->keeping)
+                            d->out->keep(d->owner, seg, (size_t)(p - seg));
+                        seg = p;
+                        rp_message_done(d, rp_pos(d, base, p), ts);
                     }
                     continue;
                 }

@@ -293,6 +293,50 @@ static inline uint8_t name_copy(uint8_t *dst, const uint8_t *p, size_t n)
     return 0;
 }
 
+/* name_copy that also hands back, in *w0, the upper-cased name's first 8
+ * bytes as memcpy would load them from dst, zero past the name (km_words'
+ * first word), built from the words in hand instead of loaded back. */
+static inline uint8_t name_copy_word(uint8_t *dst, const uint8_t *p, size_t n, uint64_t *w0)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (n >= 4) {
+        if (n >= 8) {
+            rd_upper_copy(dst, p, n);
+            memcpy(w0, dst, 8);
+            return dst[0];
+        }
+        uint32_t a, b; /* two 4-byte pieces, overlapping when n < 8 */
+        memcpy(&a, p, 4);
+        memcpy(&b, p + n - 4, 4);
+        a = rd_upper32(a);
+        b = rd_upper32(b);
+        memcpy(dst, &a, 4);
+        memcpy(dst + n - 4, &b, 4);
+        *w0 = (uint64_t)a | ((uint64_t)b << (8 * (n - 4)));
+        return (uint8_t)a;
+    } else if (n >= 2) { /* as name_copy: the 4-byte word may take the CRLF */
+        uint32_t w;
+        memcpy(&w, p, 4);
+        w = rd_upper32(w);
+        memcpy(dst, &w, 4);
+        *w0 = (uint64_t)w & ((1ull << (8 * n)) - 1);
+        return (uint8_t)w;
+    } else if (n == 1) {
+        dst[0] = rd_upper(p[0]);
+        *w0 = dst[0];
+        return dst[0];
+    }
+    *w0 = 0;
+    return 0;
+#else
+    uint8_t first = name_copy(dst, p, n);
+    uint64_t w[2];
+    memcpy(w, dst, 16);
+    *w0 = n >= 8 ? w[0] : w[0] & ((1ull << (8 * n)) - 1);
+    return first;
+#endif
+}
+
 /* A whole argument of len bytes at p, all in one chunk, followed by its
  * CRLF (the caller checked it): the same as
  * arg_begin + arg_data + arg_end, without the state that lets those resume
@@ -438,29 +482,31 @@ static inline void km_words(const char *name, size_t len, uint64_t w[2])
 static void km_remember(rq_dec *d, const resp_request *r, uint32_t name_full)
 {
     size_t len = d->name_len;
-    if (len == 0 || len > 15 || name_full != len || r->inline_cmd)
-        return;
+    if (len == 0 || len > 15 || name_full != len || r->inline_cmd || d->cred != CRED_NONE)
+        return; /* (its callers see no credentials; km_hit counts on it) */
     km_words(r->name, len, d->km_name);
     d->km_len = (uint8_t)len;
     d->km_argc = r->argc;
     d->km_mask = d->kc.key_mask;
 }
 
-/* The name of a multibulk request without credentials was just kept: when
- * the hook fixed a mask for the last request of this name and argc, the
- * mask holds for this one too (see resp_key_fn), and the hook is not asked.
- * full: the name's whole length. */
-static inline void km_lookup(rq_dec *d, const resp_request *r, size_t full)
+/* Is the name of the multibulk request just kept (len bytes kept, full
+ * its whole length, w0 its first word: name_copy_word's) the name of the
+ * last request whose key mask the hook fixed, with the same argc? Then
+ * that mask holds for this one too (see resp_key_fn), and the hook is not
+ * asked; and the name has no credentials (km_remember keeps no other). */
+static inline int km_hit(const rq_dec *d, const resp_request *r, size_t len, size_t full,
+                         uint64_t w0)
 {
-    size_t len = d->name_len;
-    if (len != d->km_len || full != len || r->argc != d->km_argc)
-        return;
-    uint64_t w[2];
-    km_words(r->name, len, w);
-    if (w[0] != d->km_name[0] || w[1] != d->km_name[1])
-        return;
-    d->kc.key_mask = d->km_mask;
-    d->kc.key_mask_final = 1;
+    if (len != d->km_len || len == 0 || full != len || r->argc != d->km_argc ||
+        w0 != d->km_name[0])
+        return 0;
+    if (len > 8) { /* len <= 15, as km_len */
+        uint64_t w[2];
+        km_words(r->name, len, w);
+        return w[1] == d->km_name[1];
+    }
+    return 1;
 }
 
 /* The hook's first question of a request (argument 1), as arg_plain_ask
@@ -531,15 +577,20 @@ static inline void arg_plain(rq_dec *d, resp_request *r, uint32_t i, const uint8
 static inline void arg_name_whole(rq_dec *d, resp_request *r, const uint8_t *p, size_t len)
 {
     size_t nl = len < RESP_NAME_MAX - 1 ? len : RESP_NAME_MAX - 1;
-    uint8_t first = name_copy((uint8_t *)r->name, p, nl);
+    uint64_t w0;
+    uint8_t first = name_copy_word((uint8_t *)r->name, p, nl, &w0);
     r->name[nl] = '\0';
     d->name_len = (uint8_t)nl;
-    d->cred = rq_cred_class(first, r->name, nl);
     d->prev = (const uint8_t *)r->name;
     d->prev_len = (uint32_t)nl;
     d->prev_full = len > UINT32_MAX ? UINT32_MAX : (uint32_t)len;
-    if (d->km_len != 0 && d->cred == CRED_NONE)
-        km_lookup(d, r, len);
+    if (km_hit(d, r, nl, len, w0)) {
+        d->cred = CRED_NONE;
+        d->kc.key_mask = d->km_mask;
+        d->kc.key_mask_final = 1;
+        return;
+    }
+    d->cred = rq_cred_class(first, r->name, nl);
 }
 
 /* ---------------------------------------------------------------- messages */
@@ -558,15 +609,15 @@ static inline void rq_begin_argc(rq_dec *d, uint64_t pos, int64_t ts, uint32_t a
 {
     d->req = d->out->begin(d->owner, ts);
     d->req->start_frame = d->frame;
-    d->name_len = 0;
-    d->in_msg = 1;
     d->msg_off = pos;
     d->argi = 0;
     d->argc_expected = argc;
+    d->in_msg = 1;
     d->cred = CRED_NONE;
     d->cred_left = 0;
     d->cred_stop = 0;
     d->cred_skipped = 0;
+    d->name_len = 0;
     memset(d->kc.scratch, 0, sizeof(d->kc.scratch));
     d->kc.key_mask = 0;
     d->kc.key_mask_final = 0;
