@@ -741,6 +741,9 @@ static resp_reply *reply_begin(void *owner, int64_t ts)
         if (h->kind >= RQK_EXEC) /* rare: a tail call, no frame here */
             return reply_start_rare(c, h, ts);
         c->rpd.keeping = (uint8_t)(h->keep && !h->uncertain);
+        head_prefetch(c, h);
+        if (c->count > 1) /* the next reply's head, for its reply_begin */
+            PAIR_PREFETCH(ring_at(c, 1));
     }
     reply_reset_fields(r, ts);
     return r;
