@@ -242,22 +242,6 @@ static PAIR_RARE void stage_drop(rc_conn *c, rq_entry *e)
     emit_to_sink(c, cmd);
 }
 
-/* Ask for the lines the connection's next request will be queued in (its
- * slot, the text FIFO's tail) while it is decoded: a deep queue's tail
- * lines are written once each, and would be missed then. Pages not held
- * yet are left alone. */
-static inline void queue_tail_prefetch(const rc_conn *c)
-{
-    const rq_pages *f = &c->ring;
-    if (f->tail != f->end) {
-        const uint8_t *next = pages_at(f, f->tail);
-        PAIR_PREFETCH(next);
-        PAIR_PREFETCH(next + 64);
-    }
-    if (c->text.tail != c->text.end)
-        PAIR_PREFETCH(pages_at(&c->text, c->text.tail));
-}
-
 /* Queue the request just decoded (e, c->cur): its slot, or NULL when it
  * could not be queued (no memory for a page). A whole entry goes to the
  * slot as it is (the next request is decoded elsewhere), the stage is
@@ -276,7 +260,6 @@ static inline rq_slot *request_queue(rc_conn *c, rq_entry *e)
     }
     f->tail += sizeof(rq_slot);
     c->count++;
-    queue_tail_prefetch(c);
     return s;
 }
 
@@ -758,9 +741,6 @@ static resp_reply *reply_begin(void *owner, int64_t ts)
         if (h->kind >= RQK_EXEC) /* rare: a tail call, no frame here */
             return reply_start_rare(c, h, ts);
         c->rpd.keeping = (uint8_t)(h->keep && !h->uncertain);
-        head_prefetch(c, h);
-        if (c->count > 1) /* the next reply's head, for its reply_begin */
-            PAIR_PREFETCH(ring_at(c, 1));
     }
     reply_reset_fields(r, ts);
     return r;

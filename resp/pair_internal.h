@@ -200,8 +200,9 @@ static inline rq_entry *whole_take(rc_conn *c)
 }
 
 /* Give a whole entry of c's back to the pipeline, by its number (1 + its
- * index: rq_slot.whole, rq_entry.whole). Not by the entry: the line of
- * rq_entry.whole is one nothing else reads. */
+ * index: rq_slot.whole, rq_entry.whole). The caller has it in the slot:
+ * reading it from the entry would touch the entry's last line, which
+ * emitting a command does not. */
 static inline void whole_give(rc_conn *c, uint16_t whole)
 {
     resp_pipeline *rp = c->rp;
@@ -292,40 +293,6 @@ static inline void slot_name16(const rc_conn *c, const rq_slot *s, char name[16]
         memcpy(name, pages_at(&c->text, s->text_pos), 16);
     else
         memset(name, 0, 16);
-}
-
-/* A hint that the line at p will be used soon (no effect on results). On
- * x86-64 an asm statement: gcc's dead code elimination drops a
- * __builtin_prefetch that is alone in a branch, which most of these are. */
-#if defined(__GNUC__) && defined(__x86_64__)
-#define PAIR_PREFETCH(p) __asm__ volatile("prefetcht0 %0" : : "m"(*(const char *)(p)))
-#elif defined(__GNUC__)
-#define PAIR_PREFETCH(p) __builtin_prefetch((p), 0, 3)
-#else
-#define PAIR_PREFETCH(p) ((void)(p))
-#endif
-
-/* Bring in what emitting the head will touch beyond the slot's first line:
- * the rest of a packed slot and its text, or the lines of a whole entry
- * that emit writes (the command's header, its reply) and the sink reads
- * (the request's fixed fields). Called when a reply begins, so that the
- * reply's decoding hides the misses of a queue deeper than the cache. */
-static inline void head_prefetch(const rc_conn *c, const rq_slot *h)
-{
-    if (h->whole != 0) {
-        const uint8_t *w = (const uint8_t *)(const void *)slot_whole(c, h);
-        const uint8_t *reply = (const uint8_t *)&((const rq_entry *)(const void *)w)->cmd.reply;
-        PAIR_PREFETCH(w);
-        PAIR_PREFETCH(w + 64);
-        PAIR_PREFETCH(w + 128);
-        PAIR_PREFETCH(reply);
-        PAIR_PREFETCH(reply + offsetof(resp_reply, bytes));
-        PAIR_PREFETCH(reply + offsetof(resp_reply, nokey));
-    } else {
-        PAIR_PREFETCH((const uint8_t *)(const void *)h + 64);
-        if (h->text_len > 0)
-            PAIR_PREFETCH(pages_at(&c->text, h->text_pos));
-    }
 }
 
 /* ---------------------------------------------------------------- queue (hot) */
