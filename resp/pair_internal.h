@@ -199,11 +199,14 @@ static inline rq_entry *whole_take(rc_conn *c)
     return e;
 }
 
-/* Give a whole entry of c's back to the pipeline. */
-static inline void whole_give(rc_conn *c, const rq_entry *e)
+/* Give a whole entry of c's back to the pipeline, by its number (1 + its
+ * index: rq_slot.whole, rq_entry.whole). The caller has it in the slot:
+ * reading it from the entry would touch the entry's last line, which
+ * emitting a command does not. */
+static inline void whole_give(rc_conn *c, uint16_t whole)
 {
     resp_pipeline *rp = c->rp;
-    rp->whole_free[rp->whole_nfree++] = (uint16_t)(e->whole - 1);
+    rp->whole_free[rp->whole_nfree++] = (uint16_t)(whole - 1);
     c->whole_held--;
 }
 
@@ -212,7 +215,7 @@ static inline void ring_pop(rc_conn *c)
 {
     const rq_slot *h = ring_at(c, 0);
     if (h->whole != 0) /* no text: the next packed slot's pop drops what is before it */
-        whole_give(c, slot_whole(c, h));
+        whole_give(c, h->whole);
     else
         pages_drop_to(c->rp, &c->text, h->text_pos + h->text_len);
     pages_drop_to(c->rp, &c->ring, c->ring.head + (uint32_t)sizeof(rq_slot));

@@ -322,7 +322,7 @@ void ring_release_all(rc_conn *c)
     for (uint32_t i = 0; i < c->count; i++) {
         const rq_slot *s = ring_at(c, i);
         if (s->whole != 0)
-            whole_give(c, slot_whole(c, s));
+            whole_give(c, s->whole);
     }
     c->count = 0;
     pages_release(c->rp, &c->ring);
@@ -334,7 +334,7 @@ void ring_release_all(rc_conn *c)
 void whole_release_cur(rc_conn *c)
 {
     if (c->cur->whole != 0) {
-        whole_give(c, c->cur);
+        whole_give(c, c->cur->whole);
         c->cur = &c->stage;
     }
 }
