@@ -352,6 +352,33 @@ static void test_counter_sizes_not_predicted(void **state)
 /* Two SETs lost in a request gap (the connection's requests all had one
  * size): their replies come in their place, the request after the gap is
  * paired with its own. */
+/* After warm-up: SET 5 sent, a request gap of gap bytes, SET 8 sent, then
+ * the replies (the one sent before the gap, the lost ones', SET 8's) and
+ * last (the reply after them). The gap must be bridged: SET 5 pairs with
+ * the first reply, SET 8 with last, and the lost ones' replies are counted
+ * as unpaired_replies; the connection is closed. */
+static void request_gap_bridged(h_ctx *h, uint64_t gap, const char *replies, const char *last,
+                                uint64_t unpaired_replies)
+{
+    char b[64];
+    send_str(h, CAP_TO_SERVER, set_req(b, sizeof b, 5));
+    tick(h);
+    h_gap(h, CAP_TO_SERVER, gap);
+    send_str(h, CAP_TO_SERVER, set_req(b, sizeof b, 8));
+    send_str(h, CAP_TO_CLIENT, replies);
+    send_str(h, CAP_TO_CLIENT, last);
+    assert_int_equal(h_rc(h)->anchored, 1);
+    h_close(h);
+    assert_int_equal(h->ncmds, W + 2);
+    assert_int_equal(h->cmds[W].outcome, RESP_OK);
+    assert_int_equal(h->cmds[W].reply.type, RESP_T_SIMPLE);
+    assert_int_equal(h->cmds[W + 1].outcome, RESP_OK);
+    assert_int_equal(h->cmds[W + 1].reply.type, RESP_T_ERROR);
+    assert_int_equal(h->closed.out_of_sync, 0);
+    assert_int_equal(h->closed.unpaired_replies, unpaired_replies);
+    assert_int_equal(h->closed.unpaired_requests, 0);
+}
+
 static void test_lost_requests_counted(void **state)
 {
     (void)state;
@@ -361,22 +388,7 @@ static void test_lost_requests_counted(void **state)
     h_open(&h);
     warm_sets(&h, W);
     size_t s = strlen(set_req(b, sizeof b, 0));
-    send_str(&h, CAP_TO_SERVER, set_req(b, sizeof b, 5));
-    tick(&h);
-    h_gap(&h, CAP_TO_SERVER, 2 * s);
-    send_str(&h, CAP_TO_SERVER, set_req(b, sizeof b, 8));
-    send_str(&h, CAP_TO_CLIENT, "+OK\r\n+OK\r\n+OK\r\n");
-    send_str(&h, CAP_TO_CLIENT, "-ERR the fourth\r\n");
-    assert_int_equal(h_rc(&h)->anchored, 1);
-    h_close(&h);
-    assert_int_equal(h.ncmds, W + 2);
-    assert_int_equal(h.cmds[W].outcome, RESP_OK);
-    assert_int_equal(h.cmds[W].reply.type, RESP_T_SIMPLE);
-    assert_int_equal(h.cmds[W + 1].outcome, RESP_OK);
-    assert_int_equal(h.cmds[W + 1].reply.type, RESP_T_ERROR);
-    assert_int_equal(h.closed.out_of_sync, 0);
-    assert_int_equal(h.closed.unpaired_replies, 2);
-    assert_int_equal(h.closed.unpaired_requests, 0);
+    request_gap_bridged(&h, 2 * s, "+OK\r\n+OK\r\n+OK\r\n", "-ERR the fourth\r\n", 2);
     h_free(&h);
 }
 
@@ -400,22 +412,8 @@ static void test_lost_requests_three_sizes(void **state)
         send_str(&h, CAP_TO_CLIENT, "+OK\r\n");
     }
     size_t s = strlen(set_req(b, sizeof b, 0)) + 1; /* key "k10" */
-    send_str(&h, CAP_TO_SERVER, set_req(b, sizeof b, 5));
-    tick(&h);
-    h_gap(&h, CAP_TO_SERVER, 5 * s);
-    send_str(&h, CAP_TO_SERVER, set_req(b, sizeof b, 8));
-    send_str(&h, CAP_TO_CLIENT, "+OK\r\n:1\r\n:2\r\n:3\r\n:4\r\n:5\r\n");
-    send_str(&h, CAP_TO_CLIENT, "-ERR the seventh\r\n");
-    assert_int_equal(h_rc(&h)->anchored, 1);
-    h_close(&h);
-    assert_int_equal(h.ncmds, W + 2);
-    assert_int_equal(h.cmds[W].outcome, RESP_OK);
-    assert_int_equal(h.cmds[W].reply.type, RESP_T_SIMPLE);
-    assert_int_equal(h.cmds[W + 1].outcome, RESP_OK);
-    assert_int_equal(h.cmds[W + 1].reply.type, RESP_T_ERROR);
-    assert_int_equal(h.closed.out_of_sync, 0);
-    assert_int_equal(h.closed.unpaired_replies, 5);
-    assert_int_equal(h.closed.unpaired_requests, 0);
+    request_gap_bridged(&h, 5 * s, "+OK\r\n:1\r\n:2\r\n:3\r\n:4\r\n:5\r\n",
+                        "-ERR the seventh\r\n", 5);
     h_free(&h);
 }
 
