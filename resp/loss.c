@@ -163,43 +163,11 @@ static void sums_init(loss_sums *s, uint32_t max)
     s->b = s->buf[1];
 }
 
-/* One size: every sum grows by v (the list stays sorted); the ones past
- * max go. */
-static int step_one(const uint32_t *a, int n, uint32_t v, uint32_t max, uint32_t *out)
-{
-    int k = 0;
-    while (k < n && (uint64_t)a[k] + v <= max) {
-        out[k] = a[k] + v;
-        k++;
-    }
-    return k;
-}
-
-/* Two sizes v0 < v1: a + v0 and a + v1 are sorted lists, and out is their
- * merge, each sum looked at once. */
-static int step_two(const uint32_t *a, int n, uint32_t v0, uint32_t v1, uint32_t max,
-                    uint32_t *out)
-{
-    int i = 0, j = 0, k = 0;
-    while (j < n) {
-        uint64_t x = i < n ? (uint64_t)a[i] + v0 : UINT64_MAX;
-        uint64_t y = (uint64_t)a[j] + v1;
-        uint64_t lo = x < y ? x : y;
-        if (lo > max)
-            break; /* the rest of both lists passes max too */
-        if (k == LOSS_SUMS)
-            return -1;
-        out[k++] = (uint32_t)lo;
-        i += x == lo;
-        j += y == lo;
-    }
-    return k;
-}
-
-/* Any count of sizes: the merge of the lists a + vals[j], the smallest head
- * taken each time (the heads equal to it step past it too). */
-static int step_many(const uint32_t *a, int n, const uint32_t *vals, int nv, uint32_t max,
-                     uint32_t *out)
+/* The list's next sums: the merge of the sorted lists a + vals[j], the
+ * smallest head taken each time (the heads equal to it step past it too),
+ * each sum looked at once per size. */
+static int sums_merge(const uint32_t *a, int n, const uint32_t *vals, int nv, uint32_t max,
+                      uint32_t *out)
 {
     int at[RC_RQ_SIZES] = {0};
     int k = 0;
@@ -267,14 +235,7 @@ static int sums_step(loss_sums *s, const uint32_t *vals, int nv)
             return s->n;
         sums_to_list(s);
     }
-    int n;
-    if (nv == 1 || (nv == 2 && vals[0] == vals[1]))
-        n = step_one(s->a, s->n, vals[0], s->max, s->b);
-    else if (nv == 2)
-        n = step_two(s->a, s->n, vals[0] < vals[1] ? vals[0] : vals[1],
-                     vals[0] < vals[1] ? vals[1] : vals[0], s->max, s->b);
-    else
-        n = step_many(s->a, s->n, vals, nv, s->max, s->b);
+    int n = sums_merge(s->a, s->n, vals, nv, s->max, s->b);
     if (n < 0)
         return -1;
     uint32_t *t = s->a;
