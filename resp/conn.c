@@ -68,6 +68,7 @@ static rc_conn *conn_new(resp_pipeline *rp, cap_conn *cc)
     c->rpd.want_elem1 = c->repl_watch;
     reply_clear(&c->reply);
     c->rpd.rep = &c->reply;
+    reply_clear(&c->stage.cmd.reply); /* kept cleared, as every entry's (see pair_emit) */
     c->cur = &c->stage;
     c->next = rp->live;
     if (rp->live != NULL)

@@ -187,11 +187,17 @@ static inline void emit_paired(rc_conn *c, rq_slot *e)
     emit_to_sink(c, cmd);
 }
 
-/* The reply fields of a command emitted without its reply. */
-static inline void reply_none(resp_reply *r)
+/* Hand cmd to the sink without a reply (outcome RESP_UNANSWERED or
+ * RESP_NO_REPLY). */
+static inline void emit_without_reply(rc_conn *c, resp_command *cmd, resp_outcome outcome)
 {
-    reply_reset_fields(r, 0);
-    r->nokey = 0;
+    cmd->outcome = outcome;
+    cmd->resp3 = c->resp3;
+    reply_reset_fields(&cmd->reply, 0);
+    cmd->reply.nokey = 0;
+    if (outcome == RESP_UNANSWERED)
+        c->st.unpaired_requests++;
+    emit_to_sink(c, cmd);
 }
 
 /* Hand one command to the sink: slot e unpacked into the pipeline's out
@@ -210,13 +216,7 @@ void pair_emit(rc_conn *c, rq_slot *e, resp_outcome outcome)
         outcome = RESP_UNANSWERED; /* a reply came, but whose is not known */
         c->st.unpaired_replies++;
     }
-    resp_command *cmd = slot_command(c, e);
-    cmd->outcome = outcome;
-    cmd->resp3 = c->resp3;
-    reply_none(&cmd->reply);
-    if (outcome == RESP_UNANSWERED)
-        c->st.unpaired_requests++;
-    emit_to_sink(c, cmd);
+    emit_without_reply(c, slot_command(c, e), outcome);
 }
 
 /* The request being decoded (e, c->cur) cannot be queued (a cap, or no
@@ -224,22 +224,12 @@ void pair_emit(rc_conn *c, rq_slot *e, resp_outcome outcome)
  * the request itself is emitted unanswered, as it is. */
 static PAIR_RARE void stage_drop(rc_conn *c, rq_entry *e)
 {
-    resp_command *cmd = &e->cmd;
     c->cur_dropped = 0;
     c->rp->closed.dropped_requests++;
     pair_lost(c);
-    cmd->conn = c->cc;
-    cmd->conn_word = c->conn_word;
-    cmd->req.end_pos = e->req_end;
-    cmd->outcome = RESP_UNANSWERED;
-    cmd->resp3 = c->resp3;
-    reply_none(&cmd->reply);
-    cmd->reply.errtext[0] = '\0';
-    cmd->reply.redir.slot = -1;
-    cmd->reply.redir.port = 0;
-    cmd->reply.redir.host[0] = '\0';
-    c->st.unpaired_requests++;
-    emit_to_sink(c, cmd);
+    e->cmd.conn = c->cc;
+    e->cmd.conn_word = c->conn_word;
+    emit_without_reply(c, &e->cmd, RESP_UNANSWERED);
 }
 
 /* Queue the request just decoded (e, c->cur): its slot, or NULL when it
