@@ -823,7 +823,6 @@ static int on_node_link_command(an_analyzer *an, an_cmdctx *x, uint8_t special)
     return x->cn->node_link;
 }
 
-/* Is e a redirect-class reply (MOVED, ASK, TRYAGAIN, CROSSSLOT, CLUSTERDOWN)? */
 /* The entry of node index node, NULL for AN_NONE (or any index that names
  * no node). */
 static inline an_nd *node_entry(const an_analyzer *an, int32_t node)
@@ -844,6 +843,7 @@ static inline int64_t quick_us(const resp_command *cmd)
     return us < 0 ? 0 : us;
 }
 
+/* Is e a redirect-class reply (MOVED, ASK, TRYAGAIN, CROSSSLOT, CLUSTERDOWN)? */
 static int is_redirect_class(resp_err_class e)
 {
     return e == RESP_ERR_MOVED || e == RESP_ERR_ASK || e == RESP_ERR_TRYAGAIN ||
@@ -1039,29 +1039,30 @@ static __attribute__((noinline)) void on_command_general(an_analyzer *an,
     if (ser_slot >= 0 || !an_ser_quick_try(an, ts, cli, node_entry(an, cn->node), -1, 0))
         an_ser_add(an, ts, cn->client, cn->node, ser_slot, AN_SC_COMMANDS, -1, 0);
 
-    if (special == AN_SP_NONE && !cn->asking_pending && !cn->node_link &&
-        cmd->outcome == RESP_OK && !is_redirect_class(cmd->reply.err) &&
-        (slot < 0 ||
-         (!cmd->in_multi &&
-          !(an->slot_busy[slot] & (AN_SLOT_OPS | AN_SLOT_MEMOS | AN_SLOT_MIG | AN_SLOT_OWN))))) {
-        if (an->sink.command)
-            emit_command(an, cmd, cn->client, info, slot);
-        if (slot >= 0 && req->name[0]) {
-            an_view_note(an, cli, slot, cn->node);
-            an_lat_direct(an, cli, cn->node, slot, cmd->reply.ts_us - req->ts_us);
-            an_ser_add(an, ts, cn->client, cn->node, -1, -1, 0, cmd->reply.ts_us - req->ts_us);
+    if (special == AN_SP_NONE && !cn->asking_pending && !cn->node_link) {
+        /* A plain command left without its reply (lost in a gap, or none by
+         * design): all on_command_full would do is emit and count it. */
+        if (cmd->outcome != RESP_OK) {
+            if (an->sink.command)
+                emit_command(an, cmd, cn->client, info, slot);
+            if (cmd->outcome == RESP_UNANSWERED)
+                an->st.unanswered++;
+            return;
         }
-        return;
-    }
-    /* A plain command left without its reply (lost in a gap, or none by
-     * design): all on_command_full would do is emit and count it. */
-    if (special == AN_SP_NONE && !cn->asking_pending && !cn->node_link &&
-        cmd->outcome != RESP_OK) {
-        if (an->sink.command)
-            emit_command(an, cmd, cn->client, info, slot);
-        if (cmd->outcome == RESP_UNANSWERED)
-            an->st.unanswered++;
-        return;
+        if (!is_redirect_class(cmd->reply.err) &&
+            (slot < 0 ||
+             (!cmd->in_multi && !(an->slot_busy[slot] &
+                                  (AN_SLOT_OPS | AN_SLOT_MEMOS | AN_SLOT_MIG | AN_SLOT_OWN))))) {
+            if (an->sink.command)
+                emit_command(an, cmd, cn->client, info, slot);
+            if (slot >= 0 && req->name[0]) {
+                an_view_note(an, cli, slot, cn->node);
+                an_lat_direct(an, cli, cn->node, slot, cmd->reply.ts_us - req->ts_us);
+                an_ser_add(an, ts, cn->client, cn->node, -1, -1, 0,
+                           cmd->reply.ts_us - req->ts_us);
+            }
+            return;
+        }
     }
     on_command_full(an, cmd, cn, cli, info, special, slot);
 }
