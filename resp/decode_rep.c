@@ -317,6 +317,31 @@ static int rp_text(rp_dec *d, uint8_t t, const uint8_t *s, size_t n, uint64_t fu
     return rp_value_done(d, 0) ? LN_MSG : LN_VALUE;
 }
 
+/* Where the payload of a bulk of type t (top: the message's own value)
+ * is captured, if anywhere: a top-level blob error's text, or the first
+ * (second, when wanted) element of a top-level aggregate. */
+static inline void rp_capture_to(rp_dec *d, uint8_t t, int top)
+{
+    d->cap_dst = NULL;
+    d->cap_len = 0;
+    d->cap_what = CAP_NONE;
+    if (top && t == '!') {
+        /* into the line buffer (no line is read while a payload is):
+         * the owner may move the reply before it ends */
+        d->cap_dst = d->line.buf;
+        d->cap_max = RESP_ERRTEXT_MAX - 1;
+        d->cap_what = CAP_ERRTEXT;
+    } else if (t == '$' && at_elem(d, 0)) {
+        d->cap_dst = d->elem0;
+        d->cap_max = RD_ELEM0_MAX;
+        d->cap_what = CAP_ELEM0;
+    } else if (d->want_elem1 && t == '$' && at_elem(d, 1)) {
+        d->cap_dst = d->elem1;
+        d->cap_max = sizeof d->elem1;
+        d->cap_what = CAP_ELEM1;
+    }
+}
+
 /* The number v of an integer, bulk or aggregate header of type t was read.
  * Sets up what follows (payload, elements) or completes the value. Returns
  * LN_MSG, LN_VALUE, LN_CONT when more of this value follows, LN_ERR or
@@ -350,24 +375,7 @@ static int rp_num(rp_dec *d, uint8_t t, int64_t v)
             return LN_LIMIT;
         d->bulk_left = (uint64_t)v;
         d->ltype = t;
-        d->cap_dst = NULL;
-        d->cap_len = 0;
-        d->cap_what = CAP_NONE;
-        if (top && t == '!') {
-            /* into the line buffer (no line is read while a payload is):
-             * the owner may move the reply before it ends */
-            d->cap_dst = d->line.buf;
-            d->cap_max = RESP_ERRTEXT_MAX - 1;
-            d->cap_what = CAP_ERRTEXT;
-        } else if (t == '$' && at_elem(d, 0)) {
-            d->cap_dst = d->elem0;
-            d->cap_max = RD_ELEM0_MAX;
-            d->cap_what = CAP_ELEM0;
-        } else if (d->want_elem1 && t == '$' && at_elem(d, 1)) {
-            d->cap_dst = d->elem1;
-            d->cap_max = sizeof d->elem1;
-            d->cap_what = CAP_ELEM1;
-        }
+        rp_capture_to(d, t, top);
         d->state = RP_BULK;
         return LN_CONT;
     case '*':
@@ -546,22 +554,9 @@ static const uint8_t *rp_fast_elem(rp_dec *d, const uint8_t *p, const uint8_t *e
             return NULL;
         size_t n = (size_t)v;
         d->bulk_left = 0;
-        d->cap_len = 0;
-        if (at_elem(d, 0)) {
-            d->cap_max = RD_ELEM0_MAX;
-            d->cap_len = (uint32_t)(n < RD_ELEM0_MAX ? n : RD_ELEM0_MAX);
-            memcpy(d->elem0, s, d->cap_len);
-            d->elem0_len = (uint8_t)d->cap_len;
-            d->elem0_set = 1;
-        } else if (d->want_elem1 && at_elem(d, 1)) {
-            d->cap_max = sizeof d->elem1;
-            d->cap_len = (uint32_t)(n < sizeof d->elem1 ? n : sizeof d->elem1);
-            memcpy(d->elem1, s, d->cap_len);
-            d->elem1_len = (uint8_t)d->cap_len;
-            d->elem1_set = 1;
-        }
-        d->cap_dst = NULL;
-        d->cap_what = CAP_NONE;
+        rp_capture_to(d, '$', 0);
+        rp_capture(d, s, n);
+        rp_bulk_done(d);
         s += n + 2;
     }
     d->ltype = '$';
