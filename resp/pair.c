@@ -347,6 +347,11 @@ static void try_regain_sync(rc_conn *c)
  *   - a REPLCONF ACK request, or a REPLCONF GETACK "reply": the link,
  *     oriented right. The master's side is not decoded from then on, and
  *     what it had sent that was counted as replies was its stream.
+ *   - REPL_SHAPE_RUN "replies" in a row that are commands (repl_shape)
+ *     while the client side has sent nothing at all: the master's stream
+ *     too, found without waiting up to a second for the replica's ACK. No
+ *     server sends a client commands; a reply to a request sent before the
+ *     capture began is one message, not a run of them shaped so.
  *   - a REPLCONF ACK "reply", on a connection that only the shape of its
  *     first bytes or the port order oriented: the link the wrong way round
  *     (the master spoke first, its commands looked like requests). The
@@ -382,8 +387,22 @@ static PAIR_RARE void repl_found(rc_conn *c, int mid)
     c->rq.in_msg = 0;
 }
 
+#define REPL_SHAPE_RUN 3
+
+/* Is the whole reply on a watched connection shaped like a command of a
+ * master's stream (an array whose first element is a command's name and
+ * whose third is not an integer, as a subscription's confirmation's is),
+ * sent to a side that has sent nothing? */
+static int repl_shape(const rc_conn *c)
+{
+    const rp_dec *d = &c->rpd;
+    return c->st.requests == 0 && c->count == 0 && d->rep->type == RESP_T_ARRAY &&
+           d->elem0_set && !d->elem2_set && rd_known_command(d->elem0, d->elem0_len);
+}
+
 /* A whole reply on a watched connection: 1 when it was a replication link's
- * REPLCONF (the link is then recognised; the reply is not paired). */
+ * REPLCONF, or completed a run of its stream's commands (the link is then
+ * recognised; the reply is not paired). */
 static PAIR_RARE int repl_reply(rc_conn *c)
 {
     const rp_dec *d = &c->rpd;
@@ -393,8 +412,16 @@ static PAIR_RARE int repl_reply(rc_conn *c)
         reply_modes_update(c);
         return 0;
     }
-    if (c->rpd.rep->type != RESP_T_ARRAY || !d->elem0_set || !d->elem1_set ||
-        !rd_eq_ci(d->elem0, d->elem0_len, "REPLCONF"))
+    if (c->rpd.rep->type != RESP_T_ARRAY || !d->elem0_set ||
+        !rd_eq_ci(d->elem0, d->elem0_len, "REPLCONF")) {
+        /* an ACK is the replica's: a run is of the other commands */
+        c->repl_cmds = repl_shape(c) ? (uint8_t)(c->repl_cmds + 1) : 0;
+        if (c->repl_cmds < REPL_SHAPE_RUN)
+            return 0;
+        repl_found(c, REPL_MID_SERVER);
+        return 1;
+    }
+    if (!d->elem1_set)
         return 0;
     if (rd_eq_ci(d->elem1, d->elem1_len, "GETACK")) {
         repl_found(c, REPL_MID_SERVER);

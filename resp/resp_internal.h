@@ -193,6 +193,8 @@ typedef struct rc_conn {
     uint8_t resp3, monitor, replication;
     uint8_t repl_watch;       /* picked up mid-stream and nothing paired yet:
                                  may be a replication link (pair.c, repl_*) */
+    uint8_t repl_cmds;        /* replies in a row shaped like a master's
+                                 stream, while watched (pair.c, repl_shape) */
     uint8_t reply_modes;      /* monitor, subscribed or repl_watch: a reply
                                  may be a push or REPLCONF (pair.c) */
     uint8_t repl_mid;         /* recognised mid-stream as a replication link:

@@ -15,6 +15,9 @@
  *                 master's REPLCONF GETACK first; with and without --ports:
  *                 kind 'replication', never unpaired, never judged, the
  *                 registry learns the master
+ *   shape         a master's stream told by three commands in a row to a
+ *                 side that sent nothing (no ACK in the capture); not
+ *                 by a subscriber's confirmations, nor by a broken run
  *   threads       --threads 1, 2, 3 give the same rows
  *   real          tests/fixtures/cli/midstream-real.pcap, a real capture of a
  *                 3+3 cluster whose replication links predate it
@@ -335,6 +338,108 @@ static void test_threads_agree(void **state)
     free(one);
 }
 
+static const char SUBOK[] = "*3\r\n$9\r\nsubscribe\r\n$2\r\nc1\r\n:1\r\n";
+static const char OK[] = "+OK\r\n";
+static const char LRANGE[] = "*4\r\n$6\r\nLRANGE\r\n$1\r\nq\r\n$1\r\n0\r\n$2\r\n-1\r\n";
+
+/*
+ * A master's stream told by its own shape, with no ACK from the replica
+ * in the capture. 10.0.1.9:50009 is known to serve (h9's handshake); all
+ * three others are picked up mid-stream and the client side sends nothing
+ * before the server's messages:
+ *   rE   10.0.2.5:40015: SET, PING, SET: three commands in a row, the
+ *        master's stream (nothing more of it decoded: the SET after)
+ *   s    10.0.0.10:40020: three SUBSCRIBE confirmations (a command's name
+ *        first, but a subscriber's), then its GET is answered: a client
+ *   b    10.0.0.11:40021: SET, +OK, SET, SET (no run of three), then its
+ *        GET is answered: a client
+ *   lq   10.0.0.12:40022: the tail of a request, three LRANGEs, then three
+ *        arrays shaped like SETs (a list of them): the answers of requests
+ *        the client sent, whether pairing trusts them or not: a client
+ */
+static void write_shape_capture(const char *path)
+{
+    pg_file *f = pg_file_open(path, PG_PCAP, DLT_EN10MB, 65535);
+    pg_conv h9, re, sb, br, lq;
+    int64_t now = T0;
+    assert_non_null(f);
+    conv(&h9, f, "10.0.0.9", 40009, "10.0.1.9", 50009, &now);
+    h9.ts_us = now;
+    assert_int_equal(pg_conv_handshake(&h9), 0);
+    now = h9.ts_us;
+    say(&h9, 0, GET, &now);
+    say(&h9, 1, VAL, &now);
+    conv(&re, f, "10.0.2.5", 40015, "10.0.1.9", 50009, &now);
+    say(&re, 1, SET, &now);
+    say(&re, 1, PING, &now);
+    say(&re, 1, SET, &now);
+    say(&re, 1, SET, &now);
+    conv(&sb, f, "10.0.0.10", 40020, "10.0.1.9", 50009, &now);
+    for (int i = 0; i < 3; i++)
+        say(&sb, 1, SUBOK, &now);
+    conv(&br, f, "10.0.0.11", 40021, "10.0.1.9", 50009, &now);
+    say(&br, 1, SET, &now);
+    say(&br, 1, OK, &now);
+    say(&br, 1, SET, &now);
+    say(&br, 1, SET, &now);
+    say(&br, 0, GET, &now);
+    say(&br, 1, VAL, &now);
+    conv(&lq, f, "10.0.0.12", 40022, "10.0.1.9", 50009, &now);
+    say(&lq, 0, "x\r\n", &now);
+    for (int i = 0; i < 3; i++)
+        say(&lq, 0, LRANGE, &now);
+    for (int i = 0; i < 3; i++)
+        say(&lq, 1, SET, &now);
+    assert_int_equal(pg_file_close(f), 0);
+}
+
+static void test_master_stream_shape(void **state)
+{
+    char cap[512], db[512];
+    (void)state;
+    snprintf(cap, sizeof cap, "%s", th_path(tmpdir, "shape.pcap"));
+    snprintf(db, sizeof db, "%s", th_path(tmpdir, "shape.db"));
+    write_shape_capture(cap);
+    char *one = NULL;
+    for (int n = 1; n <= 3; n++) {
+        char nt[4];
+        snprintf(nt, sizeof nt, "%d", n);
+        analyze(cap, db, TH_ARGS("--threads", nt));
+        sqlite3 *d = open_db(db);
+        assert_conn(d, "10.0.2.5:40015", "10.0.2.5:40015", "10.0.1.9:50009", "known",
+                    "replication");
+        assert_pairing(d, "10.0.2.5:40015", 0, 0, 0, 0);
+        assert_int_equal(counter(d, "replication_connections"), 1);
+        assert_int_equal(counter(d, "replication_midstream"), 1);
+        assert_int_equal(counter(d, "replication_reversed"), 0);
+        /* the subscriber: its confirmations answer nothing seen; the GET after
+         * them is paired (the connection is a subscriber's, not a stream) */
+        assert_conn(d, "10.0.0.10:40020", "10.0.0.10:40020", "10.0.1.9:50009", "known",
+                    "client");
+        /* the broken run: four unanswered "replies", then the GET paired */
+        assert_conn(d, "10.0.0.11:40021", "10.0.0.11:40021", "10.0.1.9:50009", "known",
+                    "client");
+        assert_int_equal(conn_int(d, "10.0.0.11:40021", "requests"), 1);
+        assert_int_equal(conn_int(d, "10.0.0.11:40021", "unpaired_requests"), 0);
+        assert_int_equal(conn_int(d, "10.0.0.11:40021", "unpaired_replies"), 4);
+        assert_conn(d, "10.0.0.12:40022", "10.0.0.12:40022", "10.0.1.9:50009", "known",
+                    "client");
+        assert_int_equal(conn_int(d, "10.0.0.12:40022", "requests"), 3);
+        assert_int_equal(th_sql_int(d, "SELECT count(*) FROM findings", NULL), 0);
+        assert_int_equal(th_sql_int(d, "SELECT count(*) FROM nodes WHERE role = 'master' AND "
+                                       "observed = '10.0.1.9:50009'", NULL), 1);
+        sqlite3_close(d);
+        char *rows = rows_of(db);
+        if (one == NULL)
+            one = rows;
+        else {
+            assert_string_equal(rows, one);
+            free(rows);
+        }
+    }
+    free(one);
+}
+
 /* The real capture: 3 links, each either way round, nothing unpaired. */
 static void test_real_capture(void **state)
 {
@@ -371,6 +476,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_orientation_and_links, setup, teardown),
         cmocka_unit_test_setup_teardown(test_threads_agree, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_master_stream_shape, setup, teardown),
         cmocka_unit_test_setup_teardown(test_real_capture, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
