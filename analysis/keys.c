@@ -73,6 +73,9 @@ static uint8_t idx_special[IDX_MAX_COMMANDS];
 static uint16_t idx_bound[IDX_MAX_COMMANDS]; /* see SCR_BOUND: 0 no bound */
 static uint32_t idx_mask[IDX_MAX_COMMANDS];  /* key positions when bound <= 32 */
 static uint16_t idx_mask_argc[IDX_MAX_COMMANDS]; /* ... valid from this argc on */
+/* 1: a plain keyed command (key specs, no subcommands, nothing special):
+ * nothing reads its arguments' bytes but its keys' (resp_keyctx.bare_mask) */
+static uint8_t idx_bare[IDX_MAX_COMMANDS];
 /* 0: not built, 1: being built, 2: ready. resp/'s workers call the key hook
  * from several threads (--threads), so the first use builds it exactly once
  * and the others wait for it (a few microseconds). */
@@ -163,6 +166,8 @@ static void idx_build(void)
         for (size_t k = 0; k < sizeof specials / sizeof specials[0]; k++)
             if (strcmp(name, specials[k].name) == 0)
                 idx_special[i] = specials[k].special;
+        idx_bare[i] = an_commands[i].nspecs > 0 && !(an_commands[i].flags & AN_CMD_CONTAINER) &&
+                      strchr(name, '|') == NULL && idx_special[i] == AN_SP_NONE;
     }
 }
 
@@ -489,9 +494,9 @@ static uint32_t key_mask(const an_cmd *c, long argc)
 #define NO_MASK_ARGC INT64_MAX
 static _Thread_local struct {
     uint64_t raw[2];
-    uint32_t s0, mask;
+    uint32_t s0, mask, bare;
     int64_t mask_argc;
-} last_mask = {{0, 0}, 0, 0, NO_MASK_ARGC};
+} last_mask = {{0, 0}, 0, 0, 0, NO_MASK_ARGC};
 
 /* Remember the mask request k just switched to (see last_mask). */
 static void remember_mask(const resp_keyctx *k, uint32_t i)
@@ -504,7 +509,15 @@ static void remember_mask(const resp_keyctx *k, uint32_t i)
     memcpy(last_mask.raw, k->req->name, sizeof last_mask.raw);
     last_mask.s0 = k->scratch[0];
     last_mask.mask = k->scratch[1];
+    last_mask.bare = k->bare_mask;
     last_mask.mask_argc = idx_mask_argc[i];
+}
+
+/* The bare_mask that goes with key_mask for the command of table index i:
+ * every argument but the keys, for a plain keyed command. */
+static inline uint32_t bare_of(size_t i, uint32_t key_mask)
+{
+    return i < IDX_MAX_COMMANDS && idx_bare[i] ? ~key_mask & ~1u : 0;
 }
 
 /* Switch a resolved request to its key mask when its command allows: the
@@ -521,6 +534,7 @@ static inline void use_mask(resp_keyctx *k)
     k->scratch[0] |= SCR_MASK;
     /* the answers are fixed from here on: resp reads them from the mask */
     k->key_mask = k->scratch[1];
+    k->bare_mask = bare_of(i, k->key_mask);
     k->key_mask_final = 1;
 }
 
@@ -606,6 +620,7 @@ static int use_argc_mask(resp_keyctx *k, const an_cmd *c)
     k->scratch[1] = m;
     k->scratch[0] |= SCR_MASK;
     k->key_mask = m;
+    k->bare_mask = bare_of((size_t)(c - an_commands), m);
     k->key_mask_final = 1;
     return 1;
 }
@@ -643,6 +658,7 @@ static void finish_when_fixed(resp_keyctx *k, const an_cmd *c)
     k->scratch[1] = m;
     k->scratch[0] |= SCR_MASK;
     k->key_mask = m;
+    k->bare_mask = bare_of((size_t)(c - an_commands), m);
     k->key_mask_final = 1;
 }
 
@@ -688,6 +704,7 @@ int an_key_fn(void *ctx, resp_keyctx *k)
             (int64_t)k->req->argc >= last_mask.mask_argc) {
             k->scratch[0] = last_mask.s0;
             k->scratch[1] = k->key_mask = last_mask.mask;
+            k->bare_mask = last_mask.bare;
             k->key_mask_final = 1;
             return k->argi < 32 && ((last_mask.mask >> k->argi) & 1u);
         }

@@ -476,6 +476,7 @@ typedef struct rq_dec {
     uint64_t km_name[2];     /* its name's bytes, zero past the name */
     uint32_t km_argc;
     uint32_t km_mask;
+    uint32_t km_bare;        /* and its bare_mask */
     uint8_t km_len;          /* its name's length, 0: nothing cached */
     uint8_t state;
     uint8_t in_msg;          /* a message has started */
@@ -492,6 +493,7 @@ typedef struct rq_dec {
     uint8_t a_name;          /* argument 0 (the command name) */
     uint8_t a_key;           /* the key hook said it is a key */
     uint8_t a_secret;        /* a credential: nothing is copied */
+    uint8_t a_bare;          /* its bytes are not kept (kc.bare_mask) */
     uint8_t a_gap;           /* bytes of it were lost in a gap: its kept prefix
                                 (and slot, for a key) are unknown */
     /* multibulk */

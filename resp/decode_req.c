@@ -120,6 +120,15 @@ static inline int hello_secret(const rq_dec *d)
     return d->a_secret && d->cred == CRED_HELLO;
 }
 
+/* Are argument i's bytes (not a key's) needed by nobody (the hook's
+ * bare_mask, once its answers are fixed)? Never for a command with
+ * credentials, whose keywords are read from the kept bytes. */
+static inline int arg_is_bare(const rq_dec *d, uint32_t i)
+{
+    return d->kc.key_mask_final && d->cred == CRED_NONE && i < 32 &&
+           ((d->kc.bare_mask >> i) & 1u);
+}
+
 /* Is argument i (not a credential) of the request being read a key? The
  * hook's answers once it has fixed them (key_mask_final, as bits), else the
  * hook itself, else the default: the first argument. */
@@ -159,6 +168,7 @@ static inline void arg_begin(rq_dec *d, uint64_t full)
     d->a_secret = (uint8_t)rq_is_secret(d, r, i);
     if (!d->a_secret)
         d->a_key = (uint8_t)arg_is_key(d, r, i);
+    d->a_bare = (uint8_t)(!d->a_key && !d->a_secret && arg_is_bare(d, i));
     if (d->a_key)
         resp_slot_init(&d->hasher);
     if (hello_secret(d)) {
@@ -170,9 +180,9 @@ static inline void arg_begin(rq_dec *d, uint64_t full)
         r->nargs = (uint8_t)i;
         r->arg_len[i - 1] = 0;
         r->arg_full_len[i - 1] = d->a_full;
-        if (!d->a_secret)
+        if (!d->a_secret && !d->a_bare)
             d->a_dst = (uint8_t *)r->args[i - 1];
-    } else if (!d->a_secret) {
+    } else if (!d->a_secret && !d->a_bare) {
         d->a_dst = d->prevbuf;
     }
 }
@@ -219,7 +229,7 @@ static inline void arg_end(rq_dec *d)
     } else {
         uint32_t k = i - d->cred_skipped; /* its args[] slot (none: a HELLO secret) */
         if (k <= RESP_ARG_KEEP && !hello_secret(d)) {
-            r->arg_len[k - 1] = (d->a_secret || d->a_gap) ? 0 : (uint8_t)kept;
+            r->arg_len[k - 1] = (d->a_secret || d->a_gap || d->a_bare) ? 0 : (uint8_t)kept;
             r->arg_full_len[k - 1] = seen;
         }
         if (d->a_key && d->a_gap) {
@@ -363,6 +373,7 @@ static inline void arg_whole(rq_dec *d, const uint8_t *p, size_t len)
          * waits for two separate byte stores to reach the cache. */
         int secret = d->cred != CRED_NONE ? rq_is_secret(d, r, i) : 0;
         int key = secret ? 0 : arg_is_key(d, r, i);
+        int none = secret || (!key && arg_is_bare(d, i)); /* no byte kept */
         uint32_t k = i - d->cred_skipped; /* its args[] slot */
         uint8_t *dst = NULL;
         if (secret && d->cred == CRED_HELLO) {
@@ -370,10 +381,10 @@ static inline void arg_whole(rq_dec *d, const uint8_t *p, size_t len)
         } else if (k <= RESP_ARG_KEEP) {
             r->nargs = (uint8_t)k;
             r->arg_full_len[k - 1] = full;
-            r->arg_len[k - 1] = secret ? 0 : (uint8_t)kept;
-            if (!secret)
+            r->arg_len[k - 1] = none ? 0 : (uint8_t)kept;
+            if (!none)
                 dst = (uint8_t *)r->args[k - 1];
-        } else if (!secret) {
+        } else if (!none) {
             dst = d->prevbuf;
         }
         if (dst != NULL)
@@ -488,6 +499,7 @@ static void km_remember(rq_dec *d, const resp_request *r, uint32_t name_full)
     d->km_len = (uint8_t)len;
     d->km_argc = r->argc;
     d->km_mask = d->kc.key_mask;
+    d->km_bare = d->kc.bare_mask;
 }
 
 /* Is the name of the multibulk request just kept (len bytes kept, full
@@ -570,6 +582,12 @@ static inline void arg_plain(rq_dec *d, resp_request *r, uint32_t i, const uint8
     uint32_t kept = full < RESP_ARG_PREFIX ? full : RESP_ARG_PREFIX;
     int key = d->kc.key_mask_final ? (int)((d->kc.key_mask >> i) & 1u) /* i < 32 */
                                    : arg_plain_ask(d, r, i, full, kept);
+    if (!key && ((d->kc.bare_mask >> i) & 1u)) { /* set only with the final mask */
+        r->nargs = (uint8_t)i;
+        r->arg_full_len[i - 1] = full;
+        r->arg_len[i - 1] = 0;
+        return;
+    }
     arg_keep(r, i, p, full, kept, key);
 }
 
@@ -587,6 +605,7 @@ static inline void arg_name_whole(rq_dec *d, resp_request *r, const uint8_t *p, 
     if (km_hit(d, r, nl, len, w0)) {
         d->cred = CRED_NONE;
         d->kc.key_mask = d->km_mask;
+        d->kc.bare_mask = d->km_bare;
         d->kc.key_mask_final = 1;
         return;
     }
@@ -621,6 +640,7 @@ static inline void rq_begin_argc(rq_dec *d, uint64_t pos, int64_t ts, uint32_t a
     memset(d->kc.scratch, 0, sizeof(d->kc.scratch));
     d->kc.key_mask = 0;
     d->kc.key_mask_final = 0;
+    d->kc.bare_mask = 0;
 }
 
 /* A message starts at pos: ask the owner where it goes and reset the

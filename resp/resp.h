@@ -147,6 +147,12 @@ typedef struct resp_keyctx {
                                  argument from 32 on is; resp then stops
                                  calling the hook for this request. Both
                                  start at zero per request. */
+    uint32_t bare_mask;       /* set by the hook with key_mask_final (zero
+                                 per request too): bit i (< 32, not a key)
+                                 means that no reader of the request needs
+                                 argument i's bytes, only its length (a
+                                 SET's value): resp keeps none of them
+                                 (arg_len 0, arg_full_len its length) */
 } resp_keyctx;
 
 /* Return 1 if argument k->argi is a key, 0 if not. The hook may also set

@@ -298,6 +298,121 @@ static void test_keys_through_resp(void **state)
     resp_free(rp);
 }
 
+/* A connection through resp with the analysis' key hook, for bare_args. */
+typedef struct bare_run {
+    resp_pipeline *rp;
+    cap_conn c;
+    cap_event ev;
+    got g;
+    int64_t ts;
+} bare_run;
+
+/* Request req (in pieces of at most piece bytes), then reply "+OK": the
+ * command as the sink got it. */
+static const resp_request *bare_send(bare_run *b, const char *req, size_t piece)
+{
+    int n0 = b->g.n;
+    b->ev.kind = CAP_EV_DATA;
+    b->ev.dir = CAP_TO_SERVER;
+    for (size_t at = 0, len = strlen(req); at < len; at += piece) {
+        b->ev.ts_us = ++b->ts;
+        b->ev.data = (const uint8_t *)req + at;
+        b->ev.len = len - at < piece ? len - at : piece;
+        resp_on_capture_event(b->rp, &b->ev);
+    }
+    b->ev.dir = CAP_TO_CLIENT;
+    b->ev.ts_us = ++b->ts;
+    b->ev.data = (const uint8_t *)"+OK\r\n";
+    b->ev.len = 5;
+    resp_on_capture_event(b->rp, &b->ev);
+    assert_int_equal(b->g.n, n0 + 1);
+    return &b->g.cmd.req;
+}
+
+/* Argument i (0-based after the name) kept as text t, of full length full. */
+static void assert_arg(const resp_request *r, unsigned i, const char *t, uint32_t full)
+{
+    assert_true(i < r->nargs);
+    assert_int_equal(r->arg_len[i], strlen(t));
+    assert_int_equal(r->arg_full_len[i], full);
+    assert_memory_equal(r->args[i], t, strlen(t));
+}
+
+/* The hook's bare_mask: a plain keyed command's arguments other than its keys
+ * are not kept by resp (only their lengths), whole or in pieces, through the
+ * hook's and resp's remembered masks alike; a command whose arguments the
+ * analysis or resp reads (CLUSTER, a container's subcommand, MIGRATE, CLIENT,
+ * an unknown command) keeps them. */
+static void test_bare_args(void **state)
+{
+    (void)state;
+    bare_run b;
+    memset(&b, 0, sizeof b);
+    resp_config cfg;
+    resp_config_defaults(&cfg);
+    cfg.key_fn = an_key_fn;
+    resp_sink sink = {.ctx = &b.g, .command = got_cmd};
+    b.rp = resp_new(&cfg, &sink);
+    assert_non_null(b.rp);
+    b.c.id = 1;
+    b.c.client.addr.family = b.c.server.addr.family = 4;
+    b.c.client.port = 40000;
+    b.c.server.port = 30001;
+    b.c.saw_syn = 1;
+    b.ev.conn = &b.c;
+    b.ev.kind = CAP_EV_OPEN;
+    resp_on_capture_event(b.rp, &b.ev);
+    const char *set = "*5\r\n$3\r\nSET\r\n$4\r\nuser\r\n$10\r\nsecret-val\r\n$2\r\nEX\r\n"
+                      "$2\r\n10\r\n";
+    for (int round = 0; round < 3; round++) { /* asked, then remembered twice */
+        for (size_t piece = 1; piece <= strlen(set); piece += strlen(set) - 1) {
+            const resp_request *r = bare_send(&b, set, piece);
+            assert_int_equal(r->nargs, 4);
+            assert_arg(r, 0, "user", 4);
+            assert_arg(r, 1, "", 10);
+            assert_arg(r, 2, "", 2);
+            assert_arg(r, 3, "", 2);
+            assert_int_equal(r->nkeys, 1);
+            assert_int_equal(r->key0_len, 4);
+            assert_memory_equal(r->key0, "user", 4);
+            assert_int_equal(r->slot, an_key_slot("user", 4));
+        }
+    }
+    const resp_request *r = bare_send(&b, "*3\r\n$4\r\nMSET\r\n$1\r\na\r\n$1\r\n1\r\n", 64);
+    assert_arg(r, 0, "a", 1);
+    assert_arg(r, 1, "", 1);
+    r = bare_send(&b, "*5\r\n$7\r\nCLUSTER\r\n$7\r\nSETSLOT\r\n$1\r\n7\r\n$9\r\nMIGRATING"
+                      "\r\n$3\r\nabc\r\n", 64);
+    assert_arg(r, 0, "SETSLOT", 7);
+    assert_arg(r, 1, "7", 1);
+    assert_arg(r, 2, "MIGRATING", 9);
+    assert_arg(r, 3, "abc", 3);
+    r = bare_send(&b, "*3\r\n$6\r\nOBJECT\r\n$8\r\nENCODING\r\n$1\r\nk\r\n", 64);
+    assert_arg(r, 0, "ENCODING", 8);
+    assert_arg(r, 1, "k", 1);
+    r = bare_send(&b, "*6\r\n$7\r\nMIGRATE\r\n$4\r\nhost\r\n$4\r\n7001\r\n$1\r\nk\r\n"
+                      "$1\r\n0\r\n$4\r\n5000\r\n", 64);
+    assert_arg(r, 0, "host", 4);
+    assert_arg(r, 1, "7001", 4);
+    assert_arg(r, 3, "0", 1);
+    r = bare_send(&b, "*3\r\n$6\r\nCLIENT\r\n$7\r\nSETNAME\r\n$3\r\napp\r\n", 64);
+    assert_arg(r, 1, "app", 3);
+    r = bare_send(&b, "*3\r\n$6\r\nNOSUCH\r\n$1\r\na\r\n$1\r\nb\r\n", 64);
+    assert_arg(r, 0, "a", 1);
+    assert_arg(r, 1, "b", 1);
+    /* EVAL: its keys follow numkeys, the hook answers each argument (no
+     * mask is fixed), so every argument is kept */
+    r = bare_send(&b, "*5\r\n$4\r\nEVAL\r\n$8\r\nreturn 1\r\n$1\r\n1\r\n$1\r\nk\r\n"
+                      "$3\r\narg\r\n", 64);
+    assert_arg(r, 0, "return 1", 8);
+    assert_arg(r, 1, "1", 1);
+    assert_arg(r, 2, "k", 1);
+    assert_arg(r, 3, "arg", 3);
+    b.ev.kind = CAP_EV_CLOSE;
+    resp_on_capture_event(b.rp, &b.ev);
+    resp_free(b.rp);
+}
+
 /* ---------------------------------------------------------------- fast paths */
 
 /* The key positions of command c for argc arguments, straight from its key
@@ -468,6 +583,7 @@ int main(void)
         cmocka_unit_test(test_keys_keyword),
         cmocka_unit_test(test_keys_sort_and_subcommands),
         cmocka_unit_test(test_keys_through_resp),
+        cmocka_unit_test(test_bare_args),
         cmocka_unit_test(test_keys_fixed_positions_every_command),
         cmocka_unit_test(test_keys_to_end_every_command),
         cmocka_unit_test(test_command_lookup_paths),
