@@ -378,36 +378,37 @@ static void test_bare_args(void **state)
             assert_int_equal(r->slot, an_key_slot("user", 4));
         }
     }
-    const resp_request *r = bare_send(&b, "*3\r\n$4\r\nMSET\r\n$1\r\na\r\n$1\r\n1\r\n", 64);
-    assert_arg(r, 0, "a", 1);
-    assert_arg(r, 1, "", 1);
-    r = bare_send(&b, "*5\r\n$7\r\nCLUSTER\r\n$7\r\nSETSLOT\r\n$1\r\n7\r\n$9\r\nMIGRATING"
-                      "\r\n$3\r\nabc\r\n", 64);
-    assert_arg(r, 0, "SETSLOT", 7);
-    assert_arg(r, 1, "7", 1);
-    assert_arg(r, 2, "MIGRATING", 9);
-    assert_arg(r, 3, "abc", 3);
-    r = bare_send(&b, "*3\r\n$6\r\nOBJECT\r\n$8\r\nENCODING\r\n$1\r\nk\r\n", 64);
-    assert_arg(r, 0, "ENCODING", 8);
-    assert_arg(r, 1, "k", 1);
-    r = bare_send(&b, "*6\r\n$7\r\nMIGRATE\r\n$4\r\nhost\r\n$4\r\n7001\r\n$1\r\nk\r\n"
-                      "$1\r\n0\r\n$4\r\n5000\r\n", 64);
-    assert_arg(r, 0, "host", 4);
-    assert_arg(r, 1, "7001", 4);
-    assert_arg(r, 3, "0", 1);
-    r = bare_send(&b, "*3\r\n$6\r\nCLIENT\r\n$7\r\nSETNAME\r\n$3\r\napp\r\n", 64);
-    assert_arg(r, 1, "app", 3);
-    r = bare_send(&b, "*3\r\n$6\r\nNOSUCH\r\n$1\r\na\r\n$1\r\nb\r\n", 64);
-    assert_arg(r, 0, "a", 1);
-    assert_arg(r, 1, "b", 1);
-    /* EVAL: its keys follow numkeys, the hook answers each argument (no
-     * mask is fixed), so every argument is kept */
-    r = bare_send(&b, "*5\r\n$4\r\nEVAL\r\n$8\r\nreturn 1\r\n$1\r\n1\r\n$1\r\nk\r\n"
-                      "$3\r\narg\r\n", 64);
-    assert_arg(r, 0, "return 1", 8);
-    assert_arg(r, 1, "1", 1);
-    assert_arg(r, 2, "k", 1);
-    assert_arg(r, 3, "arg", 3);
+    /* bare: bit i set when argument i (0-based) keeps no byte. EVAL: its
+     * keys follow numkeys, the hook answers each argument (no mask is
+     * fixed), so every argument is kept */
+    static const struct {
+        const char *argv[7];
+        unsigned bare;
+    } cases[] = {
+        {{"MSET", "a", "1", "b", "2"}, 0xa},
+        {{"CLUSTER", "SETSLOT", "7", "MIGRATING", "abc"}, 0},
+        {{"OBJECT", "ENCODING", "k"}, 0},
+        {{"MIGRATE", "host", "7001", "k", "0", "5000"}, 0},
+        {{"CLIENT", "SETNAME", "app"}, 0},
+        {{"NOSUCH", "a", "b"}, 0},
+        {{"EVAL", "return 1", "1", "k", "arg"}, 0},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        char req[256];
+        size_t argc = 0, len = 0;
+        while (argc < 7 && cases[c].argv[argc])
+            argc++;
+        len += (size_t)snprintf(req + len, sizeof req - len, "*%zu\r\n", argc);
+        for (size_t i = 0; i < argc; i++)
+            len += (size_t)snprintf(req + len, sizeof req - len, "$%zu\r\n%s\r\n",
+                                    strlen(cases[c].argv[i]), cases[c].argv[i]);
+        const resp_request *r = bare_send(&b, req, len);
+        assert_int_equal(r->nargs, argc - 1 < RESP_ARG_KEEP ? argc - 1 : RESP_ARG_KEEP);
+        for (unsigned i = 0; i + 1 < argc && i < RESP_ARG_KEEP; i++) {
+            const char *a = cases[c].argv[i + 1];
+            assert_arg(r, i, (cases[c].bare >> i) & 1 ? "" : a, (uint32_t)strlen(a));
+        }
+    }
     b.ev.kind = CAP_EV_CLOSE;
     resp_on_capture_event(b.rp, &b.ev);
     resp_free(b.rp);
