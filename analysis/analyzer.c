@@ -519,7 +519,8 @@ void an_free(an_analyzer *an)
     if (!an)
         return;
     if (an->clients) {
-        for (uint32_t i = 0; i < an->cfg.max_clients; i++) {
+        /* entries past the high-water mark were never used (nor touched) */
+        for (uint32_t i = 0; i < an->cli_hwm; i++) {
             if (!an->clients[i].used)
                 continue;
             an_view_free(an, &an->clients[i]);
