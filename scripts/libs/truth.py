@@ -48,6 +48,11 @@ Output (tab-separated, '#' comments): `client ADDR NAME`, `commands ADDR N`,
 -1 for readonly_missing and crossslot, which are per client), and
 `clean ADDR` for a client with no mistake, `cluster_findings N` (0: every
 migration phase of the scenario ended well within migration_stuck's 60 s).
+For a client with connections picked up mid-stream (no SYN seen) also
+`midstream ADDR N` (such connections), `unanswered ADDR N` (requests that got
+no reply) and `orphan_replies ADDR N` (replies, not pushes, that came when no
+request of theirs waited; a mid-stream connection's replies before its first
+request are skipped, not counted).
 Comments `# evidence KIND: ...` show up to three commands behind each kind. With --tshark, tshark's own RESP
 dissector counts the requests and redirect errors per client too
 (`tshark_commands`, `tshark_redirects`), as a cross-check of this decoder.
@@ -207,14 +212,15 @@ class Half:
         return len(self.buf) > before
 
 
-def commands(path, node_ports, midstream=None):
+def commands(path, node_ports, midstream=None, orphans=None):
     """Every request with its reply, in the order the requests were sent:
     dicts with t, t_reply, client, conn, node, argv, name, reply.
     A connection whose first packet is not a SYN was picked up mid-stream:
     its client bytes count from the first segment that starts a RESP array
     ('*'), its server bytes are skipped while no request waits (a reply to
     a request sent before the capture); midstream, a dict, gets the number
-    of such connections per client."""
+    of such connections per client, orphans the number of replies (not
+    pushes) that came when no request of theirs waited."""
     conns, out, nconn = {}, [], 0
     for ts, src, sport, dst, dport, seq, flags, data in packets(path):
         if dport in node_ports and sport not in node_ports:
@@ -269,6 +275,8 @@ def commands(path, node_ports, midstream=None):
                     v, c["dpos"] = resp_value(half.buf, c["dpos"])
                 except Incomplete:
                     break
+                if v[0] != b">" and not c["queue"] and orphans is not None:
+                    orphans[key[0]] = orphans.get(key[0], 0) + 1
                 if v[0] == b">" or not c["queue"]:
                     continue   # a push, or a reply to nothing seen
                 cmd = c["queue"].popleft()
@@ -622,9 +630,10 @@ def main():
     events = json.load(open(args[1]))
     base = events["base"]
     node_ports = set(range(base, base + 20))
-    midstream = {}
+    midstream, orphans = {}, {}
     roles = Roles(events)
-    cmds = commands(args[0], node_ports, midstream)
+    cmds = commands(args[0], node_ports, midstream, orphans)
+    unanswered = collections.Counter(c["client"] for c in cmds if c["reply"] is None)
     unknown = infer_readonly(cmds, roles)
     res = judge(cmds, roles)
     names = {}
@@ -649,6 +658,9 @@ def main():
             print("# %s: %d connection(s) picked up mid-stream (no SYN seen), %d of them to a replica"
                   " with READONLY unknown (no read served or bounced to its master)"
                   % (client, midstream[client], unknown.get(client, 0)))
+            print("midstream\t%s\t%d" % (client, midstream[client]))
+            print("unanswered\t%s\t%d" % (client, unanswered.get(client, 0)))
+            print("orphan_replies\t%s\t%d" % (client, orphans.get(client, 0)))
         print("commands\t%s\t%d" % (client, r["commands"]))
         for k in REDIRECTS:
             print("redirects\t%s\t%s\t%d" % (client, k, r["redirects"].get(k, 0)))
