@@ -936,10 +936,12 @@ static __attribute__((noinline)) void on_command_full(an_analyzer *an, const res
         return;
     case AN_SP_READONLY:
         cn->readonly = cmd->outcome == RESP_OK && cmd->reply.err == RESP_ERR_NONE;
+        cn->readonly_seen = 1;
         return;
     case AN_SP_READWRITE:
     case AN_SP_RESET:
         cn->readonly = 0;
+        cn->readonly_seen = 1;
         return;
     case AN_SP_CLIENT:
     case AN_SP_HELLO:

@@ -330,10 +330,18 @@ void an_cv_on_command(an_analyzer *an, an_cmdctx *x)
     if (ts < c->ev.ts_us || x->asked || x->node == AN_NONE ||
         (x->node != c->ev.old_node && x->node != c->ev.node))
         return;
-    /* a read under READONLY: the old master, now a replica, serves it on purpose */
-    if (x->node == c->ev.old_node && x->cn->readonly && x->info &&
-        (x->info->flags & AN_CMD_READONLY))
-        return;
+    if (x->node == c->ev.old_node && x->info && (x->info->flags & AN_CMD_READONLY)) {
+        /* a read under READONLY: the old master, now a replica, serves it on purpose */
+        if (x->cn->readonly)
+            return;
+        /* READONLY may predate a capture that picked the connection up
+         * mid-stream: a read the old node served after a change that was no
+         * migration (a failover, or unknown: it may be a replica now) shows
+         * nothing stale */
+        if (an_cn_readonly_unknown(x->cn) && c->ev.cause != AN_CAUSE_MIGRATION &&
+            x->cmd->outcome == RESP_OK && x->cmd->reply.err == RESP_ERR_NONE)
+            return;
+    }
     cv_row *w = row_get(an, cv, i, an_client_name(an, x->cn->client), ts);
     if (!w)
         return;

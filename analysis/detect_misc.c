@@ -19,7 +19,10 @@
  * replication link seen on the wire), on a connection that had not sent
  * READONLY (or had cancelled it with READWRITE / RESET), answered with MOVED.
  * Connections picked up mid-stream are not judged (READONLY may have been
- * sent before the capture began). Aggregated per (client, replica, slot -1);
+ * sent before the capture began) until the capture shows their state: a
+ * READONLY, READWRITE or RESET, or a read the replica bounced with MOVED to
+ * its own master (with READONLY it would have served a slot it takes for its
+ * master's: READONLY is off). Aggregated per (client, replica, slot -1);
  * visible at cfg.readonly_missing_min occurrences (default 1).
  * Evidence: the read and its MOVED reply.
  */
@@ -27,11 +30,17 @@ void an_detect_readonly_missing(an_analyzer *an, an_attempt_ctx *a)
 {
     an_cmdctx *x = a->x;
     const an_attempt *cur = a->cur;
-    if (cur->reply != RESP_ERR_MOVED || cur->node == AN_NONE || x->cn->readonly ||
-        x->cn->mid_stream || !x->info || !(x->info->flags & AN_CMD_READONLY))
+    if (cur->reply != RESP_ERR_MOVED || cur->node == AN_NONE || x->cn->readonly || !x->info ||
+        !(x->info->flags & AN_CMD_READONLY))
         return;
-    if (strcmp(an->nodes[cur->node].pub.role, "replica") != 0)
+    const an_nd *nd = &an->nodes[cur->node];
+    if (strcmp(nd->pub.role, "replica") != 0)
         return;
+    if (an_cn_readonly_unknown(x->cn)) {
+        if (nd->master == AN_NONE || cur->target != nd->master)
+            return;
+        x->cn->readonly_seen = 1; /* bounced to its own master: READONLY is off */
+    }
     an_event ev;
     an_event_from(&ev, x, "read sent to a replica without READONLY");
     char summary[AN_SUMMARY_MAX];

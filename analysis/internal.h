@@ -272,7 +272,18 @@ typedef struct an_cn {
     int64_t asking_spent_ts;     /* an ASKING used up by an unrelated command */
     int32_t getkeys_slot;        /* last CLUSTER GETKEYSINSLOT slot, or -1 */
     char src[AN_NAME_MAX], dst[AN_NAME_MAX];
+    uint8_t readonly_seen;       /* READONLY, READWRITE or RESET seen on it: readonly
+                                    is known even mid-stream (in the tail padding:
+                                    entries stay 256 bytes) */
 } an_cn;
+
+/* Is cn's READONLY state unknown? Known on a connection seen from its start
+ * or once it sent READONLY/READWRITE/RESET; on one picked up mid-stream
+ * before that, READONLY may have been sent before the capture began. */
+static inline int an_cn_readonly_unknown(const an_cn *cn)
+{
+    return cn->mid_stream && !cn->readonly_seen && !cn->readonly;
+}
 
 /* ---------------------------------------------------------------- ops.c */
 

@@ -2,6 +2,8 @@
 # make-fixtures.sh - remake tests/fixtures/libs from a scenario run.
 #
 #   scripts/libs/make-fixtures.sh [WORK]      (default /work/captures/libs)
+#   OUT=tests/fixtures/libs-mid LIBS="..." SCENARIO_ARGS=--midstream \
+#       scripts/libs/make-fixtures.sh WORK    (the mid-stream fixtures)
 #
 # Runs scripts/libs/scenario.py in WORK unless WORK/events.json and the
 # per-library captures are there already (then it only rewrites the fixtures),
@@ -13,10 +15,11 @@ set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 WORK=${1:-/work/captures/libs}
-OUT=$ROOT/tests/fixtures/libs
-LIBS="php-redis ruby-redis redis-py redis-py-asyncio node-redis ioredis iovalkey valkey-glide"
+OUT=${OUT:-$ROOT/tests/fixtures/libs}
+LIBS=${LIBS:-"php-redis ruby-redis redis-py redis-py-asyncio node-redis ioredis iovalkey valkey-glide"}
 
-[ -f "$WORK/events.json" ] || /usr/bin/python3 "$HERE/scenario.py" --work "$WORK"
+# shellcheck disable=SC2086 # SCENARIO_ARGS is a list of options
+[ -f "$WORK/events.json" ] || /usr/bin/python3 "$HERE/scenario.py" --work "$WORK" ${SCENARIO_ARGS:-}
 mkdir -p "$OUT"
 cp "$WORK/events.json" "$OUT/events.json"
 for lib in $LIBS; do

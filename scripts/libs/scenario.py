@@ -4,6 +4,7 @@ reshard, a hand migration with a long ASK window, a manual failover and a
 rebalance, for slotscope's real-library fixtures (tests/fixtures/libs/).
 
   scripts/libs/scenario.py [--base 31300] [--work /work/captures/libs]
+                           [--midstream] [--any] [--load] [--buffer KIB]
 
 Needs root (tcpdump on lo), redis-server/redis-cli 7, tcpdump, gcc, and the
 libraries: Debian's php-redis, ruby-redis, python3-redis (/usr/bin/python3),
@@ -33,6 +34,18 @@ What it does, every step bounded in time:
      and the node roles before and after the failover.
   6. The libraries stop, tcpdump stops, the cluster stops; each library's
      traffic is cut out of full.pcap by source address into WORK/NAME.pcap.
+
+Options (without them the run is the one above, unchanged):
+  --midstream  tcpdump starts only once every library has a connection to each
+               of the three masters (CLIENT LIST) and MIDSTREAM_WARMUP_S more
+               seconds of steps: those connections and the replication links
+               predate the capture (no SYN in it), as when a user starts
+               tcpdump on a running system. Step 3 then comes after step 4.
+  --any        tcpdump -i any (Linux cooked capture, SLL2) instead of -i lo.
+  --load       background redis-benchmark --cluster traffic (LOAD_ARGS, bursts
+               of LOAD_REQUESTS requests LOAD_PAUSE_S apart) from LOAD_ADDR,
+               started with the libraries and stopped with them, for volume.
+  --buffer KIB tcpdump -B KIB (a small buffer gives kernel drops under --load).
 """
 import argparse, json, os, shutil, signal, subprocess, sys, time
 
@@ -49,6 +62,11 @@ FILLER_PER_SLOT = 1000
 # library's own retry, never the application's next step.
 FAIL_VARIANTS = 6
 HOT_PAIRS = 12
+MIDSTREAM_WARMUP_S = 4.0  # --midstream: steps after every library is connected
+LOAD_ADDR = "127.0.0.40"  # --load: redis-benchmark's source address
+LOAD_ARGS = ["--cluster", "-P", "16", "-c", "50", "-d", "64", "-t", "set,get", "-r", "100000", "-q"]
+LOAD_REQUESTS = 20000     # per redis-benchmark run (each of set, get)
+LOAD_PAUSE_S = 1.0        # between runs
 
 # name, source address, command (PLAN replaced by the plan file)
 LIBS = [
@@ -150,8 +168,10 @@ def roles(topo):
 
 
 class Run:
-    def __init__(self, base, work):
+    def __init__(self, base, work, iface="lo", buffer_kib=None):
         self.base, self.work = base, work
+        self.iface, self.buffer_kib = iface, buffer_kib
+        self.load = None
         self.cdir = os.path.join(work, "cluster")
         self.procs, self.dumps, self.events = {}, [], []
         self.stop_file = os.path.join(work, "stop")
@@ -219,7 +239,8 @@ class Run:
                            % (self.base, last, self.base + 10000, last + 10000))):
             path = os.path.join(self.work, name)
             err = open(path + ".log", "w")
-            p = subprocess.Popen(["tcpdump", "-i", "lo", "-s", "0", "-U", "-w", path, flt],
+            opts = ["-B", str(self.buffer_kib)] if self.buffer_kib else []
+            p = subprocess.Popen(["tcpdump", "-i", self.iface] + opts + ["-s", "0", "-U", "-w", path, flt],
                                  stdout=subprocess.DEVNULL, stderr=err)
             self.dumps.append((p, path))
             deadline = time.time() + 10
@@ -241,6 +262,52 @@ class Run:
             self.procs[name] = subprocess.Popen(argv, env=dict(env, SS_BIND_ADDR=addr),
                                                 stdout=out, stderr=subprocess.STDOUT)
         self.event("libraries_started", libs={n: a for n, a, _ in LIBS})
+
+    def wait_connected(self):
+        """--midstream: until every library has a connection to each master
+        (CLIENT LIST on the masters, at most 60 s), then MIDSTREAM_WARMUP_S
+        more seconds of steps. Records each library's connections per node."""
+        deadline = time.time() + 60
+        while True:
+            conns = {}
+            for port in sorted(self.m):
+                for line in cli(port, "CLIENT", "LIST").splitlines():
+                    for f in line.split():
+                        if f.startswith("addr="):
+                            addr = f[5:].rsplit(":", 1)[0]
+                            conns.setdefault(addr, {}).setdefault(str(port), 0)
+                            conns[addr][str(port)] += 1
+            missing = [n for n, a, _ in LIBS if not all(str(m) in conns.get(a, {}) for m in self.m)]
+            if not missing:
+                break
+            if time.time() > deadline:
+                raise RuntimeError("libraries not connected to every master in 60 s: %s" % missing)
+            time.sleep(0.5)
+        self.event("libraries_connected", conns={n: conns.get(a, {}) for n, a, _ in LIBS})
+        time.sleep(MIDSTREAM_WARMUP_S)
+
+    def start_load(self, shim):
+        """--load: redis-benchmark bursts from LOAD_ADDR until the stop file."""
+        bench = " ".join(["redis-benchmark", "-h", "127.0.0.1", "-p", str(self.base),
+                          "-n", str(LOAD_REQUESTS)] + LOAD_ARGS)
+        loop = ('while [ ! -e %s ]; do timeout 60 %s; sleep %s; done'
+                % (self.stop_file, bench, LOAD_PAUSE_S))
+        out = open(os.path.join(self.work, "load.out"), "w")
+        self.load = subprocess.Popen(["bash", "-c", loop], stdout=out, stderr=subprocess.STDOUT,
+                                     env=dict(os.environ, LD_PRELOAD=shim, SS_BIND_ADDR=LOAD_ADDR),
+                                     start_new_session=True)
+        self.event("load_started", addr=LOAD_ADDR, command=bench)
+
+    def stop_load(self):
+        if self.load is None:
+            return
+        try:
+            self.load.wait(timeout=LOAD_PAUSE_S + 70)   # the loop sees the stop file
+        except subprocess.TimeoutExpired:
+            os.killpg(self.load.pid, signal.SIGTERM)
+            self.load.wait(timeout=10)
+        self.event("load_stopped", rc=self.load.returncode)
+        self.load = None
 
     def reshard(self):
         m0, m1, _ = self.m
@@ -323,6 +390,13 @@ class Run:
         for p in self.procs.values():
             p.kill(); p.wait()
         self.procs = {}
+        if self.load is not None:
+            try:
+                os.killpg(self.load.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.load.wait()
+            self.load = None
         if self.dumps:
             self.stop_dumps()
         try:
@@ -342,6 +416,11 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--base", type=int, default=31300)
     ap.add_argument("--work", default="/work/captures/libs")
+    ap.add_argument("--midstream", action="store_true",
+                    help="start tcpdump after every library is connected (see the docstring)")
+    ap.add_argument("--any", action="store_true", help="tcpdump -i any instead of -i lo")
+    ap.add_argument("--load", action="store_true", help="background redis-benchmark traffic")
+    ap.add_argument("--buffer", type=int, default=None, metavar="KIB", help="tcpdump -B KIB")
     a = ap.parse_args()
     work = os.path.abspath(a.work)
     os.makedirs(work, exist_ok=True)
@@ -354,25 +433,36 @@ def main():
     for f in ("stop",):
         if os.path.exists(os.path.join(work, f)):
             os.remove(os.path.join(work, f))
-    run = Run(a.base, work)
+    run = Run(a.base, work, "any" if a.any else "lo", a.buffer)
     try:
         run.start_cluster()
         run.plan_keys()
         run.seed()
+        if a.midstream:
+            run.start_libs(shim)
+            if a.load:
+                run.start_load(shim)
+            run.wait_connected()
         run.start_dumps()
         run.event("capture_started", roles=roles(run.topo), masters=run.m,
                   hot_slot=run.hot_slot, reshard_tags=run.reshard_tags, fail_tags=run.fail_tags)
-        run.start_libs(shim)
-        time.sleep(8)
+        if not a.midstream:
+            run.start_libs(shim)
+            if a.load:
+                run.start_load(shim)
+        time.sleep(8 if not a.midstream else 4)
         run.reshard(); time.sleep(4)
         run.hand_migration(); time.sleep(4)
         run.failover(); time.sleep(6)
         run.rebalance(); time.sleep(6)
         run.stop_libs()
+        run.stop_load()
         run.stop_dumps()
     finally:
+        opts = {k: v for k, v in (("midstream", a.midstream), ("any", a.any), ("load", a.load),
+                                  ("buffer", a.buffer)) if v}
         with open(os.path.join(work, "events.json"), "w") as fp:
-            json.dump({"base": a.base, "events": run.events}, fp, indent=1)
+            json.dump(dict({"base": a.base, "events": run.events}, **opts), fp, indent=1)
         run.cleanup()
     run.slice()
     for name, _, _ in LIBS:

@@ -48,6 +48,11 @@ Output (tab-separated, '#' comments): `client ADDR NAME`, `commands ADDR N`,
 -1 for readonly_missing and crossslot, which are per client), and
 `clean ADDR` for a client with no mistake, `cluster_findings N` (0: every
 migration phase of the scenario ended well within migration_stuck's 60 s).
+For a client with connections picked up mid-stream (no SYN seen) also
+`midstream ADDR N` (such connections), `unanswered ADDR N` (requests that got
+no reply) and `orphan_replies ADDR N` (replies, not pushes, that came when no
+request of theirs waited; a mid-stream connection's replies before its first
+request are skipped, not counted).
 Comments `# evidence KIND: ...` show up to three commands behind each kind. With --tshark, tshark's own RESP
 dissector counts the requests and redirect errors per client too
 (`tshark_commands`, `tshark_redirects`), as a cross-check of this decoder.
@@ -97,6 +102,10 @@ def packets(path):
             if len(data) < 16 or data[14:16] != b"\x08\x00":
                 continue
             ip = data[16:]
+        elif link == 276:    # Linux SLL2 (tcpdump -i any): protocol first, 20 bytes
+            if len(data) < 20 or data[0:2] != b"\x08\x00":
+                continue
+            ip = data[20:]
         elif link == 0:
             ip = data[4:]
         else:
@@ -203,9 +212,15 @@ class Half:
         return len(self.buf) > before
 
 
-def commands(path, node_ports):
+def commands(path, node_ports, midstream=None, orphans=None):
     """Every request with its reply, in the order the requests were sent:
-    dicts with t, t_reply, client, conn, node, argv, name, reply."""
+    dicts with t, t_reply, client, conn, node, argv, name, reply.
+    A connection whose first packet is not a SYN was picked up mid-stream:
+    its client bytes count from the first segment that starts a RESP array
+    ('*'), its server bytes are skipped while no request waits (a reply to
+    a request sent before the capture); midstream, a dict, gets the number
+    of such connections per client, orphans the number of replies (not
+    pushes) that came when no request of theirs waited."""
     conns, out, nconn = {}, [], 0
     for ts, src, sport, dst, dport, seq, flags, data in packets(path):
         if dport in node_ports and sport not in node_ports:
@@ -219,13 +234,20 @@ def commands(path, node_ports):
             nconn += 1
             c = conns[key] = {"id": nconn, "up": Half(), "down": Half(), "upos": 0,
                               "dpos": 0, "queue": collections.deque(), "closed": False,
-                              "readonly": False, "prev": None}
+                              "readonly": None if not flags & 0x02 else False, "prev": None,
+                              "mid": not flags & 0x02}
+            if c["mid"] and midstream is not None:
+                midstream[key[0]] = midstream.get(key[0], 0) + 1
         if flags & 0x05:
             c["closed"] = True
         half = c["up"] if to_server else c["down"]
         if not half.add(seq, data, bool(flags & 0x02)):
             continue
         if to_server:
+            if c["mid"] and half.buf[c["upos"]:c["upos"] + 1] != b"*":
+                c["upos"] = len(half.buf)   # the rest of a request sent before the capture
+                continue
+            c["mid"] = False
             while True:
                 try:
                     argv, c["upos"] = resp_request(half.buf, c["upos"])
@@ -245,11 +267,16 @@ def commands(path, node_ports):
                 c["queue"].append(cmd)
                 out.append(cmd)
         else:
+            if c["mid"]:
+                c["dpos"] = len(half.buf)   # replies to requests sent before the capture
+                continue
             while True:
                 try:
                     v, c["dpos"] = resp_value(half.buf, c["dpos"])
                 except Incomplete:
                     break
+                if v[0] != b">" and not c["queue"] and orphans is not None:
+                    orphans[key[0]] = orphans.get(key[0], 0) + 1
                 if v[0] == b">" or not c["queue"]:
                     continue   # a push, or a reply to nothing seen
                 cmd = c["queue"].popleft()
@@ -299,13 +326,29 @@ class Roles:
     as a replica from the start: it is demoted somewhere in that span, and a
     MOVED from it for its own slots there means it was."""
     def __init__(self, events):
-        self.snaps, self.demoted = [], []
+        self.snaps, self.demoted, self.masters, self.failovers = [], [], [], []
         for e in events["events"]:
             if "roles" in e:
                 reps = {p for ps in e["roles"]["replicas"].values() for p in ps}
                 self.snaps.append((e["ts"], reps))
+                self.masters.append((e["ts"], {p: int(m) for m, ps in e["roles"]["replicas"].items()
+                                               for p in ps}))
             if e["what"] == "failover_begin":
                 self.demoted.append((e["ts"], e["old_master"]))
+                self.failovers.append([e["ts"], None])
+            if e["what"] == "failover_end" and self.failovers:
+                self.failovers[-1][1] = e["ts"]
+
+    def master_of(self, port, t):
+        """The master of replica port at t by the snapshots, or None (not a
+        replica then, or t inside a failover, when roles are changing)."""
+        if any(b <= t and (e is None or t <= e) for b, e in self.failovers):
+            return None
+        cur = self.masters[0][1] if self.masters else {}
+        for ts, m in self.masters:
+            if ts <= t:
+                cur = m
+        return cur.get(port)
 
     def is_replica(self, port, t):
         cur = self.snaps[0][1] if self.snaps else set()
@@ -316,6 +359,47 @@ class Roles:
 
 
 # ---- Judgment ------------------------------------------------------------
+def infer_readonly(cmds, roles):
+    """A connection picked up mid-stream may have sent READONLY before the
+    capture: its state is unknown (None) until the capture proves it. A read
+    a replica served proves READONLY was on (a replica serves no read without
+    it); a read a replica bounced with MOVED to its own master proves it was
+    off (with READONLY it would have served its master's slot). The first
+    proof before the connection's first READONLY/READWRITE fixes the state of
+    the commands before that one. Returns {client: connections still unknown
+    that a replica answered}."""
+    by_conn = collections.defaultdict(list)
+    for c in cmds:
+        by_conn[c["conn"]].append(c)
+    unknown = collections.Counter()
+    for cs in by_conn.values():
+        head = []
+        for c in cs:
+            if c["readonly"] is not None:
+                break
+            head.append(c)
+        if not head:
+            continue
+        state, asked_replica = None, False
+        for c in head:
+            master = roles.master_of(c["node"], c["t"])
+            if master is None or c["name"] not in READS or c["reply"] is None:
+                continue
+            asked_replica = True
+            rd = redirect_of(c)
+            if c["reply"][0] not in (b"-", b"!"):
+                state = True
+            elif rd and rd[0] == "MOVED" and rd[2] == master:
+                state = False
+            if state is not None:
+                break
+        for c in head:
+            c["readonly"] = state
+        if state is None and asked_replica:
+            unknown[cs[0]["client"]] += 1
+    return unknown
+
+
 def judge(cmds, roles):
     by_client = collections.defaultdict(list)
     for c in cmds:
@@ -463,7 +547,7 @@ def judge_stale(cs, retry_of, roles, kinds):
         asking = c["prev"] is not None and c["prev"]["name"] == b"ASKING"
         if rd and rd[0] == "MOVED":
             replica = roles.is_replica(c["node"], c["t"])
-            if replica and not c["readonly"] and c["name"] in READS:
+            if replica and c["readonly"] is False and c["name"] in READS:
                 add(kinds, "readonly_missing", rd[1], ev=c)
             elif independent and not asking and rd[1] in asked and c["node"] in asked[rd[1]]:
                 ask_cached[rd[1]] += 1
@@ -546,7 +630,12 @@ def main():
     events = json.load(open(args[1]))
     base = events["base"]
     node_ports = set(range(base, base + 20))
-    res = judge(commands(args[0], node_ports), Roles(events))
+    midstream, orphans = {}, {}
+    roles = Roles(events)
+    cmds = commands(args[0], node_ports, midstream, orphans)
+    unanswered = collections.Counter(c["client"] for c in cmds if c["reply"] is None)
+    unknown = infer_readonly(cmds, roles)
+    res = judge(cmds, roles)
     names = {}
     for e in events["events"]:
         if e["what"] == "libraries_started":
@@ -565,6 +654,13 @@ def main():
     for client in sorted(res):
         r = res[client]
         print("client\t%s\t%s" % (client, names.get(client, "-")))
+        if midstream.get(client):
+            print("# %s: %d connection(s) picked up mid-stream (no SYN seen), %d of them to a replica"
+                  " with READONLY unknown (no read served or bounced to its master)"
+                  % (client, midstream[client], unknown.get(client, 0)))
+            print("midstream\t%s\t%d" % (client, midstream[client]))
+            print("unanswered\t%s\t%d" % (client, unanswered.get(client, 0)))
+            print("orphan_replies\t%s\t%d" % (client, orphans.get(client, 0)))
         print("commands\t%s\t%d" % (client, r["commands"]))
         for k in REDIRECTS:
             print("redirects\t%s\t%s\t%d" % (client, k, r["redirects"].get(k, 0)))

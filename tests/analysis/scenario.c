@@ -135,7 +135,7 @@ void sc_free(sc *s)
     s->an = NULL;
 }
 
-int sc_conn(sc *s, int host, int cport, int sport)
+static int conn_open(sc *s, int host, int cport, int sport, int saw_syn)
 {
     int i = (int)s->nconns++;
     cap_conn *c = &s->conns[i];
@@ -149,11 +149,21 @@ int sc_conn(sc *s, int host, int cport, int sport)
     c->server.addr.bytes[0] = 127;
     c->server.addr.bytes[3] = 1;
     c->server.port = (uint16_t)sport;
-    c->saw_syn = 1;
+    c->saw_syn = (uint8_t)saw_syn;
     c->first_us = SC_T0;
     s->rs.conn_open(s->rs.ctx, c);
     s->word[i] = s->rs.conn_word ? s->rs.conn_word(s->rs.ctx, c) : 0;
     return i;
+}
+
+int sc_conn(sc *s, int host, int cport, int sport)
+{
+    return conn_open(s, host, cport, sport, 1);
+}
+
+int sc_conn_mid(sc *s, int host, int cport, int sport)
+{
+    return conn_open(s, host, cport, sport, 0);
 }
 
 /* The request part: name, arguments kept, keys as an_key_fn marks them. */

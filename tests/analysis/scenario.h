@@ -67,6 +67,9 @@ void sc_free(sc *s);
 /* A connection from client "127.0.0.<host>:<cport>" to "127.0.0.1:<sport>";
  * returns its index. The handshake was seen. */
 int sc_conn(sc *s, int host, int cport, int sport);
+/* The same picked up mid-stream (no handshake seen: the analyzer's
+ * mid_stream). */
+int sc_conn_mid(sc *s, int host, int cport, int sport);
 /* One command on connection c: request sent at t (us, relative), reply at
  * t + rtt. argv[0] is the name, argv[1..] the arguments (NUL-terminated
  * strings); keys are the arguments an_key_fn marks. reply: "+OK" style text

@@ -40,8 +40,8 @@ static int32_t node_of(sc *s, int port)
     return an_node_by_endpoint_text(s->an, name);
 }
 
-/* Slots 0..100 go from OLD to NEW at FLIP (config epoch 7, frame 77). */
-static void flip(sc *s, an_own_source source, int64_t at)
+/* Slots 0..100 go from OLD to NEW at FLIP (config epoch 7, frame 77), for cause. */
+static void flip_cause(sc *s, an_own_source source, int64_t at, an_own_cause cause)
 {
     an_slot_owner e;
     memset(&e, 0, sizeof e);
@@ -54,10 +54,16 @@ static void flip(sc *s, an_own_source source, int64_t at)
     e.config_epoch = 7;
     e.old_epoch = 3;
     e.source = source;
-    e.cause = AN_CAUSE_FAILOVER;
+    e.cause = cause;
     e.via = BUS_PONG;
     assert_true(e.node != AN_NONE && e.old_node != AN_NONE);
     an_cv_slot_owner(s->an, NULL, &e);
+}
+
+/* The same by a failover. */
+static void flip(sc *s, an_own_source source, int64_t at)
+{
+    flip_cause(s, source, at, AN_CAUSE_FAILOVER);
 }
 
 static const an_convergence *row_of(const sc *s, const char *client)
@@ -183,6 +189,69 @@ static void test_untold(void **state)
         assert_int_equal(c->stale_commands, 4);
         assert_int_equal(c->moved_replies, 1);
         assert_int_equal(c->last_stale_us, SC_T0 + 1600000);
+        sc_free(&s);
+    }
+}
+
+/* Connections picked up mid-stream after a failover: one may have sent
+ * READONLY before the capture, so the old master (now a replica) serving its
+ * reads is no stale command (seen with valkey-glide and redis-py reading
+ * from replicas, bench/results/2026-12-02-libs-midstream.txt), but a read it
+ * bounced is; once it sends READWRITE its state is known and its reads there
+ * are stale; its writes always are. */
+static void test_untold_midstream(void **state)
+{
+    (void)state;
+    for (int quick = 0; quick <= 1; quick++) {
+        sc s;
+        init(&s, quick, NULL);
+        int r = sc_conn_mid(&s, 33, 40002, OLD), w = sc_conn_mid(&s, 34, 40003, OLD);
+        int rw = sc_conn_mid(&s, 35, 40004, OLD), m = sc_conn_mid(&s, 36, 40005, OLD);
+        sc_do(&s, rw, 5000, 100, "+OK", "READWRITE", NULL);
+        flip(&s, AN_OWN_BUS, FLIP);
+        sc_do(&s, r, 12000, 100, "$", "GET", k5, NULL);
+        sc_do(&s, r, 1512000, 100, "$", "GET", k5, NULL);
+        sc_do(&s, m, 12000, 100, "-MOVED 5 127.0.0.1:30002", "GET", k5, NULL);
+        sc_do(&s, w, 12000, 100, "+OK", "SET", k5, "v1", NULL);
+        sc_do(&s, w, 1512000, 100, "+OK", "SET", k5, "v2", NULL);
+        sc_do(&s, rw, 12000, 100, "$", "GET", k5, NULL);
+        sc_do(&s, rw, 1512000, 100, "$", "GET", k5, NULL);
+        sc_finish(&s, 3000000);
+        assert_null(row_of(&s, "127.0.0.33")); /* its reads were no stale commands */
+        assert_null(finding(&s, AN_SLOW_CONVERGENCE, "127.0.0.33"));
+        const an_convergence *c = row_of(&s, "127.0.0.34");
+        assert_non_null(c);
+        assert_int_equal(c->stale_commands, 2);
+        assert_non_null(finding(&s, AN_SLOW_CONVERGENCE, "127.0.0.34"));
+        c = row_of(&s, "127.0.0.35");
+        assert_non_null(c);
+        assert_int_equal(c->stale_commands, 2);
+        assert_non_null(finding(&s, AN_SLOW_CONVERGENCE, "127.0.0.35"));
+        c = row_of(&s, "127.0.0.36");
+        assert_non_null(c);
+        assert_int_equal(c->stale_commands, 1);
+        assert_int_equal(c->moved_replies, 1);
+        sc_free(&s);
+    }
+}
+
+/* After a migration the old owner is still a master: READONLY explains
+ * nothing it serves, mid-stream or not. */
+static void test_untold_midstream_migration(void **state)
+{
+    (void)state;
+    for (int quick = 0; quick <= 1; quick++) {
+        sc s;
+        init(&s, quick, NULL);
+        int r = sc_conn_mid(&s, 33, 40002, OLD);
+        flip_cause(&s, AN_OWN_BUS, FLIP, AN_CAUSE_MIGRATION);
+        sc_do(&s, r, 12000, 100, "$", "GET", k5, NULL);
+        sc_do(&s, r, 1512000, 100, "$", "GET", k5, NULL);
+        sc_finish(&s, 3000000);
+        const an_convergence *c = row_of(&s, "127.0.0.33");
+        assert_non_null(c);
+        assert_int_equal(c->stale_commands, 2);
+        assert_non_null(finding(&s, AN_SLOW_CONVERGENCE, "127.0.0.33"));
         sc_free(&s);
     }
 }
@@ -375,6 +444,8 @@ int main(void)
         cmocka_unit_test(test_clients_source),
         cmocka_unit_test(test_quiet_client),
         cmocka_unit_test(test_untold),
+        cmocka_unit_test(test_untold_midstream),
+        cmocka_unit_test(test_untold_midstream_migration),
         cmocka_unit_test(test_bus_then_clients),
         cmocka_unit_test(test_window),
         cmocka_unit_test(test_caps),

@@ -521,6 +521,30 @@ static void test_readonly_missing(void **state)
     sc_free(&s);
 }
 
+/* Picked up mid-stream: a read the replica bounces to its own master shows
+ * READONLY off (readonly_missing, and the connection's later bounces too);
+ * one bounced elsewhere (the slot is not its master's) shows nothing. */
+static void test_readonly_missing_midstream(void **state)
+{
+    (void)state;
+    sc s;
+    sc_init(&s, NULL);
+    int cm = sc_conn(&s, 16, 40000, S);
+    mig_fetch_map(&s, cm, 0); /* 30314 is 30310's replica */
+    int r1 = sc_conn_mid(&s, 17, 40001, 30314);
+    sc_do(&s, r1, 1000, 100, "-MOVED 100 127.0.0.1:30310", "GET", k1, NULL);
+    sc_do(&s, r1, 1200, 100, "-MOVED 100 127.0.0.1:30310", "GET", k1, NULL);
+    int r2 = sc_conn_mid(&s, 18, 40002, 30314);
+    sc_do(&s, r2, 1000, 100, "-MOVED 100 127.0.0.1:30311", "GET", k1, NULL);
+    sc_finish(&s, 20000000);
+    const an_finding *f = sc_find(&s, AN_READONLY_MISSING, "127.0.0.17");
+    assert_non_null(f);
+    assert_string_equal(f->node, "127.0.0.1:30314");
+    assert_int_equal(f->count, 2);
+    assert_null(sc_find(&s, AN_READONLY_MISSING, "127.0.0.18"));
+    sc_free(&s);
+}
+
 static void test_crossslot(void **state)
 {
     (void)state;
@@ -647,6 +671,7 @@ int main(void)
         cmocka_unit_test(test_tryagain_storm),
         cmocka_unit_test(test_tryagain_backoff_negative),
         cmocka_unit_test(test_readonly_missing),
+        cmocka_unit_test(test_readonly_missing_midstream),
         cmocka_unit_test(test_crossslot),
         cmocka_unit_test(test_migration_stuck),
         cmocka_unit_test(test_finding_ids_stable),

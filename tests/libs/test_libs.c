@@ -1,7 +1,8 @@
 /*
  * test_libs.c - slotscope on captures of real Redis Cluster client libraries.
  *
- *   test_libs NAME     (ctest: libs_NAME, one per library)
+ *   test_libs NAME [DIR]   (ctest: libs_NAME, one per library; DIR libs-mid:
+ *                           libs_mid_NAME)
  *
  * tests/fixtures/libs/NAME.pcap.gz is one library's traffic (its own
  * 127.0.0.x) through a live reshard, a hand migration with a long ASK window
@@ -26,6 +27,14 @@
  * test fails, so one run shows all that differs. For a kind both report, the
  * occurrences (the sum of the findings' counts) and the set of slots must be
  * the truth's too (-1 for readonly_missing and crossslot, per client).
+ *
+ * DIR (default libs) is the fixture folder under tests/fixtures. libs-mid
+ * holds captures whose tcpdump started after the libraries had connected
+ * (scenario.py --midstream, bench/results/2026-12-02-libs-midstream.txt):
+ * their truth also has `midstream`, `unanswered` and `orphan_replies`, and
+ * slotscope must count as many connections picked up mid-stream
+ * (connections.mid_stream) for the library, as many unpaired requests and
+ * replies, and, when the truth paired everything, no connection out of sync.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -60,9 +69,11 @@ typedef struct truth {
     size_t n_kinds;
     int clean;
     int64_t cluster_findings;
+    int64_t midstream, unanswered, orphan_replies;  /* -1: not in the truth */
 } truth;
 
 static const char *lib_name;
+static const char *lib_dir = "libs";
 static int failures;
 
 /* Print one failed check and count it (the test fails at the end). */
@@ -103,6 +114,7 @@ static int load_truth(const char *path, truth *t)
     FILE *fp = fopen(path, "r");
     memset(t, 0, sizeof *t);
     t->commands = t->tshark_commands = t->cluster_findings = -1;
+    t->midstream = t->unanswered = t->orphan_replies = -1;
     for (size_t i = 0; i < N_REDIRECT_KINDS; i++)
         t->redirects[i] = t->tshark_redirects[i] = -1;
     if (!fp) {
@@ -136,6 +148,12 @@ static int load_truth(const char *path, truth *t)
             t->clean = 1;
         } else if (n >= 2 && strcmp(f[0], "cluster_findings") == 0) {
             t->cluster_findings = strtoll(f[1], NULL, 10);
+        } else if (n >= 3 && strcmp(f[0], "midstream") == 0) {
+            t->midstream = strtoll(f[2], NULL, 10);
+        } else if (n >= 3 && strcmp(f[0], "unanswered") == 0) {
+            t->unanswered = strtoll(f[2], NULL, 10);
+        } else if (n >= 3 && strcmp(f[0], "orphan_replies") == 0) {
+            t->orphan_replies = strtoll(f[2], NULL, 10);
         }
     }
     fclose(fp);
@@ -288,16 +306,47 @@ static void check_kinds(sqlite3 *db, const truth *t)
     }
 }
 
+/* A capture picked up mid-stream: its connections without a handshake and
+ * the pairing, against the truth's. */
+static void check_midstream(sqlite3 *db, const truth *t)
+{
+    if (t->midstream < 0)
+        return;
+    if (t->unanswered < 0 || t->orphan_replies < 0) {
+        check_failed("truth has midstream but no unanswered or orphan_replies");
+        return;
+    }
+    int64_t n = th_sql_int_p(db, "SELECT count(*) FROM connections WHERE client = ?1 AND mid_stream = 1",
+                             t->addr);
+    if (n != t->midstream)
+        check_failed("connections picked up mid-stream: slotscope %lld, truth %lld", (long long)n,
+                     (long long)t->midstream);
+    n = th_sql_int_p(db, "SELECT coalesce(sum(unpaired_requests), 0) FROM connections WHERE client = ?1",
+                     t->addr);
+    if (n != t->unanswered)
+        check_failed("unpaired requests: slotscope %lld, truth %lld unanswered", (long long)n,
+                     (long long)t->unanswered);
+    n = th_sql_int_p(db, "SELECT coalesce(sum(unpaired_replies), 0) FROM connections WHERE client = ?1",
+                     t->addr);
+    if (n != t->orphan_replies)
+        check_failed("unpaired replies: slotscope %lld, truth %lld orphan replies", (long long)n,
+                     (long long)t->orphan_replies);
+    n = th_sql_int_p(db, "SELECT coalesce(sum(out_of_sync), 0) FROM connections WHERE client = ?1",
+                     t->addr);
+    if (t->unanswered == 0 && t->orphan_replies == 0 && n != 0)
+        check_failed("%lld connections out of sync, the truth paired every request", (long long)n);
+}
+
 static void test_library(void **state)
 {
     (void)state;
     char dir[64], path[512], capture[512], dbpath[512];
     truth t;
     sqlite3 *db = NULL;
-    snprintf(path, sizeof path, "%s/libs/%s.truth.tsv", SS_FIXTURES, lib_name);
+    snprintf(path, sizeof path, "%s/%s/%s.truth.tsv", SS_FIXTURES, lib_dir, lib_name);
     assert_int_equal(load_truth(path, &t), 0);
     assert_int_equal(th_tmpdir_new("ss_libs", dir, sizeof dir), 0);
-    snprintf(path, sizeof path, "%s/libs/%s.pcap.gz", SS_FIXTURES, lib_name);
+    snprintf(path, sizeof path, "%s/%s/%s.pcap.gz", SS_FIXTURES, lib_dir, lib_name);
     snprintf(capture, sizeof capture, "%s", th_path(dir, "capture.pcap"));
     snprintf(dbpath, sizeof dbpath, "%s", th_path(dir, "db"));
     assert_int_equal(gunzip(path, capture), 0);
@@ -306,6 +355,7 @@ static void test_library(void **state)
     check_truth_vs_tshark(&t);
     check_counts(db, &t);
     check_kinds(db, &t);
+    check_midstream(db, &t);
     sqlite3_close(db);
     assert_int_equal(th_tmpdir_remove(dir), 0);
     if (failures)
@@ -340,9 +390,9 @@ static void test_truth_reproduced(void **state)
     char script[512], pcap[512], events[512], tsv[512];
     th_run r;
     snprintf(script, sizeof script, "%s/scripts/libs/truth.py", SS_SOURCE_DIR);
-    snprintf(pcap, sizeof pcap, "%s/libs/%s.pcap.gz", SS_FIXTURES, lib_name);
-    snprintf(events, sizeof events, "%s/libs/events.json", SS_FIXTURES);
-    snprintf(tsv, sizeof tsv, "%s/libs/%s.truth.tsv", SS_FIXTURES, lib_name);
+    snprintf(pcap, sizeof pcap, "%s/%s/%s.pcap.gz", SS_FIXTURES, lib_dir, lib_name);
+    snprintf(events, sizeof events, "%s/%s/events.json", SS_FIXTURES, lib_dir);
+    snprintf(tsv, sizeof tsv, "%s/%s/%s.truth.tsv", SS_FIXTURES, lib_dir, lib_name);
     assert_int_equal(th_exec("/usr/bin/python3", TH_ARGS(script, pcap, events), &r, NULL, NULL, 0), 0);
     if (th_exit_code(&r) != 0)
         fail_msg("truth.py failed: %s", r.err);
@@ -358,11 +408,13 @@ static void test_truth_reproduced(void **state)
 
 int main(int argc, char **argv)
 {
-    if (argc != 2) {
-        fprintf(stderr, "usage: test_libs NAME (a fixture in tests/fixtures/libs)\n");
+    if (argc != 2 && argc != 3) {
+        fprintf(stderr, "usage: test_libs NAME [DIR] (a fixture in tests/fixtures/DIR, default libs)\n");
         return 2;
     }
     lib_name = argv[1];
+    if (argc == 3)
+        lib_dir = argv[2];
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_truth_reproduced),
         cmocka_unit_test(test_library),
