@@ -290,10 +290,10 @@ static inline uint8_t name_copy(uint8_t *dst, const uint8_t *p, size_t n)
     if (n >= 4) {
         rd_upper_copy(dst, p, n);
         return dst[0];
-    } else if (n >= 2) {
+    } else if (n >= 2) { /* the 4-byte word may take the CR: not kept */
         uint32_t w;
         memcpy(&w, p, 4);
-        w = rd_upper32(w);
+        w = rd_upper32(w) & (uint32_t)((1ull << (8 * n)) - 1);
         memcpy(dst, &w, 4);
         return dst[0];
     } else if (n == 1) {
@@ -324,12 +324,12 @@ static inline uint8_t name_copy_word(uint8_t *dst, const uint8_t *p, size_t n, u
         memcpy(dst + n - 4, &b, 4);
         *w0 = (uint64_t)a | ((uint64_t)b << (8 * (n - 4)));
         return (uint8_t)a;
-    } else if (n >= 2) { /* as name_copy: the 4-byte word may take the CRLF */
+    } else if (n >= 2) { /* as name_copy: the 4-byte word may take the CR */
         uint32_t w;
         memcpy(&w, p, 4);
-        w = rd_upper32(w);
+        w = rd_upper32(w) & (uint32_t)((1ull << (8 * n)) - 1);
         memcpy(dst, &w, 4);
-        *w0 = (uint64_t)w & ((1ull << (8 * n)) - 1);
+        *w0 = w;
         return (uint8_t)w;
     } else if (n == 1) {
         dst[0] = rd_upper(p[0]);

@@ -438,14 +438,16 @@ static PAIR_RARE int repl_reply(rc_conn *c)
 
 /* Make an entry ready for a request starting at ts. Field by field: a
  * memset of the header compiles to "rep stos", whose start-up cost is most
- * of this. The name and the argument prefixes are written before they are
- * read (stale bytes there are this connection's own, past their kept
- * lengths); so are ts_us and bytes (rq_complete, before the request can be
- * emitted) and name_len (request_done). */
+ * of this. The name's first RESP_NAME_ZEROED bytes are cleared (the
+ * analysis compares them as words); the rest of it and the argument
+ * prefixes are written before they are read (stale bytes there, past
+ * their kept lengths, are an earlier command's, never a credential); so
+ * are ts_us and bytes (rq_complete, before the request can be emitted)
+ * and name_len (request_done). */
 static inline void request_reset(rq_entry *e, int64_t ts)
 {
     resp_request *r = &e->cmd.req;
-    r->name[0] = '\0';
+    memset(r->name, 0, RESP_NAME_ZEROED); /* see resp_request.name */
     r->argc = 0;
     r->inline_cmd = 0;
     r->nargs = 0;

@@ -180,6 +180,7 @@ uint16_t resp_slot_final(const resp_slot_hasher *h);
 /* ---------------------------------------------------------------- commands */
 
 #define RESP_NAME_MAX 32      /* command name, upper-case, NUL-terminated */
+#define RESP_NAME_ZEROED 16   /* bytes of it that are zero past its NUL */
 #define RESP_ARG_KEEP 5       /* small arguments kept after the name */
 #define RESP_ARG_PREFIX 64    /* bytes kept of each kept argument and key */
 #define RESP_ERRTEXT_MAX 160  /* bytes kept of an error reply */
@@ -193,7 +194,11 @@ struct resp_request {
     int64_t ts_us;                      /* capture time when it was complete */
     uint64_t start_frame;               /* record that carried its first byte
                                            (cap_event.frame) */
-    char name[RESP_NAME_MAX];           /* upper-case; "" if not a bulk string */
+    char name[RESP_NAME_MAX];           /* upper-case; "" if not a bulk string;
+                                           zero from its NUL to byte
+                                           RESP_NAME_ZEROED - 1, so that its
+                                           first 16 bytes compare as two
+                                           words (the analysis' caches) */
     uint32_t argc;                      /* arguments including the name (for
                                            a multibulk, the declared count is
                                            already set when the key hook runs) */

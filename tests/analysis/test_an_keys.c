@@ -414,6 +414,88 @@ static void test_bare_args(void **state)
     resp_free(b.rp);
 }
 
+/* Emitted commands whose name is not zero from its NUL to byte
+ * RESP_NAME_ZEROED - 1 (counted in a bare_run's got.n as a second count). */
+typedef struct name_check {
+    int n, dirty;
+} name_check;
+
+static void check_name(void *ctx, const resp_command *c)
+{
+    name_check *k = ctx;
+    size_t len = strnlen(c->req.name, RESP_NAME_MAX);
+    for (size_t i = len; i < RESP_NAME_ZEROED; i++)
+        if (c->req.name[i] != 0) {
+            k->dirty++;
+            break;
+        }
+    k->n++;
+}
+
+/* The analysis compares names as two words (its quick path, the key hook's
+ * and its own lookup caches): past its NUL a name is zero up to byte
+ * RESP_NAME_ZEROED - 1 whether it was decoded into a whole entry, packed
+ * (a connection past RQ_WHOLE_CONN in flight), fed whole or byte by byte,
+ * inline, and whatever longer name the entry or the stage held before. */
+static void test_name_zeroed(void **state)
+{
+    (void)state;
+    name_check k = {0, 0};
+    resp_config cfg;
+    resp_config_defaults(&cfg);
+    cfg.key_fn = an_key_fn;
+    resp_sink sink = {.ctx = &k, .command = check_name};
+    resp_pipeline *rp = resp_new(&cfg, &sink);
+    assert_non_null(rp);
+    cap_conn c;
+    memset(&c, 0, sizeof c);
+    c.id = 1;
+    c.client.addr.family = c.server.addr.family = 4;
+    c.client.port = 40000;
+    c.server.port = 30001;
+    c.saw_syn = 1;
+    cap_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.conn = &c;
+    ev.kind = CAP_EV_OPEN;
+    resp_on_capture_event(rp, &ev);
+    static const char *const reqs[] = {
+        "*3\r\n$14\r\nRESTORE-ASKING\r\n$1\r\nk\r\n$1\r\n0\r\n",
+        "*2\r\n$3\r\nget\r\n$1\r\nk\r\n",
+        "*2\r\n$7\r\nCLUSTER\r\n$4\r\nINFO\r\n",
+        "*2\r\n$2\r\nXX\r\n$1\r\nk\r\n",
+        "PING\r\n",
+        "*1\r\n$4\r\nPING\r\n",
+    };
+    int sent = 0;
+    for (int round = 0; round < 2; round++) { /* whole, then byte by byte */
+        ev.kind = CAP_EV_DATA;
+        ev.dir = CAP_TO_SERVER;
+        for (int i = 0; i < 60; i++, sent++) { /* past RQ_WHOLE_CONN: packed */
+            const char *r = reqs[i % 6];
+            size_t piece = round ? 1 : strlen(r);
+            for (size_t at = 0; at < strlen(r); at += piece) {
+                ev.ts_us++;
+                ev.data = (const uint8_t *)r + at;
+                ev.len = piece;
+                resp_on_capture_event(rp, &ev);
+            }
+        }
+        ev.dir = CAP_TO_CLIENT;
+        for (int i = 0; i < 60; i++) {
+            ev.ts_us++;
+            ev.data = (const uint8_t *)"+OK\r\n";
+            ev.len = 5;
+            resp_on_capture_event(rp, &ev);
+        }
+    }
+    assert_int_equal(k.n, sent);
+    assert_int_equal(k.dirty, 0);
+    ev.kind = CAP_EV_CLOSE;
+    resp_on_capture_event(rp, &ev);
+    resp_free(rp);
+}
+
 /* ---------------------------------------------------------------- fast paths */
 
 /* The key positions of command c for argc arguments, straight from its key
@@ -585,6 +667,7 @@ int main(void)
         cmocka_unit_test(test_keys_sort_and_subcommands),
         cmocka_unit_test(test_keys_through_resp),
         cmocka_unit_test(test_bare_args),
+        cmocka_unit_test(test_name_zeroed),
         cmocka_unit_test(test_keys_fixed_positions_every_command),
         cmocka_unit_test(test_keys_to_end_every_command),
         cmocka_unit_test(test_command_lookup_paths),
