@@ -1167,8 +1167,11 @@ static inline unsigned quick_command(an_analyzer *an, const resp_command *cmd)
         if (!b || node < 0 || node >= 0xfffe)
             return 0;
         b += (uint32_t)slot / AN_VIEW_BLOCK_SLOTS;
-        if (b->chunk || b->node != (uint32_t)node + 1 ||
-            !((b->known >> ((uint32_t)slot % AN_VIEW_BLOCK_SLOTS)) & 1u))
+        uint32_t at = (uint32_t)slot % AN_VIEW_BLOCK_SLOTS;
+        /* a block whose slots name several nodes (after a reshard or a
+         * failover) keeps them in a chunk (views.c) */
+        uint32_t have = b->chunk ? cli->view.pool[b->chunk - 1][at] : b->node;
+        if (have != (uint32_t)node + 1 || !((b->known >> at) & 1u))
             return 0;
         node_lat = nd ? &nd->lat[0] : &an->nonode_lat[0];
         cli_hist = cli->lat[0].h;
