@@ -312,12 +312,17 @@ void an_ops_on_command(an_analyzer *an, an_cmdctx *x)
     }
 
     size_t klen = req->key0_len < RESP_ARG_PREFIX ? req->key0_len : RESP_ARG_PREFIX;
-    uint64_t h = op_hash(&x->cli->host, req->name, req->key0, klen, req->key0_full_len);
-    opkey k = {&x->cli->host, req->name, req->key0, klen, req->key0_full_len, req->start_us,
-               an->cfg.op_window_us};
-    int32_t oi = an->op_slot_n[x->slot] ? op_find(an, h, &k) : AN_NONE;
     int redir = cur.reply == RESP_ERR_MOVED || cur.reply == RESP_ERR_ASK ||
                 cur.reply == RESP_ERR_TRYAGAIN;
+    /* the key of an operation: needed to find one (its slot has some) or
+     * to make one (a redirect) */
+    int has_ops = an->op_slot_n[x->slot] != 0;
+    uint64_t h = has_ops || redir ? op_hash(&x->cli->host, req->name, req->key0, klen,
+                                            req->key0_full_len)
+                                  : 0;
+    opkey k = {&x->cli->host, req->name, req->key0, klen, req->key0_full_len, req->start_us,
+               an->cfg.op_window_us};
+    int32_t oi = has_ops ? op_find(an, h, &k) : AN_NONE;
     an_op *op = oi != AN_NONE ? &an->ops[oi] : NULL;
     an_attempt prev;
     an_attempt_ctx a;
