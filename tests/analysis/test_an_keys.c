@@ -238,29 +238,37 @@ static void got_cmd(void *ctx, const resp_command *c)
     g->n++;
 }
 
-static void test_keys_through_resp(void **state)
+/* A resp pipeline with the analysis' key hook and sink, and connection c
+ * opened on it (with its handshake); ev is set up for c's events. */
+static resp_pipeline *hook_pipeline(const resp_sink *sink, cap_conn *c, cap_event *ev)
 {
-    (void)state;
     resp_config cfg;
     resp_config_defaults(&cfg);
     cfg.key_fn = an_key_fn;
+    resp_pipeline *rp = resp_new(&cfg, sink);
+    assert_non_null(rp);
+    memset(c, 0, sizeof *c);
+    c->id = 1;
+    c->client.addr.family = c->server.addr.family = 4;
+    c->client.port = 40000;
+    c->server.port = 30001;
+    c->saw_syn = 1;
+    memset(ev, 0, sizeof *ev);
+    ev->conn = c;
+    ev->kind = CAP_EV_OPEN;
+    resp_on_capture_event(rp, ev);
+    return rp;
+}
+
+static void test_keys_through_resp(void **state)
+{
+    (void)state;
     got g;
     memset(&g, 0, sizeof g);
     resp_sink sink = {.ctx = &g, .command = got_cmd};
-    resp_pipeline *rp = resp_new(&cfg, &sink);
-    assert_non_null(rp);
     cap_conn c;
-    memset(&c, 0, sizeof c);
-    c.id = 1;
-    c.client.addr.family = c.server.addr.family = 4;
-    c.client.port = 40000;
-    c.server.port = 30001;
-    c.saw_syn = 1;
     cap_event ev;
-    memset(&ev, 0, sizeof ev);
-    ev.conn = &c;
-    ev.kind = CAP_EV_OPEN;
-    resp_on_capture_event(rp, &ev);
+    resp_pipeline *rp = hook_pipeline(&sink, &c, &ev);
     const char *req = "*7\r\n$4\r\nEVAL\r\n$8\r\nreturn 1\r\n$1\r\n2\r\n$9\r\n{user1}.a\r\n"
                       "$9\r\n{user1}.b\r\n$1\r\nx\r\n$1\r\ny\r\n";
     ev.kind = CAP_EV_DATA;
@@ -348,20 +356,8 @@ static void test_bare_args(void **state)
     (void)state;
     bare_run b;
     memset(&b, 0, sizeof b);
-    resp_config cfg;
-    resp_config_defaults(&cfg);
-    cfg.key_fn = an_key_fn;
     resp_sink sink = {.ctx = &b.g, .command = got_cmd};
-    b.rp = resp_new(&cfg, &sink);
-    assert_non_null(b.rp);
-    b.c.id = 1;
-    b.c.client.addr.family = b.c.server.addr.family = 4;
-    b.c.client.port = 40000;
-    b.c.server.port = 30001;
-    b.c.saw_syn = 1;
-    b.ev.conn = &b.c;
-    b.ev.kind = CAP_EV_OPEN;
-    resp_on_capture_event(b.rp, &b.ev);
+    b.rp = hook_pipeline(&sink, &b.c, &b.ev);
     const char *set = "*5\r\n$3\r\nSET\r\n$4\r\nuser\r\n$10\r\nsecret-val\r\n$2\r\nEX\r\n"
                       "$2\r\n10\r\n";
     for (int round = 0; round < 3; round++) { /* asked, then remembered twice */
@@ -414,8 +410,8 @@ static void test_bare_args(void **state)
     resp_free(b.rp);
 }
 
-/* Emitted commands whose name is not zero from its NUL to byte
- * RESP_NAME_ZEROED - 1 (counted in a bare_run's got.n as a second count). */
+/* Commands emitted (n) and those whose name is not zero from its NUL to
+ * byte RESP_NAME_ZEROED - 1 (dirty). */
 typedef struct name_check {
     int n, dirty;
 } name_check;
@@ -441,24 +437,10 @@ static void test_name_zeroed(void **state)
 {
     (void)state;
     name_check k = {0, 0};
-    resp_config cfg;
-    resp_config_defaults(&cfg);
-    cfg.key_fn = an_key_fn;
     resp_sink sink = {.ctx = &k, .command = check_name};
-    resp_pipeline *rp = resp_new(&cfg, &sink);
-    assert_non_null(rp);
     cap_conn c;
-    memset(&c, 0, sizeof c);
-    c.id = 1;
-    c.client.addr.family = c.server.addr.family = 4;
-    c.client.port = 40000;
-    c.server.port = 30001;
-    c.saw_syn = 1;
     cap_event ev;
-    memset(&ev, 0, sizeof ev);
-    ev.conn = &c;
-    ev.kind = CAP_EV_OPEN;
-    resp_on_capture_event(rp, &ev);
+    resp_pipeline *rp = hook_pipeline(&sink, &c, &ev);
     static const char *const reqs[] = {
         "*3\r\n$14\r\nRESTORE-ASKING\r\n$1\r\nk\r\n$1\r\n0\r\n",
         "*2\r\n$3\r\nget\r\n$1\r\nk\r\n",
