@@ -985,6 +985,23 @@ static __attribute__((noinline)) void on_command_full(an_analyzer *an, const res
     }
 }
 
+/* A read a replica served shows READONLY on for the connection (a replica
+ * without it bounces every keyed command to its master): on one picked up
+ * mid-stream, whose READONLY may predate the capture, its state is known
+ * from then on, and a MOVED the replica sends later is a redirect to learn
+ * from (moved_ignored), not a READONLY bounce. quick_command leaves such
+ * connections to this until then. */
+static void readonly_from_served_read(an_analyzer *an, an_cn *cn, const resp_command *cmd,
+                                      const an_cmd *info)
+{
+    if (!an_cn_readonly_unknown(cn) || cn->node == AN_NONE || !an->nodes[cn->node].replica ||
+        cmd->outcome != RESP_OK || cmd->reply.err != RESP_ERR_NONE || !info ||
+        !(info->flags & AN_CMD_READONLY) || request_slot(&cmd->req) < 0)
+        return;
+    cn->readonly = 1;
+    cn->readonly_seen = 1;
+}
+
 /* Every command that quick_command does not take: the general path. Its
  * own fast path is the common command: answered without a redirect-class
  * error, not special (ASKING, READONLY, CLUSTER, node links...), no ASKING
@@ -1027,6 +1044,7 @@ static __attribute__((noinline)) void on_command_general(an_analyzer *an,
     int sub_known = 1;
     uint8_t special = AN_SP_NONE, kind = AN_QK_NONE;
     const an_cmd *info = command_of(an, req, &sub_known, &special, &kind);
+    readonly_from_served_read(an, cn, cmd, info);
     /* for quick_command: the next command on this connection is likely the same */
     memcpy(cn->qname, req->name, sizeof cn->qname);
     cn->qkind = kind;
@@ -1156,6 +1174,8 @@ static inline unsigned quick_command(an_analyzer *an, const resp_command *cmd)
     int32_t slot = request_slot(req);
     int32_t node = cn->node;
     an_nd *nd = node_entry(an, node);
+    if (nd && nd->replica && an_cn_readonly_unknown(cn)) /* readonly_from_served_read */
+        return 0;
     an_lat *node_lat = NULL;
     an_hist *cli_hist = NULL, *node_hist = NULL;
     if (slot >= 0) {

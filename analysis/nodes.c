@@ -236,6 +236,7 @@ static void node_set_role(an_analyzer *an, int32_t i, const char *role, int32_t 
     if (strcmp(an->nodes[i].pub.role, role) == 0 && an->nodes[i].master == master)
         return;
     an_copy_str(an->nodes[i].pub.role, sizeof an->nodes[i].pub.role, role);
+    an->nodes[i].replica = strcmp(role, "replica") == 0;
     an->nodes[i].master = master;
     an->reg_version++;
 }

@@ -545,6 +545,48 @@ static void test_readonly_missing_midstream(void **state)
     sc_free(&s);
 }
 
+/* Picked up mid-stream, a connection to a replica whose READONLY predates
+ * the capture: a read the replica served shows it on, so the MOVEDs it
+ * sends later (the slot went to another shard) are redirects the client
+ * ignored, not READONLY bounces; without such a read, its state stays
+ * unknown and they are not counted. served 2: the served read is one the
+ * quick path would take (the same command again, the client's view knowing
+ * the slot's node from the error before it): it is not left to it. */
+static void test_moved_ignored_readonly_midstream(void **state)
+{
+    (void)state;
+    for (int served = 0; served <= 2; served++) {
+        sc s;
+        sc_init_no_commands(&s, NULL);
+        int cm = sc_conn(&s, 19, 40000, S);
+        mig_fetch_map(&s, cm, 0); /* 30314 is 30310's replica */
+        int r = sc_conn_mid(&s, 19, 40001, 30314), ct = sc_conn(&s, 19, 40002, T);
+        if (served == 2)
+            sc_do(&s, r, 400, 50, "-ERR not now", "GET", k1, NULL);
+        if (served)
+            sc_do(&s, r, 500, 100, "$", "GET", k1, NULL);
+        sc_do(&s, r, 1000, 100, MOVED_T, "GET", k1, NULL);
+        sc_do(&s, ct, 1300, 100, "$", "GET", k1, NULL);
+        for (int i = 0; i < 3; i++) {
+            int64_t t = 2000 + i * 1000;
+            sc_do(&s, r, t, 100, MOVED_T, "GET", k1, NULL); /* the replica again */
+            sc_do(&s, ct, t + 200, 100, "$", "GET", k1, NULL);
+        }
+        sc_finish(&s, 20000000);
+        const an_finding *f = sc_find(&s, AN_MOVED_IGNORED, "127.0.0.19");
+        assert_null(sc_find(&s, AN_READONLY_MISSING, "127.0.0.19"));
+        if (!served) {
+            assert_null(f);
+        } else {
+            assert_non_null(f);
+            assert_int_equal(f->count, 3);
+            assert_string_equal(f->node, "127.0.0.1:30314");
+            assert_int_equal(f->slot, SLOT);
+        }
+        sc_free(&s);
+    }
+}
+
 static void test_crossslot(void **state)
 {
     (void)state;
@@ -663,6 +705,7 @@ int main(void)
         cmocka_unit_test(test_ask_cached),
         cmocka_unit_test(test_ask_cached_negative_after_moved),
         cmocka_unit_test(test_moved_ignored),
+        cmocka_unit_test(test_moved_ignored_readonly_midstream),
         cmocka_unit_test(test_redirect_unfollowed),
         cmocka_unit_test(test_redirect_unfollowed_on_flush),
         cmocka_unit_test(test_redirect_loop),
