@@ -442,6 +442,11 @@ typedef struct an_stats {
     uint64_t map_errors;             /* ... that could not be parsed */
     uint64_t abandoned_ops;          /* operations still open at the end, too
                                         recent to judge */
+    uint64_t readonly_unknown_moved; /* MOVEDs of reads from a replica to another
+                                        node than its master, on connections
+                                        picked up mid-stream whose READONLY the
+                                        capture had not shown: judged by neither
+                                        moved_ignored nor readonly_missing */
     uint64_t dropped_nodes;          /* nodes not added: registry full */
     /* the cluster bus (cluster.c) */
     uint64_t bus_connections;        /* connections that carried bus messages */

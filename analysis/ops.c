@@ -266,6 +266,8 @@ static void learn(an_analyzer *an, an_cmdctx *x, const an_attempt *cur)
             m->moved_to = cur->target;
             if (cur->target != cur->node && !readonly_bounce(an, x, cur))
                 m->moved_nodes |= node_bit(cur->node);
+            else if (cur->target != cur->node && an_cn_readonly_unknown(x->cn))
+                an->st.readonly_unknown_moved++; /* a redirect, or READONLY off: unknown */
         }
         if (cur->target != AN_NONE && an->owner[slot] != cur->target) {
             an->owner[slot] = (int16_t)cur->target;

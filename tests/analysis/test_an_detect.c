@@ -575,6 +575,8 @@ static void test_moved_ignored_readonly_midstream(void **state)
         sc_finish(&s, 20000000);
         const an_finding *f = sc_find(&s, AN_MOVED_IGNORED, "127.0.0.19");
         assert_null(sc_find(&s, AN_READONLY_MISSING, "127.0.0.19"));
+        /* not judged, and counted as such: the first MOVED and the 3 after */
+        assert_int_equal(an_get_stats(s.an)->readonly_unknown_moved, served ? 0 : 4);
         if (!served) {
             assert_null(f);
         } else {
