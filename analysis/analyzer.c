@@ -895,6 +895,32 @@ static const an_cmd *command_of(an_analyzer *an, const resp_request *req, int *s
     return an_cmd_resolve(req, NULL, sub_known); /* its subcommand */
 }
 
+/* What a replica's answer to a read shows of READONLY on a connection
+ * picked up mid-stream, whose READONLY may predate the capture: served, it
+ * is on (without it a replica bounces every keyed command to its master);
+ * bounced with MOVED to target, the replica's own master, it is off (with
+ * it the replica would have served a slot it takes for its master's). The
+ * state is known from then on: readonly_missing judges the connection, and
+ * a MOVED the replica sends elsewhere is a redirect for moved_ignored, not
+ * a READONLY bounce. Called by on_command_general for served reads (they
+ * may stop there) and on_command_full with the MOVED target, before the
+ * detectors; quick_command leaves such connections to them. */
+static void readonly_from_reply(an_analyzer *an, an_cn *cn, const resp_command *cmd,
+                                const an_cmd *info, int32_t target)
+{
+    if (!an_cn_readonly_unknown(cn) || cn->node == AN_NONE || !an->nodes[cn->node].replica ||
+        cmd->outcome != RESP_OK || !info || !(info->flags & AN_CMD_READONLY))
+        return;
+    int32_t master = an->nodes[cn->node].master;
+    /* a keyless read (DBSIZE) is served either way */
+    if (cmd->reply.err == RESP_ERR_NONE && request_slot(&cmd->req) >= 0) {
+        cn->readonly = 1;
+        cn->readonly_seen = 1;
+    } else if (cmd->reply.err == RESP_ERR_MOVED && master != AN_NONE && target == master) {
+        cn->readonly_seen = 1;
+    }
+}
+
 /* A command that needs more than the fast path: ASKING state, connection
  * modes, node links, cluster administration, redirects, operations waiting
  * for a retry, what clients were told about the slot. */
@@ -919,6 +945,7 @@ static __attribute__((noinline)) void on_command_full(an_analyzer *an, const res
         x.target = an_node_by_redirect(an, &cmd->reply.redir, x.node);
         if (x.slot < 0 && cmd->reply.redir.slot >= 0 && cmd->reply.redir.slot < AN_SLOTS)
             x.slot = cmd->reply.redir.slot;
+        readonly_from_reply(an, cn, cmd, info, x.target);
     }
 
     /* ASKING covers exactly the next command on its connection. */
@@ -985,23 +1012,6 @@ static __attribute__((noinline)) void on_command_full(an_analyzer *an, const res
     }
 }
 
-/* A read a replica served shows READONLY on for the connection (a replica
- * without it bounces every keyed command to its master): on one picked up
- * mid-stream, whose READONLY may predate the capture, its state is known
- * from then on, and a MOVED the replica sends later is a redirect to learn
- * from (moved_ignored), not a READONLY bounce. quick_command leaves such
- * connections to this until then. */
-static void readonly_from_served_read(an_analyzer *an, an_cn *cn, const resp_command *cmd,
-                                      const an_cmd *info)
-{
-    if (!an_cn_readonly_unknown(cn) || cn->node == AN_NONE || !an->nodes[cn->node].replica ||
-        cmd->outcome != RESP_OK || cmd->reply.err != RESP_ERR_NONE || !info ||
-        !(info->flags & AN_CMD_READONLY) || request_slot(&cmd->req) < 0)
-        return;
-    cn->readonly = 1;
-    cn->readonly_seen = 1;
-}
-
 /* Every command that quick_command does not take: the general path. Its
  * own fast path is the common command: answered without a redirect-class
  * error, not special (ASKING, READONLY, CLUSTER, node links...), no ASKING
@@ -1044,7 +1054,7 @@ static __attribute__((noinline)) void on_command_general(an_analyzer *an,
     int sub_known = 1;
     uint8_t special = AN_SP_NONE, kind = AN_QK_NONE;
     const an_cmd *info = command_of(an, req, &sub_known, &special, &kind);
-    readonly_from_served_read(an, cn, cmd, info);
+    readonly_from_reply(an, cn, cmd, info, AN_NONE);
     /* for quick_command: the next command on this connection is likely the same */
     memcpy(cn->qname, req->name, sizeof cn->qname);
     cn->qkind = kind;
@@ -1174,7 +1184,7 @@ static inline unsigned quick_command(an_analyzer *an, const resp_command *cmd)
     int32_t slot = request_slot(req);
     int32_t node = cn->node;
     an_nd *nd = node_entry(an, node);
-    if (nd && nd->replica && an_cn_readonly_unknown(cn)) /* readonly_from_served_read */
+    if (nd && nd->replica && an_cn_readonly_unknown(cn)) /* readonly_from_reply */
         return 0;
     an_lat *node_lat = NULL;
     an_hist *cli_hist = NULL, *node_hist = NULL;

@@ -33,14 +33,9 @@ void an_detect_readonly_missing(an_analyzer *an, an_attempt_ctx *a)
     if (cur->reply != RESP_ERR_MOVED || cur->node == AN_NONE || x->cn->readonly || !x->info ||
         !(x->info->flags & AN_CMD_READONLY))
         return;
-    const an_nd *nd = &an->nodes[cur->node];
-    if (strcmp(nd->pub.role, "replica") != 0)
+    /* mid-stream, READONLY may predate the capture (see readonly_from_reply) */
+    if (!an->nodes[cur->node].replica || an_cn_readonly_unknown(x->cn))
         return;
-    if (an_cn_readonly_unknown(x->cn)) {
-        if (nd->master == AN_NONE || cur->target != nd->master)
-            return;
-        x->cn->readonly_seen = 1; /* bounced to its own master: READONLY is off */
-    }
     an_event ev;
     an_event_from(&ev, x, "read sent to a replica without READONLY");
     char summary[AN_SUMMARY_MAX];

@@ -120,7 +120,7 @@ void an_detect_moved_ignored(an_analyzer *an, an_attempt_ctx *a)
     if (!known)
         return;
     const an_nd *nd = cur->node != AN_NONE ? &an->nodes[cur->node] : NULL;
-    if (nd && strcmp(nd->pub.role, "replica") == 0 && x->info &&
+    if (nd && nd->replica && x->info &&
         (x->info->flags & AN_CMD_READONLY) && !x->cn->readonly)
         return; /* readonly_missing */
     an_event ev;

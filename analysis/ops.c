@@ -247,7 +247,7 @@ static uint64_t node_bit(int32_t n)
 static int readonly_bounce(const an_analyzer *an, const an_cmdctx *x, const an_attempt *cur)
 {
     const an_nd *nd = cur->node != AN_NONE ? &an->nodes[cur->node] : NULL;
-    return nd && strcmp(nd->pub.role, "replica") == 0 && x->info &&
+    return nd && nd->replica && x->info &&
            (x->info->flags & AN_CMD_READONLY) && !x->cn->readonly;
 }
 
