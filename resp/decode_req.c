@@ -582,12 +582,8 @@ static inline void arg_plain(rq_dec *d, resp_request *r, uint32_t i, const uint8
     uint32_t kept = full < RESP_ARG_PREFIX ? full : RESP_ARG_PREFIX;
     int key = d->kc.key_mask_final ? (int)((d->kc.key_mask >> i) & 1u) /* i < 32 */
                                    : arg_plain_ask(d, r, i, full, kept);
-    if (!key && ((d->kc.bare_mask >> i) & 1u)) { /* set only with the final mask */
-        r->nargs = (uint8_t)i;
-        r->arg_full_len[i - 1] = full;
-        r->arg_len[i - 1] = 0;
-        return;
-    }
+    if (!key && ((d->kc.bare_mask >> i) & 1u)) /* set only with the final mask */
+        kept = 0;
     arg_keep(r, i, p, full, kept, key);
 }
 
