@@ -316,21 +316,24 @@ static void check_midstream(sqlite3 *db, const truth *t)
         check_failed("truth has midstream but no unanswered or orphan_replies");
         return;
     }
-    int64_t n = th_sql_int_p(db, "SELECT count(*) FROM connections WHERE client = ?1 AND mid_stream = 1",
-                             t->addr);
-    if (n != t->midstream)
-        check_failed("connections picked up mid-stream: slotscope %lld, truth %lld", (long long)n,
-                     (long long)t->midstream);
-    n = th_sql_int_p(db, "SELECT coalesce(sum(unpaired_requests), 0) FROM connections WHERE client = ?1",
-                     t->addr);
-    if (n != t->unanswered)
-        check_failed("unpaired requests: slotscope %lld, truth %lld unanswered", (long long)n,
-                     (long long)t->unanswered);
-    n = th_sql_int_p(db, "SELECT coalesce(sum(unpaired_replies), 0) FROM connections WHERE client = ?1",
-                     t->addr);
-    if (n != t->orphan_replies)
-        check_failed("unpaired replies: slotscope %lld, truth %lld orphan replies", (long long)n,
-                     (long long)t->orphan_replies);
+    const struct {
+        const char *sum, *what;
+        int64_t want;
+    } sums[] = {
+        {"count(*) FILTER (WHERE mid_stream = 1)", "connections picked up mid-stream", t->midstream},
+        {"coalesce(sum(unpaired_requests), 0)", "unpaired requests (truth: unanswered)", t->unanswered},
+        {"coalesce(sum(unpaired_replies), 0)", "unpaired replies (truth: orphan replies)",
+         t->orphan_replies},
+    };
+    int64_t n;
+    for (size_t i = 0; i < sizeof sums / sizeof sums[0]; i++) {
+        char sql[160];
+        snprintf(sql, sizeof sql, "SELECT %s FROM connections WHERE client = ?1", sums[i].sum);
+        n = th_sql_int_p(db, sql, t->addr);
+        if (n != sums[i].want)
+            check_failed("%s: slotscope %lld, truth %lld", sums[i].what, (long long)n,
+                         (long long)sums[i].want);
+    }
     n = th_sql_int_p(db, "SELECT coalesce(sum(out_of_sync), 0) FROM connections WHERE client = ?1",
                      t->addr);
     if (t->unanswered == 0 && t->orphan_replies == 0 && n != 0)
