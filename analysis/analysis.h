@@ -442,8 +442,8 @@ typedef struct an_stats {
     uint64_t map_errors;             /* ... that could not be parsed */
     uint64_t abandoned_ops;          /* operations still open at the end, too
                                         recent to judge */
-    uint64_t readonly_unknown_moved; /* MOVEDs of reads from a replica to another
-                                        node than its master, on connections
+    uint64_t readonly_unknown_moved; /* MOVEDs of reads from a replica whose
+                                        master is not known, on connections
                                         picked up mid-stream whose READONLY the
                                         capture had not shown: judged by neither
                                         moved_ignored nor readonly_missing */

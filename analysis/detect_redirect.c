@@ -119,9 +119,7 @@ void an_detect_moved_ignored(an_analyzer *an, an_attempt_ctx *a)
                           !(m->ask_ts > m->moved_ts && m->ask_to == m->moved_from);
     if (!known)
         return;
-    const an_nd *nd = cur->node != AN_NONE ? &an->nodes[cur->node] : NULL;
-    if (nd && nd->replica && x->info &&
-        (x->info->flags & AN_CMD_READONLY) && !x->cn->readonly)
+    if (an_readonly_bounce(an, x, cur))
         return; /* readonly_missing */
     an_event ev;
     an_event_from(&ev, x, "sent to the old owner after MOVED");

@@ -702,6 +702,9 @@ typedef struct an_cmdctx {
 const char *an_cmd_key(an_cmdctx *x);
 const char *an_reply_text(an_cmdctx *x);
 void an_ops_on_command(an_analyzer *an, an_cmdctx *x);
+/* Is attempt cur (a MOVED) a replica's bounce of a read for want of
+ * READONLY, readonly_missing's, rather than a redirect for moved_ignored? */
+int an_readonly_bounce(const an_analyzer *an, const an_cmdctx *x, const an_attempt *cur);
 void an_ops_expire(an_analyzer *an, int64_t now_us, int all);
 void an_ops_drop_client(an_analyzer *an, int32_t client);
 void an_ops_free(an_analyzer *an);

@@ -243,12 +243,20 @@ static uint64_t node_bit(int32_t n)
 }
 
 /* Did a replica bounce this read for want of READONLY (readonly_missing's,
- * not a MOVED the client should learn from for moved_ignored)? */
-static int readonly_bounce(const an_analyzer *an, const an_cmdctx *x, const an_attempt *cur)
+ * not a MOVED the client should learn from for moved_ignored)? On a
+ * connection picked up mid-stream whose READONLY is unknown, a MOVED to
+ * another node than the replica's master is a redirect either way: a
+ * replica sends a read, with READONLY or without, to the node it takes
+ * for the slot's owner, and that is not its master's shard (a MOVED to its
+ * master showed READONLY off before this: readonly_from_reply). Only when
+ * its master is unknown does it stay a possible bounce. */
+int an_readonly_bounce(const an_analyzer *an, const an_cmdctx *x, const an_attempt *cur)
 {
     const an_nd *nd = cur->node != AN_NONE ? &an->nodes[cur->node] : NULL;
-    return nd && nd->replica && x->info &&
-           (x->info->flags & AN_CMD_READONLY) && !x->cn->readonly;
+    if (!nd || !nd->replica || !x->info || !(x->info->flags & AN_CMD_READONLY) ||
+        x->cn->readonly)
+        return 0;
+    return !an_cn_readonly_unknown(x->cn) || nd->master == AN_NONE || cur->target == nd->master;
 }
 
 /* Remember what the client was told about the slot: the last MOVED and ASK,
@@ -264,10 +272,11 @@ static void learn(an_analyzer *an, an_cmdctx *x, const an_attempt *cur)
             m->moved_ts = cur->reply_us;
             m->moved_from = cur->node;
             m->moved_to = cur->target;
-            if (cur->target != cur->node && !readonly_bounce(an, x, cur))
+            if (cur->target != cur->node && !an_readonly_bounce(an, x, cur))
                 m->moved_nodes |= node_bit(cur->node);
             else if (cur->target != cur->node && an_cn_readonly_unknown(x->cn))
-                an->st.readonly_unknown_moved++; /* a redirect, or READONLY off: unknown */
+                an->st.readonly_unknown_moved++; /* its master unknown: a redirect, or
+                                                    READONLY off */
         }
         if (cur->target != AN_NONE && an->owner[slot] != cur->target) {
             an->owner[slot] = (int16_t)cur->target;

@@ -976,7 +976,7 @@ static void section_blind(FILE *out, sqlite3 *db)
         {"unknown_commands", "commands not in the command table (keys unknown)"},
         {"abandoned_ops", "operations still waiting for a retry at the end"},
         {"evicted_ops", "operations dropped unjudged (table full)"},
-        {"readonly_unknown_moved", "replica MOVEDs not judged (READONLY state not shown)"},
+        {"readonly_unknown_moved", "replica MOVEDs not judged (READONLY and master not known)"},
         {"evicted_clients", "clients evicted (table full)"},
         {"dropped_findings", "findings not kept (table full)"},
         {"timeline_late", "events older than every open time bucket"},

@@ -809,8 +809,9 @@ static void print_loss(const report *r, FILE *out)
             " (abandoned_ops), %" PRIu64 " dropped unjudged (evicted_ops)\n",
             report_counter(r, "abandoned_ops"), report_counter(r, "evicted_ops"));
     if (report_counter(r, "readonly_unknown_moved"))
-        fprintf(out, "  READONLY     %" PRIu64 " MOVEDs of reads from replicas, on connections picked up"
-                " mid-stream whose READONLY the capture had not shown, judged by neither"
+        fprintf(out, "  READONLY     %" PRIu64 " MOVEDs of reads from replicas whose master is not known,"
+                " on connections picked up mid-stream whose READONLY the capture had not"
+                " shown, judged by neither"
                 " moved_ignored nor readonly_missing (readonly_unknown_moved)\n",
                 report_counter(r, "readonly_unknown_moved"));
 }

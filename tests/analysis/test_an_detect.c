@@ -545,25 +545,47 @@ static void test_readonly_missing_midstream(void **state)
     sc_free(&s);
 }
 
+/* CLUSTER SHARDS of a cluster whose shard of 30314 lists no master (it
+ * failed): 30314 is a replica whose master is not known. */
+static void fetch_shards_masterless(sc *s, int c, int64_t t)
+{
+    static const char raw[] =
+        "*2\r\n"
+        "*4\r\n$5\r\nslots\r\n*2\r\n:5461\r\n:10922\r\n$5\r\nnodes\r\n*1\r\n"
+        "*8\r\n$2\r\nid\r\n$40\r\n" T_ID "\r\n$4\r\nport\r\n:30311\r\n"
+        "$2\r\nip\r\n$9\r\n127.0.0.1\r\n$4\r\nrole\r\n$6\r\nmaster\r\n"
+        "*4\r\n$5\r\nslots\r\n*0\r\n$5\r\nnodes\r\n*1\r\n"
+        "*6\r\n$4\r\nport\r\n:30314\r\n$2\r\nip\r\n$9\r\n127.0.0.1\r\n"
+        "$4\r\nrole\r\n$7\r\nreplica\r\n";
+    const char *argv[] = {"CLUSTER", "SHARDS"};
+    sc_cmd_raw(s, c, t, 100, (const uint8_t *)raw, sizeof raw - 1, 2, argv);
+}
+
 /* Picked up mid-stream, a connection to a replica whose READONLY predates
- * the capture: a read the replica served shows it on, so the MOVEDs it
- * sends later (the slot went to another shard) are redirects the client
- * ignored, not READONLY bounces; without such a read, its state stays
- * unknown and they are not counted. served 2: the served read is one the
+ * the capture: the MOVEDs it sends to another node than its master (the
+ * slot went to another shard) are redirects the client ignored whether
+ * READONLY is on or off (a replica sends a read to the node it takes for
+ * the slot's owner either way), not READONLY bounces. served 1: a read the
+ * replica served showed READONLY on first; served 2: that read is one the
  * quick path would take (the same command again, the client's view knowing
- * the slot's node from the error before it): it is not left to it. */
+ * the slot's node from the error before it): it is not left to it. served 3:
+ * none served, and the replica's master is not known (CLUSTER SHARDS shows
+ * its shard without one): a MOVED to T may then be a READONLY bounce, so
+ * the MOVEDs are not judged, and counted as such. */
 static void test_moved_ignored_readonly_midstream(void **state)
 {
     (void)state;
-    for (int served = 0; served <= 2; served++) {
+    for (int served = 0; served <= 3; served++) {
         sc s;
         sc_init_no_commands(&s, NULL);
         int cm = sc_conn(&s, 19, 40000, S);
         mig_fetch_map(&s, cm, 0); /* 30314 is 30310's replica */
+        if (served == 3)
+            fetch_shards_masterless(&s, cm, 200);
         int r = sc_conn_mid(&s, 19, 40001, 30314), ct = sc_conn(&s, 19, 40002, T);
         if (served == 2)
             sc_do(&s, r, 400, 50, "-ERR not now", "GET", k1, NULL);
-        if (served)
+        if (served == 1 || served == 2)
             sc_do(&s, r, 500, 100, "$", "GET", k1, NULL);
         sc_do(&s, r, 1000, 100, MOVED_T, "GET", k1, NULL);
         sc_do(&s, ct, 1300, 100, "$", "GET", k1, NULL);
@@ -575,9 +597,9 @@ static void test_moved_ignored_readonly_midstream(void **state)
         sc_finish(&s, 20000000);
         const an_finding *f = sc_find(&s, AN_MOVED_IGNORED, "127.0.0.19");
         assert_null(sc_find(&s, AN_READONLY_MISSING, "127.0.0.19"));
-        /* not judged, and counted as such: the first MOVED and the 3 after */
-        assert_int_equal(an_get_stats(s.an)->readonly_unknown_moved, served ? 0 : 4);
-        if (!served) {
+        /* master unknown: not judged, and counted (the first MOVED and the 3 after) */
+        assert_int_equal(an_get_stats(s.an)->readonly_unknown_moved, served == 3 ? 4 : 0);
+        if (served == 3) {
             assert_null(f);
         } else {
             assert_non_null(f);
