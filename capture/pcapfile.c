@@ -314,8 +314,9 @@ int cap_pcapfile_chunks(cap_pcapfile *f, unsigned n, cap_chunk_fn fn, void *ctx)
     if (n < 2 || n > CAP_PCAPFILE_SLOTS_MAX || f->n_slots > 0 || f->buf == NULL ||
         f->size < CAP_PCAPFILE_HEADROOM || fstat(f->fd, &st) != 0 || !S_ISREG(st.st_mode))
         return -1;
+    f->chunk = f->size < CAP_PCAPFILE_CHUNK ? f->size : CAP_PCAPFILE_CHUNK;
     for (unsigned i = 0; i < n; i++) {
-        f->slot_buf[i] = malloc(CAP_PCAPFILE_HEADROOM + f->size);
+        f->slot_buf[i] = malloc(CAP_PCAPFILE_HEADROOM + f->chunk);
         if (f->slot_buf[i] == NULL) {
             while (i-- > 0)
                 free(f->slot_buf[i]);
@@ -323,7 +324,6 @@ int cap_pcapfile_chunks(cap_pcapfile *f, unsigned n, cap_chunk_fn fn, void *ctx)
         }
     }
     f->first_buf = f->buf;
-    f->chunk = f->size;
     f->chunk_base = f->consumed + (f->end - f->pos); /* the next byte to read */
     f->next_chunk = 0;
     f->chunk_fn = fn;

@@ -3,7 +3,7 @@
  *
  * A DATA's bytes are copied into the read-ahead ring, except with one
  * regular classic pcap file read in place, which the source then reads in
- * chunks (cap_source_chunks): 1 MiB chunks read with pread into
+ * chunks (cap_source_chunks): 256 KiB chunks (CAP_PCAPFILE_CHUNK) read with pread into
  * RA_KEEP_BUFFERS slots in turn, a record's bytes staying where they are
  * until their slot is read into again. A DATA whose bytes lie in the record
  * being tracked (in-order data, by far the most) crosses as a pointer to

@@ -65,6 +65,14 @@ _Static_assert(MAX_WORKERS <= CAP_PARTITIONS, "a worker per partition at most");
 #else
 #define RA_KEEP_BUFFERS 4u
 #endif
+/* read-ahead's event ring when DATA refers to the chunks instead of
+ * carrying the bytes: a quarter of it is handed over at once, and the ring
+ * stays in the caches (a power of two, at most IN_BYTES) */
+#ifndef PAR_TINY_RINGS
+#define RA_REF_RING (256u << 10)
+#else
+#define RA_REF_RING (8u << 10)
+#endif
 #define RA_PREFETCH_FROM 2u        /* the calling thread reads chunks this far on */
 
 typedef struct ra_ev ra_ev;     /* read-ahead's events (readahead.c) */

@@ -325,6 +325,9 @@ int par_run(par *p, cap_source *src, char *err, size_t err_size)
     p->n_inputs = n;
     if (p->read_ahead) /* see chunks.c */
         p->ra_keep = cap_source_chunks(src, RA_KEEP_BUFFERS, ra_chunk, p);
+    if (p->ra_keep) /* DATA refers to the chunks: small events, a small ring
+                       (its unused pages are never touched) */
+        p->ra_size = RA_REF_RING;
     /* Threads inherit the mask: only the reader unblocks the stop signals. */
     stop_signals(&stop);
     pthread_sigmask(SIG_BLOCK, &stop, &old);
