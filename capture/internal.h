@@ -496,7 +496,7 @@ void cap_infile_close(cap_infile *s);
  * unread end of the previous one (a record at most). */
 #define CAP_PCAPFILE_SLOTS_MAX 16u
 #define CAP_PCAPFILE_HEADROOM (16u + CAP_PCAPFILE_MAX_CAPLEN)
-#define CAP_PCAPFILE_CHUNK (256u << 10) /* bytes of a chunk, at most */
+#define CAP_PCAPFILE_CHUNK (256u << 10) /* bytes of a chunk */
 
 /* A classic pcap file (pcap-savefile(5)) read with read(2) into one buffer,
  * records handed out in place. Only files whose every record libpcap would
@@ -554,9 +554,9 @@ int cap_pcapfile_open_stream(cap_pcapfile *f, cap_infile *stream, size_t bufsize
  * libpcap's text in f->errbuf ("truncated dump file; ..." for a cut file). */
 int cap_pcapfile_next(cap_pcapfile *f, cap_pcapfile_rec *rec);
 /* Chunk mode (see cap_source_chunks): after the bytes already read, the
- * file is read in chunks of CAP_PCAPFILE_CHUNK bytes (or the open buffer's
- * size when smaller; that is at least CAP_PCAPFILE_HEADROOM, a record may
- * span chunks) by cap_pcapfile_fill_chunk into n slots
+ * file is read in chunks of CAP_PCAPFILE_CHUNK bytes (a record may span
+ * two; the open buffer must hold CAP_PCAPFILE_HEADROOM) by
+ * cap_pcapfile_fill_chunk into n slots
  * (2 .. CAP_PCAPFILE_SLOTS_MAX) in turn, chunk k into slot k % n, with pread
  * (a regular file only). Before taking chunk k the reader calls fn(ctx, k),
  * which returns once chunk k is in its slot; the unread end of the chunk

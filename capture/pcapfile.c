@@ -314,7 +314,7 @@ int cap_pcapfile_chunks(cap_pcapfile *f, unsigned n, cap_chunk_fn fn, void *ctx)
     if (n < 2 || n > CAP_PCAPFILE_SLOTS_MAX || f->n_slots > 0 || f->buf == NULL ||
         f->size < CAP_PCAPFILE_HEADROOM || fstat(f->fd, &st) != 0 || !S_ISREG(st.st_mode))
         return -1;
-    f->chunk = f->size < CAP_PCAPFILE_CHUNK ? f->size : CAP_PCAPFILE_CHUNK;
+    f->chunk = CAP_PCAPFILE_CHUNK;
     for (unsigned i = 0; i < n; i++) {
         f->slot_buf[i] = malloc(CAP_PCAPFILE_HEADROOM + f->chunk);
         if (f->slot_buf[i] == NULL) {
