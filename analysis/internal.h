@@ -168,6 +168,7 @@ typedef struct an_nd {
     uint64_t map_version;       /* reg_version then */
     uint64_t told_epoch;        /* config epoch in the latest CLUSTER NODES
                                    reply that listed it (0: none) */
+    uint64_t told_epoch_prev;   /* told_epoch before that reply (nodes.c) */
     uint8_t replica;            /* its role is "replica" (node_set_role) */
     uint8_t phantom;            /* made for the server side of a replication link
                                    found reversed (it is the replica's source

@@ -548,8 +548,37 @@ static int has_flag(const char *flags, size_t len, const char *flag)
     return 0;
 }
 
-/* One line of CLUSTER NODES. Returns the node, *master_id gets the master
- * field, slot ranges are applied when the node is a master. */
+/* Does the rest of a CLUSTER NODES line (after the link state) name a slot
+ * or a range? [slot->-id] / [slot-<-id] entries do not count. */
+static int line_has_slots(const char *p, const char *end)
+{
+    const char *f;
+    size_t fl;
+    while (next_field(&p, end, &f, &fl))
+        if (f[0] != '[')
+            return 1;
+    return 0;
+}
+
+/* Is a line's "master" for node i, without slots, older than what the
+ * capture showed? Gossip lags a failover: for a moment the other nodes still
+ * list the demoted master as a master without slots, with the config epoch
+ * it had then, while the node itself already says it is a replica. Such a
+ * line is stale when its epoch is below that of the master the node now
+ * replicates (the master's epoch is newer information). Equal or unknown (0)
+ * epochs prove nothing and the line is taken. (A replica turned master by
+ * CLUSTER RESET SOFT also looks like this until it is heard itself.) */
+static int master_line_stale(const an_analyzer *an, int32_t i, int has_slots, uint64_t epoch)
+{
+    const an_nd *n = &an->nodes[i];
+    return !has_slots && n->replica && n->master != AN_NONE && n->master != i &&
+           an->nodes[n->master].told_epoch > epoch;
+}
+
+/* One line of CLUSTER NODES, in three passes over the reply: names and ids
+ * (so that masters resolve by id), config epochs (so that a line's role is
+ * judged against every epoch the reply gives, whatever the order of its
+ * lines), then roles and slot ranges (applied when the node is a master). */
 static void nodes_line(an_analyzer *an, const char *p, const char *end, int32_t answering,
                        int pass)
 {
@@ -596,7 +625,7 @@ static void nodes_line(an_analyzer *an, const char *p, const char *end, int32_t 
         node_add_name(an, i, hostep);
     }
     if (pass == 0)
-        return; /* first pass: names and ids, so masters resolve in the second */
+        return;
     /* <ping-sent> <pong-recv> <config-epoch> <link-state>, then the slots */
     const char *ep = NULL;
     size_t epl = 0;
@@ -605,9 +634,19 @@ static void nodes_line(an_analyzer *an, const char *p, const char *end, int32_t 
             return;
         else if (k == 2)
             ep = f, epl = fl;
-    n->told_epoch = 0;
+    uint64_t epoch = 0;
     for (size_t k = 0; k < epl && k < 19 && ep[k] >= '0' && ep[k] <= '9'; k++)
-        n->told_epoch = n->told_epoch * 10 + (uint64_t)(ep[k] - '0');
+        epoch = epoch * 10 + (uint64_t)(ep[k] - '0');
+    if (pass == 1) {
+        n->told_epoch_prev = n->told_epoch;
+        n->told_epoch = epoch;
+        return;
+    }
+    if (has_flag(flags, flagsl, "master") && !myself &&
+        master_line_stale(an, i, line_has_slots(p, end), epoch)) {
+        n->told_epoch = n->told_epoch_prev; /* as stale as the role */
+        return;
+    }
     if (has_flag(flags, flagsl, "master")) {
         node_set_role(an, i, "master", AN_NONE);
         while (next_field(&p, end, &f, &fl)) {
@@ -643,7 +682,7 @@ static int learn_nodes(an_analyzer *an, const resp_value *v, int32_t answering)
         p += 4; /* "txt:" */
     for (int s = 0; s < AN_SLOTS; s++)
         an->owner[s] = AN_NONE;
-    for (int pass = 0; pass < 2; pass++) {
+    for (int pass = 0; pass < 3; pass++) {
         const char *q = p;
         while (q < end) {
             const char *nl = memchr(q, '\n', (size_t)(end - q));

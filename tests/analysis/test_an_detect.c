@@ -545,6 +545,59 @@ static void test_readonly_missing_midstream(void **state)
     sc_free(&s);
 }
 
+/* CLUSTER NODES as 30311 gives it while its gossip lags a failover: 30314
+ * (a replica of 30310 in the SLOTS map) is listed as a master without slots
+ * with config epoch epoch_30314; 30310 is a master at epoch 5. */
+static void fetch_nodes_lagging(sc *s, int c, int64_t t, int epoch_30314)
+{
+    char text[1024], raw[1100];
+    int n = snprintf(text, sizeof text,
+                     "e5a4e4604f4b95f6ad58634a5879d4d612eeb93f 127.0.0.1:30310@40310 master - 0 0 5 "
+                     "connected 0-5460\n"
+                     "0680011b73f1f757c2f87b32768750ee294979a8 127.0.0.1:30314@40314 master - 0 0 %d "
+                     "connected\n"
+                     "611044d087902773b471a664cf2b41722e788eb8 127.0.0.1:30311@40311 myself,master - "
+                     "0 0 6 connected 5461-10922\n"
+                     "74631f75e1b485564ed6144901851586455a5e24 127.0.0.1:30312@40312 master - 0 0 3 "
+                     "connected 10923-16383\n",
+                     epoch_30314);
+    int len = snprintf(raw, sizeof raw, "$%d\r\n%s\r\n", n, text);
+    const char *argv[] = {"CLUSTER", "NODES"};
+    sc_cmd_raw(s, c, t, 100, (const uint8_t *)raw, (size_t)len, 2, argv);
+}
+
+/* Gossip that lags a failover does not undo a replica: after the SLOTS map
+ * (30314 replicates 30310), a peer's CLUSTER NODES lists 30314 as a master
+ * without slots at epoch 2, below its master's 5: stale, 30314 stays a
+ * replica and a read it bounces to 30310 is readonly_missing. At epoch 6
+ * (above its master's) the line is news: 30314 is an empty master, and its
+ * MOVED an ordinary redirect. */
+static void test_readonly_missing_stale_gossip(void **state)
+{
+    (void)state;
+    for (int epoch = 2; epoch <= 6; epoch += 4) {
+        sc s;
+        sc_init(&s, NULL);
+        int cm = sc_conn(&s, 16, 40000, S);
+        mig_fetch_map(&s, cm, 0);
+        int cp = sc_conn(&s, 16, 40001, 30311);
+        fetch_nodes_lagging(&s, cp, 500, epoch);
+        int r1 = sc_conn(&s, 16, 40002, 30314);
+        sc_do(&s, r1, 1000, 100, "-MOVED 100 127.0.0.1:30310", "GET", k1, NULL);
+        sc_do(&s, cm, 1200, 100, "$", "GET", k1, NULL);
+        sc_finish(&s, 20000000);
+        const an_finding *f = sc_find(&s, AN_READONLY_MISSING, "127.0.0.16");
+        if (epoch < 5) {
+            assert_non_null(f);
+            assert_string_equal(f->node, "127.0.0.1:30314");
+            assert_int_equal(f->count, 1);
+        } else {
+            assert_null(f);
+        }
+        sc_free(&s);
+    }
+}
+
 /* CLUSTER SHARDS of a cluster whose shard of 30314 lists no master (it
  * failed): 30314 is a replica whose master is not known. */
 static void fetch_shards_masterless(sc *s, int c, int64_t t)
@@ -739,6 +792,7 @@ int main(void)
         cmocka_unit_test(test_tryagain_backoff_negative),
         cmocka_unit_test(test_readonly_missing),
         cmocka_unit_test(test_readonly_missing_midstream),
+        cmocka_unit_test(test_readonly_missing_stale_gossip),
         cmocka_unit_test(test_crossslot),
         cmocka_unit_test(test_migration_stuck),
         cmocka_unit_test(test_finding_ids_stable),
