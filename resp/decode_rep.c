@@ -731,10 +731,21 @@ void rp_feed(rp_dec *d, const uint8_t *base, size_t len, int64_t ts, uint64_t fr
             uint8_t t = d->rs.type;
             d->state = RP_TYPE;
             rp_begin(d, rp_pos(d, base, p) - d->rs.cand, d->rs.cand_start_us);
-            d->keeping = 0; /* the head is uncertain now: nothing to keep */
-            rp_top_type(d, t);
             uint64_t rfull = d->rs.full;
             size_t rn = (size_t)(rfull < RD_LBUF ? rfull : RD_LBUF);
+            /* The owner keeps the bytes of a reply its certain head asks
+             * for (a CLUSTER map on a connection picked up at a boundary):
+             * the first line, eaten by the search, is handed over whole
+             * from the line buffer, or the reply is not kept. */
+            if (d->keeping && rfull <= RD_LBUF) {
+                d->out->keep(d->owner, &t, 1);
+                d->out->keep(d->owner, d->line.buf, rn);
+                d->out->keep(d->owner, (const uint8_t *)"\r\n", 2);
+            } else {
+                d->keeping = 0;
+            }
+            seg = p;
+            rp_top_type(d, t);
             r = rp_line(d, t, d->line.buf, rn, rfull);
             d->line.len = 0;
             if (r == LN_MSG) {

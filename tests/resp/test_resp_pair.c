@@ -781,6 +781,57 @@ static void test_blocking_and_cluster(void **state)
     h_free(&h);
 }
 
+/* A connection picked up mid-stream exactly at a request: its first reply
+ * is found by the boundary search, which eats the reply's first line. When
+ * that reply answers a certain CLUSTER SLOTS, its bytes are kept whole all
+ * the same (the line handed back from the search), in one chunk or split
+ * across several, so that the map is learnt; a first line longer than the
+ * search keeps (RD_LBUF) cannot be handed back and the reply is not kept. */
+static void test_kept_reply_midstream(void **state)
+{
+    (void)state;
+    char b[256];
+    const char *slots = "*1\r\n*3\r\n:0\r\n:16383\r\n*3\r\n$9\r\n127.0.0.1\r\n:30201\r\n"
+                        "$40\r\n0123456789012345678901234567890123456789\r\n";
+    size_t sl = strlen(slots);
+    static const size_t steps[] = {1, 2, 3, 7, 4096};
+    for (size_t si = 0; si < sizeof steps / sizeof steps[0]; si++) {
+        size_t step = steps[si];
+        h_ctx h;
+        h_init(&h, 0, NULL);
+        h.verbose_raw = 1;
+        h_open(&h);
+        h_str(&h, CAP_TO_SERVER, mb(b, sizeof b, "CLUSTER", "SLOTS", NULL));
+        for (size_t o = 0; o < sl; o += step)
+            h_data(&h, CAP_TO_CLIENT, slots + o, sl - o < step ? sl - o : step);
+        h_close(&h);
+        assert_int_equal(h.ncmds, 1);
+        assert_int_equal(h.cmds[0].outcome, RESP_OK);
+        assert_int_equal(h.cmds[0].reply.raw_len, sl);
+        char want[64];
+        snprintf(want, sizeof want, " raw=%zu rawtext=*1\\x0d\\x0a*3\\x0d\\x0a:0", sl);
+        if (!strstr(h.log, want))
+            fail_msg("step %zu: %s not in %s", step, want, h.log);
+        h_free(&h);
+    }
+
+    /* a simple string reply whose line is longer than the search keeps */
+    char big[400];
+    memset(big, 'x', sizeof big);
+    big[0] = '+';
+    memcpy(big + sizeof big - 3, "\r\n", 3);
+    h_ctx h;
+    h_init(&h, 0, NULL);
+    h_open(&h);
+    h_str(&h, CAP_TO_SERVER, mb(b, sizeof b, "CLUSTER", "NODES", NULL));
+    h_str(&h, CAP_TO_CLIENT, big);
+    h_close(&h);
+    assert_int_equal(h.ncmds, 1);
+    assert_int_equal(h.cmds[0].outcome, RESP_OK);
+    assert_int_equal(h.cmds[0].reply.raw_len, 0);
+    h_free(&h);
+}
+
 /* CLUSTER SLOTS: the raw reply is kept (and parses); other replies are not. */
 static void test_kept_reply(void **state)
 {
@@ -1072,6 +1123,7 @@ int main(void)
         cmocka_unit_test(test_client_reply),
         cmocka_unit_test(test_blocking_and_cluster),
         cmocka_unit_test(test_kept_reply),
+        cmocka_unit_test(test_kept_reply_midstream),
         cmocka_unit_test(test_credentials),
         cmocka_unit_test(test_key_hook),
         cmocka_unit_test(test_replication),
