@@ -20,7 +20,9 @@
  * T without ASKING before it on its connection, and no ASKING from the same
  * host to T on another connection came after the ASK (that would be
  * asking_other_connection), and no ASKING on this connection was used up by
- * another command after the ASK (asking_interleaved). One occurrence per such
+ * another command after the ASK (asking_interleaved), and no cluster map the
+ * client received since the ASK gives T the slot (the attempt then follows
+ * the map: the migration ended, T owns the slot). One occurrence per such
  * attempt; aggregated per (client, T, slot). Threshold: none (1).
  *
  * asking_other_connection: the same attempt, but the host did send ASKING to
@@ -38,6 +40,8 @@ void an_detect_asking(an_analyzer *an, an_attempt_ctx *a)
         return;
     if (x->cn->asking_spent_ts >= prev->reply_us)
         return; /* its ASKING went to another command: asking_interleaved */
+    if (x->slot >= 0 && x->cli->map_ts > prev->reply_us && an->owner[x->slot] == cur->node)
+        return; /* a map received since the ASK gives T the slot: it follows the map */
     an_asking_rec *other = NULL;
     for (uint32_t k = 0; k < AN_RING; k++) {
         an_asking_rec *r = &an->asking_ring[k];
@@ -131,7 +135,10 @@ void an_detect_asking_interleaved(an_analyzer *an, an_cmdctx *x, an_op *op, int6
 /*
  * ask_cached: the client treated ASK as MOVED. After it got ASK for slot s to
  * node T, a new operation (a first attempt, not a retry) for slot s went
- * straight to T without ASKING, sent after that ASK reply, while the client
+ * straight to T without ASKING and T redirected it (MOVED back to the
+ * source: T does not own s yet; a command T served says it owns s by then,
+ * which a client may have learnt from a reply the capture lost), sent after
+ * that ASK reply, while the client
  * had not learned that T owns s (no MOVED for s pointing at T received since
  * the ASK, and no cluster map received since the ASK in which T owns s). Only
  * clients that keep a slot map (they fetched CLUSTER SLOTS / SHARDS / NODES)
@@ -147,6 +154,8 @@ void an_detect_ask_cached(an_analyzer *an, an_attempt_ctx *a)
     const an_attempt *cur = a->cur;
     if (!a->first || cur->asked || x->slot < 0 || x->cli->map_ts == 0)
         return;
+    if (cur->reply != RESP_ERR_MOVED && cur->reply != RESP_ERR_ASK)
+        return; /* T served it: it owns s by then, nothing cached shows */
     an_memo *m = an_memo_get(an, x->cn->client, x->slot, 0);
     if (!m || m->ask_ts == 0 || m->ask_to != cur->node || cur->start_us < m->ask_ts)
         return;

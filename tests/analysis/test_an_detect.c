@@ -196,6 +196,44 @@ static void test_asking_missing(void **state)
     sc_free(&s);
 }
 
+/* CLUSTER SLOTS giving every slot to T (the migration ended). */
+static void fetch_map_all_to_t(sc *s, int c, int64_t t)
+{
+    static const char raw[] = "*1\r\n*3\r\n:0\r\n:16383\r\n*2\r\n$9\r\n127.0.0.1\r\n:30311\r\n";
+    const char *argv[] = {"CLUSTER", "SLOTS"};
+    sc_cmd_raw(s, c, t, 100, (const uint8_t *)raw, sizeof raw - 1, 2, argv);
+}
+
+/* A map the client received after the ASK gives T the slot: the attempt to T
+ * without ASKING follows the map (another process of the same host, say,
+ * started after the migration), not asking_missing. Without that map (or
+ * with one received before the ASK) it is asking_missing. */
+static void test_asking_missing_negative_after_map(void **state)
+{
+    (void)state;
+    for (int map_after_ask = 0; map_after_ask <= 1; map_after_ask++) {
+        sc s;
+        sc_init(&s, NULL);
+        int cs = sc_conn(&s, 5, 40000, S), ct = sc_conn(&s, 5, 40001, T);
+        int cm = sc_conn(&s, 5, 40002, T);
+        mig_fetch_map(&s, cs, 0);
+        sc_do(&s, cs, 1000, 100, ASK_T, "GET", k1, NULL);
+        if (map_after_ask)
+            fetch_map_all_to_t(&s, cm, 1200);
+        sc_do(&s, ct, 1500, 100, "$", "GET", k1, NULL);
+        sc_finish(&s, 20000000);
+        const an_finding *f = sc_find(&s, AN_ASKING_MISSING, "127.0.0.5");
+        if (map_after_ask) {
+            assert_null(f);
+            assert_int_equal(sc_total_clients(&s), 0);
+        } else {
+            assert_non_null(f);
+            assert_int_equal(f->count, 1);
+        }
+        sc_free(&s);
+    }
+}
+
 static void test_asking_missing_negative(void **state)
 {
     (void)state;
@@ -280,6 +318,25 @@ static void test_ask_cached(void **state)
         }
         sc_free(&s);
     }
+}
+
+/* New commands straight to the ASK target that it serves: T owns the slot by
+ * then (the client may have learnt it from a reply the capture lost), so
+ * nothing cached shows; T answering MOVED (test_ask_cached) is what does. */
+static void test_ask_cached_negative_served(void **state)
+{
+    (void)state;
+    sc s;
+    sc_init(&s, NULL);
+    int cs = sc_conn(&s, 8, 40000, S), ct = sc_conn(&s, 8, 40001, T);
+    mig_fetch_map(&s, cs, 0);
+    mig_ask_followed(&s, cs, ct, 1000, k1);
+    for (int i = 0; i < 3; i++)
+        sc_do(&s, ct, 2000 + i * 1000, 100, "$", "GET", k2, NULL);
+    sc_finish(&s, 20000000);
+    assert_null(sc_find(&s, AN_ASK_CACHED, "127.0.0.8"));
+    assert_int_equal(sc_total_clients(&s), 0);
+    sc_free(&s);
 }
 
 /* After the flip a MOVED teaches the target: going there is right. */
@@ -777,10 +834,12 @@ int main(void)
         cmocka_unit_test(test_redis_cli_follower_no_finding),
         cmocka_unit_test(test_asking_missing),
         cmocka_unit_test(test_asking_missing_negative),
+        cmocka_unit_test(test_asking_missing_negative_after_map),
         cmocka_unit_test(test_asking_other_connection),
         cmocka_unit_test(test_asking_interleaved),
         cmocka_unit_test(test_ask_cached),
         cmocka_unit_test(test_ask_cached_negative_after_moved),
+        cmocka_unit_test(test_ask_cached_negative_served),
         cmocka_unit_test(test_moved_ignored),
         cmocka_unit_test(test_moved_ignored_readonly_midstream),
         cmocka_unit_test(test_redirect_unfollowed),
