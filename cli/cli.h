@@ -321,6 +321,8 @@ typedef struct report {
     int full;                    /* text: every client, block, pattern and finding */
     char filter[256];            /* the filters the report was read with ("" none) */
     char window[160];            /* analyze --since/--until: the records analysed */
+    int from_files;              /* the inputs are capture files (analyze), which
+                                    do not record the kernel's drops */
     uint64_t clients, clients_aware, clients_nodes; /* client records seen */
     uint64_t dropped;            /* records beyond a cap (not shown, in the db) */
     int interrupted;             /* read from a database whose run never finished */

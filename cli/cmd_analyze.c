@@ -158,6 +158,7 @@ static int analyze(cli_opts *o)
     cli_clock_free(&clock);
     report_init(&rep);
     rep.full = o->full;
+    rep.from_files = 1;
     report_window_text(o, rep.window, sizeof rep.window);
     cli_stop_on_signals(src, 0); /* before the database is made, as in live */
     p = pipeline_new(o, &rep, 0);

@@ -224,6 +224,12 @@ static void row_window(report *r, sqlite3_stmt *st)
     snprintf(r->window, sizeof r->window, "%s", col_text(st, 0));
 }
 
+/* analyze (capture files) or live wrote meta mode. */
+static void row_mode(report *r, sqlite3_stmt *st)
+{
+    r->from_files = strcmp(col_text(st, 0), "analyze") == 0;
+}
+
 static void row_clients(report *r, sqlite3_stmt *st)
 {
     r->clients = col_uint(st, 0);
@@ -283,6 +289,7 @@ int report_load_db(report *r, sqlite3 *db, char *err, size_t err_size)
         {"SELECT count(*) FROM meta WHERE key = 'end_us'", row_end},
         {"SELECT value FROM meta WHERE key = 'stopped_by'", row_stopped},
         {"SELECT value FROM meta WHERE key = 'window'", row_window},
+        {"SELECT value FROM meta WHERE key = 'mode'", row_mode},
     };
     for (size_t i = 0; i < sizeof reads / sizeof reads[0]; i++)
         if (each_row(db, reads[i].sql, reads[i].fn, r, err, err_size) != 0)

@@ -781,8 +781,12 @@ static void print_loss(const report *r, FILE *out)
             " out-of-order segments given up\n",
             report_counter(r, "gaps"), fmt_bytes(b, sizeof b, report_counter(r, "gap_bytes")),
             report_counter(r, "truncated"), report_counter(r, "ooo_dropped"));
-    fprintf(out, "  drops        %" PRIu64 " by the kernel, %" PRIu64 " by the interface\n",
-            report_counter(r, "kernel_drops"), report_counter(r, "if_drops"));
+    if (r->from_files)
+        fputs("  drops        not recorded in capture files (tcpdump prints its own count when it"
+              " stops); what was dropped shows as gaps\n", out);
+    else
+        fprintf(out, "  drops        %" PRIu64 " by the kernel, %" PRIu64 " by the interface\n",
+                report_counter(r, "kernel_drops"), report_counter(r, "if_drops"));
     fprintf(out,
             "  connections  %" PRIu64 " picked up mid-stream, %" PRIu64 " out of sync, %" PRIu64
             " evicted (table full)\n",

@@ -185,7 +185,29 @@ static void test_report_text(void **state)
     assert_contains(out_text, "What the redirects cost");
     assert_contains(out_text, "What the capture could not see");
     assert_contains(out_text, "picked up mid-stream");
+    /* a capture file does not record the kernel's drops: not shown as 0 */
+    assert_contains(out_text, "  drops        not recorded in capture files");
+    assert_null(strstr(out_text, "by the kernel"));
     assert_string_equal(err_text, ""); /* no progress bar: stderr is not a tty */
+}
+
+/* A database of a live run (meta mode 'live') shows the drops pcap_stats
+ * counted; one of analyze says the files do not record them. */
+static void test_report_drops_live(void **state)
+{
+    const char *db = tmp("drops.db");
+    sqlite3 *h;
+    (void)state;
+    assert_int_equal(run("analyze", FIX "set.pcap", "--db", db), 0);
+    assert_int_equal(run("report", db), 0);
+    assert_contains(out_text, "  drops        not recorded in capture files");
+    assert_int_equal(sqlite3_open(db, &h), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(h, "UPDATE meta SET value = 'live' WHERE key = 'mode';"
+                                     "UPDATE counters SET value = 7 WHERE name = 'kernel_drops';",
+                                  NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(h);
+    assert_int_equal(run("report", db), 0);
+    assert_contains(out_text, "  drops        7 by the kernel, 0 by the interface\n");
 }
 
 /* analyze --db writes a consistent database, and `report DB` prints exactly
@@ -414,6 +436,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_usage_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_runtime_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_report_text, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_report_drops_live, setup, teardown),
         cmocka_unit_test_setup_teardown(test_db_and_report_match, setup, teardown),
         cmocka_unit_test_setup_teardown(test_existing_and_unwritable_db, setup, teardown),
         cmocka_unit_test_setup_teardown(test_json_lines, setup, teardown),
