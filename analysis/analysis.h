@@ -442,6 +442,10 @@ typedef struct an_stats {
     uint64_t map_errors;             /* ... that could not be parsed */
     uint64_t abandoned_ops;          /* operations still open at the end, too
                                         recent to judge */
+    uint64_t unseen_retry_ops;       /* operations not judged redirect_unfollowed:
+                                        their retry may be what the capture lost
+                                        (the client's requests lost after the
+                                        redirect, or a retry without its reply) */
     uint64_t readonly_unknown_moved; /* MOVEDs of reads from a replica whose
                                         master is not known, on connections
                                         picked up mid-stream whose READONLY the

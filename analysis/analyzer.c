@@ -987,8 +987,10 @@ static __attribute__((noinline)) void on_command_full(an_analyzer *an, const res
         return;
     }
     if (cmd->outcome != RESP_OK) {
-        if (cmd->outcome == RESP_UNANSWERED)
+        if (cmd->outcome == RESP_UNANSWERED) {
             an->st.unanswered++;
+            an_ops_on_unanswered(an, cli, req, x.slot);
+        }
         return;
     }
     if (special == AN_SP_MIGRATE) {
@@ -1039,6 +1041,7 @@ static __attribute__((noinline)) void on_command_general(an_analyzer *an,
     if (ci == AN_NONE)
         ci = conn_find(an, cmd->conn, req->start_us);
     an_cn *cn = conn_touch(an, ci, cmd->conn, req->start_us);
+    int64_t conn_before_us = cn->commands ? cn->last_us : 0;
     cn->commands++;
     if (ts > cn->last_us)
         cn->last_us = ts;
@@ -1048,6 +1051,8 @@ static __attribute__((noinline)) void on_command_general(an_analyzer *an,
         cli->pub.last_us = ts;
     if (req->start_us > cli->last_start_us)
         cli->last_start_us = req->start_us;
+    if (cmd->requests_lost)
+        an_ops_requests_lost(an, cli, cn->node, conn_before_us, req->start_us);
     if (cn->node != AN_NONE)
         an->nodes[cn->node].pub.commands++;
 
@@ -1076,8 +1081,10 @@ static __attribute__((noinline)) void on_command_general(an_analyzer *an,
         if (cmd->outcome != RESP_OK) {
             if (an->sink.command)
                 emit_command(an, cmd, cn->client, info, slot);
-            if (cmd->outcome == RESP_UNANSWERED)
+            if (cmd->outcome == RESP_UNANSWERED) {
                 an->st.unanswered++;
+                an_ops_on_unanswered(an, cli, req, slot);
+            }
             return;
         }
         if (!is_redirect_class(cmd->reply.err) &&
@@ -1158,7 +1165,8 @@ quick_count(an_analyzer *an, const resp_command *cmd, int32_t i, an_cn *cn, an_c
 static inline unsigned quick_command(an_analyzer *an, const resp_command *cmd)
 {
     const resp_request *req = &cmd->req;
-    if (cmd->outcome != RESP_OK || !cmd->conn || is_redirect_class(cmd->reply.err) ||
+    if (cmd->outcome != RESP_OK || !cmd->conn || cmd->requests_lost ||
+        is_redirect_class(cmd->reply.err) ||
         an->sink.command)
         return 0;
     /* the connection: found by its word; its client valid */

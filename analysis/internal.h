@@ -230,6 +230,8 @@ typedef struct an_cli {
     cap_addr host;
     int32_t memo_head;           /* this client's memos */
     int64_t map_ts;              /* last cluster map reply it received */
+    uint32_t op_first;           /* its waiting operations: 1 + the index of
+                                    the first (an_op.cnext), 0: none */
     uint64_t node_conns;         /* connections that are node links */
     uint64_t client_conns;       /* other connections */
     uint32_t ser_seq;            /* series.c: its cell in the newest bucket */
@@ -328,6 +330,10 @@ typedef struct an_op {
     uint8_t ntrail;
     uint8_t trail_repeats;       /* trail entries equal to an earlier one */
     uint8_t loop_reported, storm_reported;
+    uint8_t retry_unseen;        /* its retry may be what the capture lost
+                                    (an_ops_on_unanswered, an_ops_requests_lost) */
+    uint32_t cprev, cnext;       /* its client's other waiting operations: 1 +
+                                    their index, 0: none (an_cli.op_first) */
     an_attempt retries[AN_OP_FIRST_RETRIES]; /* its first TRYAGAIN retries */
     uint8_t nretries;
     uint8_t nfnd;
@@ -703,6 +709,14 @@ typedef struct an_cmdctx {
 const char *an_cmd_key(an_cmdctx *x);
 const char *an_reply_text(an_cmdctx *x);
 void an_ops_on_command(an_analyzer *an, an_cmdctx *x);
+/* A command without its reply: it may be a waiting operation's retry. */
+void an_ops_on_unanswered(an_analyzer *an, const an_cli *cli, const resp_request *req,
+                          int32_t slot);
+/* Requests of client cli to node were lost after from_us and before to_us
+ * (resp_command.requests_lost): the retry of its operations redirected to
+ * that node within the window may be among them. */
+void an_ops_requests_lost(an_analyzer *an, const an_cli *cli, int32_t node, int64_t from_us,
+                          int64_t to_us);
 /* Is attempt cur (a MOVED) a replica's bounce of a read for want of
  * READONLY, readonly_missing's, rather than a redirect for moved_ignored? */
 int an_readonly_bounce(const an_analyzer *an, const an_cmdctx *x, const an_attempt *cur);

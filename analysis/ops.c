@@ -94,9 +94,33 @@ static void list_push(an_analyzer *an, int32_t i)
     an->op_list_tail = i;
 }
 
+/* Operation i joins / leaves its client's list (an_cli.op_first). */
+static void client_link(an_analyzer *an, int32_t i)
+{
+    an_op *op = &an->ops[i];
+    an_cli *c = &an->clients[op->client];
+    op->cprev = 0;
+    op->cnext = c->op_first;
+    if (c->op_first)
+        an->ops[c->op_first - 1].cprev = (uint32_t)i + 1;
+    c->op_first = (uint32_t)i + 1;
+}
+
+static void client_unlink(an_analyzer *an, int32_t i)
+{
+    an_op *op = &an->ops[i];
+    if (op->cprev)
+        an->ops[op->cprev - 1].cnext = op->cnext;
+    else if (an->clients[op->client].op_first == (uint32_t)i + 1)
+        an->clients[op->client].op_first = op->cnext;
+    if (op->cnext)
+        an->ops[op->cnext - 1].cprev = op->cprev;
+}
+
 static void op_free(an_analyzer *an, int32_t i)
 {
     an_op *op = &an->ops[i];
+    client_unlink(an, i);
     an_map_del(&an->op_map, op->key_hash, i);
     if (op->slot >= 0 && op->slot < AN_SLOTS && an->op_slot_n[op->slot] > 0 &&
         --an->op_slot_n[op->slot] == 0)
@@ -159,7 +183,9 @@ static void op_judge(an_analyzer *an, int32_t i, int64_t now_us, int at_end)
         int window_passed = now_us - op->last.reply_us >= an->cfg.op_window_us;
         int moved_on = c->used && c->last_start_us > op->last.reply_us;
         int closed = an_conn_src(an, op->last.conn, AN_NONE) == NULL;
-        if (!at_end || window_passed || moved_on || closed) {
+        if (op->retry_unseen) {
+            an->st.unseen_retry_ops++; /* its retry may be what the capture lost */
+        } else if (!at_end || window_passed || moved_on || closed) {
             an_detect_unfollowed(an, op, now_us);
         } else {
             an->st.abandoned_ops++;
@@ -222,6 +248,7 @@ static an_op *op_new(an_analyzer *an, an_cmdctx *x, const an_attempt *cur, uint6
     op->storm = AN_NONE;
     an_map_put(&an->op_map, h, i);
     list_push(an, i);
+    client_link(an, i);
     an->nops++;
     return op;
 }
@@ -420,6 +447,36 @@ void an_ops_on_command(an_analyzer *an, an_cmdctx *x)
 }
 
 /* ASKING on x's connection was used by x, which retries no ASK'd operation. */
+/* A command of client cli (request req, slot) came without its reply (lost
+ * in a gap): when it retries a waiting operation, that operation was
+ * followed, how is not known. */
+void an_ops_on_unanswered(an_analyzer *an, const an_cli *cli, const resp_request *req,
+                          int32_t slot)
+{
+    if (slot < 0 || slot >= AN_SLOTS || an->op_slot_n[slot] == 0)
+        return;
+    size_t klen = req->key0_len < RESP_ARG_PREFIX ? req->key0_len : RESP_ARG_PREFIX;
+    uint64_t h = op_hash(&cli->host, req->name, req->key0, klen, req->key0_full_len);
+    opkey k = {&cli->host, req->name, req->key0, klen, req->key0_full_len, req->start_us,
+               an->cfg.op_window_us};
+    int32_t oi = op_find(an, h, &k);
+    if (oi != AN_NONE)
+        an->ops[oi].retry_unseen = 1;
+}
+
+void an_ops_requests_lost(an_analyzer *an, const an_cli *cli, int32_t node, int64_t from_us,
+                          int64_t to_us)
+{
+    for (uint32_t k = cli->op_first; k != 0; k = an->ops[k - 1].cnext) {
+        an_op *op = &an->ops[k - 1];
+        const an_attempt *l = &op->last;
+        if ((l->reply == RESP_ERR_MOVED || l->reply == RESP_ERR_ASK) &&
+            (l->target == AN_NONE || l->target == node) && to_us > l->reply_us &&
+            from_us < l->reply_us + an->cfg.op_window_us)
+            op->retry_unseen = 1;
+    }
+}
+
 void an_ops_asking_spent(an_analyzer *an, an_cmdctx *x, int64_t asking_ts)
 {
     x->cn->asking_spent_ts = asking_ts;
@@ -440,14 +497,10 @@ void an_ops_asking_spent(an_analyzer *an, an_cmdctx *x, int64_t asking_ts)
 
 void an_ops_drop_client(an_analyzer *an, int32_t client)
 {
-    int32_t i = an->op_list_head;
-    while (i != AN_NONE) {
-        int32_t next = an->ops[i].lnext;
-        if (an->ops[i].client == client) {
-            op_free(an, i);
-            an->st.evicted_ops++;
-        }
-        i = next;
+    const an_cli *c = &an->clients[client];
+    while (c->op_first != 0) { /* op_free unlinks it */
+        op_free(an, (int32_t)c->op_first - 1);
+        an->st.evicted_ops++;
     }
 }
 

@@ -976,6 +976,8 @@ static void section_blind(FILE *out, sqlite3 *db)
         {"unknown_commands", "commands not in the command table (keys unknown)"},
         {"abandoned_ops", "operations still waiting for a retry at the end"},
         {"evicted_ops", "operations dropped unjudged (table full)"},
+        {"unseen_retry_ops", "redirected operations whose retry the capture may have lost: not"
+                             " judged redirect_unfollowed"},
         {"readonly_unknown_moved", "replica MOVEDs not judged (READONLY and master not known)"},
         {"evicted_clients", "clients evicted (table full)"},
         {"dropped_findings", "findings not kept (table full)"},

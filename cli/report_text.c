@@ -812,6 +812,10 @@ static void print_loss(const report *r, FILE *out)
     fprintf(out, "  operations   %" PRIu64 " still waiting for a retry at the end, not judged"
             " (abandoned_ops), %" PRIu64 " dropped unjudged (evicted_ops)\n",
             report_counter(r, "abandoned_ops"), report_counter(r, "evicted_ops"));
+    if (report_counter(r, "unseen_retry_ops"))
+        fprintf(out, "               %" PRIu64 " redirected whose retry the capture may have lost"
+                " (requests lost after the redirect, or a retry without its reply): not judged"
+                " redirect_unfollowed (unseen_retry_ops)\n", report_counter(r, "unseen_retry_ops"));
     if (report_counter(r, "readonly_unknown_moved"))
         fprintf(out, "  READONLY     %" PRIu64 " MOVEDs of reads from replicas whose master is not known,"
                 " on connections picked up mid-stream whose READONLY the capture had not"

@@ -505,6 +505,7 @@ void rq_gap_resolve(rc_conn *c, const uint8_t *p, size_t n)
         c->orphans != UINT32_MAX &&
         rq_gap_count(c, c->rq_gap_len, c->orphans > 0 ? c->orphans : 1, &m)) {
         uint32_t owed = m - c->orphans, smin = c->qsz[0];
+        c->rq_loss_pending = 1; /* m requests lost: the next one is flagged */
         for (uint8_t i = 1; i < c->qsz_n; i++)
             smin = c->qsz[i] < smin ? c->qsz[i] : smin;
         if ((uint64_t)c->count + owed <= rp->cfg.max_inflight &&

@@ -229,6 +229,7 @@ static PAIR_RARE void stage_drop(rc_conn *c, rq_entry *e)
     pair_lost(c);
     e->cmd.conn = c->cc;
     e->cmd.conn_word = c->conn_word;
+    e->cmd.requests_lost = e->after_loss;
     emit_without_reply(c, &e->cmd, RESP_UNANSWERED);
 }
 
@@ -295,6 +296,7 @@ void pair_lost(rc_conn *c)
  * solid ground. */
 void pair_lost_requests(rc_conn *c)
 {
+    c->rq_loss_pending = 1;
     if (c->rp_gap_pending) { /* its requests are not certain any more */
         c->rp_gap_pending = 0;
         rp_gap_give_up(c, c->rp_gap_queued);
@@ -658,6 +660,8 @@ static PAIR_APART void request_done_general(rc_conn *c, rq_entry *e, uint8_t kin
     request_modes(c, e);
     e->keep = (uint8_t)(e->cmd.req.name[0] == 'C' && resp_keep_reply(&e->cmd.req));
     e->uncertain = (uint8_t)!c->synced;
+    e->after_loss = c->rq_loss_pending;
+    c->rq_loss_pending = 0;
     if (c->repl_watch && e->kind == RQK_REPLCONF_ACK && c->st.paired == 0)
         repl_found(c, REPL_MID_SERVER); /* the ACK itself is a request as ever */
     e->req_end = c->rq.msg_off + e->cmd.req.bytes + c->rq_lost_bytes;
@@ -703,6 +707,8 @@ static void request_done(void *owner, uint8_t name_len)
     e->first_reply_us = 0;
     e->cmd.in_multi = 0;
     e->uncertain = (uint8_t)!c->synced;
+    e->after_loss = c->rq_loss_pending;
+    c->rq_loss_pending = 0;
     e->req_end = c->rq.msg_off + e->cmd.req.bytes + c->rq_lost_bytes;
     e->cmd.req.end_pos = e->req_end;
     rq_sizes_learn(c, e->cmd.req.bytes);

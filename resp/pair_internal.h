@@ -280,6 +280,7 @@ static inline resp_command *slot_command(rc_conn *c, const rq_slot *s)
     resp_command *cmd = &slot_whole(c, s)->cmd; /* seq, in_multi, end_pos set */
     cmd->conn = c->cc;
     cmd->conn_word = c->conn_word;
+    cmd->requests_lost = s->after_loss;
     return cmd;
 }
 

@@ -278,6 +278,10 @@ typedef struct resp_command {
     resp_outcome outcome;
     uint8_t in_multi;       /* sent between MULTI and EXEC/DISCARD */
     uint8_t resp3;          /* the connection had switched to RESP3 (HELLO 3) */
+    uint8_t requests_lost;  /* requests of its connection were lost in the
+                               capture just before it (a gap or garbage on the
+                               client side, accounted for or not): what the
+                               client sent then is not known */
     resp_request req;
     resp_reply reply;       /* valid when outcome == RESP_OK */
 } resp_command;

@@ -66,6 +66,8 @@ typedef struct rq_entry {
     uint8_t name_len;        /* strlen(cmd.req.name), set with the name */
     uint8_t tx;              /* EXEC of a transaction that holds CLIENT REPLY
                                 or HELLO: TXF_* in pair_internal.h (0 otherwise) */
+    uint8_t after_loss;      /* requests were lost just before it (a request
+                                gap or garbage): resp_command.requests_lost */
     uint64_t req_end;        /* request stream position after its last byte
                                 (decoder offset plus rc_conn.rq_lost_bytes):
                                 a reply whose sender had not acknowledged it
@@ -101,9 +103,9 @@ typedef struct rq_entry {
 typedef struct rq_slot {
     _Alignas(64) uint32_t nreply;
     uint8_t kind, keep, got_reply, dynamic, sub_word, hello_proto, uncertain, name_len, tx;
+    uint8_t after_loss;
     uint8_t in_multi;        /* resp_command.in_multi (packed) */
     uint8_t key0_dup;        /* key0 is args[0] (same kept bytes): not stored twice */
-    uint8_t spare;
     uint64_t req_end;        /* as rq_entry (also resp_request.end_pos) */
     union {
         int64_t first_reply_us;
@@ -123,6 +125,7 @@ _Static_assert(sizeof(rq_slot) == 128, "an in-flight slot is two cache lines");
 _Static_assert(offsetof(rq_slot, req_end) == offsetof(rq_entry, req_end) &&
                    offsetof(rq_slot, first_reply_us) == offsetof(rq_entry, first_reply_us) &&
                    offsetof(rq_slot, tx) == offsetof(rq_entry, tx) &&
+                   offsetof(rq_slot, after_loss) == offsetof(rq_entry, after_loss) &&
                    offsetof(rq_entry, first_reply_us) + 8 == RQ_PAIRING_BYTES &&
                    offsetof(rq_slot, in_multi) > offsetof(rq_slot, tx),
                "the pairing facts of rq_slot and rq_entry are one block");
@@ -232,6 +235,8 @@ typedef struct rc_conn {
     uint64_t rp_lost_bytes;   /* reply bytes lost in gaps not bridged */
     uint8_t ack_broken;       /* a request gap of unknown length: positions
                                  and ACKs no longer compare */
+    uint8_t rq_loss_pending;  /* requests were lost: the next one decoded is
+                                 flagged (rq_entry.after_loss) */
     uint8_t rq_gap_pending;   /* a request gap at a boundary waits for the
                                  next request bytes (rq_gap_resolve) */
     uint8_t rp_gap_pending;   /* a reply gap waits for the first reply bytes

@@ -254,6 +254,7 @@ resp_command *slot_unpack(rc_conn *c, const rq_slot *s)
     cmd->conn_word = c->conn_word;
     cmd->seq = s->seq;
     cmd->in_multi = s->in_multi;
+    cmd->requests_lost = s->after_loss;
     memcpy(&r->start_us, s->req_time, RQ_TIME_BYTES);
     memcpy(&r->argc, s->req_facts, RQ_FACTS_BYTES);
     r->end_pos = s->req_end;

@@ -231,11 +231,18 @@ static void emit(sc *s, int c, int64_t t, int64_t rtt, const char *reply, const 
     cmd.conn_word = s->word[c];
     cmd.seq = s->seq[c]++;
     cmd.outcome = RESP_OK;
+    cmd.requests_lost = s->lost[c];
+    s->lost[c] = 0;
     build_request(&cmd.req, argc, argv);
     cmd.req.start_us = SC_T0 + t;
     cmd.req.ts_us = SC_T0 + t;
     build_reply(&cmd.reply, reply);
     cmd.reply.start_us = cmd.reply.ts_us = SC_T0 + t + rtt;
+    if (strcmp(reply, "?") == 0) { /* no reply: lost */
+        memset(&cmd.reply, 0, sizeof cmd.reply);
+        cmd.reply.redir.slot = -1;
+        cmd.outcome = RESP_UNANSWERED;
+    }
     cmd.reply.raw = raw;
     cmd.reply.raw_len = raw_len;
     s->conns[c].last_us = cmd.reply.ts_us;
@@ -269,6 +276,11 @@ int sc_do(sc *s, int c, int64_t t, int64_t rtt, const char *reply, ...)
         argv[argc++] = a;
     va_end(ap);
     return sc_cmd(s, c, t, rtt, reply, argc, argv);
+}
+
+void sc_requests_lost(sc *s, int c)
+{
+    s->lost[c] = 1;
 }
 
 void sc_close(sc *s, int c, int64_t t)

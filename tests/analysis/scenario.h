@@ -54,6 +54,7 @@ typedef struct sc {
     size_t nconns;
     uint64_t seq[64];
     uint64_t word[64];     /* the analyzer's conn_word of each, as resp keeps it */
+    uint8_t lost[64];      /* sc_requests_lost: the next command is flagged */
 } sc;
 
 /* New scenario with this configuration (NULL: defaults). */
@@ -82,6 +83,10 @@ void sc_cmd_raw(sc *s, int c, int64_t t, int64_t rtt, const uint8_t *raw, size_t
                 int argc, const char *const *argv);
 /* Convenience: sc_cmd with a variable argument list ending in NULL. */
 int sc_do(sc *s, int c, int64_t t, int64_t rtt, const char *reply, ...);
+/* Requests of connection c were lost in the capture: its next command
+ * comes with resp_command.requests_lost, as resp flags it. A reply of "?"
+ * to sc_cmd / sc_do makes a command without its reply (RESP_UNANSWERED). */
+void sc_requests_lost(sc *s, int c);
 /* Close connection c at t. */
 void sc_close(sc *s, int c, int64_t t);
 /* an_finish at t. */

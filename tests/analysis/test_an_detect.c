@@ -419,6 +419,63 @@ static void test_redirect_unfollowed(void **state)
     sc_free(&s);
 }
 
+/* A redirected operation whose retry the capture may have lost is not
+ * judged redirect_unfollowed, and is counted: 127.0.0.11 retried, but the
+ * retry came without its reply; 127.0.0.12's requests to the redirect's
+ * target were lost after the redirect (a later command of its says so).
+ * Judged: 127.0.0.13, whose requests were lost before the redirect only;
+ * 127.0.0.14, whose requests to another node than the target were lost;
+ * 127.0.0.15, whose requests to the target were lost after the window (a
+ * loss is known to lie between two commands of the connection only).
+ * 127.0.0.16, whose requests to another node were lost, many times. */
+static void test_redirect_unfollowed_retry_unseen(void **state)
+{
+    (void)state;
+    sc s;
+    sc_init(&s, NULL);
+    int a = sc_conn(&s, 11, 40000, S), at = sc_conn(&s, 11, 40001, T);
+    sc_do(&s, a, 1000, 100, MOVED_T, "GET", k1, NULL);
+    sc_do(&s, at, 1300, 100, "?", "GET", k1, NULL);
+    int b = sc_conn(&s, 12, 40000, S), bt = sc_conn(&s, 12, 40001, T);
+    sc_do(&s, b, 1000, 100, MOVED_T, "GET", k1, NULL);
+    sc_requests_lost(&s, bt);
+    sc_do(&s, bt, 1500, 100, "$", "GET", "other-slot-key", NULL);
+    int c = sc_conn(&s, 13, 40000, S);
+    sc_requests_lost(&s, c);
+    sc_do(&s, c, 500, 100, "$", "GET", "other-slot-key", NULL);
+    sc_do(&s, c, 1000, 100, MOVED_T, "GET", k1, NULL);
+    int d = sc_conn(&s, 14, 40000, S), d2 = sc_conn(&s, 14, 40001, 30312);
+    sc_do(&s, d, 1000, 100, MOVED_T, "GET", k1, NULL);
+    sc_requests_lost(&s, d2);
+    sc_do(&s, d2, 1500, 100, "$", "GET", "other-slot-key", NULL);
+    int e = sc_conn(&s, 15, 40000, S), et = sc_conn(&s, 15, 40001, T);
+    sc_do(&s, e, 1000, 100, MOVED_T, "GET", k1, NULL);
+    sc_do(&s, et, 6000000, 100, "$", "GET", "other-slot-key", NULL);
+    sc_requests_lost(&s, et); /* between 6 s and 9 s: after the window */
+    sc_do(&s, et, 9000000, 100, "$", "GET", "other-slot-key", NULL);
+    /* many losses to another node after the redirect: still judged */
+    int g = sc_conn(&s, 16, 40000, S), g2 = sc_conn(&s, 16, 40001, 30312);
+    sc_do(&s, g, 1000, 100, MOVED_T, "GET", k1, NULL);
+    for (int i = 0; i < 20; i++) {
+        sc_requests_lost(&s, g2);
+        sc_do(&s, g2, 2000 + i * 1000, 100, "$", "GET", "other-slot-key", NULL);
+    }
+    sc_finish(&s, 20000000);
+    assert_null(sc_find(&s, AN_REDIRECT_UNFOLLOWED, "127.0.0.11"));
+    assert_null(sc_find(&s, AN_REDIRECT_UNFOLLOWED, "127.0.0.12"));
+    for (int h = 13; h <= 16; h++) {
+        char name[16];
+        snprintf(name, sizeof name, "127.0.0.%d", h);
+        const an_finding *f = sc_find(&s, AN_REDIRECT_UNFOLLOWED, name);
+        if (!f)
+            fail_msg("%s: redirect_unfollowed expected", name);
+        assert_int_equal(f->count, 1);
+    }
+    assert_int_equal(an_get_stats(s.an)->unseen_retry_ops, 2);
+    assert_int_equal(sc_total_clients(&s), 4);
+    sc_free(&s);
+}
+
 /* Judged on flush once 2 windows have passed (live mode). */
 static void test_redirect_unfollowed_on_flush(void **state)
 {
@@ -844,6 +901,7 @@ int main(void)
         cmocka_unit_test(test_moved_ignored_readonly_midstream),
         cmocka_unit_test(test_redirect_unfollowed),
         cmocka_unit_test(test_redirect_unfollowed_on_flush),
+        cmocka_unit_test(test_redirect_unfollowed_retry_unseen),
         cmocka_unit_test(test_redirect_loop),
         cmocka_unit_test(test_redirect_loop_without_asking),
         cmocka_unit_test(test_redirect_loop_cap),

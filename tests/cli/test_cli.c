@@ -191,6 +191,21 @@ static void test_report_text(void **state)
     assert_string_equal(err_text, ""); /* no progress bar: stderr is not a tty */
 }
 
+/* A capture cut right after a client's ASKING + retry (the retry's reply
+ * is not in it): the operation was followed, its outcome unseen; it is
+ * counted as such, not called redirect_unfollowed. */
+static void test_report_unseen_retry(void **state)
+{
+    const char *db = tmp("unseen.db");
+    (void)state;
+    run("analyze", SS_FIXTURES "/verdict/cut-short.pcap", "--db", db);
+    assert_contains(out_text, "1 redirected whose retry the capture may have lost");
+    assert_int_equal(th_db_int(db, "SELECT value FROM counters WHERE name = 'unseen_retry_ops'"),
+                     1);
+    assert_int_equal(th_db_int(db, "SELECT count(*) FROM findings"
+                                   " WHERE kind = 'redirect_unfollowed'"), 0);
+}
+
 /* A database of a live run (meta mode 'live') shows the drops pcap_stats
  * counted; one of analyze says the files do not record them. */
 static void test_report_drops_live(void **state)
@@ -437,6 +452,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_runtime_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_report_text, setup, teardown),
         cmocka_unit_test_setup_teardown(test_report_drops_live, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_report_unseen_retry, setup, teardown),
         cmocka_unit_test_setup_teardown(test_db_and_report_match, setup, teardown),
         cmocka_unit_test_setup_teardown(test_existing_and_unwritable_db, setup, teardown),
         cmocka_unit_test_setup_teardown(test_json_lines, setup, teardown),

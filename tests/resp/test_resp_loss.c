@@ -377,6 +377,10 @@ static void request_gap_bridged(h_ctx *h, uint64_t gap, const char *replies, con
     assert_int_equal(h->closed.out_of_sync, 0);
     assert_int_equal(h->closed.unpaired_replies, unpaired_replies);
     assert_int_equal(h->closed.unpaired_requests, 0);
+    /* the request after the gap says requests were lost before it, no other */
+    for (uint32_t i = 0; i < W + 1; i++)
+        assert_int_equal(h->cmds[i].requests_lost, 0);
+    assert_int_equal(h->cmds[W + 1].requests_lost, 1);
 }
 
 static void test_lost_requests_counted(void **state)
@@ -441,6 +445,36 @@ static void test_lost_requests_answered_first(void **state)
     assert_int_equal(h.cmds[W + 1].reply.type, RESP_T_ERROR);
     assert_int_equal(h.closed.out_of_sync, 0);
     assert_int_equal(h.closed.unpaired_replies, 2);
+    assert_int_equal(h.cmds[W].requests_lost, 0);
+    assert_int_equal(h.cmds[W + 1].requests_lost, 1);
+    h_free(&h);
+}
+
+/* A request gap that cannot be accounted for (its length unknown): the
+ * pairing after it is lost, and the first request decoded after it says
+ * requests were lost before it; a reply gap loses no request. */
+static void test_requests_lost_flag(void **state)
+{
+    (void)state;
+    h_ctx h;
+    char b[64];
+    h_init(&h, 1, NULL);
+    h_open(&h);
+    send_str(&h, CAP_TO_SERVER, set_req(b, sizeof b, 1));
+    send_str(&h, CAP_TO_CLIENT, "+OK\r\n");
+    h_gap(&h, CAP_TO_SERVER, 0);
+    send_str(&h, CAP_TO_SERVER, set_req(b, sizeof b, 2));
+    send_str(&h, CAP_TO_SERVER, set_req(b, sizeof b, 3));
+    send_str(&h, CAP_TO_CLIENT, "+OK\r\n+OK\r\n");
+    h_gap(&h, CAP_TO_CLIENT, 0);
+    send_str(&h, CAP_TO_SERVER, set_req(b, sizeof b, 4));
+    send_str(&h, CAP_TO_CLIENT, "+OK\r\n");
+    h_close(&h);
+    assert_int_equal(h.ncmds, 4);
+    assert_int_equal(h.cmds[0].requests_lost, 0);
+    assert_int_equal(h.cmds[1].requests_lost, 1);
+    assert_int_equal(h.cmds[2].requests_lost, 0);
+    assert_int_equal(h.cmds[3].requests_lost, 0);
     h_free(&h);
 }
 
@@ -724,6 +758,7 @@ int main(void)
         cmocka_unit_test(test_lost_requests_counted),
         cmocka_unit_test(test_lost_requests_three_sizes),
         cmocka_unit_test(test_lost_requests_answered_first),
+        cmocka_unit_test(test_requests_lost_flag),
         cmocka_unit_test(test_ack_bounded_reply),
         cmocka_unit_test(test_pipelined_loss_not_one_off),
         cmocka_unit_test(test_clean_start_contradicted),
