@@ -22,7 +22,10 @@
  * asking_other_connection), and no ASKING on this connection was used up by
  * another command after the ASK (asking_interleaved), and no cluster map the
  * client received since the ASK gives T the slot (the attempt then follows
- * the map: the migration ended, T owns the slot). One occurrence per such
+ * the map: the migration ended, T owns the slot), and the attempt is not one
+ * T served right after requests of its connection the capture lost (its
+ * ASKING may be among them; a MOVED from T shows there was none). One
+ * occurrence per such
  * attempt; aggregated per (client, T, slot). Threshold: none (1).
  *
  * asking_other_connection: the same attempt, but the host did send ASKING to
@@ -42,6 +45,8 @@ void an_detect_asking(an_analyzer *an, an_attempt_ctx *a)
         return; /* its ASKING went to another command: asking_interleaved */
     if (x->slot >= 0 && x->cli->map_ts > prev->reply_us && an->owner[x->slot] == cur->node)
         return; /* a map received since the ASK gives T the slot: it follows the map */
+    if (x->cmd->requests_lost && cur->reply != RESP_ERR_MOVED)
+        return; /* served after requests the capture lost: its ASKING may be one */
     an_asking_rec *other = NULL;
     for (uint32_t k = 0; k < AN_RING; k++) {
         an_asking_rec *r = &an->asking_ring[k];

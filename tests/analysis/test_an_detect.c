@@ -234,6 +234,29 @@ static void test_asking_missing_negative_after_map(void **state)
     }
 }
 
+/* The retry to T comes right after requests its connection lost in the
+ * capture: served, its ASKING may have been one of them (not judged);
+ * answered MOVED by T, there was none (asking_missing). */
+static void test_asking_missing_after_lost_requests(void **state)
+{
+    (void)state;
+    for (int served = 0; served <= 1; served++) {
+        sc s;
+        sc_init(&s, NULL);
+        int cs = sc_conn(&s, 5, 40000, S), ct = sc_conn(&s, 5, 40001, T);
+        sc_do(&s, cs, 1000, 100, ASK_T, "GET", k1, NULL);
+        sc_requests_lost(&s, ct);
+        sc_do(&s, ct, 1300, 100, served ? "$" : MOVED_S, "GET", k1, NULL);
+        sc_finish(&s, 20000000);
+        const an_finding *f = sc_find(&s, AN_ASKING_MISSING, "127.0.0.5");
+        if (served)
+            assert_null(f);
+        else
+            assert_non_null(f);
+        sc_free(&s);
+    }
+}
+
 static void test_asking_missing_negative(void **state)
 {
     (void)state;
@@ -891,6 +914,7 @@ int main(void)
         cmocka_unit_test(test_redis_cli_follower_no_finding),
         cmocka_unit_test(test_asking_missing),
         cmocka_unit_test(test_asking_missing_negative),
+        cmocka_unit_test(test_asking_missing_after_lost_requests),
         cmocka_unit_test(test_asking_missing_negative_after_map),
         cmocka_unit_test(test_asking_other_connection),
         cmocka_unit_test(test_asking_interleaved),
