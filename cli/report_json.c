@@ -213,7 +213,9 @@ static void print_totals(const report *r, const rg_groups *g, FILE *out)
     jend(&j);
 }
 
-static void print_input(const rep_input *in, FILE *out)
+/* files: the input is a capture file, which does not record the kernel's
+ * or the interface's drops (their 0 then measures nothing). */
+static void print_input(const rep_input *in, int files, FILE *out)
 {
     jobj j = jbegin(out, "input");
     jstr(&j, "name", in->name);
@@ -224,6 +226,8 @@ static void print_input(const rep_input *in, FILE *out)
     jint(&j, "last_us", in->last_us);
     juint(&j, "kernel_drops", in->kernel_drops);
     juint(&j, "if_drops", in->if_drops);
+    jname(&j, "drops_recorded");
+    fputs(files ? "false" : "true", out);
     juint(&j, "time_backwards", in->time_backwards);
     jstr(&j, "error", in->error);
     /* only when there is something to say: a plain input's line is unchanged */
@@ -354,7 +358,7 @@ void report_print_json(const report *r, FILE *out)
         memset(&g, 0, sizeof g);
     print_totals(r, &g, out);
     for (size_t i = 0; i < r->n_inputs; i++)
-        print_input(&r->inputs[i], out);
+        print_input(&r->inputs[i], r->from_files, out);
     for (size_t i = 0; i < r->n_nodes; i++)
         print_node(&r->nodes[i], out);
     for (size_t i = 0; i < r->n_migrations; i++)

@@ -223,6 +223,8 @@ static void test_report_drops_live(void **state)
     sqlite3_close(h);
     assert_int_equal(run("report", db), 0);
     assert_contains(out_text, "  drops        7 by the kernel, 0 by the interface\n");
+    assert_int_equal(run("report", db, "--json"), 0);
+    assert_contains(out_text, "\"drops_recorded\":true,");
 }
 
 /* analyze --db writes a consistent database, and `report DB` prints exactly
@@ -305,6 +307,7 @@ static void test_json_lines(void **state)
     assert_true(assert_json_lines() > 5);
     assert_contains(out_text, "{\"type\":\"report\",");
     assert_contains(out_text, "{\"type\":\"input\",\"name\":");
+    assert_contains(out_text, "\"kernel_drops\":0,\"if_drops\":0,\"drops_recorded\":false,");
     assert_contains(out_text, "{\"type\":\"redirects\",\"total\":0,");
     assert_contains(out_text, "{\"type\":\"counter\",\"name\":\"packets\",\"value\":");
     /* Hostile bytes stay valid JSON. */
