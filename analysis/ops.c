@@ -480,6 +480,8 @@ void an_ops_requests_lost(an_analyzer *an, const an_cli *cli, int32_t node, int6
 void an_ops_asking_spent(an_analyzer *an, an_cmdctx *x, int64_t asking_ts)
 {
     x->cn->asking_spent_ts = asking_ts;
+    if (x->cmd->requests_lost)
+        return; /* it may have covered a request the capture lost: which, unknown */
     /* is an ASK'd operation of this host waiting for exactly this node? */
     for (uint32_t k = 0; k < AN_RING; k++) {
         an_ask_rec *r = &an->ask_ring[k];

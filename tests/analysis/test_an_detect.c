@@ -311,6 +311,26 @@ static void test_asking_interleaved(void **state)
     sc_free(&s);
 }
 
+/* As test_asking_interleaved, but requests of the connection were lost
+ * between the ASKING and the PING: the ASKING may have covered one of them
+ * (the retry, even), so neither asking_interleaved nor asking_missing. */
+static void test_asking_interleaved_after_lost_requests(void **state)
+{
+    (void)state;
+    sc s;
+    sc_init(&s, NULL);
+    int cs = sc_conn(&s, 7, 40000, S), ct = sc_conn(&s, 7, 40001, T);
+    sc_do(&s, cs, 1000, 100, ASK_T, "GET", k1, NULL);
+    sc_do(&s, ct, 1200, 50, "+OK", "ASKING", NULL);
+    sc_requests_lost(&s, ct);
+    sc_do(&s, ct, 1300, 60, "+PONG", "PING", NULL);
+    sc_do(&s, ct, 1400, 70, MOVED_S, "GET", k1, NULL);
+    sc_finish(&s, 20000000);
+    assert_null(sc_find(&s, AN_ASKING_INTERLEAVED, "127.0.0.7"));
+    assert_null(sc_find(&s, AN_ASKING_MISSING, "127.0.0.7"));
+    sc_free(&s);
+}
+
 static void test_ask_cached(void **state)
 {
     (void)state;
@@ -918,6 +938,7 @@ int main(void)
         cmocka_unit_test(test_asking_missing_negative_after_map),
         cmocka_unit_test(test_asking_other_connection),
         cmocka_unit_test(test_asking_interleaved),
+        cmocka_unit_test(test_asking_interleaved_after_lost_requests),
         cmocka_unit_test(test_ask_cached),
         cmocka_unit_test(test_ask_cached_negative_after_moved),
         cmocka_unit_test(test_ask_cached_negative_served),
