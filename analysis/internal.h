@@ -232,6 +232,9 @@ typedef struct an_cli {
     int64_t map_ts;              /* last cluster map reply it received */
     uint32_t op_first;           /* its waiting operations: 1 + the index of
                                     the first (an_op.cnext), 0: none */
+    int64_t lost_from_us, lost_to_us; /* losses of its requests whose operations
+                                    were not all walked (an_ops_requests_lost):
+                                    their span, 0 0: none */
     uint64_t node_conns;         /* connections that are node links */
     uint64_t client_conns;       /* other connections */
     uint32_t ser_seq;            /* series.c: its cell in the newest bucket */
@@ -715,8 +718,9 @@ void an_ops_on_unanswered(an_analyzer *an, const an_cli *cli, const resp_request
 /* Requests of client cli to node were lost after from_us and before to_us
  * (resp_command.requests_lost): the retry of its operations redirected to
  * that node within the window may be among them. */
-void an_ops_requests_lost(an_analyzer *an, const an_cli *cli, int32_t node, int64_t from_us,
+void an_ops_requests_lost(an_analyzer *an, an_cli *cli, int32_t node, int64_t from_us,
                           int64_t to_us);
+#define AN_LOSS_WALK 256         /* waiting operations a loss marks one by one */
 /* Is attempt cur (a MOVED) a replica's bounce of a read for want of
  * READONLY, readonly_missing's, rather than a redirect for moved_ignored? */
 int an_readonly_bounce(const an_analyzer *an, const an_cmdctx *x, const an_attempt *cur);

@@ -183,7 +183,9 @@ static void op_judge(an_analyzer *an, int32_t i, int64_t now_us, int at_end)
         int window_passed = now_us - op->last.reply_us >= an->cfg.op_window_us;
         int moved_on = c->used && c->last_start_us > op->last.reply_us;
         int closed = an_conn_src(an, op->last.conn, AN_NONE) == NULL;
-        if (op->retry_unseen) {
+        if (op->retry_unseen ||
+            (c->lost_to_us > op->last.reply_us &&
+             c->lost_from_us < op->last.reply_us + an->cfg.op_window_us)) {
             an->st.unseen_retry_ops++; /* its retry may be what the capture lost */
         } else if (!at_end || window_passed || moved_on || closed) {
             an_detect_unfollowed(an, op, now_us);
@@ -464,10 +466,11 @@ void an_ops_on_unanswered(an_analyzer *an, const an_cli *cli, const resp_request
         an->ops[oi].retry_unseen = 1;
 }
 
-void an_ops_requests_lost(an_analyzer *an, const an_cli *cli, int32_t node, int64_t from_us,
+void an_ops_requests_lost(an_analyzer *an, an_cli *cli, int32_t node, int64_t from_us,
                           int64_t to_us)
 {
-    for (uint32_t k = cli->op_first; k != 0; k = an->ops[k - 1].cnext) {
+    uint32_t walked = 0, k;
+    for (k = cli->op_first; k != 0 && walked < AN_LOSS_WALK; k = an->ops[k - 1].cnext, walked++) {
         an_op *op = &an->ops[k - 1];
         const an_attempt *l = &op->last;
         if ((l->reply == RESP_ERR_MOVED || l->reply == RESP_ERR_ASK) &&
@@ -475,6 +478,15 @@ void an_ops_requests_lost(an_analyzer *an, const an_cli *cli, int32_t node, int6
             from_us < l->reply_us + an->cfg.op_window_us)
             op->retry_unseen = 1;
     }
+    if (k == 0)
+        return;
+    /* the older ones (newest first) are judged against the span of such
+     * losses instead: bounded work per loss, never a verdict the loss could
+     * have hidden */
+    if (cli->lost_to_us == 0 || from_us < cli->lost_from_us)
+        cli->lost_from_us = from_us;
+    if (to_us > cli->lost_to_us)
+        cli->lost_to_us = to_us;
 }
 
 void an_ops_asking_spent(an_analyzer *an, an_cmdctx *x, int64_t asking_ts)

@@ -519,6 +519,36 @@ static void test_redirect_unfollowed_retry_unseen(void **state)
     sc_free(&s);
 }
 
+/* A client with more waiting operations than a loss marks one by one
+ * (AN_LOSS_WALK): the older ones are judged against the span of such
+ * losses, so none of the 300 is called redirect_unfollowed; without the
+ * loss every one is. */
+static void test_redirect_unfollowed_many_waiting(void **state)
+{
+    (void)state;
+    for (int lost = 0; lost <= 1; lost++) {
+        sc s;
+        sc_init(&s, NULL);
+        int c = sc_conn(&s, 11, 40000, S), ct = sc_conn(&s, 11, 40001, T);
+        for (int i = 0; i < 300; i++) {
+            char key[16];
+            snprintf(key, sizeof key, "{w}%d", i); /* one slot: one finding */
+            sc_do(&s, c, 1000 + i * 10, 5, MOVED_T, "GET", key, NULL);
+        }
+        if (lost)
+            sc_requests_lost(&s, ct);
+        sc_do(&s, ct, 5000, 100, "$", "GET", "other-slot-key", NULL);
+        sc_finish(&s, 20000000);
+        uint64_t occurrences = 0;
+        for (size_t i = 0; i < s.out.nfindings; i++)
+            if (s.out.findings[i].kind == AN_REDIRECT_UNFOLLOWED)
+                occurrences += s.out.findings[i].count;
+        assert_int_equal(occurrences, lost ? 0 : 300);
+        assert_int_equal(an_get_stats(s.an)->unseen_retry_ops, lost ? 300 : 0);
+        sc_free(&s);
+    }
+}
+
 /* Judged on flush once 2 windows have passed (live mode). */
 static void test_redirect_unfollowed_on_flush(void **state)
 {
@@ -947,6 +977,7 @@ int main(void)
         cmocka_unit_test(test_redirect_unfollowed),
         cmocka_unit_test(test_redirect_unfollowed_on_flush),
         cmocka_unit_test(test_redirect_unfollowed_retry_unseen),
+        cmocka_unit_test(test_redirect_unfollowed_many_waiting),
         cmocka_unit_test(test_redirect_loop),
         cmocka_unit_test(test_redirect_loop_without_asking),
         cmocka_unit_test(test_redirect_loop_cap),
