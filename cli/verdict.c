@@ -170,6 +170,7 @@ static int diagnose_loss(const report *r, verdict_diag *d)
     uint64_t conns = report_counter(r, "resp_connections");
     uint64_t out_of_sync = report_counter(r, "out_of_sync_connections");
     uint64_t pending = report_counter(r, "abandoned_ops");
+    uint64_t unseen = report_counter(r, "unseen_retry_ops");
     uint64_t at_end = report_counter(r, "unanswered_at_end");
     uint64_t commands = report_counter(r, "commands");
     if (conns > 0 && out_of_sync * 2 > conns)
@@ -188,6 +189,12 @@ static int diagnose_loss(const report *r, verdict_diag *d)
                                         "their retry at the end: capture a little longer "
                                         "(and with tcpdump -U)",
                    (unsigned long long)pending);
+    if (unseen > 0)
+        return SET("redirects_unseen", "the retries of %llu redirected operations may be in "
+                                       "what the capture lost (requests lost after the "
+                                       "redirect, or a retry without its reply): capture with "
+                                       "-s 0 and a bigger buffer (-B), and check drops",
+                   (unsigned long long)unseen);
     if (report_counter(r, "map_replies") == 0 && report_counter(r, "redirects") == 0)
         return SET("no_cluster", "no sign of Redis Cluster (no CLUSTER SLOTS/SHARDS/NODES "
                                  "reply, no redirect): a standalone Redis, or the clients "
