@@ -395,7 +395,8 @@ typedef struct cap_input_info {
     uint64_t bytes;           /* captured bytes read */
     int64_t first_us;         /* first record's time (0 if none) */
     int64_t last_us;          /* latest record's time */
-    uint64_t kernel_drops;    /* live only */
+    uint64_t kernel_drops;    /* live: pcap_stats; a pcapng file: the drops its
+                                 statistics blocks record (cap_pcapng_tail_drops) */
     uint64_t if_drops;        /* live only */
     char error[256];          /* "" or what went wrong (truncated record, ...) */
     uint64_t time_backwards;  /* records older than an earlier record of this

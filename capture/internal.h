@@ -605,5 +605,12 @@ int cap_pcapng_open(cap_pcapng *g, FILE *fp);
 /* The next packet: 1 and *rec, 0 at the end, -1 with g->errbuf. */
 int cap_pcapng_next(cap_pcapng *g, cap_pcapng_rec *rec);
 void cap_pcapng_close(cap_pcapng *g);
+/* The packets a pcapng file says were dropped while it was captured: the
+ * Interface Statistics Blocks at its end (dumpcap writes them when it stops;
+ * isb_ifdrop, else isb_osdrop), the latest of each interface, summed. Reads
+ * fd (a regular file of size bytes) back from its end with pread, at most 64
+ * blocks. 1 and *drops when the file records them, 0 when it does not (or
+ * is no pcapng). */
+int cap_pcapng_tail_drops(int fd, uint64_t size, uint64_t *drops);
 
 #endif /* SLOTSCOPE_CAPTURE_INTERNAL_H */

@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "capture/internal.h"
 
@@ -36,6 +37,7 @@
 #define BT_IDB 1u
 #define BT_PB 2u
 #define BT_SPB 3u
+#define BT_ISB 5u
 #define BT_EPB 6u
 #define BYTE_ORDER_MAGIC 0x1A2B3C4Du
 #define MAX_BLOCK (16u << 20)
@@ -268,4 +270,91 @@ int cap_pcapng_next(cap_pcapng *g, cap_pcapng_rec *rec)
         }
     }
     return r;
+}
+
+/* ---------------------------------------------------------------- drops at the end */
+
+/* Statistics blocks read back from the end of a file at most, and the
+ * largest one read. */
+#define TAIL_BLOCKS 64u
+#define TAIL_BLOCK_MAX 65536u
+
+/* One Interface Statistics Block (b, len bytes): its interface and the drops
+ * it records (isb_ifdrop, code 5, else isb_osdrop, code 7), or 0 with none. */
+static int isb_drops(const cap_pcapng *g, const uint8_t *b, uint32_t len, uint32_t *iface,
+                     uint64_t *drops)
+{
+    int found = 0;
+    if (len < 24)
+        return 0;
+    *iface = get32(g, b + 8);
+    for (uint32_t o = 20; o + 4 <= len - 4;) {
+        uint16_t code = get16(g, b + o), olen = get16(g, b + o + 2);
+        uint32_t next = o + 4 + ((olen + 3u) & ~3u);
+        if (code == 0 || next > len - 4)
+            break;
+        if ((code == 5 || code == 7) && olen == 8) {
+            uint64_t v; /* a 64-bit count in the section's byte order */
+            memcpy(&v, b + o + 4, sizeof v);
+            if (g->swapped)
+                v = ((uint64_t)swap32((uint32_t)v) << 32) | swap32((uint32_t)(v >> 32));
+            if (code == 5) {
+                *drops = v;
+                found = 1;
+            } else if (!found) {
+                *drops = v;
+                found = 2; /* isb_osdrop, unless an isb_ifdrop comes */
+            }
+        }
+        o = next;
+    }
+    return found != 0;
+}
+
+int cap_pcapng_tail_drops(int fd, uint64_t size, uint64_t *drops)
+{
+    cap_pcapng g;
+    uint8_t head[12], *b = NULL;
+    uint64_t seen = 0; /* interfaces 0..63 whose latest block was read */
+    int found = 0;
+    memset(&g, 0, sizeof g);
+    *drops = 0;
+    if (size < 28 || pread(fd, head, sizeof head, 0) != (ssize_t)sizeof head)
+        return 0;
+    uint32_t magic, bom;
+    memcpy(&magic, head, 4);
+    memcpy(&bom, head + 8, 4);
+    if (magic != BT_SHB || (bom != BYTE_ORDER_MAGIC && bom != swap32(BYTE_ORDER_MAGIC)))
+        return 0;
+    g.swapped = bom != BYTE_ORDER_MAGIC;
+    b = malloc(TAIL_BLOCK_MAX);
+    if (b == NULL)
+        return 0;
+    uint64_t end = size;
+    for (unsigned n = 0; n < TAIL_BLOCKS && end >= 12; n++) {
+        uint8_t t[4];
+        if (pread(fd, t, 4, (off_t)(end - 4)) != 4)
+            break;
+        uint32_t len = get32(&g, t);
+        if (len < 12 || (len & 3u) != 0 || len > end)
+            break;
+        uint64_t at = end - len;
+        uint8_t h[4];
+        if (pread(fd, h, 4, (off_t)at) != 4)
+            break;
+        uint32_t type = get32(&g, h);
+        if (type != BT_ISB)
+            break; /* packets, or the section's start: the statistics come last */
+        uint32_t iface;
+        uint64_t d = 0;
+        if (len <= TAIL_BLOCK_MAX && pread(fd, b, len, (off_t)at) == (ssize_t)len &&
+            isb_drops(&g, b, len, &iface, &d) && iface < 64 && !((seen >> iface) & 1u)) {
+            seen |= 1ull << iface; /* read from the end: the latest counts */
+            *drops += d;
+            found = 1;
+        }
+        end = at;
+    }
+    free(b);
+    return found;
 }

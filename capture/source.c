@@ -317,9 +317,13 @@ static int open_file(const char *path, size_t bufsize, input *in, cap_input_info
         close(fd);
         return -1;
     }
+    uint64_t drops = 0;
+    int drops_recorded = cap_pcapng_tail_drops(fd, in->size, &drops);
     if (open_with_libpcap(path, fd, bufsize, in, err, size) != 0)
         return -1;
     describe_input(info, path, pcap_datalink(in->pcap));
+    if (drops_recorded)
+        info->kernel_drops = drops; /* what the file's statistics say */
     if (!cap_linktype_supported(info->linktype)) {
         unsupported_linktype(path, info->linktype, err, size);
         return -1;

@@ -988,8 +988,10 @@ static void section_blind(FILE *out, sqlite3 *db)
     /* capture files (analyze) do not record the kernel's or the interface's
      * drops: those rows say so rather than show a 0 nothing measured */
     int files = q_int(db, "SELECT count(*) FROM meta WHERE key = 'mode' AND value = 'analyze'") > 0;
+    int64_t file_drops = files ? q_int(db, "SELECT coalesce(sum(kernel_drops), 0) FROM inputs") : 0;
     for (size_t i = 0; i < nrows; i++)
         hit += counter(db, rows[i].name) != 0;
+    hit += file_drops > 0;
     fputs("<section id=\"blind\">\n<h2>What the capture could not see</h2>\n", out);
     if (hit)
         fprintf(out, "<p><b>%zu</b> of these %zu counters are not zero: what they count was not"
@@ -1000,10 +1002,17 @@ static void section_blind(FILE *out, sqlite3 *db)
           out);
     for (size_t i = 0; i < nrows; i++) {
         int64_t v = counter(db, rows[i].name);
+        if (files && file_drops > 0 && strcmp(rows[i].name, "kernel_drops") == 0) {
+            fprintf(out, "<tr class=\"hit\" data-counter=\"kernel_drops\"><td><code>kernel_drops"
+                         "</code></td><td>%" PRId64 "</td><td>%s, as the capture files' pcapng"
+                         " statistics record them</td></tr>\n", file_drops, rows[i].what);
+            continue;
+        }
         if (files && v == 0 && strstr(rows[i].name, "_drops") != NULL) {
             fprintf(out, "<tr class=\"unknown\" data-counter=\"%s\"><td><code>%s</code></td>"
-                         "<td>?</td><td>%s: not recorded in capture files (tcpdump prints its own"
-                         " count when it stops); what was dropped shows as gaps</td></tr>\n",
+                         "<td>?</td><td>%s: none recorded by the capture files (a pcap file"
+                         " cannot record them; tcpdump prints its own count when it stops);"
+                         " what was dropped shows as gaps</td></tr>\n",
                     rows[i].name, rows[i].name, rows[i].what);
             continue;
         }

@@ -781,9 +781,16 @@ static void print_loss(const report *r, FILE *out)
             " out-of-order segments given up\n",
             report_counter(r, "gaps"), fmt_bytes(b, sizeof b, report_counter(r, "gap_bytes")),
             report_counter(r, "truncated"), report_counter(r, "ooo_dropped"));
-    if (r->from_files)
-        fputs("  drops        not recorded in capture files (tcpdump prints its own count when it"
-              " stops); what was dropped shows as gaps\n", out);
+    uint64_t file_drops = 0;
+    for (size_t i = 0; i < r->n_inputs; i++)
+        file_drops += r->inputs[i].kernel_drops;
+    if (r->from_files && file_drops > 0)
+        fprintf(out, "  drops        %" PRIu64 " recorded by the capture files (pcapng interface"
+                " statistics); what was dropped shows as gaps\n", file_drops);
+    else if (r->from_files)
+        fputs("  drops        none recorded by the capture files (a pcap file cannot record them;"
+              " tcpdump prints its own count when it stops); what was dropped shows as gaps\n",
+              out);
     else
         fprintf(out, "  drops        %" PRIu64 " by the kernel, %" PRIu64 " by the interface\n",
                 report_counter(r, "kernel_drops"), report_counter(r, "if_drops"));

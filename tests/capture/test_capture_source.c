@@ -107,6 +107,66 @@ static void test_merge_order(void **state)
     cap_source_free(src);
 }
 
+/* Append an Interface Statistics Block (pcapng, host byte order as pktgen
+ * writes) for interface iface with option code (5 isb_ifdrop, 7 isb_osdrop)
+ * set to value. */
+static void append_isb(const char *path, uint32_t iface, uint16_t code, uint64_t value)
+{
+    uint8_t b[40];
+    uint32_t w[5] = {5, sizeof b, iface, 0, 0};
+    uint16_t opt[2] = {code, 8}, end[2] = {0, 0};
+    uint32_t len = sizeof b;
+    memcpy(b, w, 20);
+    memcpy(b + 20, opt, 4);
+    memcpy(b + 24, &value, 8);
+    memcpy(b + 32, end, 4);
+    memcpy(b + 36, &len, 4);
+    FILE *f = fopen(path, "ab");
+    assert_non_null(f);
+    assert_int_equal(fwrite(b, 1, sizeof b, f), sizeof b);
+    assert_int_equal(fclose(f), 0);
+}
+
+/* A pcapng file's statistics blocks at its end (dumpcap writes them when it
+ * stops) give the input's drops: the latest block of each interface counts
+ * (isb_ifdrop, else isb_osdrop), summed; libpcap still reads every record.
+ * A pcapng file without them, and a pcap file, record none. */
+static void test_pcapng_drops(void **state)
+{
+    const char *paths[] = {"src_isb.pcapng", "src_noisb.pcapng", "src_plain.pcap"};
+    cap_source *src;
+    cap_record rec;
+    char err[256];
+    size_t n, total = 0;
+    (void)state;
+    write_conv(paths[0], PG_PCAPNG, DLT_EN10MB, 41010, 10, 20);
+    append_isb(paths[0], 0, 5, 3);  /* an earlier count of interface 0 */
+    append_isb(paths[0], 0, 5, 7);  /* its latest */
+    write_conv(paths[1], PG_PCAPNG, DLT_EN10MB, 41011, 10, 20);
+    write_conv(paths[2], PG_PCAP, DLT_EN10MB, 41012, 10, 20);
+    src = open_ok(paths, 3);
+    while (cap_source_next(src, &rec, err, sizeof err) == 1)
+        total++;
+    const cap_input_info *info = cap_source_inputs(src, &n);
+    assert_int_equal(n, 3);
+    assert_int_equal(total, 27);
+    assert_int_equal(info[0].packets, 9);
+    assert_int_equal(info[0].kernel_drops, 7);
+    assert_string_equal(info[0].error, "");
+    assert_int_equal(info[1].kernel_drops, 0);
+    assert_int_equal(info[2].kernel_drops, 0);
+    cap_source_free(src);
+
+    /* isb_osdrop only, on two interfaces' blocks: summed */
+    write_conv(paths[0], PG_PCAPNG, DLT_EN10MB, 41010, 10, 20);
+    append_isb(paths[0], 1, 7, 5);
+    append_isb(paths[0], 0, 7, 2);
+    src = open_ok(paths, 1);
+    info = cap_source_inputs(src, &n);
+    assert_int_equal(info[0].kernel_drops, 7);
+    cap_source_free(src);
+}
+
 /* One capture per host: the client's packets in one file, the server's in
  * another; merged by time they make one connection with both streams. */
 static void test_merge_two_hosts(void **state)
@@ -467,6 +527,7 @@ static int run_all(void *ctx)
     (void)ctx;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_merge_order),
+        cmocka_unit_test(test_pcapng_drops),
         cmocka_unit_test(test_merge_two_hosts),
         cmocka_unit_test(test_bad_files),
         cmocka_unit_test(test_unsupported_linktype),

@@ -186,9 +186,42 @@ static void test_report_text(void **state)
     assert_contains(out_text, "What the capture could not see");
     assert_contains(out_text, "picked up mid-stream");
     /* a capture file does not record the kernel's drops: not shown as 0 */
-    assert_contains(out_text, "  drops        not recorded in capture files");
+    assert_contains(out_text, "  drops        none recorded by the capture files");
     assert_null(strstr(out_text, "by the kernel"));
     assert_string_equal(err_text, ""); /* no progress bar: stderr is not a tty */
+}
+
+/* A pcapng file whose statistics block (as dumpcap writes at its end) says
+ * 42 packets were dropped: the report shows them, from analyze and from the
+ * database alike, and --json says they were recorded. */
+static void test_report_pcapng_drops(void **state)
+{
+    const char *cap = tmp("isb.pcapng"), *db = tmp("isb.db");
+    char cmd[1024];
+    (void)state;
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s'", SS_FIXTURES "/capture/resp_4_infiniteloop.pcapng",
+             cap);
+    assert_int_equal(system(cmd), 0);
+    uint8_t b[40];
+    uint32_t w[5] = {5, sizeof b, 0, 0, 0}, len = sizeof b;
+    uint16_t opt[4] = {5, 8, 0, 0}; /* isb_ifdrop, then opt_endofopt */
+    uint64_t drops = 42;
+    memcpy(b, w, 20);
+    memcpy(b + 20, opt, 4);
+    memcpy(b + 24, &drops, 8);
+    memcpy(b + 32, opt + 2, 4);
+    memcpy(b + 36, &len, 4);
+    FILE *f = fopen(cap, "ab");
+    assert_non_null(f);
+    assert_int_equal(fwrite(b, 1, sizeof b, f), sizeof b);
+    assert_int_equal(fclose(f), 0);
+    run("analyze", cap, "--db", db);
+    assert_contains(out_text, "  drops        42 recorded by the capture files");
+    assert_int_equal(th_db_int(db, "SELECT kernel_drops FROM inputs"), 42);
+    run("report", db);
+    assert_contains(out_text, "  drops        42 recorded by the capture files");
+    run("report", db, "--json");
+    assert_contains(out_text, "\"kernel_drops\":42,\"if_drops\":0,\"drops_recorded\":true,");
 }
 
 /* A capture cut right after a client's ASKING + retry (the retry's reply
@@ -215,7 +248,7 @@ static void test_report_drops_live(void **state)
     (void)state;
     assert_int_equal(run("analyze", FIX "set.pcap", "--db", db), 0);
     assert_int_equal(run("report", db), 0);
-    assert_contains(out_text, "  drops        not recorded in capture files");
+    assert_contains(out_text, "  drops        none recorded by the capture files");
     assert_int_equal(sqlite3_open(db, &h), SQLITE_OK);
     assert_int_equal(sqlite3_exec(h, "UPDATE meta SET value = 'live' WHERE key = 'mode';"
                                      "UPDATE counters SET value = 7 WHERE name = 'kernel_drops';",
@@ -456,6 +489,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_report_text, setup, teardown),
         cmocka_unit_test_setup_teardown(test_report_drops_live, setup, teardown),
         cmocka_unit_test_setup_teardown(test_report_unseen_retry, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_report_pcapng_drops, setup, teardown),
         cmocka_unit_test_setup_teardown(test_db_and_report_match, setup, teardown),
         cmocka_unit_test_setup_teardown(test_existing_and_unwritable_db, setup, teardown),
         cmocka_unit_test_setup_teardown(test_json_lines, setup, teardown),

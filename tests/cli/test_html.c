@@ -213,8 +213,8 @@ static void test_sample(void **state)
                                  " name = 'gaps'), 0)", NULL));
     /* a capture file does not record the kernel's drops: '?' and why, not 0 */
     assert_has(dom, "<tr class=\"unknown\" data-counter=\"kernel_drops\"><td><code>kernel_drops"
-                    "</code></td><td>?</td><td>packets dropped by the kernel: not recorded in"
-                    " capture files");
+                    "</code></td><td>?</td><td>packets dropped by the kernel: none recorded by"
+                    " the capture files");
     sqlite3_close(d);
     free(dom);
 
