@@ -946,7 +946,14 @@ int cap_source_run(cap_source *src, cap_tracker *t, char *err, size_t err_size)
 {
     src->run_fn = NULL;
     src->run_ctx = NULL;
-    return run(src, t, err, err_size);
+    int rc = run(src, t, err, err_size);
+    /* the drops capture files record (pcapng statistics) to the tracker, as
+     * a live handle's go there as they come: the counters then say what the
+     * inputs do, as with threads (run/, which adds the inputs' drops) */
+    if (src->live == NULL && t != NULL)
+        for (uint32_t i = 0; i < src->n; i++)
+            cap_tracker_add_drops(t, src->info[i].kernel_drops, src->info[i].if_drops);
+    return rc;
 }
 
 /* The same, each record to fn. */

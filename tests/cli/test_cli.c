@@ -215,9 +215,12 @@ static void test_report_pcapng_drops(void **state)
     assert_non_null(f);
     assert_int_equal(fwrite(b, 1, sizeof b, f), sizeof b);
     assert_int_equal(fclose(f), 0);
-    run("analyze", cap, "--db", db);
+    run("analyze", cap, "--db", db, "--threads", "2");
+    assert_int_equal(th_db_int(db, "SELECT value FROM counters WHERE name = 'kernel_drops'"), 42);
+    run("analyze", cap, "--db", db, "--force", "--threads", "1");
     assert_contains(out_text, "  drops        42 recorded by the capture files");
     assert_int_equal(th_db_int(db, "SELECT kernel_drops FROM inputs"), 42);
+    assert_int_equal(th_db_int(db, "SELECT value FROM counters WHERE name = 'kernel_drops'"), 42);
     run("report", db);
     assert_contains(out_text, "  drops        42 recorded by the capture files");
     run("report", db, "--json");
