@@ -74,6 +74,30 @@ static int32_t op_find(const an_analyzer *an, uint64_t h, const opkey *k)
     return AN_NONE;
 }
 
+/* The key of the operation request req of host would retry or make: its
+ * first key's kept bytes. */
+static opkey req_opkey(const an_analyzer *an, const cap_addr *host, const resp_request *req)
+{
+    size_t klen = req->key0_len < RESP_ARG_PREFIX ? req->key0_len : RESP_ARG_PREFIX;
+    opkey k = {host, req->name, req->key0, klen, req->key0_full_len, req->start_us,
+               an->cfg.op_window_us};
+    return k;
+}
+
+static uint64_t opkey_hash(const opkey *k)
+{
+    return op_hash(k->host, k->name, k->key, k->klen, k->full);
+}
+
+/* Does a loss of requests between from_us and to_us on a connection to node
+ * overlap the retry window of redirected attempt l (AN_NONE: any node)? */
+static int loss_hides_retry(const an_analyzer *an, const an_attempt *l, int32_t node,
+                            int64_t from_us, int64_t to_us)
+{
+    return (node == AN_NONE || l->target == AN_NONE || l->target == node) &&
+           to_us > l->reply_us && from_us < l->reply_us + an->cfg.op_window_us;
+}
+
 static void list_unlink(an_analyzer *an, int32_t i)
 {
     an_op *op = &an->ops[i];
@@ -184,8 +208,8 @@ static void op_judge(an_analyzer *an, int32_t i, int64_t now_us, int at_end)
         int moved_on = c->used && c->last_start_us > op->last.reply_us;
         int closed = an_conn_src(an, op->last.conn, AN_NONE) == NULL;
         if (op->retry_unseen ||
-            (c->lost_to_us > op->last.reply_us &&
-             c->lost_from_us < op->last.reply_us + an->cfg.op_window_us)) {
+            (c->lost_to_us != 0 &&
+             loss_hides_retry(an, &op->last, AN_NONE, c->lost_from_us, c->lost_to_us))) {
             an->st.unseen_retry_ops++; /* its retry may be what the capture lost */
         } else if (!at_end || window_passed || moved_on || closed) {
             an_detect_unfollowed(an, op, now_us);
@@ -351,17 +375,13 @@ void an_ops_on_command(an_analyzer *an, an_cmdctx *x)
         return;
     }
 
-    size_t klen = req->key0_len < RESP_ARG_PREFIX ? req->key0_len : RESP_ARG_PREFIX;
     int redir = cur.reply == RESP_ERR_MOVED || cur.reply == RESP_ERR_ASK ||
                 cur.reply == RESP_ERR_TRYAGAIN;
     /* the key of an operation: needed to find one (its slot has some) or
      * to make one (a redirect) */
     int has_ops = an->op_slot_n[x->slot] != 0;
-    uint64_t h = has_ops || redir ? op_hash(&x->cli->host, req->name, req->key0, klen,
-                                            req->key0_full_len)
-                                  : 0;
-    opkey k = {&x->cli->host, req->name, req->key0, klen, req->key0_full_len, req->start_us,
-               an->cfg.op_window_us};
+    opkey k = req_opkey(an, &x->cli->host, req);
+    uint64_t h = has_ops || redir ? opkey_hash(&k) : 0;
     int32_t oi = has_ops ? op_find(an, h, &k) : AN_NONE;
     an_op *op = oi != AN_NONE ? &an->ops[oi] : NULL;
     an_attempt prev;
@@ -448,7 +468,6 @@ void an_ops_on_command(an_analyzer *an, an_cmdctx *x)
     }
 }
 
-/* ASKING on x's connection was used by x, which retries no ASK'd operation. */
 /* A command of client cli (request req, slot) came without its reply (lost
  * in a gap): when it retries a waiting operation, that operation was
  * followed, how is not known. */
@@ -457,11 +476,8 @@ void an_ops_on_unanswered(an_analyzer *an, const an_cli *cli, const resp_request
 {
     if (slot < 0 || slot >= AN_SLOTS || an->op_slot_n[slot] == 0)
         return;
-    size_t klen = req->key0_len < RESP_ARG_PREFIX ? req->key0_len : RESP_ARG_PREFIX;
-    uint64_t h = op_hash(&cli->host, req->name, req->key0, klen, req->key0_full_len);
-    opkey k = {&cli->host, req->name, req->key0, klen, req->key0_full_len, req->start_us,
-               an->cfg.op_window_us};
-    int32_t oi = op_find(an, h, &k);
+    opkey k = req_opkey(an, &cli->host, req);
+    int32_t oi = op_find(an, opkey_hash(&k), &k);
     if (oi != AN_NONE)
         an->ops[oi].retry_unseen = 1;
 }
@@ -474,8 +490,7 @@ void an_ops_requests_lost(an_analyzer *an, an_cli *cli, int32_t node, int64_t fr
         an_op *op = &an->ops[k - 1];
         const an_attempt *l = &op->last;
         if ((l->reply == RESP_ERR_MOVED || l->reply == RESP_ERR_ASK) &&
-            (l->target == AN_NONE || l->target == node) && to_us > l->reply_us &&
-            from_us < l->reply_us + an->cfg.op_window_us)
+            loss_hides_retry(an, l, node, from_us, to_us))
             op->retry_unseen = 1;
     }
     if (k == 0)
@@ -489,6 +504,7 @@ void an_ops_requests_lost(an_analyzer *an, an_cli *cli, int32_t node, int64_t fr
         cli->lost_to_us = to_us;
 }
 
+/* ASKING on x's connection was used by x, which retries no ASK'd operation. */
 void an_ops_asking_spent(an_analyzer *an, an_cmdctx *x, int64_t asking_ts)
 {
     x->cn->asking_spent_ts = asking_ts;

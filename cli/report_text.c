@@ -781,9 +781,7 @@ static void print_loss(const report *r, FILE *out)
             " out-of-order segments given up\n",
             report_counter(r, "gaps"), fmt_bytes(b, sizeof b, report_counter(r, "gap_bytes")),
             report_counter(r, "truncated"), report_counter(r, "ooo_dropped"));
-    uint64_t file_drops = 0;
-    for (size_t i = 0; i < r->n_inputs; i++)
-        file_drops += r->inputs[i].kernel_drops;
+    uint64_t file_drops = report_counter(r, "kernel_drops"); /* pcapng statistics' */
     if (r->from_files && file_drops > 0)
         fprintf(out, "  drops        %" PRIu64 " recorded by the capture files (pcapng interface"
                 " statistics); what was dropped shows as gaps\n", file_drops);
