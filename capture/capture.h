@@ -396,8 +396,12 @@ typedef struct cap_input_info {
     int64_t first_us;         /* first record's time (0 if none) */
     int64_t last_us;          /* latest record's time */
     uint64_t kernel_drops;    /* live: pcap_stats; a pcapng file: the drops its
-                                 statistics blocks record (cap_pcapng_tail_drops) */
+                                 statistics blocks record (at its end, or all
+                                 of them for a file read through a stream) */
     uint64_t if_drops;        /* live only */
+    uint8_t drops_recorded;   /* kernel_drops is a count (live, or a pcapng file
+                                 whose statistics give one, 0 too), not merely
+                                 nothing known (a pcap file cannot record it) */
     char error[256];          /* "" or what went wrong (truncated record, ...) */
     uint64_t time_backwards;  /* records older than an earlier record of this
                                  input (the tracker's rule, within one file:

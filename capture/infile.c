@@ -53,6 +53,7 @@ struct cap_infile {
     int z_ready;
     ZSTD_DStream *zs;
     char error[160];           /* "" or why reading failed */
+    cap_ng_walk walk;          /* the decoded bytes' pcapng statistics */
 };
 
 /* The kind of the bytes at p (n available). */
@@ -208,6 +209,7 @@ cap_infile *cap_infile_open(int fd, char *err, size_t err_size)
         return NULL;
     }
     s->fd = fd;
+    cap_ng_walk_init(&s->walk);
     while (s->n_raw < sizeof s->raw) {
         ssize_t k = read(fd, s->raw + s->n_raw, sizeof s->raw - s->n_raw);
         if (k < 0 && errno == EINTR)
@@ -261,6 +263,7 @@ ssize_t cap_infile_read(cap_infile *s, void *buf, size_t n)
     }
     if (got == 0 && s->error[0] != '\0')
         return errno = EIO, -1;
+    cap_ng_walk_feed(&s->walk, out, got);
     return (ssize_t)got;
 }
 
@@ -294,6 +297,11 @@ uint64_t cap_infile_offset(const cap_infile *s)
 cap_infile_kind cap_infile_kind_of(const cap_infile *s)
 {
     return s->kind;
+}
+
+int cap_infile_drops(const cap_infile *s, uint64_t *drops)
+{
+    return cap_ng_walk_drops(&s->walk, drops);
 }
 
 /* Free the decoder and close the file. Accepts NULL. */

@@ -480,6 +480,9 @@ const char *cap_infile_error(const cap_infile *s);
 /* File bytes read so far (progress). */
 uint64_t cap_infile_offset(const cap_infile *s);
 cap_infile_kind cap_infile_kind_of(const cap_infile *s);
+/* The drops the pcapng statistics blocks read so far record (see
+ * cap_ng_walk: every byte handed out is walked): 1 and *drops, or 0. */
+int cap_infile_drops(const cap_infile *s, uint64_t *drops);
 /* A read-only FILE reading s (which the caller keeps and closes after the
  * FILE). NULL on out of memory. */
 FILE *cap_infile_fopen(cap_infile *s);
@@ -612,5 +615,30 @@ void cap_pcapng_close(cap_pcapng *g);
  * blocks. 1 and *drops when the file records them, 0 when it does not (or
  * is no pcapng). */
 int cap_pcapng_tail_drops(int fd, uint64_t size, uint64_t *drops);
+
+/* The same for a file read once, from start to end (a pipe, a compressed
+ * file): the block structure followed over the bytes as they are read, each
+ * block's header looked at and its body skipped, but an Interface Statistics
+ * Block's (one of at most CAP_NG_WALK_ISB bytes, kept whole). The latest
+ * block of each interface (0..63) of a section counts; the sections add up.
+ * Bytes that are not pcapng, or a block length that cannot be right, end
+ * the walk (what it found until then stays). */
+#define CAP_NG_WALK_ISB 4096u
+typedef struct cap_ng_walk {
+    uint8_t state;            /* NG_WALK_* (pcapng.c) */
+    uint8_t swapped;          /* the section's byte order is the other one */
+    uint8_t found;            /* a statistics block gave a drop count */
+    uint32_t head_got;        /* bytes of the block's first 12 in head */
+    uint8_t head[12];
+    uint32_t type, len, pos;  /* the current block: type, length, bytes seen */
+    uint64_t seen;            /* interfaces of the section with a count */
+    uint64_t latest[64];      /* their latest counts */
+    uint64_t earlier;         /* the counts of the sections before */
+    uint8_t isb[CAP_NG_WALK_ISB];
+} cap_ng_walk;
+void cap_ng_walk_init(cap_ng_walk *w);
+void cap_ng_walk_feed(cap_ng_walk *w, const uint8_t *p, size_t n);
+/* 1 and *drops when the blocks walked so far recorded drop counts. */
+int cap_ng_walk_drops(const cap_ng_walk *w, uint64_t *drops);
 
 #endif /* SLOTSCOPE_CAPTURE_INTERNAL_H */

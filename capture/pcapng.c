@@ -26,6 +26,7 @@
  * section, a packet naming an interface that is not described: each is an
  * error with a one-line text, like libpcap's.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,18 +50,29 @@ static uint32_t swap32(uint32_t x)
     return (x >> 24) | ((x >> 8) & 0xff00u) | ((x << 8) & 0xff0000u) | (x << 24);
 }
 
-static uint32_t get32(const cap_pcapng *g, const uint8_t *p)
+/* A field in a byte order: swapped, the other one than this machine's. */
+static uint32_t rd32(int swapped, const uint8_t *p)
 {
     uint32_t v;
     memcpy(&v, p, sizeof v);
-    return g->swapped ? swap32(v) : v;
+    return swapped ? swap32(v) : v;
+}
+
+static uint16_t rd16(int swapped, const uint8_t *p)
+{
+    uint16_t v;
+    memcpy(&v, p, sizeof v);
+    return swapped ? (uint16_t)((v >> 8) | (v << 8)) : v;
+}
+
+static uint32_t get32(const cap_pcapng *g, const uint8_t *p)
+{
+    return rd32(g->swapped, p);
 }
 
 static uint16_t get16(const cap_pcapng *g, const uint8_t *p)
 {
-    uint16_t v;
-    memcpy(&v, p, sizeof v);
-    return g->swapped ? (uint16_t)((v >> 8) | (v << 8)) : v;
+    return rd16(g->swapped, p);
 }
 
 static int fail(cap_pcapng *g, const char *what, unsigned long long n)
@@ -281,22 +293,22 @@ int cap_pcapng_next(cap_pcapng *g, cap_pcapng_rec *rec)
 
 /* One Interface Statistics Block (b, len bytes): its interface and the drops
  * it records (isb_ifdrop, code 5, else isb_osdrop, code 7), or 0 with none. */
-static int isb_drops(const cap_pcapng *g, const uint8_t *b, uint32_t len, uint32_t *iface,
+static int isb_drops(int swapped, const uint8_t *b, uint32_t len, uint32_t *iface,
                      uint64_t *drops)
 {
     int found = 0;
     if (len < 24)
         return 0;
-    *iface = get32(g, b + 8);
+    *iface = rd32(swapped, b + 8);
     for (uint32_t o = 20; o + 4 <= len - 4;) {
-        uint16_t code = get16(g, b + o), olen = get16(g, b + o + 2);
+        uint16_t code = rd16(swapped, b + o), olen = rd16(swapped, b + o + 2);
         uint32_t next = o + 4 + ((olen + 3u) & ~3u);
         if (code == 0 || next > len - 4)
             break;
         if ((code == 5 || code == 7) && olen == 8) {
             uint64_t v; /* a 64-bit count in the section's byte order */
             memcpy(&v, b + o + 4, sizeof v);
-            if (g->swapped)
+            if (swapped)
                 v = ((uint64_t)swap32((uint32_t)v) << 32) | swap32((uint32_t)(v >> 32));
             if (code == 5) {
                 *drops = v;
@@ -348,7 +360,7 @@ int cap_pcapng_tail_drops(int fd, uint64_t size, uint64_t *drops)
         uint32_t iface;
         uint64_t d = 0;
         if (len <= TAIL_BLOCK_MAX && pread(fd, b, len, (off_t)at) == (ssize_t)len &&
-            isb_drops(&g, b, len, &iface, &d) && iface < 64 && !((seen >> iface) & 1u)) {
+            isb_drops(g.swapped, b, len, &iface, &d) && iface < 64 && !((seen >> iface) & 1u)) {
             seen |= 1ull << iface; /* read from the end: the latest counts */
             *drops += d;
             found = 1;
@@ -357,4 +369,110 @@ int cap_pcapng_tail_drops(int fd, uint64_t size, uint64_t *drops)
     }
     free(b);
     return found;
+}
+
+/* ---------------------------------------------------------------- drops as read */
+
+enum {
+    NG_WALK_START,  /* nothing seen: the first block must be a section header */
+    NG_WALK_HEAD,   /* gathering a block's first 12 bytes */
+    NG_WALK_BODY,   /* inside a block, past its first 12 bytes */
+    NG_WALK_OFF     /* not pcapng, or its structure broke: walking stopped */
+};
+
+void cap_ng_walk_init(cap_ng_walk *w)
+{
+    memset(w, 0, offsetof(cap_ng_walk, isb)); /* the buffer is written before read */
+    w->state = NG_WALK_START;
+}
+
+/* The counts of the section that ends go to earlier. */
+static void walk_section_end(cap_ng_walk *w)
+{
+    for (unsigned i = 0; i < 64; i++)
+        if ((w->seen >> i) & 1u)
+            w->earlier += w->latest[i];
+    w->seen = 0;
+}
+
+/* A block's first 12 bytes are in head: its type and length, and a section
+ * header's byte order. 0, or -1 when they cannot be right. */
+static int walk_block_start(cap_ng_walk *w)
+{
+    uint32_t raw;
+    memcpy(&raw, w->head, 4);
+    if (raw == BT_SHB) {
+        uint32_t bom;
+        memcpy(&bom, w->head + 8, 4);
+        if (bom != BYTE_ORDER_MAGIC && bom != swap32(BYTE_ORDER_MAGIC))
+            return -1;
+        w->swapped = bom != BYTE_ORDER_MAGIC;
+        walk_section_end(w);
+    } else if (w->state == NG_WALK_START) {
+        return -1;
+    }
+    w->type = rd32(w->swapped, w->head);
+    w->len = rd32(w->swapped, w->head + 4);
+    if (w->len < 12 || (w->len & 3u) != 0 || w->len > MAX_BLOCK)
+        return -1;
+    w->pos = 12;
+    if (w->type == BT_ISB && w->len <= CAP_NG_WALK_ISB)
+        memcpy(w->isb, w->head, 12);
+    return 0;
+}
+
+/* A whole statistics block is in isb: its count is its interface's latest. */
+static void walk_isb_done(cap_ng_walk *w)
+{
+    uint32_t iface;
+    uint64_t d = 0;
+    if (isb_drops(w->swapped, w->isb, w->len, &iface, &d) && iface < 64 &&
+        rd32(w->swapped, w->isb + w->len - 4) == w->len) {
+        w->latest[iface] = d;
+        w->seen |= 1ull << iface;
+        w->found = 1;
+    }
+}
+
+void cap_ng_walk_feed(cap_ng_walk *w, const uint8_t *p, size_t n)
+{
+    while (n > 0 && w->state != NG_WALK_OFF) {
+        if (w->state != NG_WALK_BODY) { /* START or HEAD */
+            size_t k = 12 - w->head_got < n ? 12 - w->head_got : n;
+            memcpy(w->head + w->head_got, p, k);
+            w->head_got += (uint32_t)k;
+            p += k;
+            n -= k;
+            if (w->head_got < 12)
+                break;
+            w->head_got = 0;
+            if (walk_block_start(w) != 0) {
+                w->state = NG_WALK_OFF;
+                break;
+            }
+            w->state = NG_WALK_BODY;
+            continue;
+        }
+        size_t k = w->len - w->pos < n ? w->len - w->pos : n;
+        if (w->type == BT_ISB && w->len <= CAP_NG_WALK_ISB)
+            memcpy(w->isb + w->pos, p, k);
+        w->pos += (uint32_t)k;
+        p += k;
+        n -= k;
+        if (w->pos == w->len) {
+            if (w->type == BT_ISB && w->len <= CAP_NG_WALK_ISB)
+                walk_isb_done(w);
+            w->state = NG_WALK_HEAD;
+        }
+    }
+}
+
+int cap_ng_walk_drops(const cap_ng_walk *w, uint64_t *drops)
+{
+    uint64_t d = w->earlier;
+    for (unsigned i = 0; i < 64; i++)
+        if ((w->seen >> i) & 1u)
+            d += w->latest[i];
+    *drops = w->found ? d : 0;
+    return w->found;
 }

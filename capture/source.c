@@ -322,8 +322,10 @@ static int open_file(const char *path, size_t bufsize, input *in, cap_input_info
     if (open_with_libpcap(path, fd, bufsize, in, err, size) != 0)
         return -1;
     describe_input(info, path, pcap_datalink(in->pcap));
-    if (drops_recorded)
-        info->kernel_drops = drops; /* what the file's statistics say */
+    if (drops_recorded) { /* what the file's statistics say */
+        info->kernel_drops = drops;
+        info->drops_recorded = 1;
+    }
     if (!cap_linktype_supported(info->linktype)) {
         unsupported_linktype(path, info->linktype, err, size);
         return -1;
@@ -607,9 +609,9 @@ static int switch_to_pcapng(cap_source *src, uint32_t i)
     return 1;
 }
 
-/* Read the next record of input i into its slot. 1 when there is one, 0 at
- * its end or on an error (noted for the caller to report). */
-static int input_advance(cap_source *src, uint32_t i)
+/* Read the next record of input i into its slot: 1, or 0 at its end or on
+ * an error (noted for the caller to report). */
+static int record_advance(cap_source *src, uint32_t i)
 {
     input *in = &src->inputs[i];
     struct pcap_pkthdr *hdr;
@@ -633,6 +635,31 @@ static int input_advance(cap_source *src, uint32_t i)
     in->cur.caplen = hdr->caplen;
     in->cur.wirelen = hdr->len;
     return 1;
+}
+
+/* Input i has been read to its end: when it was read through a stream (a
+ * pipe, a compressed file), the drops its pcapng statistics blocks recorded,
+ * all walked by now (a plain file's were read from its end when it was
+ * opened). */
+static void stream_drops(cap_source *src, uint32_t i)
+{
+    const input *in = &src->inputs[i];
+    const cap_infile *s = in->ng_stream ? in->ng_stream : in->stream;
+    uint64_t drops;
+    if (s != NULL && cap_infile_drops(s, &drops)) {
+        src->info[i].kernel_drops = drops;
+        src->info[i].drops_recorded = 1;
+    }
+}
+
+/* Read the next record of input i into its slot. 1 when there is one, 0 at
+ * its end or on an error (noted for the caller to report). */
+static int input_advance(cap_source *src, uint32_t i)
+{
+    if (record_advance(src, i))
+        return 1;
+    stream_drops(src, i);
+    return 0;
 }
 
 /* Account a record of input i that is being handed out. */
@@ -776,6 +803,7 @@ static void live_update_drops(cap_source *src, cap_tracker *t)
     src->last_stat = ps;
     src->info[0].kernel_drops = ps.ps_drop;
     src->info[0].if_drops = ps.ps_ifdrop;
+    src->info[0].drops_recorded = 1;
 }
 
 /* pcap_dispatch callback: one live record into the tracker. */
@@ -886,6 +914,7 @@ static int single_run(cap_source *src, cap_tracker *t, char *err, size_t err_siz
         n = src->stop ? PCAP_ERROR_BREAK : 0;
     }
     src->run_tracker = NULL;
+    stream_drops(src, 0);
     if (n == PCAP_ERROR)
         record_failed(src, 0, pcap_geterr(in->pcap));
     if (take_pending_error(src, err, err_size))

@@ -243,6 +243,8 @@ typedef struct rep_input {
     char name[512];
     char linktype[32];
     uint64_t packets, bytes, kernel_drops, if_drops, time_backwards;
+    int drops_recorded;          /* kernel_drops is a count, not merely unknown
+                                    (cap_input_info.drops_recorded) */
     int64_t first_us, last_us;
     char error[256];
     char compression[8];         /* "", "gzip", "zstd" */

@@ -189,6 +189,7 @@ void report_input_from_cap(rep_input *out, const cap_input_info *in)
     out->packets = in->packets;
     out->bytes = in->bytes;
     out->kernel_drops = in->kernel_drops;
+    out->drops_recorded = in->drops_recorded;
     out->if_drops = in->if_drops;
     out->time_backwards = in->time_backwards;
     out->first_us = in->first_us;

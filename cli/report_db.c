@@ -70,6 +70,7 @@ static void row_input(report *r, sqlite3_stmt *st)
     in.skew_us = sqlite3_column_int64(st, 12);
     in.skew_shared = col_uint(st, 13);
     in.skew_ref = (uint32_t)col_uint(st, 14);
+    in.drops_recorded = col_uint(st, 15) != 0;
     report_add_input(r, &in);
 }
 
@@ -263,7 +264,7 @@ int report_load_db(report *r, sqlite3 *db, char *err, size_t err_size)
     } reads[] = {
         {"SELECT name, linktype_name, packets, bytes, kernel_drops, if_drops, time_backwards,"
          " first_us, last_us, error, compression, time_offset_us, skew_us, skew_shared,"
-         " skew_ref FROM inputs ORDER BY id", row_input},
+         " skew_ref, drops_recorded FROM inputs ORDER BY id", row_input},
         {"SELECT observed, announced, node_id, role, slots_owned, commands FROM nodes ORDER BY id",
          row_node},
         {"SELECT slot, source, target, first_ask_us, last_ask_us, flip_us, importing_us,"

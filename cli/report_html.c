@@ -989,6 +989,7 @@ static void section_blind(FILE *out, sqlite3 *db)
      * in the counter): with none, those rows say so rather than show a 0
      * nothing measured */
     int files = q_int(db, "SELECT count(*) FROM meta WHERE key = 'mode' AND value = 'analyze'") > 0;
+    int recorded = q_int(db, "SELECT count(*) FROM inputs WHERE drops_recorded <> 0") > 0;
     for (size_t i = 0; i < nrows; i++)
         hit += counter(db, rows[i].name) != 0;
     fputs("<section id=\"blind\">\n<h2>What the capture could not see</h2>\n", out);
@@ -1001,10 +1002,10 @@ static void section_blind(FILE *out, sqlite3 *db)
           out);
     for (size_t i = 0; i < nrows; i++) {
         int64_t v = counter(db, rows[i].name);
-        if (files && v > 0 && strcmp(rows[i].name, "kernel_drops") == 0) {
-            fprintf(out, "<tr class=\"hit\" data-counter=\"kernel_drops\"><td><code>kernel_drops"
+        if (files && (v > 0 || recorded) && strcmp(rows[i].name, "kernel_drops") == 0) {
+            fprintf(out, "<tr class=\"%s\" data-counter=\"kernel_drops\"><td><code>kernel_drops"
                          "</code></td><td>%" PRId64 "</td><td>%s, as the capture files' pcapng"
-                         " statistics record them</td></tr>\n", v, rows[i].what);
+                         " statistics record them</td></tr>\n", v ? "hit" : "zero", v, rows[i].what);
             continue;
         }
         if (files && v == 0 && strstr(rows[i].name, "_drops") != NULL) {

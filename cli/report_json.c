@@ -214,8 +214,8 @@ static void print_totals(const report *r, const rg_groups *g, FILE *out)
 }
 
 /* files: the input is a capture file, which records the drops only in
- * pcapng statistics blocks (kernel_drops then); else their 0 measures
- * nothing. */
+ * pcapng statistics blocks (drops_recorded, kernel_drops then); else their
+ * 0 measures nothing. */
 static void print_input(const rep_input *in, int files, FILE *out)
 {
     jobj j = jbegin(out, "input");
@@ -228,7 +228,7 @@ static void print_input(const rep_input *in, int files, FILE *out)
     juint(&j, "kernel_drops", in->kernel_drops);
     juint(&j, "if_drops", in->if_drops);
     jname(&j, "drops_recorded");
-    fputs(files && in->kernel_drops == 0 ? "false" : "true", out);
+    fputs(files && !in->drops_recorded && in->kernel_drops == 0 ? "false" : "true", out);
     juint(&j, "time_backwards", in->time_backwards);
     jstr(&j, "error", in->error);
     /* only when there is something to say: a plain input's line is unchanged */

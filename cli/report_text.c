@@ -782,7 +782,14 @@ static void print_loss(const report *r, FILE *out)
             report_counter(r, "gaps"), fmt_bytes(b, sizeof b, report_counter(r, "gap_bytes")),
             report_counter(r, "truncated"), report_counter(r, "ooo_dropped"));
     uint64_t file_drops = report_counter(r, "kernel_drops"); /* pcapng statistics' */
-    if (r->from_files && file_drops > 0)
+    size_t recorded = 0;
+    for (size_t i = 0; i < r->n_inputs; i++)
+        recorded += r->inputs[i].drops_recorded || r->inputs[i].kernel_drops > 0;
+    if (r->from_files && recorded > 0 && recorded < r->n_inputs)
+        fprintf(out, "  drops        %" PRIu64 " recorded by %zu of the %zu capture files (pcapng"
+                " interface statistics; the others cannot record them); what was dropped"
+                " shows as gaps\n", file_drops, recorded, r->n_inputs);
+    else if (r->from_files && recorded > 0)
         fprintf(out, "  drops        %" PRIu64 " recorded by the capture files (pcapng interface"
                 " statistics); what was dropped shows as gaps\n", file_drops);
     else if (r->from_files)

@@ -1,4 +1,4 @@
--- slotscope database schema, version 5 (store.h: STORE_SCHEMA_VERSION).
+-- slotscope database schema, version 7 (store.h: STORE_SCHEMA_VERSION).
 --
 -- One database holds one run: the inputs it read, the nodes and clients it saw,
 -- every redirect reply, the findings with their evidence, each slot's migration
@@ -34,7 +34,9 @@ CREATE TABLE inputs (
     time_offset_us INTEGER NOT NULL DEFAULT 0, -- added to its times (--time-offset)
     skew_us        INTEGER NOT NULL DEFAULT 0, -- its clock minus input skew_ref's, estimated
     skew_shared    INTEGER NOT NULL DEFAULT 0, -- TCP segments both captured (0: no estimate)
-    skew_ref       INTEGER NOT NULL DEFAULT 0  -- inputs.id the skew is measured against
+    skew_ref       INTEGER NOT NULL DEFAULT 0, -- inputs.id the skew is measured against
+    drops_recorded INTEGER NOT NULL DEFAULT 0  -- 1: kernel_drops is a count (live, or pcapng
+                                               -- statistics); 0: unknown (a pcap file)
 );
 
 -- Cluster nodes: the address seen in the capture, the one the cluster

@@ -71,8 +71,8 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_INPUT] =
         "INSERT INTO inputs (name, linktype, linktype_name, packets, bytes, first_us,"
         " last_us, kernel_drops, if_drops, error, time_backwards, compression,"
-        " time_offset_us, skew_us, skew_shared, skew_ref)"
-        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)"
+        " time_offset_us, skew_us, skew_shared, skew_ref, drops_recorded)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)"
         " ON CONFLICT (name) DO UPDATE SET linktype = excluded.linktype,"
         " linktype_name = excluded.linktype_name, packets = excluded.packets,"
         " bytes = excluded.bytes, first_us = excluded.first_us, last_us = excluded.last_us,"
@@ -80,7 +80,7 @@ static const char *const stmt_sql[ST_COUNT] = {
         " error = excluded.error, time_backwards = excluded.time_backwards,"
         " compression = excluded.compression, time_offset_us = excluded.time_offset_us,"
         " skew_us = excluded.skew_us, skew_shared = excluded.skew_shared,"
-        " skew_ref = excluded.skew_ref",
+        " skew_ref = excluded.skew_ref, drops_recorded = excluded.drops_recorded",
     [ST_INPUT_NAMES] =
         "INSERT OR REPLACE INTO meta (key, value) SELECT 'inputs',"
         " coalesce((SELECT group_concat(name, char(10)) FROM"
@@ -896,6 +896,7 @@ void store_input(store *s, const cap_input_info *in)
     store_set_int(st, 14, in->skew_us);
     store_set_uint(st, 15, in->skew_shared);
     store_set_uint(st, 16, in->skew_ref);
+    store_set_uint(st, 17, in->drops_recorded);
     store_row_end(s, st);
     /* Keep meta 'inputs' (names, one per line) in step with the table. */
     st = store_row_begin(s, ST_INPUT_NAMES);

@@ -22,7 +22,7 @@
 #include "capture/capture.h"
 #include "resp/resp.h"
 
-#define STORE_SCHEMA_VERSION 6
+#define STORE_SCHEMA_VERSION 7
 
 typedef struct store store;
 

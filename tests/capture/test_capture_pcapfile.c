@@ -728,6 +728,129 @@ static void test_chunk_mode(void **state)
     free(g.data);
 }
 
+/* ---------------------------------------------------------------- pcapng statistics, walked */
+
+/* Append a pcapng block: type, its body (n bytes, a multiple of 4), the
+ * lengths around it. */
+static void ng_block(pfile *f, uint32_t type, const uint8_t *body, uint32_t n)
+{
+    put32(f, type);
+    put32(f, 12 + n);
+    put(f, body, n);
+    put32(f, 12 + n);
+}
+
+/* A Section Header Block in f's byte order, then one Interface Description
+ * Block (Ethernet) and one Enhanced Packet Block of 10 bytes. */
+static void ng_section(pfile *f)
+{
+    pfile b = {.swapped = f->swapped};
+    put32(&b, 0x1A2B3C4Du);
+    put16(&b, 1);
+    put16(&b, 0);
+    put32(&b, 0xffffffffu); /* section length unknown */
+    put32(&b, 0xffffffffu);
+    ng_block(f, 0x0A0D0D0Au, b.data, (uint32_t)b.len);
+    b.len = 0;
+    put16(&b, 1);
+    put16(&b, 0);
+    put32(&b, 65535);
+    ng_block(f, 1, b.data, (uint32_t)b.len);
+    b.len = 0;
+    put32(&b, 0);  /* interface */
+    put32(&b, 0);  /* time */
+    put32(&b, 0);
+    put32(&b, 10); /* captured, original length */
+    put32(&b, 10);
+    put(&b, "0123456789\0\0", 12);
+    ng_block(f, 6, b.data, (uint32_t)b.len);
+    free(b.data);
+}
+
+/* An Interface Statistics Block of interface iface: option code (5 isb_ifdrop,
+ * 7 isb_osdrop) = value, after a comment of pad bytes (opt_comment). */
+static void ng_isb(pfile *f, uint32_t iface, uint16_t code, uint64_t value, uint16_t pad)
+{
+    pfile b = {.swapped = f->swapped};
+    put32(&b, iface);
+    put32(&b, 0);
+    put32(&b, 0);
+    if (pad > 0) {
+        put16(&b, 1);
+        put16(&b, pad);
+        for (uint16_t i = 0; i < (pad + 3u) / 4 * 4; i++)
+            put(&b, "c", 1);
+    }
+    put16(&b, code);
+    put16(&b, 8);
+    put32(&b, f->swapped ? (uint32_t)(value >> 32) : (uint32_t)value);
+    put32(&b, f->swapped ? (uint32_t)value : (uint32_t)(value >> 32));
+    put32(&b, 0); /* opt_endofopt */
+    ng_block(f, 5, b.data, (uint32_t)b.len);
+    free(b.data);
+}
+
+/* f walked in pieces of step bytes: 1 and *drops, or 0. */
+static int walked(const pfile *f, size_t step, uint64_t *drops)
+{
+    static cap_ng_walk w;
+    cap_ng_walk_init(&w);
+    for (size_t at = 0; at < f->len; at += step)
+        cap_ng_walk_feed(&w, f->data + at, f->len - at < step ? f->len - at : step);
+    return cap_ng_walk_drops(&w, drops);
+}
+
+/* The statistics blocks of a pcapng stream, as the bytes go by in pieces of
+ * any size: the latest count of each interface of a section (isb_ifdrop, else
+ * isb_osdrop), the sections (here in both byte orders) summed; a block too
+ * large to keep is skipped, a recorded 0 is a count, and the walk stops at
+ * bytes that are not pcapng, keeping what it found. */
+static void test_pcapng_walk(void **state)
+{
+    (void)state;
+    pfile f = {0}, g = {0}, h = {0};
+    ng_section(&f);
+    ng_isb(&f, 0, 5, 3, 0);
+    ng_isb(&f, 1, 7, 5, 0);
+    ng_isb(&f, 0, 5, 4, 0);        /* interface 0's latest */
+    ng_isb(&f, 1, 5, 100, 5000);   /* larger than CAP_NG_WALK_ISB: skipped */
+    size_t first = f.len;
+    f.swapped = 1;
+    ng_section(&f);
+    ng_isb(&f, 0, 5, 10ull << 32 | 6, 0);
+    static const size_t steps[] = {1, 2, 3, 5, 7, 12, 13, 64, 4093, 1 << 20};
+    for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+        uint64_t d = 1;
+        assert_int_equal(walked(&f, steps[i], &d), 1);
+        assert_int_equal(d, 4 + 5 + (10ull << 32 | 6));
+    }
+    /* garbage after the first section: what came before counts */
+    put(&g, f.data, first);
+    put(&g, "garbage!garbage!garbage!", 24);
+    put(&g, f.data + first, f.len - first);
+    uint64_t d = 1;
+    assert_int_equal(walked(&g, 7, &d), 1);
+    assert_int_equal(d, 9);
+    /* no statistics: none recorded; a recorded 0 is a count */
+    h.len = 0;
+    ng_section(&h);
+    assert_int_equal(walked(&h, 3, &d), 0);
+    assert_int_equal(d, 0);
+    ng_isb(&h, 0, 5, 0, 0);
+    d = 1;
+    assert_int_equal(walked(&h, 3, &d), 1);
+    assert_int_equal(d, 0);
+    /* a classic pcap file: not walked */
+    pfile c;
+    pf_start(&c, 0xa1b2c3d4u, 0, 2, 4, 65535, 1);
+    put(&c, f.data, f.len);
+    assert_int_equal(walked(&c, 5, &d), 0);
+    free(f.data);
+    free(g.data);
+    free(h.data);
+    free(c.data);
+}
+
 /* Every test, in a scratch folder: the files are written by relative name. */
 static int run_all(void *ctx)
 {
@@ -744,6 +867,7 @@ static int run_all(void *ctx)
         cmocka_unit_test(test_progress),
         cmocka_unit_test(test_run_records_and_break),
         cmocka_unit_test(test_chunk_mode),
+        cmocka_unit_test(test_pcapng_walk),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
