@@ -945,6 +945,9 @@ static __attribute__((noinline)) void on_command_full(an_analyzer *an, const res
         x.target = an_node_by_redirect(an, &cmd->reply.redir, x.node);
         if (x.slot < 0 && cmd->reply.redir.slot >= 0 && cmd->reply.redir.slot < AN_SLOTS)
             x.slot = cmd->reply.redir.slot;
+        /* a failover this MOVED shows changes the roles the rest reads */
+        if (cmd->reply.err == RESP_ERR_MOVED)
+            an_nodes_learn_moved(an, x.node, x.target, cmd->reply.redir.slot);
         readonly_from_reply(an, cn, cmd, info, x.target);
     }
 

@@ -614,6 +614,10 @@ int32_t an_node_by_id(an_analyzer *an, const char *id, size_t len);
 void an_node_learn_id(an_analyzer *an, int32_t i, const char *id);
 /* Node i is a "master" or a "replica" of master (AN_NONE: not known). */
 void an_node_learn_role(an_analyzer *an, int32_t i, const char *role, int32_t master);
+/* Node answered MOVED slot to target: when target is its replica and the
+ * latest map gives node the slot, a failover made target the master and
+ * node its replica (nodes.c). */
+void an_nodes_learn_moved(an_analyzer *an, int32_t node, int32_t target, int32_t slot);
 /* Parse a CLUSTER SLOTS / SHARDS / NODES reply answered by node. 0 ok. */
 int an_nodes_learn_map(an_analyzer *an, const char *sub, int32_t node, const resp_reply *r);
 /* A replica connected to master (REPLCONF listening-port). */

@@ -251,6 +251,25 @@ void an_node_learn_role(an_analyzer *an, int32_t i, const char *role, int32_t ma
     node_set_role(an, i, role, master);
 }
 
+/* A master that answers MOVED to its own replica, for a slot the latest map
+ * gives it, no longer owns the slot: its replica was promoted (a failover),
+ * and a master whose slots were taken becomes a replica of the new owner
+ * (Redis Cluster specification, "Replica election and promotion"). Without
+ * a map reply since the failover, the reads it bounces are then known to be
+ * a replica's (readonly_missing) from its first MOVED on. A resharding
+ * cannot do this: a replica owns no slot, so the target is a master only
+ * since a promotion. */
+void an_nodes_learn_moved(an_analyzer *an, int32_t node, int32_t target, int32_t slot)
+{
+    if (node == AN_NONE || target == AN_NONE || node == target || slot < 0 || slot >= AN_SLOTS)
+        return;
+    const an_nd *n = &an->nodes[node], *t = &an->nodes[target];
+    if (n->replica || !t->replica || t->master != node || an->owner[slot] != node)
+        return;
+    node_set_role(an, target, "master", AN_NONE);
+    node_set_role(an, node, "replica", target);
+}
+
 /* The port of an "host:port" text, or 0. */
 static long name_port(const char *t)
 {

@@ -785,6 +785,46 @@ static void test_readonly_missing_stale_gossip(void **state)
     }
 }
 
+/* A failover no map shows: the SLOTS map gives slot 100 to 30310 with
+ * 30314 its replica; then 30310 answers MOVED to 30314. Only a promotion
+ * gives a replica slots, so 30314 is now the master and 30310 its replica:
+ * the reads 30310 bounces to 30314 are readonly_missing from the first one
+ * on, on a connection opened in the capture (case 0) and on one picked up
+ * mid-stream (case 1: a bounce to the replica's own master shows READONLY
+ * off). Case 2: a MOVED to 30315, a replica of another master, shows no
+ * failover of 30310, which stays a master: its MOVEDs are redirects. */
+static void test_readonly_missing_after_failover(void **state)
+{
+    (void)state;
+    for (int kase = 0; kase <= 2; kase++) {
+        sc s;
+        sc_init(&s, NULL);
+        int cm = sc_conn(&s, 16, 40000, S);
+        mig_fetch_map(&s, cm, 0); /* 30314 is 30310's replica, 30315 30311's */
+        int c = kase == 1 ? sc_conn_mid(&s, 21, 40001, S) : sc_conn(&s, 21, 40001, S);
+        int to = kase == 2 ? 30315 : 30314;
+        const char *moved = kase == 2 ? "-MOVED 100 127.0.0.1:30315" : "-MOVED 100 127.0.0.1:30314";
+        int cn = sc_conn(&s, 21, 40002, to);
+        for (int i = 0; i < 4; i++) {
+            int64_t t = 1000 + i * 1000;
+            sc_do(&s, c, t, 100, moved, "GET", k1, NULL);
+            sc_do(&s, cn, t + 200, 100, "$", "GET", k1, NULL);
+        }
+        sc_finish(&s, 20000000);
+        const an_finding *f = sc_find(&s, AN_READONLY_MISSING, "127.0.0.21");
+        if (kase == 2) {
+            assert_null(f);
+            assert_non_null(sc_find(&s, AN_MOVED_IGNORED, "127.0.0.21"));
+        } else {
+            assert_non_null(f);
+            assert_string_equal(f->node, "127.0.0.1:30310");
+            assert_int_equal(f->count, 4);
+            assert_null(sc_find(&s, AN_MOVED_IGNORED, "127.0.0.21"));
+        }
+        sc_free(&s);
+    }
+}
+
 /* CLUSTER SHARDS of a cluster whose shard of 30314 lists no master (it
  * failed): 30314 is a replica whose master is not known. */
 static void fetch_shards_masterless(sc *s, int c, int64_t t)
@@ -986,6 +1026,7 @@ int main(void)
         cmocka_unit_test(test_readonly_missing),
         cmocka_unit_test(test_readonly_missing_midstream),
         cmocka_unit_test(test_readonly_missing_stale_gossip),
+        cmocka_unit_test(test_readonly_missing_after_failover),
         cmocka_unit_test(test_crossslot),
         cmocka_unit_test(test_migration_stuck),
         cmocka_unit_test(test_finding_ids_stable),
