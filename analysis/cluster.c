@@ -1010,12 +1010,14 @@ an_own_cause an_cluster_moved_cause(an_analyzer *an, int32_t slot, int32_t from,
         (cl->bus->cause[slot] == AN_CAUSE_FAILOVER || cl->bus->cause[slot] == AN_CAUSE_MIGRATION))
         return (an_own_cause)cl->bus->cause[slot];
     /* what clients were told: `to` was `from`'s replica (the registry has
-     * not learnt the promotion yet), or `from`, the owner they were told
+     * not learnt the promotion yet, or learnt it from a MOVED of `from`'s
+     * to it: an_nodes_learn_moved), or `from`, the owner they were told
      * of, is now `to`'s replica (a replica answering for its master is no
      * change at all) */
     int told_from = cl && cl->told && cl->told->node[slot] == from;
     if (from != AN_NONE && (uint32_t)from < an->nnodes && (uint32_t)to < an->nnodes &&
-        (an->nodes[to].master == from || (told_from && an->nodes[from].master == to)))
+        (an->nodes[to].master == from || an->nodes[to].promoted_from == from ||
+         (told_from && an->nodes[from].master == to)))
         return AN_CAUSE_FAILOVER;
     for (uint32_t k = 0; cl && k < cl->nfo; k++)
         if (cl->fo[k].new_master == to && cl->fo[k].old_master == from)

@@ -159,6 +159,9 @@ typedef struct an_nd {
     an_node pub;                /* observed, announced, id, role, slots, commands */
     char hostname_ep[AN_NAME_MAX]; /* hostname:port announced (Redis 7) */
     int32_t master;             /* node index of its master, or AN_NONE */
+    int32_t promoted_from;      /* the master whose replica it was when a
+                                   MOVED showed it promoted (an_nodes_learn_moved),
+                                   AN_NONE since it was last a replica */
     int32_t migrating_slot;     /* latest CLUSTER SETSLOT s MIGRATING on it */
     an_lat lat[2];
     uint8_t *map_copy;          /* the last map reply it gave that changed

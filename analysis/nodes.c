@@ -75,6 +75,7 @@ static int32_t node_new(an_analyzer *an)
     an_nd *n = &an->nodes[i];
     memset(n, 0, sizeof *n);
     n->master = AN_NONE;
+    n->promoted_from = AN_NONE;
     n->migrating_slot = -1;
     return i;
 }
@@ -238,6 +239,8 @@ static void node_set_role(an_analyzer *an, int32_t i, const char *role, int32_t 
     an_copy_str(an->nodes[i].pub.role, sizeof an->nodes[i].pub.role, role);
     an->nodes[i].replica = strcmp(role, "replica") == 0;
     an->nodes[i].master = master;
+    if (an->nodes[i].replica)
+        an->nodes[i].promoted_from = AN_NONE;
     an->reg_version++;
 }
 
@@ -268,6 +271,7 @@ void an_nodes_learn_moved(an_analyzer *an, int32_t node, int32_t target, int32_t
         return;
     node_set_role(an, target, "master", AN_NONE);
     node_set_role(an, node, "replica", target);
+    an->nodes[target].promoted_from = node;
 }
 
 /* The port of an "host:port" text, or 0. */

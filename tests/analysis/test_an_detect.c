@@ -821,6 +821,25 @@ static void test_readonly_missing_after_failover(void **state)
             assert_int_equal(f->count, 4);
             assert_null(sc_find(&s, AN_MOVED_IGNORED, "127.0.0.21"));
         }
+        /* each MOVED of 30310 is put down to the failover (30314 its replica
+         * before, its master after the first), not to nothing known */
+        size_t nmoved = 0;
+        for (size_t i = 0; i < s.out.nredirects; i++) {
+            const an_redirect *r = &s.out.redirects[i];
+            if (strcmp(r->client, "127.0.0.21") != 0)
+                continue;
+            nmoved++;
+            assert_string_equal(r->cause, kase == 2 ? "unknown" : "failover");
+        }
+        assert_int_equal(nmoved, 4);
+        /* the roles reported at the end */
+        for (size_t i = 0; i < s.out.nnodes; i++) {
+            const an_node *n = &s.out.nodes[i];
+            if (strcmp(n->observed, "127.0.0.1:30310") == 0)
+                assert_string_equal(n->role, kase == 2 ? "master" : "replica");
+            if (strcmp(n->observed, "127.0.0.1:30314") == 0)
+                assert_string_equal(n->role, kase == 2 ? "replica" : "master");
+        }
         sc_free(&s);
     }
 }
