@@ -68,6 +68,7 @@ TRYAGAIN_BACKOFF = 0.001
 TRYAGAIN_MAX = 50
 MIGRATION_STUCK_S = 60.0
 PER_CLIENT_KINDS = ("readonly_missing", "crossslot")
+NODE_HOST = "127.0.0.1"   # scripts/cluster/cluster.sh's nodes listen here
 EVIDENCE_MAX = 3       # commands kept per kind, printed as comments
 READS = {b"GET", b"MGET", b"EXISTS", b"STRLEN", b"GETRANGE", b"TTL", b"TYPE"}
 REDIRECTS = ("MOVED", "ASK", "TRYAGAIN", "CROSSSLOT", "CLUSTERDOWN")
@@ -212,6 +213,12 @@ class Half:
         return len(self.buf) > before
 
 
+def is_node(ip, port, node_ports):
+    """A node's endpoint: the cluster listens on NODE_HOST only, so a client
+    whose ephemeral port falls in the node range is still a client."""
+    return ip == NODE_HOST and port in node_ports
+
+
 def commands(path, node_ports, midstream=None, orphans=None):
     """Every request with its reply, in the order the requests were sent:
     dicts with t, t_reply, client, conn, node, argv, name, reply.
@@ -223,9 +230,10 @@ def commands(path, node_ports, midstream=None, orphans=None):
     pushes) that came when no request of theirs waited."""
     conns, out, nconn = {}, [], 0
     for ts, src, sport, dst, dport, seq, flags, data in packets(path):
-        if dport in node_ports and sport not in node_ports:
+        to_node, from_node = is_node(dst, dport, node_ports), is_node(src, sport, node_ports)
+        if to_node and not from_node:
             key, to_server = (src, sport, dst, dport), True
-        elif sport in node_ports and dport not in node_ports:
+        elif from_node and not to_node:
             key, to_server = (dst, dport, src, sport), False
         else:
             continue
@@ -585,7 +593,7 @@ def tshark_counts(path, node_ports):
         f = line.split("\t")
         if len(f) < 5:
             continue
-        if int(f[2]) in node_ports:
+        if is_node(f[1], int(f[2]), node_ports):
             cmds[f[0]] += len([x for x in f[3].split("|") if x])
         else:
             for e in f[4].split("|"):
