@@ -769,9 +769,11 @@ store *store_open(const char *path, const store_opts *opts, char *err, size_t er
     sqlite3_busy_timeout(s->db, 5000);
     /* WAL: readers (a query during a live run) never block the writer.
      * synchronous=NORMAL: a commit survives a crash of this process; only a
-     * power loss may lose the last transactions, never consistency. */
-    if (exec_sql(s, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", "initialise", err,
-                 err_size) ||
+     * power loss may lose the last transactions, never consistency. The
+     * switch to WAL is a write of the file this run just created, with
+     * nothing to protect yet: it is not synced (synchronous=OFF for it). */
+    if (exec_sql(s, "PRAGMA synchronous=OFF; PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+                 "initialise", err, err_size) ||
         exec_sql(s, store_schema_sql, "initialise", err, err_size) ||
         (!opts->index_at_close &&
          exec_sql(s, store_indexes_sql, "initialise", err, err_size)) ||
@@ -819,6 +821,29 @@ static void build_indexes(store *s)
         store_fail(s, "index", rc);
 }
 
+/* sync_once: the finished database reaches the disk with one fdatasync of
+ * the file and one fsync of its folder (which holds a file made by this run
+ * and no longer its -wal and -journal), instead of the syncs SQLite makes
+ * at each step of the close. Records the first error. */
+static void sync_finished(store *s)
+{
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s", s->path);
+    char *slash = strrchr(dir, '/');
+    if (slash == dir)
+        slash[1] = '\0';
+    else if (slash)
+        *slash = '\0';
+    else
+        snprintf(dir, sizeof dir, ".");
+    int dfd = open(dir, O_RDONLY | O_CLOEXEC);
+    if (fdatasync(s->lock_fd) != 0 || dfd < 0 || fsync(dfd) != 0)
+        snprintf(s->error, sizeof s->error, "cannot write '%s' to disk: %s", s->path,
+                 strerror(errno));
+    if (dfd >= 0)
+        close(dfd);
+}
+
 int store_close(store *s, char *err, size_t err_size)
 {
     char num[32];
@@ -832,6 +857,8 @@ int store_close(store *s, char *err, size_t err_size)
      * owns the connection again for the checkpoint and the indexes. */
     if (s->writer)
         writer_stop(s);
+    if (s->opts.sync_once && !s->error[0])
+        sqlite3_exec(s->db, "PRAGMA synchronous=OFF", NULL, NULL, NULL);
     /* Checkpoint the WAL into the main file and drop it: one self-contained file.
      * If that fails every row is still committed, in the WAL file. */
     if (!s->error[0]) {
@@ -848,6 +875,8 @@ int store_close(store *s, char *err, size_t err_size)
      * main file (rollback journal) instead of into the WAL and then copied. */
     if (!s->error[0])
         build_indexes(s);
+    if (s->opts.sync_once && !s->error[0])
+        sync_finished(s); /* every page is written: nothing is pending */
     if (s->error[0])
         ret = seterr(err, err_size, "%s", s->error);
     close_db(s);

@@ -33,6 +33,10 @@ typedef struct store_opts {
     uint32_t batch_rows;       /* rows per transaction (default 5000) */
     int index_at_close;        /* build the query indexes in store_close instead
                                   of row by row (capture files; store/indexes.sql) */
+    int sync_once;             /* no sync while store_close checkpoints and indexes,
+                                  one fsync of the finished file instead (capture
+                                  files: a power loss during the close costs a
+                                  rerun, not data only a live run had) */
     int writer_thread;         /* write on a thread of the store's own (--threads):
                                   the caller only queues the rows (store.c) */
     const char *command_line;  /* recorded in meta */

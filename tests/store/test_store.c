@@ -417,6 +417,35 @@ static void test_index_at_close(void **state)
     sqlite3_close(db);
 }
 
+/* sync_once (capture files): the close makes no sync of its own but one of
+ * the finished file, which is still one self-contained database: no -wal or
+ * -journal beside it, back in rollback mode, every row and index there. */
+static void test_sync_once(void **state)
+{
+    char err[512] = "", side[600], buf[64];
+    store_opts o = {.index_at_close = 1, .sync_once = 1, .batch_rows = 4,
+                    .writer_thread = writer_thread};
+    (void)state;
+
+    store *s = store_open(dbpath, &o, err, sizeof err);
+    assert_non_null(s);
+    write_redirects(s, 10);
+    close_store(s);
+    const char *const suffixes[] = {"-wal", "-shm", "-journal"};
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(side, sizeof side, "%s%s", dbpath, suffixes[i]);
+        assert_int_equal(access(side, F_OK), -1);
+    }
+    sqlite3 *db = open_ro();
+    assert_string_equal(q_text(db, buf, sizeof buf, "PRAGMA integrity_check"), "ok");
+    assert_string_equal(q_text(db, buf, sizeof buf, "PRAGMA journal_mode"), "delete");
+    assert_int_equal(q_int(db, "SELECT count(*) FROM redirects"), 10);
+    assert_int_equal(q_int(db, "SELECT count(*) FROM meta WHERE key='end_us'"), 1);
+    assert_int_equal(q_int(db, "SELECT count(*) FROM sqlite_master WHERE type = 'index'"
+                               " AND name IN ('redirects_slot', 'commands_client')"), 2);
+    sqlite3_close(db);
+}
+
 /* A run killed without store_close (here: a child that kills itself with
  * SIGKILL, as the OOM killer or kill -9 would) leaves a consistent database
  * holding every committed batch. */
@@ -934,6 +963,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_upserts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_batches, setup, teardown),
         cmocka_unit_test_setup_teardown(test_index_at_close, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sync_once, setup, teardown),
         cmocka_unit_test_setup_teardown(test_interrupted_run, setup, teardown),
         cmocka_unit_test_setup_teardown(test_existing_database, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unwritable_path, setup, teardown),
