@@ -173,6 +173,17 @@ static int diagnose_loss(const report *r, verdict_diag *d)
     uint64_t unseen = report_counter(r, "unseen_retry_ops");
     uint64_t at_end = report_counter(r, "unanswered_at_end");
     uint64_t commands = report_counter(r, "commands");
+    uint64_t truncated = report_counter(r, "truncated");
+    uint64_t gaps = report_counter(r, "gaps");
+    /* the pairing lost mostly where packets were cut by the capture's snap
+     * length (each such cut is a gap): a setting of the capture, not loss */
+    if (conns > 0 && out_of_sync * 2 > conns && truncated > 0 && truncated * 2 >= gaps)
+        return SET("snaplen", "most connections (%llu of %llu) lost the pairing of requests "
+                              "and replies: %llu packets were cut by the capture's snap length "
+                              "(their bytes past it are not in the file); capture whole "
+                              "packets (tcpdump -s 0)",
+                   (unsigned long long)out_of_sync, (unsigned long long)conns,
+                   (unsigned long long)truncated);
     if (conns > 0 && out_of_sync * 2 > conns)
         return SET("out_of_sync", "most connections (%llu of %llu) lost the pairing of "
                                   "requests and replies: packets were lost; capture with "
