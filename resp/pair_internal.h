@@ -5,8 +5,8 @@
  *   pair.c   which reply answers which request: the requests side (classify,
  *            queue), the replies side (pair, push, effects), emit, sync
  *   modes.c  client-side modes: MULTI/EXEC transactions, CLIENT REPLY
- *   ring.c   the in-flight ring of each connection: pages, packed slots,
- *            whole entries
+ *   ring.c   the in-flight ring of each connection: pages, whole entries
+ *            (packed slots are packed and unpacked inline, below)
  *   loss.c   re-anchoring after a gap: the sizes seen, counting a gap
  *   conn.c   connections, the pipeline, capture events, config, stats
  *
@@ -102,8 +102,6 @@ int whole_pool_init(resp_pipeline *rp);
 void whole_pool_free(resp_pipeline *rp);
 rq_entry *whole_first_use(resp_pipeline *rp);
 void ring_release_all(rc_conn *c);
-int slot_pack(rc_conn *c, rq_slot *s, const rq_entry *e);
-resp_command *slot_unpack(rc_conn *c, const rq_slot *s);
 void whole_release_cur(rc_conn *c);
 int pages_need_slow(resp_pipeline *rp, rq_pages *f, uint32_t n);
 void pages_drop_slow(resp_pipeline *rp, rq_pages *f, uint32_t new_head);
@@ -238,6 +236,119 @@ static inline void slot_facts(rq_slot *s, const rq_entry *e)
     if (r->nargs > RESP_ARG_KEEP) /* not in the decoder's hands: stored as kept */
         s->req_facts[offsetof(resp_request, nargs) - offsetof(resp_request, argc)] =
             RESP_ARG_KEEP;
+}
+
+/* A packed slot's text is its pieces one after another, each rounded up
+ * to 16 bytes: the name (at least one unit, so that its first 16 bytes,
+ * zero past its NUL, always come back), the kept arguments, the first key
+ * unless it is args[0]. Each piece is moved by one copy of its whole
+ * array (the name's 32 bytes, an argument's 64) whatever its length: the
+ * next piece overwrites what went past its units, and the last one's
+ * overrun, like unpack's reads the same way, stays within RQ_TEXT_SLACK
+ * bytes after the text, which its page keeps free. Bytes past a kept
+ * length are thus an earlier piece's or command's (never a credential:
+ * those are not kept). Packing and unpacking are inline: request_done
+ * and reply_done run them for every request past the whole entries. */
+#define RQ_TEXT_SLACK RESP_ARG_PREFIX
+_Static_assert(RQ_TEXT_MAX + RQ_TEXT_SLACK <= RQ_PAGE && RESP_NAME_MAX == 32 &&
+                   RESP_ARG_PREFIX == 64,
+               "a text and its overrun fit in a page; pieces are 16-byte units");
+
+/* The bytes a piece of n kept bytes (n <= 64) takes in the text. */
+static inline uint32_t piece_bytes(uint32_t n)
+{
+    return (n + 15) & ~15u;
+}
+
+/* The bytes the name takes: one unit, or two past 15 bytes. */
+static inline uint32_t name_bytes(uint32_t name_len)
+{
+    return name_len < 16 ? 16 : 32;
+}
+
+/* Does key0 come back as args[0]'s copy: none kept, or the same kept
+ * bytes (compared by their units: bytes past the kept lengths may differ,
+ * then it is kept twice)? */
+static inline int key0_is_arg0(const resp_request *r)
+{
+    uint32_t n = r->key0_len;
+    if (n == 0)
+        return 1;
+    if (r->nargs == 0 || n != r->arg_len[0])
+        return 0;
+    if (n <= 16)
+        return memcmp(r->key0, r->args[0], 16) == 0;
+    if (n <= 32)
+        return memcmp(r->key0, r->args[0], 32) == 0;
+    return memcmp(r->key0, r->args[0], 64) == 0;
+}
+
+/* Pack the request just decoded (e, with its pairing facts) into slot s,
+ * its text at the text FIFO's tail, or at the next page when it and its
+ * slack would straddle one. An argument kept empty (a SET's value) takes
+ * no piece and is not copied. Returns -1 if memory ran out. */
+static inline int slot_pack(rc_conn *c, rq_slot *s, const rq_entry *e)
+{
+    const resp_request *r = &e->cmd.req;
+    rq_pages *f = &c->text;
+    uint32_t nargs = r->nargs < RESP_ARG_KEEP ? r->nargs : RESP_ARG_KEEP;
+    int dup = key0_is_arg0(r);
+    uint32_t len = name_bytes(e->name_len) + (dup ? 0 : piece_bytes(r->key0_len));
+    for (uint32_t i = 0; i < nargs; i++)
+        len += piece_bytes(r->arg_len[i]);
+    uint32_t at = f->tail;
+    if ((at & (RQ_PAGE - 1)) + len + RQ_TEXT_SLACK > RQ_PAGE)
+        at = (at + RQ_PAGE - 1) & ~(RQ_PAGE - 1);
+    if (f->end - at < len && pages_need_slow(c->rp, f, at + len - f->tail) != 0)
+        return -1;
+    uint8_t *d = pages_at(f, at);
+    memcpy(d, r->name, RESP_NAME_MAX);
+    d += name_bytes(e->name_len);
+    for (uint32_t i = 0; i < nargs; i++) {
+        uint32_t n = r->arg_len[i];
+        if (n != 0) {
+            memcpy(d, r->args[i], RESP_ARG_PREFIX);
+            d += piece_bytes(n);
+        }
+    }
+    if (!dup)
+        memcpy(d, r->key0, RESP_ARG_PREFIX);
+    f->tail = at + len;
+    slot_facts(s, e);
+    s->key0_dup = (uint8_t)dup;
+    s->whole = 0;
+    s->text_pos = at;
+    s->text_len = (uint16_t)len;
+    return 0;
+}
+
+/* The command of packed slot s, unpacked into the pipeline's out buffer
+ * (its reply is left to the caller). */
+static inline resp_command *slot_unpack(rc_conn *c, const rq_slot *s)
+{
+    resp_command *cmd = &c->rp->out;
+    resp_request *r = &cmd->req;
+    cmd->conn = c->cc;
+    cmd->conn_word = c->conn_word;
+    cmd->seq = s->seq;
+    cmd->in_multi = s->in_multi;
+    cmd->requests_lost = s->after_loss;
+    memcpy(&r->start_us, s->req_time, RQ_TIME_BYTES);
+    memcpy(&r->argc, s->req_facts, RQ_FACTS_BYTES);
+    r->end_pos = s->req_end;
+    const uint8_t *p = pages_at(&c->text, s->text_pos);
+    memcpy(r->name, p, RESP_NAME_MAX);
+    r->name[s->name_len] = '\0';
+    p += name_bytes(s->name_len);
+    for (uint32_t i = 0; i < r->nargs; i++) {
+        uint32_t n = r->arg_len[i];
+        if (n != 0) {
+            memcpy(r->args[i], p, RESP_ARG_PREFIX);
+            p += piece_bytes(n);
+        }
+    }
+    memcpy(r->key0, s->key0_dup ? (const uint8_t *)r->args[0] : p, RESP_ARG_PREFIX);
+    return cmd;
 }
 
 /* Queue whole entry e (c->cur) in slot s: the slot takes its pairing

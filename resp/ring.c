@@ -11,12 +11,13 @@
  * once had in flight (a lossy reply stream makes every connection deep at
  * some time, not all at once). Only the small array of page pointers grows
  * (by doubling) when a connection's span needs more pages than ever. The
- * hot accessors are inline in pair_internal.h; this file holds what runs
- * when a page is taken or given back, packing a request into its slot and
- * text and unpacking it for the sink, and the pool of whole entries: most
- * requests (a connection's first RQ_WHOLE_CONN in flight, while the
- * pipeline has entries free) are decoded into one of those, and their slot
- * only points to it, so that they are neither packed nor unpacked.
+ * hot accessors, and packing a request into its slot and text and
+ * unpacking it for the sink, are inline in pair_internal.h; this file
+ * holds what runs when a page is taken or given back, and the pool of
+ * whole entries: most requests (a connection's first RQ_WHOLE_CONN in
+ * flight, while the pipeline has entries free) are decoded into one of
+ * those, and their slot only points to it, so that they are neither
+ * packed nor unpacked.
  */
 #include <stddef.h>
 #include <stdlib.h>
@@ -74,8 +75,6 @@ void pages_pool_free(resp_pipeline *rp)
 /* ---------------------------------------------------------------- FIFOs */
 
 _Static_assert(RQ_PAGE % sizeof(rq_slot) == 0, "a slot never straddles a page");
-_Static_assert(RQ_TEXT_MAX <= RQ_PAGE && RESP_NAME_MAX % 16 == 0 && RESP_ARG_PREFIX % 16 == 0,
-               "a request's text fits in a page, in 16-byte units");
 
 /* Page numbers wrap with positions: 2^32 / RQ_PAGE of them. */
 #define PAGE_NUM_MASK ((1u << (32 - RQ_PAGE_SHIFT)) - 1)
@@ -161,121 +160,6 @@ void pages_free(resp_pipeline *rp, rq_pages *f)
     free(f->page);
     f->page = NULL;
     f->cap = 0;
-}
-
-/* ---------------------------------------------------------------- packed slots */
-
-/* The 16-byte units a text piece of n kept bytes (n <= 64) takes: pieces
- * are copied by moves of constant size, rounded up. */
-static inline uint32_t text_units(uint32_t n)
-{
-    return (n + 15) >> 4;
-}
-
-/* Copy u 16-byte units (u <= max, max 2 or 4: the arrays' sizes), into a
- * slot's text or back out of it. */
-static inline void copy_units(void *dst, const void *src, uint32_t u, uint32_t max)
-{
-    if (u > max)
-        u = max;
-    switch (u) {
-    case 1: memcpy(dst, src, 16); break;
-    case 2: memcpy(dst, src, 32); break;
-    case 3: memcpy(dst, src, max >= 3 ? 48 : 32); break;
-    case 4: memcpy(dst, src, max >= 4 ? 64 : 32); break;
-    default: break;
-    }
-}
-#define NAME_UNITS (RESP_NAME_MAX / 16)
-#define ARG_UNITS (RESP_ARG_PREFIX / 16)
-
-/* Is key0 the same kept bytes as args[0] (compared by their moves: bytes
- * past the kept lengths may differ, then it is kept twice)? */
-static inline int key0_is_arg0(const resp_request *r)
-{
-    if (r->nargs == 0 || r->key0_len != r->arg_len[0])
-        return 0;
-    switch (text_units(r->key0_len)) {
-    case 1: return memcmp(r->key0, r->args[0], 16) == 0;
-    case 2: return memcmp(r->key0, r->args[0], 32) == 0;
-    case 3: return memcmp(r->key0, r->args[0], 48) == 0;
-    default: return memcmp(r->key0, r->args[0], 64) == 0;
-    }
-}
-
-/* Pack the request just decoded (e, with its pairing facts) into slot s,
- * its text (the pieces one after another, in 16-byte units) at the text
- * FIFO's tail, or at the next page when it would straddle one. Returns -1
- * if memory ran out. */
-int slot_pack(rc_conn *c, rq_slot *s, const rq_entry *e)
-{
-    const resp_request *r = &e->cmd.req;
-    rq_pages *f = &c->text;
-    uint32_t nargs = r->nargs < RESP_ARG_KEEP ? r->nargs : RESP_ARG_KEEP;
-    int dup = r->key0_len == 0 || key0_is_arg0(r);
-    uint32_t units = text_units(e->name_len) + (dup ? 0 : text_units(r->key0_len));
-    for (uint32_t i = 0; i < nargs; i++)
-        units += text_units(r->arg_len[i]);
-    uint32_t len = units << 4, at = f->tail;
-    if (len > 0) {
-        if ((at & (RQ_PAGE - 1)) + len > RQ_PAGE)
-            at = (at + RQ_PAGE - 1) & ~(RQ_PAGE - 1);
-        if (f->end - at < len && pages_need(c->rp, f, at + len - f->tail) != 0)
-            return -1;
-        uint8_t *d = pages_at(f, at);
-        uint32_t u = text_units(e->name_len);
-        copy_units(d, r->name, u, NAME_UNITS);
-        d += u << 4;
-        for (uint32_t i = 0; i < nargs; i++) {
-            u = text_units(r->arg_len[i]);
-            copy_units(d, r->args[i], u, ARG_UNITS);
-            d += u << 4;
-        }
-        if (!dup)
-            copy_units(d, r->key0, text_units(r->key0_len), ARG_UNITS);
-        f->tail = at + len;
-    }
-    slot_facts(s, e);
-    s->key0_dup = (uint8_t)dup;
-    s->whole = 0;
-    s->text_pos = at;
-    s->text_len = (uint16_t)len;
-    return 0;
-}
-
-/* The command of packed slot s, unpacked into the pipeline's out buffer
- * (its reply is left to the caller). Bytes past a kept length are those of
- * an earlier command (never a credential: those are not kept). */
-resp_command *slot_unpack(rc_conn *c, const rq_slot *s)
-{
-    resp_command *cmd = &c->rp->out;
-    resp_request *r = &cmd->req;
-    cmd->conn = c->cc;
-    cmd->conn_word = c->conn_word;
-    cmd->seq = s->seq;
-    cmd->in_multi = s->in_multi;
-    cmd->requests_lost = s->after_loss;
-    memcpy(&r->start_us, s->req_time, RQ_TIME_BYTES);
-    memcpy(&r->argc, s->req_facts, RQ_FACTS_BYTES);
-    r->end_pos = s->req_end;
-    r->name[0] = '\0';
-    if (s->text_len > 0) {
-        const uint8_t *p = pages_at(&c->text, s->text_pos);
-        uint32_t u = text_units(s->name_len);
-        copy_units(r->name, p, u, NAME_UNITS);
-        r->name[s->name_len] = '\0';
-        p += u << 4;
-        for (uint32_t i = 0; i < r->nargs; i++) {
-            u = text_units(r->arg_len[i]);
-            copy_units(r->args[i], p, u, ARG_UNITS);
-            p += u << 4;
-        }
-        if (!s->key0_dup)
-            copy_units(r->key0, p, text_units(r->key0_len), ARG_UNITS);
-    }
-    if (s->key0_dup)
-        copy_units(r->key0, (const uint8_t *)r->args[0], text_units(r->key0_len), ARG_UNITS);
-    return cmd;
 }
 
 /* ---------------------------------------------------------------- whole entries */

@@ -334,7 +334,7 @@ static void test_pool_bounded_after_deep_burst(void **state)
  * of each cycle, then the gap is counted (every reply has the same size)
  * and the fourth round pairs. The connection's pages stay within what 256
  * requests span, come back after each cycle, and the cycles allocate
- * nothing after the first two. */
+ * nothing after the first three. */
 static void test_lossy_reply_stream_bounded(void **state)
 {
     (void)state;
@@ -347,7 +347,7 @@ static void test_lossy_reply_stream_bounded(void **state)
     uint32_t deepest = 0;
     uint64_t most_pages = 0;
     for (int cycle = 0; cycle < 51; cycle++) {
-        if (cycle == 2) /* the first cycles met the pages' other offsets */
+        if (cycle == 3) /* the first cycles met the pages' other offsets */
             n_allocs = 0;
         for (int round = 0; round < 4; round++)
             burst_queue(&h, 64);
