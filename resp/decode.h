@@ -527,6 +527,17 @@ typedef struct rq_dec {
     uint8_t prevbuf[RESP_ARG_PREFIX]; /* prefix of arguments past RESP_ARG_KEEP */
 } rq_dec;
 
+/* Is argument 1 of the request just handed over (out->done) a key, by the
+ * key hook's final mask or, with no hook, the default? Then, as the first
+ * key, its kept bytes are key0's as they are args[0]'s (unless it was a
+ * credential: no key then, and nothing kept). 0: not known so. */
+static inline int rq_arg1_is_key(const rq_dec *d)
+{
+    if (d->kc.key_mask_final)
+        return (d->kc.key_mask >> 1) & 1u;
+    return d->cfg->key_fn == NULL;
+}
+
 
 /* A decoder for a stream that starts at its first byte (mid_stream 0) or
  * was picked up somewhere inside (1: it searches for a boundary first). */

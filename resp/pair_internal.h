@@ -267,15 +267,18 @@ static inline uint32_t name_bytes(uint32_t name_len)
 }
 
 /* Does key0 come back as args[0]'s copy: none kept, or the same kept
- * bytes (compared by their units: bytes past the kept lengths may differ,
- * then it is kept twice)? */
-static inline int key0_is_arg0(const resp_request *r)
+ * bytes? So when argument 1 is the first key (rq_arg1_is_key); otherwise
+ * the bytes are compared by their units (bytes past the kept lengths may
+ * differ, then it is kept twice). */
+static inline int key0_is_arg0(const rc_conn *c, const resp_request *r)
 {
     uint32_t n = r->key0_len;
     if (n == 0)
         return 1;
     if (r->nargs == 0 || n != r->arg_len[0])
         return 0;
+    if (rq_arg1_is_key(&c->rq))
+        return 1;
     if (n <= 16)
         return memcmp(r->key0, r->args[0], 16) == 0;
     if (n <= 32)
@@ -292,7 +295,7 @@ static inline int slot_pack(rc_conn *c, rq_slot *s, const rq_entry *e)
     const resp_request *r = &e->cmd.req;
     rq_pages *f = &c->text;
     uint32_t nargs = r->nargs < RESP_ARG_KEEP ? r->nargs : RESP_ARG_KEEP;
-    int dup = key0_is_arg0(r);
+    int dup = key0_is_arg0(c, r);
     uint32_t len = name_bytes(e->name_len) + (dup ? 0 : piece_bytes(r->key0_len));
     for (uint32_t i = 0; i < nargs; i++)
         len += piece_bytes(r->arg_len[i]);
