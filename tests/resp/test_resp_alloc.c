@@ -515,6 +515,184 @@ static void test_whole_and_packed_mixed(void **state)
     h_free(&h);
 }
 
+/* What request i of test_packed_shapes is: its bytes and what resp_request
+ * must say of it. */
+typedef struct shape_req {
+    char name[RESP_NAME_MAX];
+    uint32_t argc, nargs, nkeys;
+    char args[RESP_ARG_KEEP][80];
+    uint32_t full[RESP_ARG_KEEP]; /* an argument's length */
+    uint32_t kept[RESP_ARG_KEEP]; /* bytes kept of it (0: bare) */
+    int key0;                     /* the argument that is the first key, 0: none */
+    int multi_slot;
+} shape_req;
+
+/* The key hook of test_packed_shapes: fixed masks for some names (key in
+ * argument 1 or not, bare arguments), answers one by one for the rest. */
+static int shape_key_fn(void *ctx, resp_keyctx *k)
+{
+    (void)ctx;
+    const char *n = k->req->name;
+    if (strcmp(n, "MOVEKEY") == 0) { /* key 2, argument 3 bare */
+        k->key_mask = 1u << 2;
+        k->bare_mask = 1u << 3;
+        k->key_mask_final = 1;
+        return k->argi == 2;
+    }
+    if (strcmp(n, "MSETX") == 0) { /* keys 1, 3, 5; argument 2 bare */
+        k->key_mask = (1u << 1) | (1u << 3) | (1u << 5);
+        k->bare_mask = 1u << 2;
+        k->key_mask_final = 1;
+        return k->argi == 1 || k->argi == 3 || k->argi == 5;
+    }
+    if (strcmp(n, "LATEKEY") == 0)
+        return k->argi == 2;
+    return k->argi == 1;
+}
+
+/* Fill argument a (1-based) of q with len bytes drawn from seed. */
+static void shape_arg(shape_req *q, int a, size_t len, int seed)
+{
+    char *d = q->args[a - 1];
+    for (size_t j = 0; j < len; j++)
+        d[j] = (char)('a' + (seed * 7 + (int)j * 3) % 26);
+    d[len] = 0;
+    q->full[a - 1] = (uint32_t)len;
+    q->kept[a - 1] = (uint32_t)(len < RESP_ARG_PREFIX ? len : RESP_ARG_PREFIX);
+}
+
+/* Request i: one of eight shapes (names of 0, 1 or 2 text units, the key
+ * in argument 1 or 2, by a fixed mask or asked, bare arguments between
+ * kept ones, more arguments than are kept, keys of 1 to 70 bytes), as
+ * RESP into out; its facts into q. */
+static size_t shape_request(char *out, size_t cap, int i, shape_req *q)
+{
+    static const char *const names[] = {"GET",   "GEORADIUSBYMEMBER_RO", "MOVEKEY", "LATEKEY",
+                                        "MSETX", "",                     "PING",    "STRLEN"};
+    static const int argcs[] = {2, 3, 4, 3, 7, 2, 1, 2};
+    memset(q, 0, sizeof *q);
+    int shape = i % 8;
+    size_t kl = 1 + (size_t)(i * 7) % 70;
+    strcpy(q->name, names[shape]);
+    q->argc = (uint32_t)argcs[shape];
+    for (int a = 1; a < argcs[shape] && a <= RESP_ARG_KEEP; a++)
+        shape_arg(q, a, a == 1 ? kl : 1 + (size_t)(i + a * 11) % 40, i + a);
+    q->nargs = q->argc - 1 < RESP_ARG_KEEP ? q->argc - 1 : RESP_ARG_KEEP;
+    char extra[8] = "zz"; /* MSETX's argument 6, not kept */
+    switch (shape) {
+    case 2: /* MOVEKEY a b c: b the key, of a's length, its bytes every other time */
+        shape_arg(q, 2, kl, (i / 8) % 2 ? i + 1 : i + 2);
+        q->kept[2] = 0;
+        q->key0 = 2;
+        q->nkeys = 1;
+        break;
+    case 3: /* LATEKEY x y: y the key, of x's length, its bytes every other time */
+        shape_arg(q, 2, kl, (i / 8) % 2 ? i + 1 : i + 5);
+        q->key0 = 2;
+        q->nkeys = 1;
+        break;
+    case 4: /* MSETX k1 v1 k2 v2 k3 zz */
+        q->kept[1] = 0;
+        q->key0 = 1;
+        q->nkeys = 3;
+        {
+            uint16_t s1 = resp_key_slot((const uint8_t *)q->args[0], q->full[0]);
+            uint16_t s3 = resp_key_slot((const uint8_t *)q->args[2], q->full[2]);
+            uint16_t s5 = resp_key_slot((const uint8_t *)q->args[4], q->full[4]);
+            q->multi_slot = s3 != s1 || s5 != s1;
+        }
+        break;
+    case 6: /* PING */
+        break;
+    default:
+        q->key0 = 1;
+        q->nkeys = 1;
+        break;
+    }
+    size_t n = (size_t)snprintf(out, cap, "*%u\r\n$%zu\r\n%s\r\n", q->argc, strlen(q->name),
+                                q->name);
+    for (uint32_t a = 1; a < q->argc; a++) {
+        const char *v = a <= RESP_ARG_KEEP ? q->args[a - 1] : extra;
+        n += (size_t)snprintf(out + n, cap - n, "$%zu\r\n%s\r\n", strlen(v), v);
+    }
+    assert_true(n < cap);
+    return n;
+}
+
+/* Command i came out as request i of shape_request was sent. */
+static void shape_check(const resp_command *c, int i, resp_outcome outcome)
+{
+    char buf[1024];
+    shape_req q;
+    (void)shape_request(buf, sizeof buf, i, &q);
+    const resp_request *r = &c->req;
+    assert_int_equal(c->seq, (uint64_t)i);
+    assert_int_equal(c->outcome, outcome);
+    assert_string_equal(r->name, q.name);
+    for (size_t j = strlen(q.name); j < RESP_NAME_ZEROED; j++)
+        assert_int_equal(r->name[j], 0);
+    assert_int_equal(r->argc, q.argc);
+    assert_int_equal(r->nargs, q.nargs);
+    for (uint32_t a = 0; a < q.nargs; a++) {
+        assert_int_equal(r->arg_full_len[a], q.full[a]);
+        assert_int_equal(r->arg_len[a], q.kept[a]);
+        assert_memory_equal(r->args[a], q.args[a], q.kept[a]);
+    }
+    assert_int_equal(r->nkeys, q.nkeys);
+    assert_int_equal(r->multi_slot, q.multi_slot);
+    if (q.key0 == 0) {
+        assert_int_equal(r->slot, -1);
+        assert_int_equal(r->key0_len, 0);
+        return;
+    }
+    const char *key = q.args[q.key0 - 1];
+    uint32_t kl = q.full[q.key0 - 1];
+    uint32_t kept = kl < RESP_ARG_PREFIX ? kl : RESP_ARG_PREFIX;
+    assert_int_equal(r->key0_full_len, kl);
+    assert_int_equal(r->key0_len, kept);
+    assert_memory_equal(r->key0, key, kept);
+    assert_int_equal(r->slot, resp_key_slot((const uint8_t *)key, kl));
+}
+
+/* Queue requests first .. first + n - 1 of shape_request in one chunk. */
+static void shape_queue(h_ctx *h, int first, int n)
+{
+    static char buf[400 * 600];
+    shape_req q;
+    size_t len = 0;
+    for (int i = first; i < first + n; i++)
+        len += shape_request(buf + len, sizeof buf - len, i, &q);
+    h_data(h, CAP_TO_SERVER, buf, len);
+}
+
+/* Requests of every text shape, most of them packed (far more than
+ * RQ_WHOLE_CONN in flight), over stale page bytes: each comes out as it
+ * was sent, paired, and unanswered when the connection closes first. */
+static void test_packed_shapes(void **state)
+{
+    (void)state;
+    resp_config cfg;
+    resp_config_defaults(&cfg);
+    cfg.key_fn = shape_key_fn;
+    h_ctx h;
+    h_init(&h, 1, &cfg);
+    h_open(&h);
+    poison = 1;
+    shape_queue(&h, 0, 320);
+    assert_int_equal(h_rc(&h)->whole_held, RQ_WHOLE_CONN);
+    for (int i = 0; i < 300; i++)
+        h_str(&h, CAP_TO_CLIENT, "+OK\r\n");
+    shape_queue(&h, 320, 100);
+    for (int i = 0; i < 50; i++)
+        h_str(&h, CAP_TO_CLIENT, "+OK\r\n");
+    h_close(&h);
+    poison = 0;
+    assert_int_equal(h.ncmds, 420);
+    for (int i = 0; i < 420; i++)
+        shape_check(&h.cmds[i], i, i < 350 ? RESP_OK : RESP_UNANSWERED);
+    h_free(&h);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -527,6 +705,7 @@ int main(void)
         cmocka_unit_test(test_lossy_reply_stream_bounded),
         cmocka_unit_test(test_keep_buffer_freed),
         cmocka_unit_test(test_whole_and_packed_mixed),
+        cmocka_unit_test(test_packed_shapes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
