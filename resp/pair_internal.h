@@ -340,8 +340,7 @@ static inline resp_command *slot_unpack(rc_conn *c, const rq_slot *s)
     memcpy(&r->argc, s->req_facts, RQ_FACTS_BYTES);
     r->end_pos = s->req_end;
     const uint8_t *p = pages_at(&c->text, s->text_pos);
-    memcpy(r->name, p, RESP_NAME_MAX);
-    r->name[s->name_len] = '\0';
+    memcpy(r->name, p, RESP_NAME_MAX); /* its NUL among its units */
     p += name_bytes(s->name_len);
     for (uint32_t i = 0; i < r->nargs; i++) {
         uint32_t n = r->arg_len[i];
