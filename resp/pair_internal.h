@@ -104,6 +104,7 @@ rq_entry *whole_first_use(resp_pipeline *rp);
 void ring_release_all(rc_conn *c);
 void whole_release_cur(rc_conn *c);
 int pages_need_slow(resp_pipeline *rp, rq_pages *f, uint32_t n);
+int text_place(rc_conn *c, const resp_request *r, uint32_t name_len, int dup, uint32_t *at);
 void pages_drop_slow(resp_pipeline *rp, rq_pages *f, uint32_t new_head);
 void pages_release(resp_pipeline *rp, rq_pages *f);
 void pages_free(resp_pipeline *rp, rq_pages *f);
@@ -241,14 +242,15 @@ static inline void slot_facts(rq_slot *s, const rq_entry *e)
 /* A packed slot's text is its pieces one after another, each rounded up
  * to 16 bytes: the name (at least one unit, so that its first 16 bytes,
  * zero past its NUL, always come back), the kept arguments, the first key
- * unless it is args[0]. Each piece is moved by one copy of its whole
- * array (the name's 32 bytes, an argument's 64) whatever its length: the
- * next piece overwrites what went past its units, and the last one's
- * overrun, like unpack's reads the same way, stays within RQ_TEXT_SLACK
- * bytes after the text, which its page keeps free. Bytes past a kept
- * length are thus an earlier piece's or command's (never a credential:
- * those are not kept). Packing and unpacking are inline: request_done
- * and reply_done run them for every request past the whole entries. */
+ * unless it is args[0]. Each piece is moved by one copy of fixed size
+ * (the name's 32 bytes; 32 or 64 for an argument or key) whatever its
+ * length: the next piece overwrites what went past its units, and the
+ * last one's overrun, like unpack's reads the same way, stays within
+ * RQ_TEXT_SLACK bytes after the text, which its page keeps free. Bytes
+ * past a kept length are thus an earlier piece's or command's (never a
+ * credential: those are not kept). Packing and unpacking are inline:
+ * request_done and reply_done run them for every request past the whole
+ * entries. */
 #define RQ_TEXT_SLACK RESP_ARG_PREFIX
 _Static_assert(RQ_TEXT_MAX + RQ_TEXT_SLACK <= RQ_PAGE && RESP_NAME_MAX == 32 &&
                    RESP_ARG_PREFIX == 64,
@@ -264,6 +266,16 @@ static inline uint32_t piece_bytes(uint32_t n)
 static inline uint32_t name_bytes(uint32_t name_len)
 {
     return name_len < 16 ? 16 : 32;
+}
+
+/* Copy a piece of n kept bytes (n <= 64) by one move of 32 bytes, or of
+ * 64 past 32. */
+static inline void piece_copy(void *dst, const void *src, uint32_t n)
+{
+    if (n <= 32)
+        memcpy(dst, src, 32);
+    else
+        memcpy(dst, src, 64);
 }
 
 /* Does key0 come back as args[0]'s copy: none kept, or the same kept
@@ -286,36 +298,44 @@ static inline int key0_is_arg0(const rc_conn *c, const resp_request *r)
     return memcmp(r->key0, r->args[0], 64) == 0;
 }
 
+/* The most text a request of nargs kept arguments may take, with its
+ * slack: two units of name, four of each argument and of the first key. */
+static inline uint32_t text_most(uint32_t nargs)
+{
+    return RESP_NAME_MAX + (nargs + 1) * RESP_ARG_PREFIX + RQ_TEXT_SLACK;
+}
+
 /* Pack the request just decoded (e, with its pairing facts) into slot s,
  * its text at the text FIFO's tail, or at the next page when it and its
- * slack would straddle one. An argument kept empty (a SET's value) takes
- * no piece and is not copied. Returns -1 if memory ran out. */
+ * slack would straddle one. When the tail's page (held) has room for the
+ * most the text may take, it goes there and is measured as it is copied;
+ * else text_place measures it first. An argument kept empty (a SET's
+ * value) takes no piece and is not copied. Returns -1 if memory ran out. */
 static inline int slot_pack(rc_conn *c, rq_slot *s, const rq_entry *e)
 {
     const resp_request *r = &e->cmd.req;
     rq_pages *f = &c->text;
     uint32_t nargs = r->nargs < RESP_ARG_KEEP ? r->nargs : RESP_ARG_KEEP;
     int dup = key0_is_arg0(c, r);
-    uint32_t len = name_bytes(e->name_len) + (dup ? 0 : piece_bytes(r->key0_len));
-    for (uint32_t i = 0; i < nargs; i++)
-        len += piece_bytes(r->arg_len[i]);
     uint32_t at = f->tail;
-    if ((at & (RQ_PAGE - 1)) + len + RQ_TEXT_SLACK > RQ_PAGE)
-        at = (at + RQ_PAGE - 1) & ~(RQ_PAGE - 1);
-    if (f->end - at < len && pages_need_slow(c->rp, f, at + len - f->tail) != 0)
+    if (((at & (RQ_PAGE - 1)) + text_most(nargs) > RQ_PAGE || f->end == at) &&
+        text_place(c, r, e->name_len, dup, &at) != 0)
         return -1;
-    uint8_t *d = pages_at(f, at);
+    uint8_t *d0 = pages_at(f, at), *d = d0;
     memcpy(d, r->name, RESP_NAME_MAX);
     d += name_bytes(e->name_len);
     for (uint32_t i = 0; i < nargs; i++) {
         uint32_t n = r->arg_len[i];
         if (n != 0) {
-            memcpy(d, r->args[i], RESP_ARG_PREFIX);
+            piece_copy(d, r->args[i], n);
             d += piece_bytes(n);
         }
     }
-    if (!dup)
-        memcpy(d, r->key0, RESP_ARG_PREFIX);
+    if (!dup) {
+        piece_copy(d, r->key0, r->key0_len);
+        d += piece_bytes(r->key0_len);
+    }
+    uint32_t len = (uint32_t)(d - d0);
     f->tail = at + len;
     slot_facts(s, e);
     s->key0_dup = (uint8_t)dup;
@@ -345,11 +365,11 @@ static inline resp_command *slot_unpack(rc_conn *c, const rq_slot *s)
     for (uint32_t i = 0; i < r->nargs; i++) {
         uint32_t n = r->arg_len[i];
         if (n != 0) {
-            memcpy(r->args[i], p, RESP_ARG_PREFIX);
+            piece_copy(r->args[i], p, n);
             p += piece_bytes(n);
         }
     }
-    memcpy(r->key0, s->key0_dup ? (const uint8_t *)r->args[0] : p, RESP_ARG_PREFIX);
+    piece_copy(r->key0, s->key0_dup ? (const uint8_t *)r->args[0] : p, r->key0_len);
     return cmd;
 }
 

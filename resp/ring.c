@@ -162,6 +162,29 @@ void pages_free(resp_pipeline *rp, rq_pages *f)
     f->cap = 0;
 }
 
+/* ---------------------------------------------------------------- packed slots */
+
+/* Where the text of r (its name name_len bytes, key0 stored unless dup)
+ * goes when the tail's page may not have room for the most it could take
+ * (slot_pack): measured, at the tail if it fits there with its slack,
+ * else at the next page; pages taken as needed. Returns -1 if memory ran
+ * out. */
+int text_place(rc_conn *c, const resp_request *r, uint32_t name_len, int dup, uint32_t *at)
+{
+    rq_pages *f = &c->text;
+    uint32_t nargs = r->nargs < RESP_ARG_KEEP ? r->nargs : RESP_ARG_KEEP;
+    uint32_t len = name_bytes(name_len) + (dup ? 0 : piece_bytes(r->key0_len));
+    for (uint32_t i = 0; i < nargs; i++)
+        len += piece_bytes(r->arg_len[i]);
+    uint32_t pos = f->tail;
+    if ((pos & (RQ_PAGE - 1)) + len + RQ_TEXT_SLACK > RQ_PAGE)
+        pos = (pos + RQ_PAGE - 1) & ~(RQ_PAGE - 1);
+    if (f->end - pos < len && pages_need_slow(c->rp, f, pos + len - f->tail) != 0)
+        return -1;
+    *at = pos;
+    return 0;
+}
+
 /* ---------------------------------------------------------------- whole entries */
 
 /* The pipeline's whole entries (resp_new): one array, whose pages are
