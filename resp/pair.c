@@ -233,22 +233,39 @@ static PAIR_RARE void stage_drop(rc_conn *c, rq_entry *e)
     emit_without_reply(c, &e->cmd, RESP_UNANSWERED);
 }
 
-/* Queue the request just decoded (e, c->cur): its slot, or NULL when it
- * could not be queued (no memory for a page). A whole entry goes to the
- * slot as it is (the next request is decoded elsewhere), the stage is
- * packed. */
-static inline rq_slot *request_queue(rc_conn *c, rq_entry *e)
+/* Queue whole entry e (c->cur) in a slot: the slot takes it as it is (the
+ * next request is decoded elsewhere). NULL when no memory for a page. */
+static inline rq_slot *request_queue_whole(rc_conn *c, rq_entry *e)
 {
     rq_pages *f = &c->ring;
     if (pages_need(c->rp, f, sizeof(rq_slot)) != 0)
         return NULL;
     rq_slot *s = (rq_slot *)(void *)pages_at(f, f->tail);
-    if (e->whole != 0) {
-        slot_of_whole(c, s, e);
-        c->cur = &c->stage;
-    } else if (slot_pack(c, s, e) != 0) {
+    slot_of_whole(c, s, e);
+    c->cur = &c->stage;
+    f->tail += sizeof(rq_slot);
+    c->count++;
+    return s;
+}
+
+/* Queue the request just decoded (e, c->cur): its slot, or NULL when it
+ * could not be queued (no memory for a page). A whole entry goes to the
+ * slot as it is, the stage is packed. */
+static inline rq_slot *request_queue(rc_conn *c, rq_entry *e)
+{
+    if (e->whole != 0)
+        return request_queue_whole(c, e);
+    rq_pages *f = &c->ring;
+    if (pages_need(c->rp, f, sizeof(rq_slot)) != 0)
         return NULL;
-    }
+    const resp_request *r = &e->cmd.req;
+    uint32_t nargs = r->nargs < RESP_ARG_KEEP ? r->nargs : RESP_ARG_KEEP;
+    int dup = key0_is_arg0(c, r);
+    uint32_t at = c->text.tail;
+    if (!text_fits_at_tail(&c->text, nargs) && text_place(c, r, e->name_len, dup, &at) != 0)
+        return NULL;
+    rq_slot *s = (rq_slot *)(void *)pages_at(f, f->tail);
+    slot_pack(c, s, e, dup, at);
     f->tail += sizeof(rq_slot);
     c->count++;
     return s;
@@ -679,6 +696,47 @@ static PAIR_APART void request_done_general(rc_conn *c, rq_entry *e, uint8_t kin
     flush_no_reply(c);
 }
 
+/* The end of request_done: e was queued in slot s, or could not be (s
+ * NULL). */
+static inline void request_done_end(rc_conn *c, rq_entry *e, const rq_slot *s)
+{
+    if (s == NULL) {
+        stage_drop(c, e);
+        return;
+    }
+    c->orphans = 0;
+    c->part->inflight++;
+    flush_no_reply(c);
+}
+
+/* request_done_packed when pages may have to be taken. */
+static PAIR_APART void request_done_packed_slow(rc_conn *c, rq_entry *e)
+{
+    request_done_end(c, e, request_queue(c, e));
+}
+
+/* The end of request_done for a request in the stage: packed and queued.
+ * Out of line (a tail call), so that request_done's path for a whole
+ * entry saves no registers for packing. Its common case, a slot and the
+ * most its text may take in pages held, calls nothing but in tail
+ * position, so that it saves none either. */
+static PAIR_APART void request_done_packed(rc_conn *c, rq_entry *e)
+{
+    const resp_request *r = &e->cmd.req;
+    rq_pages *f = &c->ring;
+    uint32_t nargs = r->nargs < RESP_ARG_KEEP ? r->nargs : RESP_ARG_KEEP;
+    if (f->end - f->tail < sizeof(rq_slot) || !text_fits_at_tail(&c->text, nargs)) {
+        request_done_packed_slow(c, e);
+        return;
+    }
+    slot_pack(c, (rq_slot *)(void *)pages_at(f, f->tail), e, key0_is_arg0(c, r), c->text.tail);
+    f->tail += sizeof(rq_slot);
+    c->count++;
+    c->orphans = 0;
+    c->part->inflight++;
+    flush_no_reply(c);
+}
+
 /* A request is complete (rq_out.done): queue it. The common case, a
  * request of no special kind that keeps no reply, on a connection in no
  * mode and under the cap, is settled here (what request_done_general does
@@ -712,13 +770,11 @@ static void request_done(void *owner, uint8_t name_len)
     e->req_end = c->rq.msg_off + e->cmd.req.bytes + c->rq_lost_bytes;
     e->cmd.req.end_pos = e->req_end;
     rq_sizes_learn(c, e->cmd.req.bytes);
-    if (request_queue(c, e) == NULL) {
-        stage_drop(c, e);
+    if (e->whole == 0) {
+        request_done_packed(c, e);
         return;
     }
-    c->orphans = 0;
-    c->part->inflight++;
-    flush_no_reply(c);
+    request_done_end(c, e, request_queue_whole(c, e));
 }
 
 /* ---------------------------------------------------------------- replies */

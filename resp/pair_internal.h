@@ -249,8 +249,8 @@ static inline void slot_facts(rq_slot *s, const rq_entry *e)
  * RQ_TEXT_SLACK bytes after the text, which its page keeps free. Bytes
  * past a kept length are thus an earlier piece's or command's (never a
  * credential: those are not kept). Packing and unpacking are inline:
- * request_done and reply_done run them for every request past the whole
- * entries. */
+ * pair.c runs them (request_done_packed, reply_done) for every request
+ * past the whole entries. */
 #define RQ_TEXT_SLACK RESP_ARG_PREFIX
 _Static_assert(RQ_TEXT_MAX + RQ_TEXT_SLACK <= RQ_PAGE && RESP_NAME_MAX == 32 &&
                    RESP_ARG_PREFIX == 64,
@@ -305,22 +305,24 @@ static inline uint32_t text_most(uint32_t nargs)
     return RESP_NAME_MAX + (nargs + 1) * RESP_ARG_PREFIX + RQ_TEXT_SLACK;
 }
 
-/* Pack the request just decoded (e, with its pairing facts) into slot s,
- * its text at the text FIFO's tail, or at the next page when it and its
- * slack would straddle one. When the tail's page (held) has room for the
- * most the text may take, it goes there and is measured as it is copied;
- * else text_place measures it first. An argument kept empty (a SET's
- * value) takes no piece and is not copied. Returns -1 if memory ran out. */
-static inline int slot_pack(rc_conn *c, rq_slot *s, const rq_entry *e)
+/* Can the text of a request of nargs kept arguments go at the tail of f
+ * without being measured first: the tail's page is held and has room for
+ * the most it may take? Otherwise text_place measures and places it. */
+static inline int text_fits_at_tail(const rq_pages *f, uint32_t nargs)
+{
+    return (f->tail & (RQ_PAGE - 1)) + text_most(nargs) <= RQ_PAGE && f->end != f->tail;
+}
+
+/* Pack the request just decoded (e, with its pairing facts; dup:
+ * key0_is_arg0) into slot s, its text at position at of the text FIFO
+ * (the tail when it fits there, else text_place's), measured as it is
+ * copied. An argument kept empty (a SET's value) takes no piece and is
+ * not copied. */
+static inline void slot_pack(rc_conn *c, rq_slot *s, const rq_entry *e, int dup, uint32_t at)
 {
     const resp_request *r = &e->cmd.req;
     rq_pages *f = &c->text;
     uint32_t nargs = r->nargs < RESP_ARG_KEEP ? r->nargs : RESP_ARG_KEEP;
-    int dup = key0_is_arg0(c, r);
-    uint32_t at = f->tail;
-    if (((at & (RQ_PAGE - 1)) + text_most(nargs) > RQ_PAGE || f->end == at) &&
-        text_place(c, r, e->name_len, dup, &at) != 0)
-        return -1;
     uint8_t *d0 = pages_at(f, at), *d = d0;
     memcpy(d, r->name, RESP_NAME_MAX);
     d += name_bytes(e->name_len);
@@ -342,7 +344,6 @@ static inline int slot_pack(rc_conn *c, rq_slot *s, const rq_entry *e)
     s->whole = 0;
     s->text_pos = at;
     s->text_len = (uint16_t)len;
-    return 0;
 }
 
 /* The command of packed slot s, unpacked into the pipeline's out buffer
