@@ -718,18 +718,25 @@ static PAIR_APART void request_done_packed_slow(rc_conn *c, rq_entry *e)
 /* The end of request_done for a request in the stage: packed and queued.
  * Out of line (a tail call), so that request_done's path for a whole
  * entry saves no registers for packing. Its common case, a slot and the
- * most its text may take in pages held, calls nothing but in tail
- * position, so that it saves none either. */
+ * text in pages held (the most the text may take, or else its measured
+ * length, fits at the tail), calls nothing but in tail position, so that
+ * it saves few registers too; taking pages is request_done_packed_slow's. */
 static PAIR_APART void request_done_packed(rc_conn *c, rq_entry *e)
 {
     const resp_request *r = &e->cmd.req;
     rq_pages *f = &c->ring;
     uint32_t nargs = r->nargs < RESP_ARG_KEEP ? r->nargs : RESP_ARG_KEEP;
-    if (f->end - f->tail < sizeof(rq_slot) || !text_fits_at_tail(&c->text, nargs)) {
+    if (f->end - f->tail < sizeof(rq_slot)) {
         request_done_packed_slow(c, e);
         return;
     }
-    slot_pack(c, (rq_slot *)(void *)pages_at(f, f->tail), e, key0_is_arg0(c, r), c->text.tail);
+    int dup = key0_is_arg0(c, r);
+    if (!text_fits_at_tail(&c->text, nargs) &&
+        !text_len_fits_at_tail(&c->text, text_len(r, e->name_len, dup))) {
+        request_done_packed_slow(c, e);
+        return;
+    }
+    slot_pack(c, (rq_slot *)(void *)pages_at(f, f->tail), e, dup, c->text.tail);
     f->tail += sizeof(rq_slot);
     c->count++;
     c->orphans = 0;

@@ -307,10 +307,28 @@ static inline uint32_t text_most(uint32_t nargs)
 
 /* Can the text of a request of nargs kept arguments go at the tail of f
  * without being measured first: the tail's page is held and has room for
- * the most it may take? Otherwise text_place measures and places it. */
+ * the most it may take? */
 static inline int text_fits_at_tail(const rq_pages *f, uint32_t nargs)
 {
     return (f->tail & (RQ_PAGE - 1)) + text_most(nargs) <= RQ_PAGE && f->end != f->tail;
+}
+
+/* The bytes the text of r takes (its name name_len bytes, key0 stored
+ * unless dup): what slot_pack's copies advance by. */
+static inline uint32_t text_len(const resp_request *r, uint32_t name_len, int dup)
+{
+    uint32_t nargs = r->nargs < RESP_ARG_KEEP ? r->nargs : RESP_ARG_KEEP;
+    uint32_t len = name_bytes(name_len) + (dup ? 0 : piece_bytes(r->key0_len));
+    for (uint32_t i = 0; i < nargs; i++)
+        len += piece_bytes(r->arg_len[i]);
+    return len;
+}
+
+/* Does a text of len bytes go at the tail of f: it fits there with its
+ * slack, in a page held? Otherwise text_place places it. */
+static inline int text_len_fits_at_tail(const rq_pages *f, uint32_t len)
+{
+    return (f->tail & (RQ_PAGE - 1)) + len + RQ_TEXT_SLACK <= RQ_PAGE && f->end != f->tail;
 }
 
 /* Pack the request just decoded (e, with its pairing facts; dup:

@@ -172,10 +172,7 @@ void pages_free(resp_pipeline *rp, rq_pages *f)
 int text_place(rc_conn *c, const resp_request *r, uint32_t name_len, int dup, uint32_t *at)
 {
     rq_pages *f = &c->text;
-    uint32_t nargs = r->nargs < RESP_ARG_KEEP ? r->nargs : RESP_ARG_KEEP;
-    uint32_t len = name_bytes(name_len) + (dup ? 0 : piece_bytes(r->key0_len));
-    for (uint32_t i = 0; i < nargs; i++)
-        len += piece_bytes(r->arg_len[i]);
+    uint32_t len = text_len(r, name_len, dup);
     uint32_t pos = f->tail;
     if ((pos & (RQ_PAGE - 1)) + len + RQ_TEXT_SLACK > RQ_PAGE)
         pos = (pos + RQ_PAGE - 1) & ~(RQ_PAGE - 1);
