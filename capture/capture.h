@@ -316,6 +316,10 @@ typedef struct cap_stats {
                                       that they could be delivered */
     uint64_t out_of_window;        /* segments far outside the expected window */
     uint64_t gaps;                 /* gap events */
+    uint64_t start_gaps;           /* of which before the first byte of a stream
+                                      picked up mid-stream: bytes its receiver
+                                      had acknowledged before any was seen (lost,
+                                      or in flight when the capture began) */
     uint64_t gap_bytes;            /* bytes those gaps stand for */
     uint64_t kernel_drops;         /* live: packets the kernel dropped (pcap_stats) */
     uint64_t if_drops;             /* live: packets the interface dropped */

@@ -116,6 +116,9 @@ void cap_pool_release(cap_pool *pool, cap_held *h);
 /* Farthest a segment or an ACK may lie ahead of the expected sequence number:
  * the largest TCP window (RFC 7323: 2^30). Beyond it is out of window. */
 #define CAP_WINDOW_MAX (1u << 30)
+/* The most a stream picked up mid-stream may start before its first segment,
+ * at the peer's first ACK (tracker.c): a receive window's worth. */
+#define CAP_START_HOLE_MAX (16u << 20)
 
 /* Reassembly state of one direction (one sender). */
 typedef struct cap_stream {
@@ -137,6 +140,11 @@ typedef struct cap_stream {
     uint8_t ack_valid;       /* ack_sent is valid */
     uint32_t ack_sent;       /* highest ACK this side sent (in its peer's
                                 sequence space): what it had received */
+    uint8_t pre_ack_valid;   /* pre_ack holds the peer's first ACK, seen
+                                before this stream started (mid-stream) */
+    uint8_t from_ack;        /* started at pre_ack, before its first segment:
+                                the bytes between were never seen (tracker.c) */
+    uint32_t pre_ack;
     uint8_t unseen_acked;    /* the peer acknowledged bytes beyond next, and
                                 nothing after them was seen, since
                                 unseen_since_us (while next was unseen_next) */

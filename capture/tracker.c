@@ -295,6 +295,8 @@ void cap_emit_gap(cap_tracker *t, cap_flow *f, int side, int64_t ts_us, uint64_t
     cap_dir dir;
     ensure_open(t, f, ts_us);
     dir = cap_dir_of(f, side);
+    if (f->st[side].from_ack && f->pub.bytes[dir] == 0 && f->pub.gaps[dir] == 0)
+        t->stats.start_gaps++; /* the hole start_streams made */
     f->pub.gaps[dir]++;
     f->pub.gap_bytes[dir] += len;
     t->stats.gaps++;
@@ -475,7 +477,16 @@ static uint32_t start_streams(cap_tracker *t, cap_flow *f, int side, const cap_p
     cap_stream *st = &f->st[side];
     cap_stream *peer = &f->st[1 - side];
     if (!(p->flags & TCP_SYN)) {
-        if (!st->started) {
+        if (!st->started && st->pre_ack_valid && SEQ_LT(st->pre_ack, p->seq) &&
+            p->seq - st->pre_ack <= CAP_START_HOLE_MAX) {
+            /* The peer had acknowledged less than this segment's start when
+             * it first showed up: the bytes between were sent and never
+             * seen (lost, or in flight when the capture began). The stream
+             * starts at that ACK, so that they are a hole, given up as a
+             * GAP like any other, instead of the stream seeming whole. */
+            cap_reasm_start(st, st->pre_ack);
+            st->from_ack = 1;
+        } else if (!st->started) {
             cap_reasm_start(st, p->seq);
             st->probe_start = p->payload_len + p->payload_missing == 0;
         }
@@ -548,6 +559,12 @@ static void flow_segment(cap_tracker *t, cap_flow *f, int side, const cap_pkt *p
     if ((p->flags & TCP_ACK) && (!st->ack_valid || SEQ_GT(p->ack, st->ack_sent))) {
         st->ack_sent = p->ack; /* carried by this side's DATA (cap_event.ack_ahead) */
         st->ack_valid = 1;
+    }
+    cap_stream *peer = &f->st[1 - side];
+    if ((p->flags & TCP_ACK) && !(p->flags & (TCP_SYN | TCP_RST)) && !peer->started &&
+        !peer->pre_ack_valid) {
+        peer->pre_ack = p->ack; /* where the peer's stream will start (start_streams) */
+        peer->pre_ack_valid = 1;
     }
     /* An ACK matters only beyond what the peer's stream delivered. */
     if ((p->flags & TCP_ACK) && SEQ_GT(p->ack, f->st[1 - side].next)) {

@@ -961,6 +961,8 @@ static void section_blind(FILE *out, sqlite3 *db)
     } rows[] = {
         {"gaps", "gaps in TCP streams (bytes never captured)"},
         {"gap_bytes", "bytes lost in those gaps"},
+        {"start_gaps", "of those gaps, before a mid-stream stream's first byte (lost, or in "
+                       "flight when the capture began)"},
         {"truncated", "packets cut by the snap length"},
         {"ooo_dropped", "out-of-order segments given up"},
         {"kernel_drops", "packets dropped by the kernel"},

@@ -781,6 +781,11 @@ static void print_loss(const report *r, FILE *out)
             " out-of-order segments given up\n",
             report_counter(r, "gaps"), fmt_bytes(b, sizeof b, report_counter(r, "gap_bytes")),
             report_counter(r, "truncated"), report_counter(r, "ooo_dropped"));
+    if (report_counter(r, "start_gaps") > 0)
+        fprintf(out, "               %" PRIu64 " of the gaps before the first byte of a stream "
+                     "picked up mid-stream (acknowledged by its receiver, never seen: lost, or "
+                     "in flight when the capture began)\n",
+                report_counter(r, "start_gaps"));
     uint64_t file_drops = report_counter(r, "kernel_drops"); /* pcapng statistics' */
     size_t recorded = 0;
     for (size_t i = 0; i < r->n_inputs; i++)

@@ -235,11 +235,12 @@ const resp_stats *resp_get_stats(const resp_pipeline *rp)
 }
 
 /* Reply bytes arrive: the request stream position their sender had
- * acknowledged (rc_conn.ev_ack), from the event's ACK. */
+ * acknowledged (rc_conn.ev_ack), from the event's ACK. An ACK before the
+ * request stream's start acknowledged none of its requests: 0. */
 static inline void reply_ack_at(rc_conn *c, const cap_event *ev)
 {
     int64_t pos = (int64_t)(c->rq.off + c->rq_lost_bytes) + ev->ack_ahead;
-    c->ev_ack = ev->has_ack && !c->ack_broken && pos >= 0 ? (uint64_t)pos : UINT64_MAX;
+    c->ev_ack = ev->has_ack && !c->ack_broken ? (pos >= 0 ? (uint64_t)pos : 0) : UINT64_MAX;
 }
 
 void resp_set_servers(resp_pipeline *rp, cap_servers *servers)

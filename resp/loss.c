@@ -363,8 +363,30 @@ static int reply_gap_more(rc_conn *c, uint64_t len)
 
 static void reply_gap(rc_conn *c, uint64_t len);
 
+/* A gap before the first reply byte of a connection picked up mid-stream
+ * (capture/ starts the stream at the client's first ACK: the server had
+ * sent bytes the capture never showed, lost or in flight when it began).
+ * Whatever is queued may be answered in them: given up, and the pairing
+ * waits for solid ground as at any mid-stream start. Nothing was paired
+ * yet to lose: not counted out of sync. 1 when it was such a gap. */
+static int reply_gap_at_start(rc_conn *c, uint64_t len)
+{
+    if (c->cc->saw_syn || c->rpd.off != 0 || c->rp_lost_bytes != 0 || c->st.replies != 0)
+        return 0;
+    c->rp_lost_bytes += len;
+    rp_lost(&c->rpd, 1);
+    c->rp_gap_pending = 0;
+    c->synced = 0;
+    c->reply_since_loss = 0;
+    c->rpd.keeping = 0;
+    pair_flush_all(c);
+    return 1;
+}
+
 void pair_reply_gap(rc_conn *c, uint64_t len)
 {
+    if (reply_gap_at_start(c, len))
+        return;
     int follows = c->rp_gap_last;
     c->rp_gap_last = 1;
     if (follows && reply_gap_more(c, len)) {
@@ -473,7 +495,20 @@ static int rq_gap_count(const rc_conn *c, uint64_t len, uint32_t min_m, uint32_t
 
 void pair_request_gap(rc_conn *c, uint64_t len)
 {
+    /* before the first request byte of a connection picked up mid-stream
+     * (as reply_gap_at_start): requests the capture never showed, lost or
+     * sent before it began; the first one decoded says so, nothing queued
+     * is owed less, and nothing paired was lost: not out of sync */
+    int at_start = !c->cc->saw_syn && c->rq.off == 0 && c->rq_lost_bytes == 0 &&
+                   c->st.requests == 0 && len > 0;
     c->rq_lost_bytes += len;
+    if (at_start) {
+        rq_lost(&c->rq, 1);
+        c->rq_loss_pending = 1;
+        c->synced = 0;
+        c->reply_since_loss = 0;
+        return;
+    }
     if (len == 0)
         c->ack_broken = 1;
     if (c->rq_gap_pending) { /* two gaps without a byte between them */

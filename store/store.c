@@ -980,6 +980,7 @@ static void each_cap_counter(const cap_stats *c, store_counter_fn fn, void *ctx)
     fn(ctx, "out_of_window", c->out_of_window);
     fn(ctx, "gaps", c->gaps);
     fn(ctx, "gap_bytes", c->gap_bytes);
+    fn(ctx, "start_gaps", c->start_gaps);
     fn(ctx, "kernel_drops", c->kernel_drops);
     fn(ctx, "if_drops", c->if_drops);
     fn(ctx, "late_packets", c->late_packets);

@@ -463,6 +463,44 @@ static void test_mid_stream(void **state)
     assert_int_equal(ec->at_close.packets[CAP_TO_CLIENT], 2);
 }
 
+/* Picked up mid-stream, the client speaks first: its ACK (5000) says where
+ * the server's stream stands. Its second request acknowledges 7 more bytes
+ * (a reply the capture lost), and the server's first captured segment
+ * starts there (5007): the stream starts at the first ACK, and those 7 bytes
+ * are a GAP before the data (start_gaps), not a stream that seems whole. A
+ * server segment that starts at the client's first ACK leaves no hole. */
+static void test_mid_stream_start_hole(void **state)
+{
+    fx *f = *state;
+    for (int lost = 0; lost <= 1; lost++) {
+        pg_conv c;
+        if (lost == 1)
+            fx_restart(f);
+        conv_start(f, &c, NULL, 100, 5000);
+        c.next[0] = 1000;
+        c.next[1] = 5000;
+        pg_conv_send(&c, 0, "*1\r\n$4\r\nPING\r\n", 14); /* ACK 5000 */
+        if (lost)
+            c.next[1] = 5007; /* "+PONG\r\n" sent, not captured */
+        pg_conv_send(&c, 0, "*1\r\n$4\r\nPING\r\n", 14);
+        pg_conv_send(&c, 1, "+PONG\r\n", 7);
+        assert_int_equal(pg_conv_send_at(&c, 0, c.next[0], PG_ACK, NULL, 0), 0);
+        cap_tracker_finish(f->t, c.ts_us);
+        const cap_stats *st = cap_tracker_stats(f->t);
+        if (lost) {
+            assert_string_equal(evlog_stream(&f->log, 1, CAP_TO_CLIENT), "<gap 7>+PONG\r\n");
+            assert_int_equal(st->gaps, 1);
+            assert_int_equal(st->gap_bytes, 7);
+            assert_int_equal(st->start_gaps, 1);
+        } else {
+            assert_string_equal(evlog_stream(&f->log, 1, CAP_TO_CLIENT), "+PONG\r\n");
+            assert_int_equal(st->gaps, 0);
+            assert_int_equal(st->start_gaps, 0);
+        }
+        assert_int_equal(st->mid_stream, 1);
+    }
+}
+
 /* The shape hook: a RESP array is a request. */
 static int shape_resp(const uint8_t *data, size_t len)
 {
@@ -1504,6 +1542,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_lost_before_fin, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hole_at_end, setup, teardown),
         cmocka_unit_test_setup_teardown(test_mid_stream, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_mid_stream_start_hole, setup, teardown),
         cmocka_unit_test_setup_teardown(test_keepalive_mid_stream, setup, teardown),
         cmocka_unit_test_setup_teardown(test_keepalive_mid_stream_data, setup, teardown),
         cmocka_unit_test_setup_teardown(test_keepalive_and_window_probes, setup, teardown),
