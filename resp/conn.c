@@ -96,6 +96,7 @@ void resp_conn_stats_add(resp_conn_stats *t, const resp_conn_stats *s)
     t->skipped_bytes += s->skipped_bytes;
     t->protocol_errors += s->protocol_errors;
     t->gaps_bridged += s->gaps_bridged;
+    t->redirect_mismatch += s->redirect_mismatch;
     t->out_of_sync += s->out_of_sync;
     t->monitor += s->monitor;
     t->subscribed += s->subscribed;

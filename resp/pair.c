@@ -1031,6 +1031,21 @@ static PAIR_RARE void reply_not_for_head(rc_conn *c, rq_slot *h)
     keep_done(c);
 }
 
+/* Is the reply decoded a MOVED or ASK for another slot than h's keys
+ * (one slot, all of it seen)? A node redirects a command for the slot of
+ * its keys (Redis Cluster specification, "Moved redirection"): such a
+ * reply answers another request, and the pairing is off (a reply lost
+ * where nothing showed it). Out of line: only redirects come here. */
+static PAIR_RARE int redirect_elsewhere(rc_conn *c, const rq_slot *h)
+{
+    const resp_reply *r = c->rpd.rep;
+    if (r->redir.slot < 0 || r->redir.slot >= 16384)
+        return 0;
+    const resp_request *q = &slot_command(c, h)->req;
+    return q->nkeys > 0 && !q->multi_slot && !q->slot_unknown && q->slot >= 0 &&
+           q->slot != r->redir.slot;
+}
+
 /* reply_done for every case but the common one. */
 static PAIR_APART void reply_done_general(rc_conn *c, rq_slot *h, resp_type t)
 {
@@ -1096,6 +1111,14 @@ static PAIR_APART void reply_done_general(rc_conn *c, rq_slot *h, resp_type t)
         reply_not_for_head(c, h);
         return;
     }
+    if (t == RESP_T_ERROR && !h->uncertain && redirect_elsewhere(c, h)) {
+        /* not h's reply: where the stream stands is not known */
+        c->st.redirect_mismatch++;
+        c->st.unpaired_replies++;
+        keep_done(c);
+        pair_lost(c);
+        return;
+    }
     if (h->kind == RQK_LOST) { /* the reply of a request lost in a gap */
         c->st.unpaired_replies++;
             ring_pop(c);
@@ -1145,7 +1168,7 @@ static void reply_done(void *owner)
     rq_slot *h = reply_head(c);
     resp_type t = c->rpd.rep->type;
     if (h != NULL && h->kind < RQK_SUB && !h->uncertain && h->req_end <= c->rep_ack &&
-        t != RESP_T_PUSH) {
+        t != RESP_T_PUSH && t != RESP_T_ERROR) {
         c->st.replies++;
         emit_paired(c, h);
         ring_pop(c);

@@ -305,6 +305,9 @@ typedef struct resp_conn_stats {
     uint64_t gaps_bridged;      /* capture gaps that fell inside a bulk payload
                                    of known length and were skipped without
                                    losing the pairing */
+    uint64_t redirect_mismatch; /* MOVED/ASK replies for another slot than the
+                                   head request's key: not its reply, the
+                                   pairing was off (pair.c); not paired */
     uint32_t out_of_sync;       /* pairing was lost at least once (in totals:
                                    connections; hence not a uint8_t) */
     uint32_t monitor;           /* the connection entered MONITOR */

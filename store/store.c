@@ -1000,6 +1000,7 @@ static void each_resp_counter(const resp_stats *r, store_counter_fn fn, void *ct
     fn(ctx, "skipped_bytes", r->total.skipped_bytes);
     fn(ctx, "protocol_errors", r->total.protocol_errors);
     fn(ctx, "gaps_bridged", r->total.gaps_bridged);
+    fn(ctx, "redirect_mismatch", r->total.redirect_mismatch);
     fn(ctx, "replication_connections", r->total.replication);
     fn(ctx, "replication_midstream", r->total.replication_midstream);
     fn(ctx, "replication_reversed", r->total.replication_reversed);

@@ -43,6 +43,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "resp/resp.h"
 #include "tests/helpers/child.h"
 #include "tests/helpers/dbq.h"
 #include "tests/helpers/pktgen.h"
@@ -616,9 +617,13 @@ static void write_long_capture(const char *path, unsigned n)
     assert_int_equal(pg_conv_handshake(&c), 0);
     for (unsigned k = 0; k < n; k++) {
         char req[64];
-        const char *rep = k % 10 ? "+OK\r\n" : "-MOVED 1 10.0.0.3:7001\r\n";
-        int len = snprintf(req, sizeof req, "*3\r\n$3\r\nSET\r\n$6\r\nk%05u\r\n$1\r\nv\r\n",
-                           k % 100000);
+        char key[8], moved[64];
+        snprintf(key, sizeof key, "k%05u", k % 100000);
+        /* the MOVED names the key's slot, as a node's does */
+        snprintf(moved, sizeof moved, "-MOVED %u 10.0.0.3:7001\r\n",
+                 (unsigned)resp_key_slot((const uint8_t *)key, 6));
+        const char *rep = k % 10 ? "+OK\r\n" : moved;
+        int len = snprintf(req, sizeof req, "*3\r\n$3\r\nSET\r\n$6\r\n%s\r\n$1\r\nv\r\n", key);
         assert_int_equal(pg_conv_send(&c, 0, req, (size_t)len), 0);
         assert_int_equal(pg_conv_send(&c, 1, rep, strlen(rep)), 0);
     }

@@ -87,9 +87,11 @@ static unsigned write_captures(void)
         if (k == 0)
             assert_int_equal(pg_conv_handshake(&c), 0);
         for (int j = 0; j < 2; j++) {
-            int n = snprintf(req, sizeof req, "*3\r\n$3\r\nSET\r\n$5\r\nk%04u\r\n$1\r\nv\r\n", k);
+            /* keys of hash tag {a}, slot 15495: the slot their MOVED names */
+            int n = snprintf(req, sizeof req, "*3\r\n$3\r\nSET\r\n$7\r\n{a}%04u\r\n$1\r\nv\r\n",
+                             k);
             assert_int_equal(pg_conv_send(&c, 0, req, (size_t)n), 0);
-            const char *rep = j ? "+OK\r\n" : "-MOVED 1 10.0.0.3:7001\r\n";
+            const char *rep = j ? "+OK\r\n" : "-MOVED 15495 10.0.0.3:7001\r\n";
             assert_int_equal(pg_conv_send(&c, 1, rep, strlen(rep)), 0);
         }
         if (k == N_FILES - 1)

@@ -655,6 +655,49 @@ static void test_reply_lost_before_first(void **state)
     h_free(&h);
 }
 
+/* A redirect names the slot of the command's key. A MOVED for another
+ * slot answers another request (here: GET a's reply was lost where nothing
+ * showed it, and the MOVED is for GET b): not paired, the pairing given up
+ * and counted (redirect_mismatch); a MOVED for the key's own slot pairs. */
+static void test_redirect_other_slot(void **state)
+{
+    (void)state;
+    h_ctx h;
+    const char *ga = "*2\r\n$3\r\nGET\r\n$1\r\na\r\n";
+    const char *gb = "*2\r\n$3\r\nGET\r\n$1\r\nb\r\n";
+    char moved_b[64], moved_a[64];
+    snprintf(moved_b, sizeof moved_b, "-MOVED %u 127.0.0.1:7001\r\n",
+             (unsigned)resp_key_slot((const uint8_t *)"b", 1));
+    snprintf(moved_a, sizeof moved_a, "-MOVED %u 127.0.0.1:7001\r\n",
+             (unsigned)resp_key_slot((const uint8_t *)"a", 1));
+    h_init(&h, 1, NULL);
+    h_open(&h);
+    send_str(&h, CAP_TO_SERVER, ga);
+    send_str(&h, CAP_TO_SERVER, gb);
+    tick(&h);
+    h_str(&h, CAP_TO_CLIENT, moved_b); /* GET b's: GET a's was lost */
+    tick(&h);
+    send_str(&h, CAP_TO_SERVER, ga);
+    tick(&h);
+    h_str(&h, CAP_TO_CLIENT, "$1\r\n1\r\n"); /* on solid ground later */
+    tick(&h);
+    send_str(&h, CAP_TO_SERVER, ga);
+    tick(&h);
+    h_str(&h, CAP_TO_CLIENT, moved_a);
+    h_close(&h);
+    assert_int_equal(h.closed.redirect_mismatch, 1);
+    assert_int_equal(h.closed.out_of_sync, 1);
+    assert_true(h.ncmds >= 3);
+    assert_int_equal(h.cmds[0].outcome, RESP_UNANSWERED); /* GET a: not given b's MOVED */
+    assert_int_equal(h.cmds[1].outcome, RESP_UNANSWERED);
+    for (size_t i = 0; i < h.ncmds; i++)
+        if (h.cmds[i].outcome == RESP_OK && h.cmds[i].reply.err == RESP_ERR_MOVED)
+            assert_int_equal(h.cmds[i].reply.redir.slot, h.cmds[i].req.slot);
+    assert_int_equal(h.cmds[h.ncmds - 1].outcome, RESP_OK); /* the MOVED of a's slot */
+    assert_int_equal(h.cmds[h.ncmds - 1].reply.err, RESP_ERR_MOVED);
+    h_free(&h);
+}
+
 /* ---------------------------------------------------------------- fixture
  *
  * tests/fixtures/loss/bench-5pct.pcap is tests/fixtures/resp/bench.pcap
@@ -805,6 +848,7 @@ int main(void)
         cmocka_unit_test(test_pipelined_loss_not_one_off),
         cmocka_unit_test(test_clean_start_contradicted),
         cmocka_unit_test(test_reply_lost_before_first),
+        cmocka_unit_test(test_redirect_other_slot),
         cmocka_unit_test(test_lossy_fixture),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
