@@ -19,7 +19,11 @@ library's address (events.json's libraries_started):
     request, slotscope's ts_us: the same packet); it is paired WRONGLY when
     truth has another reply for it (another reply type or error class, or
     a reply completed at another time). Commands slotscope left unpaired or
-    that truth does not have are counted apart.
+    that truth does not have are counted apart. paired_IMPOSSIBLE counts
+    slotscope's pairings whose reply type the command cannot get (a plain
+    SET answered by a bulk, a GET by +OK): wrong whatever truth says, as
+    truth.py pairs without ACKs and a reply lost where nothing shows it
+    shifts both readers alike.
 """
 import collections, importlib.util, json, os, sqlite3, sys
 
@@ -40,6 +44,21 @@ def reply_class(r):
         v = r[1] if isinstance(r[1], bytes) else b""
         return (t, v.split(b" ")[0].decode(errors="replace") if v else "")
     return (t, "")
+
+
+# Reply types a command can get from a node (RESP2 and RESP3): a pairing
+# outside them is wrong whoever else agrees with it (truth.py pairs without
+# ACKs, so a reply lost where nothing shows it shifts both readers alike).
+PLAUSIBLE = {"SET": "+-!", "MSET": "+-!", "ASKING": "+-!", "READONLY": "+-!",
+             "PING": "+-!$", "GET": "$-!_n", "MGET": "*-!"}  # n: a RESP2 null
+
+
+def plausible(name, argc, rtype):
+    name = (name or "").upper()
+    if name == "SET" and (argc or 0) > 3:
+        return True   # SET ... GET answers the old value, NX/XX may answer a null
+    allowed = PLAUSIBLE.get(name)
+    return allowed is None or (rtype or "?") in allowed
 
 
 def main():
@@ -110,9 +129,11 @@ def main():
         used = set()
         stats = collections.Counter()
         wrong = []
-        for cid, ts, rts, name, key, outcome, rtype, err in q(
-                "SELECT conn, ts_us, reply_us, name, key, outcome, reply_type, error FROM commands "
-                "WHERE client=? ORDER BY conn, seq", client):
+        for cid, ts, rts, name, key, outcome, rtype, err, argc in q(
+                "SELECT conn, ts_us, reply_us, name, key, outcome, reply_type, error, argc "
+                "FROM commands WHERE client=? ORDER BY conn, seq", client):
+            if outcome == "ok" and not plausible(name, argc, rtype):
+                stats["paired_IMPOSSIBLE"] += 1   # whatever truth says: see plausible
             src, dst = conn_of.get(cid, ("", ""))
             cport, node = int(src.rsplit(":", 1)[1]), int(dst.rsplit(":", 1)[1])
             at = by_conn.get((cport, node), {})
