@@ -736,12 +736,11 @@ static PAIR_APART void request_done_packed(rc_conn *c, rq_entry *e)
         request_done_packed_slow(c, e);
         return;
     }
-    slot_pack(c, (rq_slot *)(void *)pages_at(f, f->tail), e, dup, c->text.tail);
+    rq_slot *s = (rq_slot *)(void *)pages_at(f, f->tail);
+    slot_pack(c, s, e, dup, c->text.tail);
     f->tail += sizeof(rq_slot);
     c->count++;
-    c->orphans = 0;
-    c->part->inflight++;
-    flush_no_reply(c);
+    request_done_end(c, e, s);
 }
 
 /* A request is complete (rq_out.done): queue it. The common case, a
@@ -1039,7 +1038,7 @@ static PAIR_RARE void reply_not_for_head(rc_conn *c, rq_slot *h)
 static PAIR_RARE int redirect_elsewhere(rc_conn *c, const rq_slot *h)
 {
     const resp_reply *r = c->rpd.rep;
-    if (r->redir.slot < 0 || r->redir.slot >= 16384)
+    if (r->redir.slot < 0) /* not a redirect (error.c: 0..16383, else -1) */
         return 0;
     const resp_request *q = &slot_command(c, h)->req;
     return q->nkeys > 0 && !q->multi_slot && !q->slot_unknown && q->slot >= 0 &&
