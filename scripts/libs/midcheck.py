@@ -19,11 +19,12 @@ library's address (events.json's libraries_started):
     request, slotscope's ts_us: the same packet); it is paired WRONGLY when
     truth has another reply for it (another reply type or error class, or
     a reply completed at another time). Commands slotscope left unpaired or
-    that truth does not have are counted apart. paired_IMPOSSIBLE counts
-    slotscope's pairings whose reply type the command cannot get (a plain
-    SET answered by a bulk, a GET by +OK): wrong whatever truth says, as
-    truth.py pairs without ACKs and a reply lost where nothing shows it
-    shifts both readers alike.
+    that truth does not have are counted apart; truth_unknown counts those
+    whose reply truth cannot tell (server bytes lost where the ACKs do not
+    show which requests they answered), whatever slotscope did with them.
+    paired_IMPOSSIBLE counts slotscope's pairings whose reply type the
+    command cannot get (a plain SET answered by a bulk, a GET by +OK):
+    wrong whatever truth says.
 """
 import collections, importlib.util, json, os, sqlite3, sys
 
@@ -145,6 +146,8 @@ def main():
                 continue
             t = cand[0]
             used.add(id(t))
+            if t.get("unknown"):
+                stats["truth_unknown"] += 1   # truth cannot tell its reply: lost bytes
             if outcome != "ok":
                 stats["slotscope_" + outcome] += 1
                 if t["reply"] is not None:
@@ -152,7 +155,8 @@ def main():
                 continue
             tc = reply_class(t["reply"])
             if tc is None:
-                stats["truth_has_no_reply"] += 1
+                if not t.get("unknown"):
+                    stats["truth_has_no_reply"] += 1
                 continue
             same_t = abs(int(round(t["t_reply"] * 1e6)) - rts) <= 1
             same_c = tc[0] == (rtype or "?") and (tc[0] not in "-!" or tc[1] == err)

@@ -53,6 +53,21 @@ For a client with connections picked up mid-stream (no SYN seen) also
 no reply) and `orphan_replies ADDR N` (replies, not pushes, that came when no
 request of theirs waited; a mid-stream connection's replies before its first
 request are skipped, not counted).
+
+Lost bytes. A capture can miss bytes the peer got (kernel drops): a range
+of a direction no packet carries, or the server's bytes before its first
+captured one that the client's ACK shows were sent. The client's stream
+ends at its first such hole (nothing after it is in order). In the
+server's, replies still come in request order, but how many of the waiting
+requests the lost bytes answered is not on the wire: at most one per 3
+bytes, and none the client sent after acknowledging the hole's end; each
+later reply, sent with ACK A, answers a request ending at or below A. When
+these leave one count (zero lost replies, say) the pairing goes on; else
+the requests the lost and later replies may have answered stay unknown
+(no reply, not counted unanswered; `# ADDR: N request(s) with the reply
+unknown`) to the end of the connection: nothing on the wire bounds the
+count from below (the lost bytes may be pushes, or replies to requests sent
+before the capture).
 Comments `# evidence KIND: ...` show up to three commands behind each kind. With --tshark, tshark's own RESP
 dissector counts the requests and redirect errors per client too
 (`tshark_commands`, `tshark_redirects`), as a cross-check of this decoder.
@@ -78,7 +93,7 @@ KEYLESS = {b"ASKING", b"READONLY", b"READWRITE", b"CLUSTER", b"PING", b"INFO", b
 
 # ---- pcap ---------------------------------------------------------------
 def packets(path):
-    """(ts, src, sport, dst, dport, seq, flags, payload) of each TCP/IPv4 packet."""
+    """(ts, src, sport, dst, dport, seq, ack, flags, payload) of each TCP/IPv4 packet."""
     raw = open(path, "rb").read()
     if raw[:2] == b"\x1f\x8b":
         raw = gzip.decompress(raw)
@@ -118,11 +133,11 @@ def packets(path):
         tcp = ip[ihl:total]
         if len(tcp) < 20:
             continue
-        sport, dport, seq = struct.unpack(">HHI", tcp[:8])
+        sport, dport, seq, ack = struct.unpack(">HHII", tcp[:12])
         doff = (tcp[12] >> 4) * 4
         src = ".".join(map(str, ip[12:16]))
         dst = ".".join(map(str, ip[16:20]))
-        yield ts, src, sport, dst, dport, seq, tcp[13], tcp[doff:]
+        yield ts, src, sport, dst, dport, seq, ack, tcp[13], tcp[doff:]
 
 
 # ---- RESP ---------------------------------------------------------------
@@ -179,38 +194,126 @@ def resp_request(buf, pos):
 
 
 # ---- TCP ----------------------------------------------------------------
+M32 = 0xFFFFFFFF
+MIN_REPLY = 3          # the shortest RESP reply ("+\r\n", "_\r\n"): bytes per lost reply at most
+
+
+def sdiff(a, b):
+    """a - b in sequence space, signed."""
+    d = (a - b) & M32
+    return d - 0x100000000 if d >= 0x80000000 else d
+
+
 class Half:
-    """One direction of a connection: in-order bytes, messages as they complete."""
-    def __init__(self):
+    """One direction of a connection: in-order bytes, messages as they complete.
+    holes: {first missing seq: first seq after} of the bytes no packet of the
+    capture carries (lost_ranges). With jump, the bytes after such a hole are
+    taken once they come and the hole is noted in marks as (offset in buf,
+    seq there); without, the direction ends at its first hole (dead)."""
+    def __init__(self, holes=None, jump=True):
         self.next_seq = None
         self.buf = b""
         self.pending = {}
+        self.holes = holes or {}
+        self.jump = jump
+        self.marks = []       # (offset, seq): buf[offset:] starts at seq (offset 0: the start)
+        self.dead = False
+
+    def seq_at(self, off):
+        """The sequence number of buf[off]."""
+        best = self.marks[0]
+        for m in self.marks:
+            if m[0] > off:
+                break
+            best = m
+        return (best[1] + off - best[0]) & M32
 
     def add(self, seq, data, syn):
         """Take one segment; True when new in-order bytes arrived."""
         if syn:
-            self.next_seq = (seq + 1) & 0xFFFFFFFF
+            self.next_seq = (seq + 1) & M32
             return False
-        if not data:
+        if not data or self.dead:
             return False
         if self.next_seq is None:
             self.next_seq = seq           # joined mid-stream
+        if not self.marks:
+            self.marks.append((0, self.next_seq))
         self.pending[seq] = data
-        grew = True
         before = len(self.buf)
-        while grew:
-            grew = False
-            for s, d in list(self.pending.items()):
-                behind = (self.next_seq - s) & 0xFFFFFFFF   # bytes of d already had
-                if behind >= 0x80000000:
-                    continue                  # still in the future: keep
-                del self.pending[s]
-                if behind < len(d):
-                    self.buf += d[behind:]
-                    self.next_seq = (s + len(d)) & 0xFFFFFFFF
-                    grew = True
-                # else a retransmission of bytes already had: dropped
+        while True:
+            grew = True
+            while grew:
+                grew = False
+                for s, d in list(self.pending.items()):
+                    behind = (self.next_seq - s) & M32   # bytes of d already had
+                    if behind >= 0x80000000:
+                        continue                  # still in the future: keep
+                    del self.pending[s]
+                    if behind < len(d):
+                        self.buf += d[behind:]
+                        self.next_seq = (s + len(d)) & M32
+                        grew = True
+                    # else a retransmission of bytes already had: dropped
+            after = self.holes.get(self.next_seq)
+            if after is None or not self.pending:
+                break
+            if not self.jump:
+                self.dead = True          # nothing after a lost byte is ever in order
+                self.pending.clear()
+                break
+            if not any(0 <= sdiff(after, s) < len(d) for s, d in self.pending.items()):
+                break                     # the bytes after the hole are not here yet
+            self.marks.append((len(self.buf), after))
+            self.next_seq = after
         return len(self.buf) > before
+
+
+def endpoints(src, sport, dst, dport, node_ports):
+    """(connection key, to_server) of a client-node packet, or None."""
+    to_node, from_node = is_node(dst, dport, node_ports), is_node(src, sport, node_ports)
+    if to_node and not from_node:
+        return (src, sport, dst, dport), True
+    if from_node and not to_node:
+        return (dst, dport, src, sport), False
+    return None
+
+
+def lost_ranges(path, node_ports):
+    """{(key, to_server): {first missing seq: first seq after}}: the byte
+    ranges of each direction that no packet of the whole capture carries,
+    between its first and last byte seen (a kernel drop: the peer got them,
+    the capture did not). A range filled later (reordering, a
+    retransmission) is not one."""
+    spans = collections.defaultdict(list)     # (key, dir) -> [first seq, [[lo, hi] offsets]]
+    for _, src, sport, dst, dport, seq, _, flags, data in packets(path):
+        if not data:
+            continue
+        e = endpoints(src, sport, dst, dport, node_ports)
+        if e is None:
+            continue
+        st = spans.get(e)
+        if st is None:
+            spans[e] = [seq, [[0, len(data)]]]
+            continue
+        off = sdiff(seq, st[0])
+        iv = st[1]
+        if iv[-1][0] <= off <= iv[-1][1]:
+            iv[-1][1] = max(iv[-1][1], off + len(data))
+        else:
+            iv.append([off, off + len(data)])
+    out = {}
+    for e, (first, iv) in spans.items():
+        iv.sort()
+        merged = [list(iv[0])]
+        for lo, hi in iv[1:]:
+            if lo <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], hi)
+            else:
+                merged.append([lo, hi])
+        if len(merged) > 1:
+            out[e] = {(first + a[1]) & M32: (first + b[0]) & M32 for a, b in zip(merged, merged[1:])}
+    return out
 
 
 def is_node(ip, port, node_ports):
@@ -219,7 +322,95 @@ def is_node(ip, port, node_ports):
     return ip == NODE_HOST and port in node_ports
 
 
-def commands(path, node_ports, midstream=None, orphans=None):
+def seq_le(a, b):
+    return sdiff(b, a) >= 0
+
+
+def pair(cmd, v, ts):
+    cmd["reply"], cmd["t_reply"] = v, ts
+
+
+def unknown_reply(cmd, stats):
+    """A request whose reply, if any, cannot be told (lost, or which one is unsure)."""
+    cmd["unknown"] = True
+    stats["unknown"] = stats.get("unknown", 0) + 1
+
+
+def server_hole(c, lost, after, partial, stats):
+    """The server's bytes lost before its next reply: lost bytes, of which
+    partial (the type of a reply cut by the hole, or None) began before it.
+    Which waiting requests the lost bytes answered is known when no reply
+    fits in them, else only a range [lo, hi] of how many of the queue's head
+    (the replies are in request order; a reply lost before seq after cannot
+    answer a request the client sent after acknowledging after): narrowed
+    later by the server's ACKs."""
+    q = c["queue"]
+    unsure = c["unsure"]
+    cut = partial is not None and partial != b">"
+    if unsure is None:
+        if cut and q:
+            unknown_reply(q.popleft(), stats)   # answered, by bytes we lost
+        if not q:
+            return
+        hi = 0
+        for r in q:
+            if r["ackc"] is not None and seq_le(after, r["ackc"]):
+                break
+            hi += 1
+        hi = min(max(lost, 0) // MIN_REPLY, hi)
+        if hi == 0:
+            return
+        c["unsure"] = {"lo": 0, "hi": hi, "got": []}
+        stats["holes_unsure"] = stats.get("holes_unsure", 0) + 1
+        return
+    unsure["lo"] += 1 if cut else 0
+    unsure["hi"] += (1 if cut else 0) + max(lost, 0) // MIN_REPLY
+    settle(c, stats)
+
+
+def settle(c, stats):
+    """Narrow the range of replies lost with the server's ACK: the m-th reply
+    after the hole was sent when the server had received the requests up to
+    its ACK, so it answers one of them (x + m <= those), as long as that
+    ACK is short of the client's first lost byte (past it the server had
+    requests the capture lacks); resolve when one value is left."""
+    u, q = c["unsure"], c["queue"]
+    m = len(u["got"])
+    ack = u["got"][-1][2] if m else None
+    if ack is not None and (c["up_lost"] is None or seq_le(ack, c["up_lost"])):
+        received = 0
+        for r in q:
+            if not seq_le(r["end"], ack):
+                break
+            received += 1
+        u["hi"] = min(u["hi"], received - m)
+    if u["hi"] < u["lo"]:
+        # more replies than requests the server had: a reply to something not
+        # captured; nothing on this connection can be paired from here
+        c["lost"] = True
+        stats["contradictions"] = stats.get("contradictions", 0) + 1
+        while q:
+            unknown_reply(q.popleft(), stats)
+        c["unsure"] = None
+        return
+    if u["hi"] == u["lo"]:
+        for _ in range(u["lo"]):
+            unknown_reply(q.popleft(), stats)
+        for v, ts, _ in u["got"]:
+            pair(q.popleft(), v, ts)
+        c["unsure"] = None
+
+
+def give_up(c, stats):
+    """The capture ended unsure: the requests that the lost or the buffered
+    replies may have answered are unknown; later ones certainly got none."""
+    u, q = c["unsure"], c["queue"]
+    for _ in range(min(len(q), u["hi"] + len(u["got"]))):
+        unknown_reply(q.popleft(), stats)
+    c["unsure"] = None
+
+
+def commands(path, node_ports, midstream=None, orphans=None, stats=None):
     """Every request with its reply, in the order the requests were sent:
     dicts with t, t_reply, client, conn, node, argv, name, reply.
     A connection whose first packet is not a SYN was picked up mid-stream:
@@ -227,28 +418,51 @@ def commands(path, node_ports, midstream=None, orphans=None):
     ('*'), its server bytes are skipped while no request waits (a reply to
     a request sent before the capture); midstream, a dict, gets the number
     of such connections per client, orphans the number of replies (not
-    pushes) that came when no request of theirs waited."""
+    pushes) that came when no request of theirs waited.
+    Lost bytes (lost_ranges): the client's end the requests of the
+    connection (nothing after is in order); the server's, and the server's
+    bytes before its first captured one that the client's ACK shows were
+    sent, make the requests they may have answered unknown (reply None,
+    "unknown" True) unless the ACKs settle it (server_hole); stats, a dict,
+    gets the counts (unknown, holes_unsure, contradictions)."""
+    if stats is None:
+        stats = {}
+    lost = lost_ranges(path, node_ports)
     conns, out, nconn = {}, [], 0
-    for ts, src, sport, dst, dport, seq, flags, data in packets(path):
-        to_node, from_node = is_node(dst, dport, node_ports), is_node(src, sport, node_ports)
-        if to_node and not from_node:
-            key, to_server = (src, sport, dst, dport), True
-        elif from_node and not to_node:
-            key, to_server = (dst, dport, src, sport), False
-        else:
+    for ts, src, sport, dst, dport, seq, ack, flags, data in packets(path):
+        e = endpoints(src, sport, dst, dport, node_ports)
+        if e is None:
             continue
+        key, to_server = e
         c = conns.get(key)
         if c is None or (flags & 0x02 and to_server and c["closed"]):
             nconn += 1
-            c = conns[key] = {"id": nconn, "up": Half(), "down": Half(), "upos": 0,
-                              "dpos": 0, "queue": collections.deque(), "closed": False,
+            if c is not None and c["unsure"] is not None:
+                give_up(c, stats)
+            up_holes = lost.get((key, True))
+            c = conns[key] = {"id": nconn, "up": Half(up_holes, jump=False), "up_holes": up_holes,
+                              "up_lost": None,
+                              "down": Half(lost.get((key, False))), "upos": 0,
+                              "dpos": 0, "mark": 0, "queue": collections.deque(), "closed": False,
                               "readonly": None if not flags & 0x02 else False, "prev": None,
-                              "mid": not flags & 0x02}
+                              "mid": not flags & 0x02, "ack_up": None, "ack_down": None,
+                              "unsure": None, "lost": False}
             if c["mid"] and midstream is not None:
                 midstream[key[0]] = midstream.get(key[0], 0) + 1
         if flags & 0x05:
             c["closed"] = True
+        if flags & 0x10:
+            k = "ack_up" if to_server else "ack_down"
+            if c[k] is None or sdiff(ack, c[k]) > 0:
+                c[k] = ack
         half = c["up"] if to_server else c["down"]
+        if to_server and c["up_holes"] and c["up_lost"] is None and (data or flags & 0x02):
+            # the first client byte no packet of the capture carries
+            start = (seq + 1) & M32 if flags & 0x02 else (half.next_seq if half.next_seq is not None else seq)
+            ahead = [h for h in c["up_holes"] if sdiff(h, start) >= 0]
+            if ahead:
+                c["up_lost"] = min(ahead, key=lambda h: sdiff(h, start))
+        fresh = half.next_seq is None and not to_server
         if not half.add(seq, data, bool(flags & 0x02)):
             continue
         if to_server:
@@ -266,30 +480,94 @@ def commands(path, node_ports, midstream=None, orphans=None):
                 name = argv[0].upper()
                 cmd = {"t": ts, "t_reply": None, "client": key[0], "conn": c["id"],
                        "node": key[3], "cport": key[1], "argv": argv, "name": name, "reply": None,
-                       "prev": c["prev"], "readonly": c["readonly"], "seq": len(out)}
+                       "prev": c["prev"], "readonly": c["readonly"], "seq": len(out),
+                       "end": half.seq_at(c["upos"]), "ackc": c["ack_up"], "unknown": False}
                 if name == b"READONLY":
                     c["readonly"] = True
                 elif name == b"READWRITE":
                     c["readonly"] = False
                 c["prev"] = cmd
-                c["queue"].append(cmd)
+                if c["lost"]:
+                    unknown_reply(cmd, stats)
+                else:
+                    c["queue"].append(cmd)
                 out.append(cmd)
         else:
             if c["mid"]:
                 c["dpos"] = len(half.buf)   # replies to requests sent before the capture
+                c["mark"] = len(half.marks)
                 continue
-            while True:
-                try:
-                    v, c["dpos"] = resp_value(half.buf, c["dpos"])
-                except Incomplete:
-                    break
-                if v[0] != b">" and not c["queue"] and orphans is not None:
-                    orphans[key[0]] = orphans.get(key[0], 0) + 1
-                if v[0] == b">" or not c["queue"]:
-                    continue   # a push, or a reply to nothing seen
-                cmd = c["queue"].popleft()
-                cmd["reply"], cmd["t_reply"] = v, ts
+            if c["lost"]:
+                continue
+            if fresh and c["queue"] and c["queue"][0]["ackc"] is not None:
+                # the server's first bytes here: those from what the client had
+                # acknowledged when it sent its first request on were sent too
+                server_hole(c, sdiff(seq, c["queue"][0]["ackc"]), seq, None, stats)
+            dreply(c, half, ts, key, orphans, stats)
+    for c in conns.values():
+        if c["unsure"] is not None:
+            give_up(c, stats)
     return out
+
+
+def dreply(c, half, ts, key, orphans, stats):
+    """Parse the server's new bytes into replies, across its holes."""
+    while True:
+        nxt = None
+        while c["mark"] < len(half.marks) and half.marks[c["mark"]][0] <= c["dpos"]:
+            if half.marks[c["mark"]][0] == c["dpos"] and c["mark"] > 0:
+                mk = half.marks[c["mark"]]
+                prev_end = half.seq_at(mk[0] - 1) if mk[0] > 0 else mk[1]
+                server_hole(c, sdiff(mk[1], (prev_end + 1) & M32), mk[1], None, stats)
+                if c["lost"]:
+                    return
+            c["mark"] += 1
+        if c["mark"] < len(half.marks):
+            nxt = half.marks[c["mark"]][0]
+        try:
+            v, pos = resp_value(half.buf, c["dpos"])
+            if nxt is not None and pos > nxt:
+                raise ValueError("across a hole")
+        except Incomplete:
+            if nxt is None:
+                return
+            v = None
+        except ValueError:
+            if nxt is None:
+                # bytes after a hole that are no reply's start: give up here
+                c["lost"] = True
+                while c["queue"]:
+                    unknown_reply(c["queue"].popleft(), stats)
+                c["unsure"] = None
+                return
+            v = None
+        if v is None:
+            # a reply cut by the hole at nxt
+            mk = half.marks[c["mark"]]
+            prev_end = half.seq_at(mk[0] - 1)
+            cut = half.buf[c["dpos"]:c["dpos"] + 1]
+            c["dpos"] = nxt
+            c["mark"] += 1
+            server_hole(c, sdiff(mk[1], (prev_end + 1) & M32), mk[1], cut, stats)
+            if c["lost"]:
+                return
+            continue
+        start = half.seq_at(c["dpos"])
+        c["dpos"] = pos
+        if v[0] == b">":
+            continue   # a push
+        q = c["queue"]
+        if c["unsure"] is not None:
+            c["unsure"]["got"].append((v, ts, c["ack_down"]))
+            settle(c, stats)
+            continue
+        if q and q[0]["ackc"] is not None and sdiff(q[0]["ackc"], start) > 0:
+            continue   # the client had (part of) it before it sent the request: an older reply
+        if not q:
+            if orphans is not None:
+                orphans[key[0]] = orphans.get(key[0], 0) + 1
+            continue   # a reply to nothing seen
+        pair(q.popleft(), v, ts)
 
 
 # ---- Cluster facts -----------------------------------------------------
@@ -641,7 +919,9 @@ def main():
     midstream, orphans = {}, {}
     roles = Roles(events)
     cmds = commands(args[0], node_ports, midstream, orphans)
-    unanswered = collections.Counter(c["client"] for c in cmds if c["reply"] is None)
+    unanswered = collections.Counter(c["client"] for c in cmds
+                                     if c["reply"] is None and not c["unknown"])
+    unsure = collections.Counter(c["client"] for c in cmds if c["unknown"])
     unknown = infer_readonly(cmds, roles)
     res = judge(cmds, roles)
     names = {}
@@ -669,6 +949,9 @@ def main():
             print("midstream\t%s\t%d" % (client, midstream[client]))
             print("unanswered\t%s\t%d" % (client, unanswered.get(client, 0)))
             print("orphan_replies\t%s\t%d" % (client, orphans.get(client, 0)))
+        if unsure.get(client):
+            print("# %s: %d request(s) with the reply unknown (server bytes lost in the capture,"
+                  " the ACKs do not tell which requests they answered)" % (client, unsure[client]))
         print("commands\t%s\t%d" % (client, r["commands"]))
         for k in REDIRECTS:
             print("redirects\t%s\t%s\t%d" % (client, k, r["redirects"].get(k, 0)))
