@@ -18,7 +18,10 @@
  *
  * Prints "netdelay: queue N ready" on stderr once bound, and its counters on
  * stderr when it ends (SIGTERM, SIGINT); pending packets are accepted at once
- * then (late_us: how long after its due time a packet was accepted). Exit status 0 if nothing failed, 1 otherwise.
+ * then (late_us: how long after its due time a packet was accepted), and on
+ * SIGUSR1 the lateness since the previous SIGUSR1 (or the start), e.g. of
+ * the packets of a capture window only; a stall of 50 ms or more (ppoll
+ * waking late, a slow verdict) is printed when it happens. Exit status 0 if nothing failed, 1 otherwise.
  *
  * Built from the libnetfilter_queue API (libnetfilter_queue.h, its doxygen
  * documentation); build:
@@ -55,7 +58,7 @@ struct pending {
 static struct pending ring[RING];
 static uint32_t head, tail;        /* ring[head..tail) pending, indices mod RING */
 static int64_t delay_ns;
-static volatile sig_atomic_t stop;
+static volatile sig_atomic_t stop, mark;
 static int64_t start_ns;
 
 static struct {
@@ -76,16 +79,42 @@ static int64_t now_ns(void)
 
 static void on_signal(int sig)
 {
-    (void)sig;
-    stop = 1;
+    if (sig == SIGUSR1)
+        mark = 1;
+    else
+        stop = 1;
+}
+
+/* lateness since the last mark (SIGUSR1), e.g. during a capture only */
+static struct {
+    uint64_t packets, late_1ms;
+    int64_t max_late_ns, sum_late_ns;
+} w;
+static int64_t mark_ns;
+
+static void print_window(unsigned long qnum, long long delay_us)
+{
+    int64_t t = now_ns();
+    fprintf(stderr, "netdelay: queue %lu delay %lld us: mark at %.3f s: since %.3f s: packets %" PRIu64
+            " late_us mean %" PRId64 " max %" PRId64 " late>=1ms %" PRIu64 "\n",
+            qnum, delay_us, (t - start_ns) / 1e9, (mark_ns - start_ns) / 1e9, w.packets,
+            w.packets ? w.sum_late_ns / (int64_t)w.packets / 1000 : 0, w.max_late_ns / 1000,
+            w.late_1ms);
+    memset(&w, 0, sizeof w);
+    mark_ns = t;
 }
 
 /* accept every pending packet up to and including ring[last] */
 static void accept_upto(struct nfq_q_handle *qh, uint32_t last_index)
 {
     c.verdict_calls++;
+    int64_t t0 = now_ns();
     if (nfq_set_verdict_batch(qh, ring[last_index % RING].id, NF_ACCEPT) < 0)
         c.verdict_fail++;
+    int64_t took = now_ns() - t0;
+    if (took >= 50000000)
+        fprintf(stderr, "netdelay: a verdict took %" PRId64 " us, %.3f s after start\n",
+                took / 1000, (t0 - start_ns) / 1e9);
 }
 
 /* accept the packets due by `now` (all of them when now < 0) */
@@ -100,6 +129,12 @@ static void release_due(struct nfq_q_handle *qh, int64_t now)
             c.sum_late_ns += late;
             if (late >= 1000000)
                 c.late_1ms++;
+            w.packets++;
+            w.sum_late_ns += late;
+            if (late > w.max_late_ns)
+                w.max_late_ns = late;
+            if (late >= 1000000)
+                w.late_1ms++;
             if (late >= 50000000)
                 fprintf(stderr, "netdelay: packet id %" PRIu32 " accepted %" PRId64
                         " us late, %.3f s after start\n", ring[head % RING].id,
@@ -161,6 +196,7 @@ int main(int argc, char **argv)
     sa.sa_handler = on_signal;      /* no SA_RESTART: ppoll returns EINTR */
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGUSR1, &sa, NULL);
 
     /* on a busy 2-core machine the default scheduling makes the delay late
      * by milliseconds: real-time priority and no timer slack, if allowed */
@@ -192,7 +228,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "netdelay: NFQA_CFG_F_GSO not supported, GSO packets are segmented\n");
     unsigned int got = nfnl_rcvbufsiz(nfq_nfnlh(h), RCVBUF);
     int fd = nfq_fd(h);
-    start_ns = now_ns();
+    start_ns = mark_ns = now_ns();
     fprintf(stderr, "netdelay: queue %lu ready, delay %lld us, maxlen %u, rcvbuf %u\n",
             qnum, delay_us, QUEUE_MAXLEN, got);
 
@@ -208,7 +244,13 @@ int main(int argc, char **argv)
             top = &to;
         }
         struct pollfd pfd = { .fd = fd, .events = POLLIN };
+        int64_t p0 = now_ns();
         int r = ppoll(&pfd, 1, top, NULL);
+        int64_t p1 = now_ns();
+        if (top && p1 - p0 - (int64_t)(to.tv_sec * 1000000000 + to.tv_nsec) >= 50000000)
+            fprintf(stderr, "netdelay: ppoll asked for %ld us, returned %d after %" PRId64
+                    " us, %.3f s after start\n", (long)(to.tv_sec * 1000000 + to.tv_nsec / 1000),
+                    r, (p1 - p0) / 1000, (p0 - start_ns) / 1e9);
         if (r < 0 && errno != EINTR) {
             perror("netdelay: ppoll");
             break;
@@ -230,9 +272,18 @@ int main(int argc, char **argv)
                 }
                 if (nfq_handle_packet(h, buf, (int)n) < 0)
                     c.handle_fail++;
+                if (now_ns() - p1 >= 50000000) {
+                    fprintf(stderr, "netdelay: draining the socket for 50 ms, %.3f s after start\n",
+                            (p1 - start_ns) / 1e9);
+                    break;   /* let due packets go */
+                }
             }
         }
         release_due(qh, now_ns());
+        if (mark) {
+            mark = 0;
+            print_window(qnum, delay_us);
+        }
     }
     release_due(qh, -1);
 
