@@ -11,6 +11,7 @@
 #   --warmup S     load runs this long before tcpdump starts               [2]
 #   -c CLIENTS     redis-benchmark clients, half SET half GET              [20]
 #   -P DEPTH       redis-benchmark -P                                      [16]
+#   -d BYTES       redis-benchmark -d (value size)                         [64]
 #
 # No netem in this kernel, so the delay is made with NFQUEUE and
 # scripts/rtt/netdelay.c (built into the run's temporary directory):
@@ -24,7 +25,7 @@
 # delayed: the clients' and the replicas' replication links (a replica far
 # from its master); the cluster bus (PORT+10000..) is not.
 #
-# Load: two redis-benchmark --cluster processes (-t set and -t get, 64-byte
+# Load: two redis-benchmark --cluster processes (-t set and -t get, -d-byte
 # values, -r 1000000, each CLIENTS/2 connections, -n large), killed after the
 # capture. Writes OUT and OUT.log: the exact commands, redis-cli --latency
 # before the load (with the rules in place), tcpdump's counts, netdelay's
@@ -37,7 +38,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 cluster=$root/scripts/cluster/cluster.sh
-delay=0 base=31400 seconds=4 warmup=2 clients=20 depth=16 out=
+delay=0 base=31400 seconds=4 warmup=2 clients=20 depth=16 size=64 out=
 
 die() { echo "rtt-capture.sh: $*" >&2; exit 1; }
 . "$root/bench/capture-lib.sh"
@@ -50,7 +51,8 @@ while [ $# -gt 0 ]; do
         --warmup) warmup=$2; shift 2 ;;
         -c) clients=$2; shift 2 ;;
         -P) depth=$2; shift 2 ;;
-        -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
+        -d) size=$2; shift 2 ;;
+        -h|--help) sed -n '2,36p' "$0"; exit 0 ;;
         -*) die "unknown option '$1'" ;;
         *) [ -z "$out" ] || die "one OUT only"; out=$1; shift ;;
     esac
@@ -117,7 +119,7 @@ echo "redis-cli --latency (2 s, idle): $(timeout 2 redis-cli -h 127.0.0.1 -p "$b
 half=$((clients / 2))
 for t in set get; do
     bargs=(--cluster -h 127.0.0.1 -p "$base" -c "$half" -P "$depth" -n 100000000
-        -r 1000000 -d 64 -t "$t" -q)
+        -r 1000000 -d "$size" -t "$t" -q)
     echo "redis-benchmark ${bargs[*]}" >>"$log"
     redis-benchmark "${bargs[@]}" >"$dir/bench-$t.log" 2>&1 &
     bench_pids+=($!)
