@@ -168,6 +168,11 @@ typedef struct cap_event {
                                 answer) */
     uint8_t has_ack;         /* DATA: ack_ahead is known (an ACK was seen from
                                 the sender and the other stream has started) */
+    uint8_t before_peer;     /* GAP before a stream's first byte (a start gap):
+                                the peer had received these bytes before it
+                                sent any byte the capture shows (its first
+                                captured payload acknowledged them), so none
+                                of them answers anything captured from it */
     cap_close_reason reason; /* CLOSE */
 } cap_event;
 
@@ -320,6 +325,9 @@ typedef struct cap_stats {
                                       picked up mid-stream: bytes its receiver
                                       had acknowledged before any was seen (lost,
                                       or in flight when the capture began) */
+    uint64_t start_gaps_before_peer; /* of which, in a server's stream, the
+                                      client had received before anything the
+                                      capture shows it sent (before_peer) */
     uint64_t gap_bytes;            /* bytes those gaps stand for */
     uint64_t kernel_drops;         /* live: packets the kernel dropped (pcap_stats) */
     uint64_t if_drops;             /* live: packets the interface dropped */

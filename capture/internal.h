@@ -145,6 +145,16 @@ typedef struct cap_stream {
     uint8_t from_ack;        /* started at pre_ack, before its first segment:
                                 the bytes between were never seen (tracker.c) */
     uint32_t pre_ack;
+    uint8_t payload_seen;    /* this side has sent payload (first_ack_of_peer) */
+    uint8_t peer_data_ack_valid; /* peer_data_ack holds the ACK on the peer's
+                                first payload, sent before this stream
+                                started and at the very start of the peer's
+                                stream (nothing of the peer's below it can
+                                be delivered) */
+    uint32_t peer_data_ack;
+    uint8_t hole_before_peer; /* from_ack, and peer_data_ack reached the
+                                 hole's end: the peer had received the hole
+                                 before it sent anything the capture shows */
     uint8_t unseen_acked;    /* the peer acknowledged bytes beyond next, and
                                 nothing after them was seen, since
                                 unseen_since_us (while next was unseen_next) */

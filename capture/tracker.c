@@ -295,8 +295,10 @@ void cap_emit_gap(cap_tracker *t, cap_flow *f, int side, int64_t ts_us, uint64_t
     cap_dir dir;
     ensure_open(t, f, ts_us);
     dir = cap_dir_of(f, side);
-    if (f->st[side].from_ack && f->pub.bytes[dir] == 0 && f->pub.gaps[dir] == 0)
-        t->stats.start_gaps++; /* the hole start_streams made */
+    int start_hole = f->st[side].from_ack && f->pub.bytes[dir] == 0 && f->pub.gaps[dir] == 0;
+    int before_peer = start_hole && f->st[side].hole_before_peer;
+    t->stats.start_gaps += (uint64_t)start_hole; /* the hole start_streams made */
+    t->stats.start_gaps_before_peer += (uint64_t)(before_peer && dir == CAP_TO_CLIENT);
     f->pub.gaps[dir]++;
     f->pub.gap_bytes[dir] += len;
     t->stats.gaps++;
@@ -309,6 +311,7 @@ void cap_emit_gap(cap_tracker *t, cap_flow *f, int side, int64_t ts_us, uint64_t
     ev.frame = frame;
     ev.index = t->index;
     ev.gap_len = len;
+    ev.before_peer = (uint8_t)before_peer;
     if (t->fn != NULL)
         t->fn(t->ctx, &ev);
 }
@@ -486,6 +489,8 @@ static uint32_t start_streams(cap_tracker *t, cap_flow *f, int side, const cap_p
              * GAP like any other, instead of the stream seeming whole. */
             cap_reasm_start(st, st->pre_ack);
             st->from_ack = 1;
+            st->hole_before_peer =
+                st->peer_data_ack_valid && SEQ_GEQ(st->peer_data_ack, p->seq);
         } else if (!st->started) {
             cap_reasm_start(st, p->seq);
             st->probe_start = p->payload_len + p->payload_missing == 0;
@@ -546,6 +551,24 @@ static void settle_probe_start(cap_tracker *t, cap_flow *f, int side, uint32_t n
     }
 }
 
+/* The first payload from side (segment p, its payload at payload_seq).
+ * When it is the first byte of side's stream (nothing of it below can be
+ * delivered) and the peer's stream has not started, its ACK is what side
+ * had received of the peer before sending anything the capture will show:
+ * a start hole of the peer's up to there holds nothing sent in answer to
+ * it (start_streams, hole_before_peer). */
+static void note_first_payload(cap_flow *f, int side, const cap_pkt *p, uint32_t payload_seq)
+{
+    cap_stream *st = &f->st[side];
+    cap_stream *peer = &f->st[1 - side];
+    st->payload_seen = 1;
+    if ((p->flags & TCP_ACK) && !(p->flags & (TCP_SYN | TCP_RST)) && !peer->started &&
+        !st->syn && !st->from_ack && st->held == NULL && payload_seq == st->next) {
+        peer->peer_data_ack = p->ack;
+        peer->peer_data_ack_valid = 1;
+    }
+}
+
 /* Run one segment through its connection. */
 static void flow_segment(cap_tracker *t, cap_flow *f, int side, const cap_pkt *p, int64_t ts_us)
 {
@@ -566,6 +589,8 @@ static void flow_segment(cap_tracker *t, cap_flow *f, int side, const cap_pkt *p
         peer->pre_ack = p->ack; /* where the peer's stream will start (start_streams) */
         peer->pre_ack_valid = 1;
     }
+    if (wire_len > 0 && !st->payload_seen)
+        note_first_payload(f, side, p, payload_seq);
     /* An ACK matters only beyond what the peer's stream delivered. */
     if ((p->flags & TCP_ACK) && SEQ_GT(p->ack, f->st[1 - side].next)) {
         if (f->st[1 - side].probe_start)

@@ -311,7 +311,7 @@ void resp_on_capture_event(void *vrp, const cap_event *ev)
                 c->rp_gap_last = 0;
                 return;
             }
-            pair_reply_gap(c, ev->gap_len);
+            pair_reply_gap(c, ev->gap_len, ev->before_peer);
         }
         return;
     case CAP_EV_CLOSE:

@@ -368,12 +368,18 @@ static void reply_gap(rc_conn *c, uint64_t len);
  * sent bytes the capture never showed, lost or in flight when it began).
  * Whatever is queued may be answered in them: given up, and the pairing
  * waits for solid ground as at any mid-stream start. Nothing was paired
- * yet to lose: not counted out of sync. 1 when it was such a gap. */
-static int reply_gap_at_start(rc_conn *c, uint64_t len)
+ * yet to lose: not counted out of sync. Unless the client had received
+ * them before it sent any request the capture shows (before_peer): then
+ * they answer none of those, as bytes from before the capture would not,
+ * and the stream goes on as if it began after them. 1 when it was such a
+ * gap. */
+static int reply_gap_at_start(rc_conn *c, uint64_t len, int before_peer)
 {
     if (c->cc->saw_syn || c->rpd.off != 0 || c->rp_lost_bytes != 0 || c->st.replies != 0)
         return 0;
     c->rp_lost_bytes += len;
+    if (before_peer)
+        return 1;
     rp_lost(&c->rpd, 1);
     c->rp_gap_pending = 0;
     c->synced = 0;
@@ -383,9 +389,9 @@ static int reply_gap_at_start(rc_conn *c, uint64_t len)
     return 1;
 }
 
-void pair_reply_gap(rc_conn *c, uint64_t len)
+void pair_reply_gap(rc_conn *c, uint64_t len, int before_peer)
 {
-    if (reply_gap_at_start(c, len))
+    if (reply_gap_at_start(c, len, before_peer))
         return;
     int follows = c->rp_gap_last;
     c->rp_gap_last = 1;

@@ -112,7 +112,8 @@ void pages_pool_free(resp_pipeline *rp);
 
 /* loss.c */
 void pair_request_gap(rc_conn *c, uint64_t len); /* a request gap not bridged */
-void pair_reply_gap(rc_conn *c, uint64_t len);   /* a reply gap not bridged */
+/* a reply gap not bridged; before_peer: cap_event.before_peer */
+void pair_reply_gap(rc_conn *c, uint64_t len, int before_peer);
 /* The name bytes a key takes, by name length: its first min(len, 8). */
 extern const uint64_t size_key_mask[RESP_NAME_MAX];
 rc_sizes *sizes_slot(rc_conn *c, uint64_t k);

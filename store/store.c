@@ -981,6 +981,7 @@ static void each_cap_counter(const cap_stats *c, store_counter_fn fn, void *ctx)
     fn(ctx, "gaps", c->gaps);
     fn(ctx, "gap_bytes", c->gap_bytes);
     fn(ctx, "start_gaps", c->start_gaps);
+    fn(ctx, "start_gaps_before_peer", c->start_gaps_before_peer);
     fn(ctx, "kernel_drops", c->kernel_drops);
     fn(ctx, "if_drops", c->if_drops);
     fn(ctx, "late_packets", c->late_packets);

@@ -498,6 +498,37 @@ static void test_mid_stream_start_hole(void **state)
             assert_int_equal(st->start_gaps, 0);
         }
         assert_int_equal(st->mid_stream, 1);
+        assert_int_equal(st->start_gaps_before_peer, 0); /* its first PING: ACK 5000 */
+    }
+}
+
+/* As above, but the client's first request already acknowledges the 7
+ * bytes (its first packet, a bare ACK, did not): it had received them
+ * before it sent anything captured, so they answer none of it. Still a
+ * start gap, flagged before_peer; not when a client byte before that
+ * request was lost, which may have been sent before the 7 bytes came. */
+static void test_start_hole_before_peer(void **state)
+{
+    fx *f = *state;
+    for (int client_lost = 0; client_lost <= 1; client_lost++) {
+        pg_conv c;
+        if (client_lost == 1)
+            fx_restart(f);
+        conv_start(f, &c, NULL, 100, 5000);
+        c.next[0] = 1000;
+        c.next[1] = 5000;
+        assert_int_equal(pg_conv_send_at(&c, 0, c.next[0], PG_ACK, NULL, 0), 0); /* ACK 5000 */
+        c.next[1] = 5007; /* "+PONG\r\n" sent, not captured, received */
+        if (client_lost)
+            c.next[0] += 14; /* a PING the capture lost */
+        pg_conv_send(&c, 0, "*1\r\n$4\r\nPING\r\n", 14);   /* ACK 5007 */
+        pg_conv_send(&c, 1, "+PONG\r\n", 7);
+        assert_int_equal(pg_conv_send_at(&c, 0, c.next[0], PG_ACK, NULL, 0), 0);
+        cap_tracker_finish(f->t, c.ts_us);
+        const cap_stats *st = cap_tracker_stats(f->t);
+        assert_string_equal(evlog_stream(&f->log, 1, CAP_TO_CLIENT), "<gap 7>+PONG\r\n");
+        assert_int_equal(st->start_gaps, 1);
+        assert_int_equal(st->start_gaps_before_peer, client_lost ? 0 : 1);
     }
 }
 
@@ -1543,6 +1574,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_hole_at_end, setup, teardown),
         cmocka_unit_test_setup_teardown(test_mid_stream, setup, teardown),
         cmocka_unit_test_setup_teardown(test_mid_stream_start_hole, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_start_hole_before_peer, setup, teardown),
         cmocka_unit_test_setup_teardown(test_keepalive_mid_stream, setup, teardown),
         cmocka_unit_test_setup_teardown(test_keepalive_mid_stream_data, setup, teardown),
         cmocka_unit_test_setup_teardown(test_keepalive_and_window_probes, setup, teardown),

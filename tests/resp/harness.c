@@ -189,6 +189,22 @@ void h_data(h_ctx *h, cap_dir dir, const void *data, size_t len)
 }
 void h_str(h_ctx *h, cap_dir dir, const char *s) { h_data(h, dir, s, strlen(s)); }
 void h_gap(h_ctx *h, cap_dir dir, uint64_t len) { deliver(h, CAP_EV_GAP, dir, NULL, 0, len); }
+
+/* A start gap the peer had received before its first captured byte
+ * (cap_event.before_peer). */
+void h_gap_before_peer(h_ctx *h, cap_dir dir, uint64_t len)
+{
+    cap_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.kind = CAP_EV_GAP;
+    ev.conn = &h->conn;
+    ev.dir = dir;
+    ev.ts_us = h->ts;
+    ev.index = h->index;
+    ev.gap_len = len;
+    ev.before_peer = 1;
+    resp_on_capture_event(h->rp, &ev);
+}
 void h_close(h_ctx *h) { deliver(h, CAP_EV_CLOSE, CAP_TO_SERVER, NULL, 0, 0); }
 
 char *h_run(const h_step *steps, size_t n, long split, int saw_syn, const resp_config *cfg)

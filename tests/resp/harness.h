@@ -44,6 +44,7 @@ void h_open(h_ctx *h);
 void h_data(h_ctx *h, cap_dir dir, const void *data, size_t len);
 void h_str(h_ctx *h, cap_dir dir, const char *s); /* h_data of a C string */
 void h_gap(h_ctx *h, cap_dir dir, uint64_t len);
+void h_gap_before_peer(h_ctx *h, cap_dir dir, uint64_t len); /* cap_event.before_peer */
 /* h_data with an ACK: the sender had acknowledged ack_ahead bytes beyond
  * (negative: short of) what the other direction delivered so far. */
 void h_data_ack(h_ctx *h, cap_dir dir, const void *data, size_t len, int32_t ack_ahead);

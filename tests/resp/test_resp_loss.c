@@ -655,6 +655,37 @@ static void test_reply_lost_before_first(void **state)
     h_free(&h);
 }
 
+/* As above, but the start gap came with before_peer: the client had
+ * received those bytes before it sent a, so they answer neither a nor b.
+ * Nothing is given up: a gets the first reply, b the second (a bulk told
+ * apart from b's +OK, so a shift would show). */
+static void test_start_gap_before_peer(void **state)
+{
+    (void)state;
+    h_ctx h;
+    const char *a = "*2\r\n$3\r\nGET\r\n$1\r\na\r\n";
+    const char *b = "*3\r\n$3\r\nSET\r\n$1\r\nb\r\n$1\r\n2\r\n";
+    h_init(&h, 0, NULL);
+    h_open(&h);
+    send_str(&h, CAP_TO_SERVER, a);
+    tick(&h);
+    send_str(&h, CAP_TO_SERVER, b);
+    tick(&h);
+    h_gap_before_peer(&h, CAP_TO_CLIENT, 5); /* an older +OK */
+    h_data_ack(&h, CAP_TO_CLIENT, "$1\r\n1\r\n", 7, 0); /* a's */
+    tick(&h);
+    h_data_ack(&h, CAP_TO_CLIENT, "+OK\r\n", 5, 0); /* b's */
+    h_close(&h);
+    assert_int_equal(h.ncmds, 2);
+    assert_int_equal(h.cmds[0].outcome, RESP_OK);
+    assert_int_equal(h.cmds[0].reply.type, RESP_T_BULK);
+    assert_int_equal(h.cmds[1].outcome, RESP_OK);
+    assert_int_equal(h.cmds[1].reply.type, RESP_T_SIMPLE);
+    assert_int_equal(h.closed.unpaired_replies, 0);
+    assert_int_equal(h.closed.out_of_sync, 0);
+    h_free(&h);
+}
+
 /* A redirect names the slot of the command's key. A MOVED for another
  * slot answers another request (here: GET a's reply was lost where nothing
  * showed it, and the MOVED is for GET b): not paired, the pairing given up
@@ -848,6 +879,7 @@ int main(void)
         cmocka_unit_test(test_pipelined_loss_not_one_off),
         cmocka_unit_test(test_clean_start_contradicted),
         cmocka_unit_test(test_reply_lost_before_first),
+        cmocka_unit_test(test_start_gap_before_peer),
         cmocka_unit_test(test_redirect_other_slot),
         cmocka_unit_test(test_lossy_fixture),
     };
