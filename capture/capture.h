@@ -325,9 +325,6 @@ typedef struct cap_stats {
                                       picked up mid-stream: bytes its receiver
                                       had acknowledged before any was seen (lost,
                                       or in flight when the capture began) */
-    uint64_t start_gaps_before_peer; /* of which, in a server's stream, the
-                                      client had received before anything the
-                                      capture shows it sent (before_peer) */
     uint64_t gap_bytes;            /* bytes those gaps stand for */
     uint64_t kernel_drops;         /* live: packets the kernel dropped (pcap_stats) */
     uint64_t if_drops;             /* live: packets the interface dropped */

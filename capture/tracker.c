@@ -298,7 +298,6 @@ void cap_emit_gap(cap_tracker *t, cap_flow *f, int side, int64_t ts_us, uint64_t
     int start_hole = f->st[side].from_ack && f->pub.bytes[dir] == 0 && f->pub.gaps[dir] == 0;
     int before_peer = start_hole && f->st[side].hole_before_peer;
     t->stats.start_gaps += (uint64_t)start_hole; /* the hole start_streams made */
-    t->stats.start_gaps_before_peer += (uint64_t)(before_peer && dir == CAP_TO_CLIENT);
     f->pub.gaps[dir]++;
     f->pub.gap_bytes[dir] += len;
     t->stats.gaps++;

@@ -963,8 +963,8 @@ static void section_blind(FILE *out, sqlite3 *db)
         {"gap_bytes", "bytes lost in those gaps"},
         {"start_gaps", "of those gaps, before a mid-stream stream's first byte (lost, or in "
                        "flight when the capture began)"},
-        {"start_gaps_before_peer", "of those, server bytes the client had received before it "
-                                   "sent anything captured (they answer none of its requests)"},
+        {"start_gaps_answered_none", "of those, server bytes the client had received before "
+                                     "it sent anything captured (they answer none of it)"},
         {"truncated", "packets cut by the snap length"},
         {"ooo_dropped", "out-of-order segments given up"},
         {"kernel_drops", "packets dropped by the kernel"},

@@ -786,10 +786,11 @@ static void print_loss(const report *r, FILE *out)
                      "picked up mid-stream (acknowledged by its receiver, never seen: lost, or "
                      "in flight when the capture began)\n",
                 report_counter(r, "start_gaps"));
-    if (report_counter(r, "start_gaps_before_peer") > 0)
+    if (report_counter(r, "start_gaps_answered_none") > 0)
         fprintf(out, "               %" PRIu64 " of those server bytes the client had received "
-                     "before it sent anything captured: they answer none of its requests\n",
-                report_counter(r, "start_gaps_before_peer"));
+                     "before it sent anything captured: they answer none of it, nothing given "
+                     "up\n",
+                report_counter(r, "start_gaps_answered_none"));
     uint64_t file_drops = report_counter(r, "kernel_drops"); /* pcapng statistics' */
     size_t recorded = 0;
     for (size_t i = 0; i < r->n_inputs; i++)

@@ -97,6 +97,7 @@ void resp_conn_stats_add(resp_conn_stats *t, const resp_conn_stats *s)
     t->protocol_errors += s->protocol_errors;
     t->gaps_bridged += s->gaps_bridged;
     t->redirect_mismatch += s->redirect_mismatch;
+    t->start_gaps_answered_none += s->start_gaps_answered_none;
     t->out_of_sync += s->out_of_sync;
     t->monitor += s->monitor;
     t->subscribed += s->subscribed;

@@ -378,8 +378,10 @@ static int reply_gap_at_start(rc_conn *c, uint64_t len, int before_peer)
     if (c->cc->saw_syn || c->rpd.off != 0 || c->rp_lost_bytes != 0 || c->st.replies != 0)
         return 0;
     c->rp_lost_bytes += len;
-    if (before_peer)
+    if (before_peer) {
+        c->st.start_gaps_answered_none++;
         return 1;
+    }
     rp_lost(&c->rpd, 1);
     c->rp_gap_pending = 0;
     c->synced = 0;

@@ -308,6 +308,11 @@ typedef struct resp_conn_stats {
     uint64_t redirect_mismatch; /* MOVED/ASK replies for another slot than the
                                    head request's key: not its reply, the
                                    pairing was off (pair.c); not paired */
+    uint64_t start_gaps_answered_none; /* start gaps of a reply stream the
+                                   client had received before it sent any
+                                   captured byte (cap_event.before_peer): they
+                                   answer no captured request, nothing given
+                                   up (loss.c) */
     uint32_t out_of_sync;       /* pairing was lost at least once (in totals:
                                    connections; hence not a uint8_t) */
     uint32_t monitor;           /* the connection entered MONITOR */

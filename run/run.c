@@ -71,7 +71,6 @@ static void cap_stats_add(cap_stats *t, const cap_stats *s)
     t->out_of_window += s->out_of_window;
     t->gaps += s->gaps;
     t->start_gaps += s->start_gaps;
-    t->start_gaps_before_peer += s->start_gaps_before_peer;
     t->gap_bytes += s->gap_bytes;
     t->kernel_drops += s->kernel_drops;
     t->if_drops += s->if_drops;

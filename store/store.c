@@ -981,7 +981,6 @@ static void each_cap_counter(const cap_stats *c, store_counter_fn fn, void *ctx)
     fn(ctx, "gaps", c->gaps);
     fn(ctx, "gap_bytes", c->gap_bytes);
     fn(ctx, "start_gaps", c->start_gaps);
-    fn(ctx, "start_gaps_before_peer", c->start_gaps_before_peer);
     fn(ctx, "kernel_drops", c->kernel_drops);
     fn(ctx, "if_drops", c->if_drops);
     fn(ctx, "late_packets", c->late_packets);
@@ -1002,6 +1001,7 @@ static void each_resp_counter(const resp_stats *r, store_counter_fn fn, void *ct
     fn(ctx, "protocol_errors", r->total.protocol_errors);
     fn(ctx, "gaps_bridged", r->total.gaps_bridged);
     fn(ctx, "redirect_mismatch", r->total.redirect_mismatch);
+    fn(ctx, "start_gaps_answered_none", r->total.start_gaps_answered_none);
     fn(ctx, "replication_connections", r->total.replication);
     fn(ctx, "replication_midstream", r->total.replication_midstream);
     fn(ctx, "replication_reversed", r->total.replication_reversed);

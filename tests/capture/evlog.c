@@ -106,7 +106,8 @@ static void on_bytes(evlog *log, evlog_conn *c, const cap_event *ev)
             logf_line(log, "data %llu %s %zu\n", (unsigned long long)c->id, d, ev->len);
     } else {
         assert_true(ev->gap_len > 0);
-        snprintf(mark, sizeof mark, "<gap %llu>", (unsigned long long)ev->gap_len);
+        snprintf(mark, sizeof mark, ev->before_peer ? "<gap %llu seen>" : "<gap %llu>",
+                 (unsigned long long)ev->gap_len);
         append(&c->stream[ev->dir], &c->len[ev->dir], &c->cap[ev->dir], mark, strlen(mark));
         logf_line(log, "gap %llu %s %llu\n", (unsigned long long)c->id, d,
                   (unsigned long long)ev->gap_len);

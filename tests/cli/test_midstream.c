@@ -481,7 +481,7 @@ static void test_start_hole_real(void **state)
     sqlite3 *d = open_db(db);
     assert_int_equal(counter(d, "start_gaps"), 1);
     /* the client's first request carried an ACK short of the lost bytes */
-    assert_int_equal(counter(d, "start_gaps_before_peer"), 0);
+    assert_int_equal(counter(d, "start_gaps_answered_none"), 0);
     assert_int_equal(th_sql_int(d, "SELECT count(*) FROM commands WHERE outcome = 'ok' AND "
                                    "((name IN ('SET', 'MSET') AND reply_type <> '+' AND "
                                    "reply_type <> '-') OR (name = 'GET' AND reply_type = '+'))",
@@ -510,7 +510,7 @@ static void test_start_hole_rtt(void **state)
     analyze(SS_FIXTURES "/cli/rtt-start-gap.pcap.gz", db, TH_ARGS("--store-commands"));
     sqlite3 *d = open_db(db);
     assert_int_equal(counter(d, "start_gaps"), 2);
-    assert_int_equal(counter(d, "start_gaps_before_peer"), 2);
+    assert_int_equal(counter(d, "start_gaps_answered_none"), 2);
     assert_int_equal(counter(d, "unpaired_replies"), 0);
     assert_int_equal(counter(d, "paired"), 307);
     assert_int_equal(counter(d, "unpaired_requests"), 8);

@@ -683,6 +683,7 @@ static void test_start_gap_before_peer(void **state)
     assert_int_equal(h.cmds[1].reply.type, RESP_T_SIMPLE);
     assert_int_equal(h.closed.unpaired_replies, 0);
     assert_int_equal(h.closed.out_of_sync, 0);
+    assert_int_equal(h.closed.start_gaps_answered_none, 1);
     h_free(&h);
 }
 
