@@ -145,7 +145,7 @@ static void reply_modes_update(rc_conn *c);
  * RESP_NO_REPLY), unless it stands for a request lost in a gap. */
 void pair_pop_unanswered(rc_conn *c)
 {
-    rq_slot *h = ring_at(c, 0);
+    rq_slot *h = ring_head(c);
     if (h->kind != RQK_LOST)
         pair_emit(c, h, expects_no_reply(h) ? RESP_NO_REPLY : RESP_UNANSWERED);
     ring_pop(c);
@@ -244,7 +244,7 @@ static inline rq_slot *request_queue_whole(rc_conn *c, rq_entry *e)
     slot_of_whole(c, s, e);
     c->cur = &c->stage;
     f->tail += sizeof(rq_slot);
-    c->count++;
+    ring_counted(c, s);
     return s;
 }
 
@@ -267,7 +267,7 @@ static inline rq_slot *request_queue(rc_conn *c, rq_entry *e)
     rq_slot *s = (rq_slot *)(void *)pages_at(f, f->tail);
     slot_pack(c, s, e, dup, at);
     f->tail += sizeof(rq_slot);
-    c->count++;
+    ring_counted(c, s);
     return s;
 }
 
@@ -275,7 +275,7 @@ static inline rq_slot *request_queue(rc_conn *c, rq_entry *e)
 void pair_flush_no_reply_slow(rc_conn *c)
 {
     while (c->count > 0) {
-        rq_slot *h = ring_at(c, 0);
+        rq_slot *h = ring_head(c);
         if (!expects_no_reply(h))
             break;
         pair_emit(c, h, RESP_NO_REPLY);
@@ -739,7 +739,7 @@ static PAIR_APART void request_done_packed(rc_conn *c, rq_entry *e)
     rq_slot *s = (rq_slot *)(void *)pages_at(f, f->tail);
     slot_pack(c, s, e, dup, c->text.tail);
     f->tail += sizeof(rq_slot);
-    c->count++;
+    ring_counted(c, s);
     request_done_end(c, e, s);
 }
 
@@ -824,7 +824,7 @@ static resp_reply *reply_begin(void *owner, int64_t ts)
     c->keep_over = 0;
     c->rpd.keeping = 0;
     if (c->count != 0) {
-        rq_slot *h = ring_at(c, 0);
+        rq_slot *h = ring_head(c);
         if (h->kind >= RQK_EXEC) /* rare: a tail call, no frame here */
             return reply_start_rare(c, h, ts);
         c->rpd.keeping = (uint8_t)(h->keep && !h->uncertain);
@@ -1010,7 +1010,7 @@ static void reply_effects(rc_conn *c, const rq_slot *h)
  * is queued. */
 static inline rq_slot *reply_head(rc_conn *c)
 {
-    return c->count ? ring_at(c, 0) : NULL;
+    return c->count ? ring_head(c) : NULL;
 }
 
 /* The reply just decoded cannot answer the head h (reply_may_answer): it

@@ -180,6 +180,8 @@ typedef struct rc_conn {
      * each) from ring.head on, their text in text (ring.c) */
     rq_pages ring;
     uint32_t count;
+    struct rq_slot *head;     /* the slot at ring.head while count > 0 (its
+                                 address, kept as the head moves: ring_head) */
     uint8_t cur_dropped;      /* cur will not be queued (a cap, or no memory) */
     uint32_t noreply_queued;  /* queued requests that expect no reply (the
                                  ones flush_no_reply emits, pair.c) */
