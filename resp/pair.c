@@ -168,9 +168,18 @@ static inline void emit_to_sink(rc_conn *c, resp_command *cmd)
 
 /* emit for a request paired with certainty (outcome RESP_OK). Inline: the
  * common path of reply_done calls it. */
-static inline void emit_paired(rc_conn *c, rq_slot *e)
+static inline __attribute__((always_inline)) void emit_paired(rc_conn *c, rq_slot *e)
 {
-    resp_command *cmd = slot_command(c, e);
+    resp_command *cmd;
+    resp_pipeline *rp = c->rp;
+    if (e->whole == 0 && rp->sink.args_later) {
+        /* the prefixes when the sink asks (resp_command_args) */
+        cmd = slot_unpack_head(c, e, &rp->out_args);
+        rp->out_key0_dup = e->key0_dup;
+        cmd->args_later = 1;
+    } else {
+        cmd = slot_command(c, e);
+    }
     resp_reply *dst = &cmd->reply;
     cmd->outcome = RESP_OK;
     cmd->resp3 = c->resp3;
@@ -180,11 +189,21 @@ static inline void emit_paired(rc_conn *c, rq_slot *e)
     if (e->keep && c->rpd.keeping && !c->keep_over) {
         dst->raw = c->keep;
         dst->raw_len = c->keep_len;
+        resp_command_args(cmd);
         rc_proofs_cluster(c->rp, cmd);
     }
     sizes_learn(c, &cmd->req, e->name_len, dst);
     c->st.paired++;
     emit_to_sink(c, cmd);
+}
+
+void resp_command_args_fill(const resp_command *cmd)
+{
+    /* only the out buffer is handed over with args_later set */
+    resp_pipeline *rp = (resp_pipeline *)(void *)((char *)(uintptr_t)cmd -
+                                                   offsetof(resp_pipeline, out));
+    slot_unpack_args(&rp->out.req, rp->out_args, rp->out_key0_dup);
+    rp->out.args_later = 0;
 }
 
 /* Hand cmd to the sink without a reply (outcome RESP_UNANSWERED or

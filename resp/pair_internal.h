@@ -393,8 +393,10 @@ static inline void slot_pack(rc_conn *c, rq_slot *s, const rq_entry *e, int dup,
 }
 
 /* The command of packed slot s, unpacked into the pipeline's out buffer
- * (its reply is left to the caller). */
-static inline resp_command *slot_unpack(rc_conn *c, const rq_slot *s)
+ * but for its argument and key prefixes (slot_unpack_args, from *args on);
+ * its reply is left to the caller. */
+static inline resp_command *slot_unpack_head(rc_conn *c, const rq_slot *s,
+                                             const uint8_t **args)
 {
     resp_command *cmd = &c->rp->out;
     resp_request *r = &cmd->req;
@@ -408,7 +410,15 @@ static inline resp_command *slot_unpack(rc_conn *c, const rq_slot *s)
     r->end_pos = s->req_end;
     const uint8_t *p = pages_at(&c->text, s->text_pos);
     memcpy(r->name, p, RESP_NAME_MAX); /* its NUL among its units */
-    p += name_bytes(s->name_len);
+    *args = p + name_bytes(s->name_len);
+    return cmd;
+}
+
+/* The argument and key prefixes of the request in r (its lengths already
+ * unpacked), from its slot's text at p on (after the name); key0_dup: the
+ * slot's. */
+static inline void slot_unpack_args(resp_request *r, const uint8_t *p, uint8_t key0_dup)
+{
     for (uint32_t i = 0; i < r->nargs; i++) {
         uint32_t n = r->arg_len[i];
         if (n != 0) {
@@ -416,7 +426,17 @@ static inline resp_command *slot_unpack(rc_conn *c, const rq_slot *s)
             p += piece_bytes(n);
         }
     }
-    piece_copy(r->key0, s->key0_dup ? (const uint8_t *)r->args[0] : p, r->key0_len);
+    piece_copy(r->key0, key0_dup ? (const uint8_t *)r->args[0] : p, r->key0_len);
+}
+
+/* The command of packed slot s, unpacked into the pipeline's out buffer
+ * (its reply is left to the caller). */
+static inline resp_command *slot_unpack(rc_conn *c, const rq_slot *s)
+{
+    const uint8_t *p;
+    resp_command *cmd = slot_unpack_head(c, s, &p);
+    slot_unpack_args(&cmd->req, p, s->key0_dup);
+    cmd->args_later = 0;
     return cmd;
 }
 

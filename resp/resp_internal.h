@@ -297,6 +297,9 @@ struct resp_pipeline {
     resp_command out;         /* the command handed to the sink for a
                                  packed slot: it is unpacked here (one
                                  pipeline per thread: no global state) */
+    const uint8_t *out_args;  /* out.args_later: where the slot's text goes
+                                 on after the name (slot_unpack_args) */
+    uint8_t out_key0_dup;     /* ... and its key0_dup */
 };
 
 /* ---------------------------------------------------------------- bus.c */
