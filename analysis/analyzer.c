@@ -1028,6 +1028,7 @@ static __attribute__((noinline)) void on_command_full(an_analyzer *an, const res
 static __attribute__((noinline)) void on_command_general(an_analyzer *an,
                                                          const resp_command *cmd)
 {
+    resp_command_args(cmd); /* quick_command reads no prefix, the rest may */
     const resp_request *req = &cmd->req;
     int64_t ts = cmd->outcome == RESP_OK ? cmd->reply.ts_us : req->ts_us;
     if (ts > an->now_us)
@@ -1393,6 +1394,7 @@ resp_sink an_resp_sink(an_analyzer *an)
     s.conn_close = on_conn_close;
     s.conn_word = on_conn_word;
     s.bus_message = on_bus_message;
+    s.args_later = 1; /* on_command: resp_command_args but on quick_command's path */
     return s;
 }
 

@@ -145,7 +145,7 @@ static void reply_modes_update(rc_conn *c);
  * RESP_NO_REPLY), unless it stands for a request lost in a gap. */
 void pair_pop_unanswered(rc_conn *c)
 {
-    rq_slot *h = ring_at(c, 0);
+    rq_slot *h = ring_head(c);
     if (h->kind != RQK_LOST)
         pair_emit(c, h, expects_no_reply(h) ? RESP_NO_REPLY : RESP_UNANSWERED);
     ring_pop(c);
@@ -168,9 +168,18 @@ static inline void emit_to_sink(rc_conn *c, resp_command *cmd)
 
 /* emit for a request paired with certainty (outcome RESP_OK). Inline: the
  * common path of reply_done calls it. */
-static inline void emit_paired(rc_conn *c, rq_slot *e)
+static inline __attribute__((always_inline)) void emit_paired(rc_conn *c, rq_slot *e)
 {
-    resp_command *cmd = slot_command(c, e);
+    resp_command *cmd;
+    resp_pipeline *rp = c->rp;
+    if (e->whole == 0 && rp->sink.args_later) {
+        /* the prefixes when the sink asks (resp_command_args) */
+        cmd = slot_unpack_head(c, e, &rp->out_args);
+        rp->out_key0_dup = e->key0_dup;
+        cmd->args_later = 1;
+    } else {
+        cmd = slot_command(c, e);
+    }
     resp_reply *dst = &cmd->reply;
     cmd->outcome = RESP_OK;
     cmd->resp3 = c->resp3;
@@ -180,11 +189,21 @@ static inline void emit_paired(rc_conn *c, rq_slot *e)
     if (e->keep && c->rpd.keeping && !c->keep_over) {
         dst->raw = c->keep;
         dst->raw_len = c->keep_len;
+        resp_command_args(cmd);
         rc_proofs_cluster(c->rp, cmd);
     }
     sizes_learn(c, &cmd->req, e->name_len, dst);
     c->st.paired++;
     emit_to_sink(c, cmd);
+}
+
+void resp_command_args_fill(const resp_command *cmd)
+{
+    /* only the out buffer is handed over with args_later set */
+    resp_pipeline *rp = (resp_pipeline *)(void *)((char *)(uintptr_t)cmd -
+                                                   offsetof(resp_pipeline, out));
+    slot_unpack_args(&rp->out.req, rp->out_args, rp->out_key0_dup);
+    rp->out.args_later = 0;
 }
 
 /* Hand cmd to the sink without a reply (outcome RESP_UNANSWERED or
@@ -244,7 +263,7 @@ static inline rq_slot *request_queue_whole(rc_conn *c, rq_entry *e)
     slot_of_whole(c, s, e);
     c->cur = &c->stage;
     f->tail += sizeof(rq_slot);
-    c->count++;
+    ring_counted(c, s);
     return s;
 }
 
@@ -267,7 +286,7 @@ static inline rq_slot *request_queue(rc_conn *c, rq_entry *e)
     rq_slot *s = (rq_slot *)(void *)pages_at(f, f->tail);
     slot_pack(c, s, e, dup, at);
     f->tail += sizeof(rq_slot);
-    c->count++;
+    ring_counted(c, s);
     return s;
 }
 
@@ -275,7 +294,7 @@ static inline rq_slot *request_queue(rc_conn *c, rq_entry *e)
 void pair_flush_no_reply_slow(rc_conn *c)
 {
     while (c->count > 0) {
-        rq_slot *h = ring_at(c, 0);
+        rq_slot *h = ring_head(c);
         if (!expects_no_reply(h))
             break;
         pair_emit(c, h, RESP_NO_REPLY);
@@ -739,7 +758,7 @@ static PAIR_APART void request_done_packed(rc_conn *c, rq_entry *e)
     rq_slot *s = (rq_slot *)(void *)pages_at(f, f->tail);
     slot_pack(c, s, e, dup, c->text.tail);
     f->tail += sizeof(rq_slot);
-    c->count++;
+    ring_counted(c, s);
     request_done_end(c, e, s);
 }
 
@@ -824,7 +843,7 @@ static resp_reply *reply_begin(void *owner, int64_t ts)
     c->keep_over = 0;
     c->rpd.keeping = 0;
     if (c->count != 0) {
-        rq_slot *h = ring_at(c, 0);
+        rq_slot *h = ring_head(c);
         if (h->kind >= RQK_EXEC) /* rare: a tail call, no frame here */
             return reply_start_rare(c, h, ts);
         c->rpd.keeping = (uint8_t)(h->keep && !h->uncertain);
@@ -1010,7 +1029,7 @@ static void reply_effects(rc_conn *c, const rq_slot *h)
  * is queued. */
 static inline rq_slot *reply_head(rc_conn *c)
 {
-    return c->count ? ring_at(c, 0) : NULL;
+    return c->count ? ring_head(c) : NULL;
 }
 
 /* The reply just decoded cannot answer the head h (reply_may_answer): it

@@ -159,6 +159,22 @@ static inline rq_slot *ring_at(rc_conn *c, uint32_t i)
     return (rq_slot *)(void *)pages_at(&c->ring, c->ring.head + i * (uint32_t)sizeof(rq_slot));
 }
 
+/* The head slot (count > 0): ring_at(c, 0), kept in c->head as slots are
+ * queued (ring_counted) and popped (ring_pop), so that pairing, which
+ * reads it a few times per reply, does not compute it each time. */
+static inline rq_slot *ring_head(const rc_conn *c)
+{
+    return c->head;
+}
+
+/* Slot s, at the tail, is queued: counted in (the head when it is the
+ * only one). */
+static inline void ring_counted(rc_conn *c, rq_slot *s)
+{
+    if (c->count++ == 0)
+        c->head = s;
+}
+
 /* A slot after the queued ones, counted in (count + 1); NULL if memory ran
  * out. Its fields are the caller's to write: every one (slot_pack), or
  * after a memset (a lost request's). */
@@ -169,7 +185,7 @@ static inline rq_slot *ring_push(rc_conn *c)
         return NULL;
     rq_slot *e = (rq_slot *)(void *)pages_at(f, f->tail);
     f->tail += sizeof(rq_slot);
-    c->count++;
+    ring_counted(c, e);
     return e;
 }
 
@@ -210,15 +226,26 @@ static inline void whole_give(rc_conn *c, uint16_t whole)
     c->whole_held--;
 }
 
-/* Remove the head (its text, or its whole entry, goes with it). */
+/* Remove the head (its text, or its whole entry, goes with it). The next
+ * slot is the head's neighbour in its page, or (c->head is set only while
+ * count > 0) the first of the next page. */
 static inline void ring_pop(rc_conn *c)
 {
-    const rq_slot *h = ring_at(c, 0);
+    rq_slot *h = ring_head(c);
     if (h->whole != 0) /* no text: the next packed slot's pop drops what is before it */
         whole_give(c, h->whole);
     else
         pages_drop_to(c->rp, &c->text, h->text_pos + h->text_len);
-    pages_drop_to(c->rp, &c->ring, c->ring.head + (uint32_t)sizeof(rq_slot));
+    rq_pages *f = &c->ring;
+    uint32_t next = f->head + (uint32_t)sizeof(rq_slot);
+    if (((next ^ f->head) >> RQ_PAGE_SHIFT) == 0) {
+        f->head = next;
+        c->head = h + 1;
+    } else {
+        pages_drop_slow(c->rp, f, next);
+        if (c->count > 1)
+            c->head = (rq_slot *)(void *)pages_at(f, next);
+    }
     c->count--;
     c->part->inflight--;
 }
@@ -366,8 +393,10 @@ static inline void slot_pack(rc_conn *c, rq_slot *s, const rq_entry *e, int dup,
 }
 
 /* The command of packed slot s, unpacked into the pipeline's out buffer
- * (its reply is left to the caller). */
-static inline resp_command *slot_unpack(rc_conn *c, const rq_slot *s)
+ * but for its argument and key prefixes (slot_unpack_args, from *args on);
+ * its reply is left to the caller. */
+static inline resp_command *slot_unpack_head(rc_conn *c, const rq_slot *s,
+                                             const uint8_t **args)
 {
     resp_command *cmd = &c->rp->out;
     resp_request *r = &cmd->req;
@@ -381,7 +410,15 @@ static inline resp_command *slot_unpack(rc_conn *c, const rq_slot *s)
     r->end_pos = s->req_end;
     const uint8_t *p = pages_at(&c->text, s->text_pos);
     memcpy(r->name, p, RESP_NAME_MAX); /* its NUL among its units */
-    p += name_bytes(s->name_len);
+    *args = p + name_bytes(s->name_len);
+    return cmd;
+}
+
+/* The argument and key prefixes of the request in r (its lengths already
+ * unpacked), from its slot's text at p on (after the name); key0_dup: the
+ * slot's. */
+static inline void slot_unpack_args(resp_request *r, const uint8_t *p, uint8_t key0_dup)
+{
     for (uint32_t i = 0; i < r->nargs; i++) {
         uint32_t n = r->arg_len[i];
         if (n != 0) {
@@ -389,7 +426,17 @@ static inline resp_command *slot_unpack(rc_conn *c, const rq_slot *s)
             p += piece_bytes(n);
         }
     }
-    piece_copy(r->key0, s->key0_dup ? (const uint8_t *)r->args[0] : p, r->key0_len);
+    piece_copy(r->key0, key0_dup ? (const uint8_t *)r->args[0] : p, r->key0_len);
+}
+
+/* The command of packed slot s, unpacked into the pipeline's out buffer
+ * (its reply is left to the caller). */
+static inline resp_command *slot_unpack(rc_conn *c, const rq_slot *s)
+{
+    const uint8_t *p;
+    resp_command *cmd = slot_unpack_head(c, s, &p);
+    slot_unpack_args(&cmd->req, p, s->key0_dup);
+    cmd->args_later = 0;
     return cmd;
 }
 

@@ -282,6 +282,10 @@ typedef struct resp_command {
                                capture just before it (a gap or garbage on the
                                client side, accounted for or not): what the
                                client sent then is not known */
+    uint8_t args_later;     /* only for a sink that asked for it
+                               (resp_sink.args_later): req.args and req.key0
+                               are not filled in yet (the rest is);
+                               resp_command_args fills them in */
     resp_request req;
     resp_reply reply;       /* valid when outcome == RESP_OK */
 } resp_command;
@@ -373,6 +377,11 @@ typedef struct resp_sink {
      * bytes it was decoded from (the whole message, or its header). */
     void (*bus_message)(void *ctx, const cap_conn *conn, int dir, const bus_msg *m,
                         int64_t ts_us, uint64_t frame);
+    /* 1: command may hand over a command whose argument and key prefixes
+     * are not filled in yet (resp_command.args_later): the sink calls
+     * resp_command_args before it reads them, which is only worth it for
+     * a sink whose common path does not (pairing saves copying them). */
+    uint8_t args_later;
 } resp_sink;
 
 /* Limits; fill with resp_config_defaults. */
@@ -420,6 +429,16 @@ typedef struct resp_pipeline resp_pipeline;
 
 /* Create a decoder+pairer that sends commands to sink. NULL on out of memory. */
 resp_pipeline *resp_new(const resp_config *cfg, const resp_sink *sink);
+
+/* Fill in the argument and key prefixes (req.args, req.key0) of a command
+ * handed to resp_sink.command with args_later set; only during that call.
+ * Nothing to do otherwise. */
+void resp_command_args_fill(const resp_command *cmd);
+static inline void resp_command_args(const resp_command *cmd)
+{
+    if (cmd->args_later)
+        resp_command_args_fill(cmd);
+}
 /* Free everything, including per-connection state still attached. Accepts NULL. */
 void resp_free(resp_pipeline *rp);
 /* Note proofs in servers from now on (resp_config.servers; a tracker's own

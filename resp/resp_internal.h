@@ -180,6 +180,8 @@ typedef struct rc_conn {
      * each) from ring.head on, their text in text (ring.c) */
     rq_pages ring;
     uint32_t count;
+    struct rq_slot *head;     /* the slot at ring.head while count > 0 (its
+                                 address, kept as the head moves: ring_head) */
     uint8_t cur_dropped;      /* cur will not be queued (a cap, or no memory) */
     uint32_t noreply_queued;  /* queued requests that expect no reply (the
                                  ones flush_no_reply emits, pair.c) */
@@ -295,6 +297,9 @@ struct resp_pipeline {
     resp_command out;         /* the command handed to the sink for a
                                  packed slot: it is unpacked here (one
                                  pipeline per thread: no global state) */
+    const uint8_t *out_args;  /* out.args_later: where the slot's text goes
+                                 on after the name (slot_unpack_args) */
+    uint8_t out_key0_dup;     /* ... and its key0_dup */
 };
 
 /* ---------------------------------------------------------------- bus.c */
