@@ -151,14 +151,15 @@ void h_free(h_ctx *h)
     memset(h, 0, sizeof(*h));
 }
 
-/* Deliver one event. */
-static void deliver_ack(h_ctx *h, cap_ev_kind kind, cap_dir dir, const void *data, size_t len,
-                        uint64_t gap, int has_ack, int32_t ack_ahead)
+/* Deliver one event (before_peer: cap_event.before_peer of a GAP). */
+static void deliver_ev(h_ctx *h, cap_ev_kind kind, cap_dir dir, const void *data, size_t len,
+                       uint64_t gap, int has_ack, int32_t ack_ahead, int before_peer)
 {
     cap_event ev;
     memset(&ev, 0, sizeof ev);
     ev.has_ack = (uint8_t)has_ack;
     ev.ack_ahead = ack_ahead;
+    ev.before_peer = (uint8_t)before_peer;
     ev.kind = kind;
     ev.conn = &h->conn;
     ev.dir = dir;
@@ -169,6 +170,12 @@ static void deliver_ack(h_ctx *h, cap_ev_kind kind, cap_dir dir, const void *dat
     ev.gap_len = gap;
     ev.reason = CAP_CLOSE_FIN;
     resp_on_capture_event(h->rp, &ev);
+}
+
+static void deliver_ack(h_ctx *h, cap_ev_kind kind, cap_dir dir, const void *data, size_t len,
+                        uint64_t gap, int has_ack, int32_t ack_ahead)
+{
+    deliver_ev(h, kind, dir, data, len, gap, has_ack, ack_ahead, 0);
 }
 
 static void deliver(h_ctx *h, cap_ev_kind kind, cap_dir dir, const void *data, size_t len,
@@ -194,16 +201,7 @@ void h_gap(h_ctx *h, cap_dir dir, uint64_t len) { deliver(h, CAP_EV_GAP, dir, NU
  * (cap_event.before_peer). */
 void h_gap_before_peer(h_ctx *h, cap_dir dir, uint64_t len)
 {
-    cap_event ev;
-    memset(&ev, 0, sizeof ev);
-    ev.kind = CAP_EV_GAP;
-    ev.conn = &h->conn;
-    ev.dir = dir;
-    ev.ts_us = h->ts;
-    ev.index = h->index;
-    ev.gap_len = len;
-    ev.before_peer = 1;
-    resp_on_capture_event(h->rp, &ev);
+    deliver_ev(h, CAP_EV_GAP, dir, NULL, 0, len, 0, 0, 1);
 }
 void h_close(h_ctx *h) { deliver(h, CAP_EV_CLOSE, CAP_TO_SERVER, NULL, 0, 0); }
 
