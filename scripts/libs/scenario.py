@@ -5,6 +5,7 @@ rebalance, for slotscope's real-library fixtures (tests/fixtures/libs/).
 
   scripts/libs/scenario.py [--base 31300] [--work /work/captures/libs]
                            [--midstream] [--any] [--load] [--buffer KIB]
+                           [--delay-us D [--delay-all]]
 
 Needs root (tcpdump on lo), redis-server/redis-cli 7, tcpdump, gcc, and the
 libraries: Debian's php-redis, ruby-redis, python3-redis (/usr/bin/python3),
@@ -46,12 +47,31 @@ Options (without them the run is the one above, unchanged):
                of LOAD_REQUESTS requests LOAD_PAUSE_S apart) from LOAD_ADDR,
                started with the libraries and stopped with them, for volume.
   --buffer KIB tcpdump -B KIB (a small buffer gives kernel drops under --load).
+  --delay-us D the libraries are D microseconds from the nodes (RTT 2D), seen
+               from the nodes' host: scripts/rtt/delay-on.sh (NFQUEUE rules on
+               the data ports BASE..BASE+5 and two netdelay processes; client->
+               node packets delayed before the tap, node->client after it),
+               set up right after the cluster starts, before any library
+               connects, and removed by delay-off.sh whatever happens (also on
+               an error, Ctrl-C or SIGTERM); its counters go to
+               WORK/netdelay.log. Only the libraries' connections (and
+               --load's) are delayed: redis-cli (reshard, rebalance, CLIENT
+               LIST), MIGRATE between nodes and the replication links are
+               not, as for tools run on the nodes' host; delayed, the reshard's
+               6400 MIGRATE batches (3 round trips each) would take ~6 min at
+               D=10000, past its 180 s limit. The cluster bus is never
+               delayed: node-to-node gossip is no client traffic, and slowing
+               it would only stretch the failover.
+  --delay-all  with --delay-us: delay every connection to a data port, as
+               scripts/rtt/rtt-capture.sh does (redis-cli and MIGRATE too).
 """
 import argparse, json, os, shutil, signal, subprocess, sys, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 CLUSTER_SH = os.path.join(ROOT, "scripts", "cluster", "cluster.sh")
+DELAY_ON = os.path.join(ROOT, "scripts", "rtt", "delay-on.sh")
+DELAY_OFF = os.path.join(ROOT, "scripts", "rtt", "delay-off.sh")
 ASK_WINDOW_S = 6.0
 INTERVAL_S = 0.5          # pause between a library's steps
 RESHARD_SLOTS = 32
@@ -421,7 +441,13 @@ def main():
     ap.add_argument("--any", action="store_true", help="tcpdump -i any instead of -i lo")
     ap.add_argument("--load", action="store_true", help="background redis-benchmark traffic")
     ap.add_argument("--buffer", type=int, default=None, metavar="KIB", help="tcpdump -B KIB")
+    ap.add_argument("--delay-us", type=int, default=0, metavar="D",
+                    help="one-way delay between the libraries and the nodes (see the docstring)")
+    ap.add_argument("--delay-all", action="store_true",
+                    help="--delay-us on every data-port connection, not only the libraries'")
     a = ap.parse_args()
+    if a.delay_us < 0 or a.delay_us > 10000000:
+        sys.exit("scenario.py: --delay-us must be 0..10000000")
     work = os.path.abspath(a.work)
     os.makedirs(work, exist_ok=True)
     if not os.path.isdir(os.path.join(work, "node_modules")):
@@ -434,8 +460,27 @@ def main():
         if os.path.exists(os.path.join(work, f)):
             os.remove(os.path.join(work, f))
     run = Run(a.base, work, "any" if a.any else "lo", a.buffer)
+    delay_dir = os.path.join(work, "netdelay")
+    delay_cmd = None
+    if a.delay_us:
+        addrs = [addr for _, addr, _ in LIBS] + ([LOAD_ADDR] if a.load else [])
+        key = lambda x: tuple(int(b) for b in x.split("."))
+        scope = [] if a.delay_all else ["--src-range", "%s-%s" % (min(addrs, key=key),
+                                                                  max(addrs, key=key))]
+        delay_cmd = [DELAY_ON] + scope + [delay_dir, str(a.base), str(a.delay_us)]
+
+    def on_term(signum, frame):
+        raise KeyboardInterrupt("signal %d" % signum)
+    signal.signal(signal.SIGTERM, on_term)
     try:
         run.start_cluster()
+        if delay_cmd:
+            if os.path.exists(os.path.join(delay_dir, "rules")):
+                subprocess.run([DELAY_OFF, delay_dir], capture_output=True, timeout=60)
+            r = subprocess.run(delay_cmd, capture_output=True, text=True, timeout=120)
+            if r.returncode != 0:
+                raise RuntimeError("delay-on.sh: %s" % r.stderr)
+            run.event("delay_on", delay_us=a.delay_us, all=a.delay_all, rules=r.stdout.splitlines())
         run.plan_keys()
         run.seed()
         if a.midstream:
@@ -459,11 +504,19 @@ def main():
         run.stop_load()
         run.stop_dumps()
     finally:
-        opts = {k: v for k, v in (("midstream", a.midstream), ("any", a.any), ("load", a.load),
-                                  ("buffer", a.buffer)) if v}
-        with open(os.path.join(work, "events.json"), "w") as fp:
-            json.dump(dict({"base": a.base, "events": run.events}, **opts), fp, indent=1)
-        run.cleanup()
+        try:
+            if delay_cmd:
+                r = subprocess.run([DELAY_OFF, delay_dir], capture_output=True, text=True,
+                                   timeout=60)
+                open(os.path.join(work, "netdelay.log"), "w").write(r.stdout + r.stderr)
+                run.event("delay_off", rc=r.returncode)
+        finally:
+            opts = {k: v for k, v in (("midstream", a.midstream), ("any", a.any), ("load", a.load),
+                                      ("buffer", a.buffer), ("delay_us", a.delay_us),
+                                      ("delay_all", a.delay_all)) if v}
+            with open(os.path.join(work, "events.json"), "w") as fp:
+                json.dump(dict({"base": a.base, "events": run.events}, **opts), fp, indent=1)
+            run.cleanup()
     run.slice()
     for name, _, _ in LIBS:
         log("%s: %s" % (name, open(os.path.join(work, name + ".out")).read().strip()[-600:]))

@@ -25,7 +25,10 @@ each mistake with slotscope's documented definitions and default thresholds
               with requests between (interleaved), or not at all (missing)
   ask_cached  >= ASK_CACHED_MIN commands, none a retry, for a slot the client
               got ASK for, sent without ASKING to that ASK's target and
-              answered MOVED by it (it does not own the slot yet)
+              answered MOVED by it (it does not own the slot yet), unless a
+              MOVED for the slot to that target came since the ASK (the client
+              was told it owns the slot; docs/findings.md; the other reset
+              there, a cluster map received since, is not modelled)
   moved_ignored
               >= MOVED_IGNORED_MIN commands, none a retry, for a slot sent to a
               node that had answered MOVED for that slot (a master, or a replica
@@ -843,6 +846,8 @@ def judge_stale(cs, retry_of, roles, kinds):
                 first_ev.setdefault(("moved_ignored", rd[1]), c)
             if not replica or c["readonly"] or c["name"] not in READS:
                 moved_from.setdefault(rd[1], set()).add(c["node"])
+        if rd and rd[0] == "MOVED" and rd[1] in asked:
+            asked[rd[1]].discard(rd[2])   # told that rd[2] owns the slot: no longer an ASK target
         if rd and rd[0] == "ASK":
             asked.setdefault(rd[1], set()).add(rd[2])
             # an ASK that points back at a node ends what its MOVED taught

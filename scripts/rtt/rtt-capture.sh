@@ -14,7 +14,8 @@
 #   -d BYTES       redis-benchmark -d (value size)                         [64]
 #
 # No netem in this kernel, so the delay is made with NFQUEUE and
-# scripts/rtt/netdelay.c (built into the run's temporary directory):
+# scripts/rtt/netdelay.c, set up by delay-on.sh and undone by delay-off.sh
+# (state and the netdelay binary in the run's temporary directory):
 #   mangle OUTPUT,     -o lo, TCP to   ports PORT..PORT+5 -> queue PORT   (delay D)
 #   mangle PREROUTING, -i lo, TCP from ports PORT..PORT+5 -> queue PORT+1 (delay D)
 # On lo the packet taps are between OUTPUT and PREROUTING (tcpdump keeps
@@ -64,31 +65,20 @@ mkdir -p "$(dirname "$out")"
 out=$(cd "$(dirname "$out")" && pwd)/$(basename "$out")
 log=$out.log
 last=$((base + 5))
-q_out=$base q_in=$((base + 1))
-# the two rules, exactly as added and deleted
-rule_out=(OUTPUT -o lo -p tcp --dport "$base:$last" -j NFQUEUE --queue-num "$q_out" --queue-bypass)
-rule_in=(PREROUTING -i lo -p tcp --sport "$base:$last" -j NFQUEUE --queue-num "$q_in" --queue-bypass)
 
 dir=$(mktemp -d /tmp/ss-rtt.XXXXXX)
-tcpdump_pid= nd_out= nd_in= bench_pids=() rules=0
+ddir=$dir/delay   # delay-on.sh's state: rules, netdelay pids and logs
+tcpdump_pid= bench_pids=()
 stop_pid() {   # stop_pid PID SIGNAL: signal one of our children, wait for it
     if [ -n "$1" ] && kill -0 "$1" 2>/dev/null; then
         kill "-$2" "$1" 2>/dev/null || true
         wait "$1" 2>/dev/null || true
     fi
 }
-del_rules() {
-    [ "$rules" = 1 ] || return 0
-    while iptables -t mangle -D "${rule_out[@]}" 2>/dev/null; do :; done
-    while iptables -t mangle -D "${rule_in[@]}" 2>/dev/null; do :; done
-    rules=0
-}
 cleanup() {
     stop_pid "$tcpdump_pid" INT
     for p in "${bench_pids[@]}"; do stop_pid "$p" TERM; done
-    del_rules
-    stop_pid "$nd_out" TERM
-    stop_pid "$nd_in" TERM
+    "$here/delay-off.sh" "$ddir" >/dev/null 2>&1 || true   # a no-op once done
     "$cluster" stop "$dir" >/dev/null 2>&1 || true
     rm -rf "$dir"
 }
@@ -100,17 +90,8 @@ wait_for 30 "every replication link up" all_links_up
 
 : >"$log"
 if [ "$delay" -gt 0 ]; then
-    gcc -std=c11 -O2 -Wall -Wextra -Werror -o "$dir/netdelay" "$here/netdelay.c" \
-        -lnetfilter_queue -lnfnetlink
-    "$dir/netdelay" "$q_out" "$delay" 2>"$dir/nd_out.log" & nd_out=$!
-    "$dir/netdelay" "$q_in" "$delay" 2>"$dir/nd_in.log" & nd_in=$!
-    wait_for 5 "netdelay $q_out" grep -q ready "$dir/nd_out.log"
-    wait_for 5 "netdelay $q_in" grep -q ready "$dir/nd_in.log"
-    rules=1
-    iptables -t mangle -A "${rule_out[@]}"
-    iptables -t mangle -A "${rule_in[@]}"
-    echo "iptables -t mangle -A ${rule_out[*]}" >>"$log"
-    echo "iptables -t mangle -A ${rule_in[*]}" >>"$log"
+    # queues PORT (client->server) and PORT+1; prints the two iptables commands
+    "$here/delay-on.sh" "$ddir" "$base" "$delay" >>"$log"
 fi
 echo "delay_us $delay" >>"$log"
 # RTT as a client sees it, idle cluster (min max avg samples, milliseconds)
@@ -142,7 +123,10 @@ for p in "${bench_pids[@]}"; do kill -0 "$p" 2>/dev/null || die "redis-benchmark
 # ring stalled one netdelay for 0.7-0.9 s (ppoll woke that late)
 tdargs=(-i lo -s 0 -B 65536 -w "$out" "tcp and portrange $base-$last")
 echo "tcpdump ${tdargs[*]}   (started after ${warmup}s of load, stopped after ${seconds}s)" >>"$log"
-mark() { [ -z "$nd_out" ] || kill -USR1 "$nd_out" "$nd_in"; }   # netdelay: lateness so far
+mark() {   # netdelay: lateness so far
+    [ "$delay" -gt 0 ] || return 0
+    kill -USR1 "$(cat "$ddir/nd_out.pid")" "$(cat "$ddir/nd_in.pid")"
+}
 tcpdump "${tdargs[@]}" 2>"$dir/tcpdump.log" & tcpdump_pid=$!
 wait_for 10 tcpdump grep -q 'listening on' "$dir/tcpdump.log"
 mark
@@ -158,11 +142,8 @@ for t in set get; do
     echo "redis-benchmark -t $t last status: $(tr '\r' '\n' <"$dir/bench-$t.log" | grep -E 'rps|per second' | tail -1)" >>"$log"
 done
 if [ "$delay" -gt 0 ]; then
-    echo "nfnetlink_queue (queue peer total copy_mode copy_range queue_dropped user_dropped id_seq 1):" >>"$log"
-    grep -E "^ *($q_out|$q_in) " /proc/net/netfilter/nfnetlink_queue >>"$log" || true
-    del_rules
-    stop_pid "$nd_out" TERM; stop_pid "$nd_in" TERM
-    cat "$dir/nd_out.log" "$dir/nd_in.log" | grep -v ' ready' >>"$log" || true
+    # nfnetlink_queue lines, rules deleted, netdelay stopped, its counters
+    "$here/delay-off.sh" "$ddir" >>"$log" || true
 fi
 ls -l "$out" | awk '{print $5, "bytes"}' >>"$log"
 cat "$log"
