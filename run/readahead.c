@@ -51,7 +51,8 @@ struct ra_ev {
     uint8_t kind;                  /* an ra_kind */
     uint8_t dir;                   /* the cap_event's dir */
     uint8_t reason;                /* CLOSE: a cap_close_reason; DATA (_REF):
-                                      the cap_event's has_ack */
+                                      the cap_event's has_ack; GAP: its
+                                      before_peer */
     uint8_t counters;              /* DATA (_REF): RA_UPDATE's body follows the
                                       body (padded), arg is last_record */
     uint32_t slot;                 /* the connection's slot */
@@ -286,6 +287,7 @@ void ra_on_event(void *ctx, const cap_event *ev)
             return;
         }
         h->arg = ev->gap_len;
+        h->reason = ev->before_peer;
         ra_end(p, h);
         break;
     case CAP_EV_CLOSE:
@@ -434,6 +436,7 @@ static void ra_replay(struct par *p, const ra_ev *h)
         break;
     case RA_GAP:
         ev.gap_len = h->arg;
+        ev.before_peer = h->reason;
         break;
     default:
         return;
