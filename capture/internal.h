@@ -145,7 +145,7 @@ typedef struct cap_stream {
     uint8_t from_ack;        /* started at pre_ack, before its first segment:
                                 the bytes between were never seen (tracker.c) */
     uint32_t pre_ack;
-    uint8_t payload_seen;    /* this side has sent payload (first_ack_of_peer) */
+    uint8_t payload_seen;    /* this side has sent payload (note_first_payload) */
     uint8_t peer_data_ack_valid; /* peer_data_ack holds the ACK on the peer's
                                 first payload, sent before this stream
                                 started and at the very start of the peer's
