@@ -256,14 +256,11 @@ static PAIR_RARE void stage_drop(rc_conn *c, rq_entry *e)
  * next request is decoded elsewhere). NULL when no memory for a page. */
 static inline rq_slot *request_queue_whole(rc_conn *c, rq_entry *e)
 {
-    rq_pages *f = &c->ring;
-    if (pages_need(c->rp, f, sizeof(rq_slot)) != 0)
+    rq_slot *s = ring_push(c);
+    if (s == NULL)
         return NULL;
-    rq_slot *s = (rq_slot *)(void *)pages_at(f, f->tail);
     slot_of_whole(c, s, e);
     c->cur = &c->stage;
-    f->tail += sizeof(rq_slot);
-    ring_counted(c, s);
     return s;
 }
 
@@ -274,20 +271,15 @@ static inline rq_slot *request_queue(rc_conn *c, rq_entry *e)
 {
     if (e->whole != 0)
         return request_queue_whole(c, e);
-    rq_pages *f = &c->ring;
-    if (pages_need(c->rp, f, sizeof(rq_slot)) != 0)
+    if (pages_need(c->rp, &c->ring, sizeof(rq_slot)) != 0)
         return NULL;
     const resp_request *r = &e->cmd.req;
-    uint32_t nargs = r->nargs < RESP_ARG_KEEP ? r->nargs : RESP_ARG_KEEP;
     int dup = key0_is_arg0(c, r);
     uint32_t at = c->text.tail;
-    if (!text_fits_at_tail(&c->text, nargs) && text_place(c, r, e->name_len, dup, &at) != 0)
+    if (!text_fits_at_tail(&c->text, kept_args(r)) &&
+        text_place(c, r, e->name_len, dup, &at) != 0)
         return NULL;
-    rq_slot *s = (rq_slot *)(void *)pages_at(f, f->tail);
-    slot_pack(c, s, e, dup, at);
-    f->tail += sizeof(rq_slot);
-    ring_counted(c, s);
-    return s;
+    return slot_queue_packed(c, e, dup, at);
 }
 
 /* Emit requests at the head that expect no reply (slow part). */
@@ -743,23 +735,17 @@ static PAIR_APART void request_done_packed_slow(rc_conn *c, rq_entry *e)
 static PAIR_APART void request_done_packed(rc_conn *c, rq_entry *e)
 {
     const resp_request *r = &e->cmd.req;
-    rq_pages *f = &c->ring;
-    uint32_t nargs = r->nargs < RESP_ARG_KEEP ? r->nargs : RESP_ARG_KEEP;
-    if (f->end - f->tail < sizeof(rq_slot)) {
+    if (c->ring.end - c->ring.tail < sizeof(rq_slot)) {
         request_done_packed_slow(c, e);
         return;
     }
     int dup = key0_is_arg0(c, r);
-    if (!text_fits_at_tail(&c->text, nargs) &&
+    if (!text_fits_at_tail(&c->text, kept_args(r)) &&
         !text_len_fits_at_tail(&c->text, text_len(r, e->name_len, dup))) {
         request_done_packed_slow(c, e);
         return;
     }
-    rq_slot *s = (rq_slot *)(void *)pages_at(f, f->tail);
-    slot_pack(c, s, e, dup, c->text.tail);
-    f->tail += sizeof(rq_slot);
-    ring_counted(c, s);
-    request_done_end(c, e, s);
+    request_done_end(c, e, slot_queue_packed(c, e, dup, c->text.tail));
 }
 
 /* A request is complete (rq_out.done): queue it. The common case, a

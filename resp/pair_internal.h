@@ -326,6 +326,12 @@ static inline int key0_is_arg0(const rc_conn *c, const resp_request *r)
     return memcmp(r->key0, r->args[0], 64) == 0;
 }
 
+/* The arguments of r whose prefixes are kept (args[]). */
+static inline uint32_t kept_args(const resp_request *r)
+{
+    return r->nargs < RESP_ARG_KEEP ? r->nargs : RESP_ARG_KEEP;
+}
+
 /* The most text a request of nargs kept arguments may take, with its
  * slack: two units of name, four of each argument and of the first key. */
 static inline uint32_t text_most(uint32_t nargs)
@@ -345,7 +351,7 @@ static inline int text_fits_at_tail(const rq_pages *f, uint32_t nargs)
  * unless dup): what slot_pack's copies advance by. */
 static inline uint32_t text_len(const resp_request *r, uint32_t name_len, int dup)
 {
-    uint32_t nargs = r->nargs < RESP_ARG_KEEP ? r->nargs : RESP_ARG_KEEP;
+    uint32_t nargs = kept_args(r);
     uint32_t len = name_bytes(name_len) + (dup ? 0 : piece_bytes(r->key0_len));
     for (uint32_t i = 0; i < nargs; i++)
         len += piece_bytes(r->arg_len[i]);
@@ -368,7 +374,7 @@ static inline void slot_pack(rc_conn *c, rq_slot *s, const rq_entry *e, int dup,
 {
     const resp_request *r = &e->cmd.req;
     rq_pages *f = &c->text;
-    uint32_t nargs = r->nargs < RESP_ARG_KEEP ? r->nargs : RESP_ARG_KEEP;
+    uint32_t nargs = kept_args(r);
     uint8_t *d0 = pages_at(f, at), *d = d0;
     memcpy(d, r->name, RESP_NAME_MAX);
     d += name_bytes(e->name_len);
@@ -390,6 +396,18 @@ static inline void slot_pack(rc_conn *c, rq_slot *s, const rq_entry *e, int dup,
     s->whole = 0;
     s->text_pos = at;
     s->text_len = (uint16_t)len;
+}
+
+/* Pack e (dup: key0_is_arg0; its text at position at) into the slot after
+ * the queued ones, whose page is held, and count it in. */
+static inline rq_slot *slot_queue_packed(rc_conn *c, const rq_entry *e, int dup, uint32_t at)
+{
+    rq_pages *f = &c->ring;
+    rq_slot *s = (rq_slot *)(void *)pages_at(f, f->tail);
+    slot_pack(c, s, e, dup, at);
+    f->tail += sizeof(rq_slot);
+    ring_counted(c, s);
+    return s;
 }
 
 /* The command of packed slot s, unpacked into the pipeline's out buffer
