@@ -152,9 +152,6 @@ typedef struct cap_stream {
                                 stream (nothing of the peer's below it can
                                 be delivered) */
     uint32_t peer_data_ack;
-    uint8_t hole_before_peer; /* from_ack, and peer_data_ack reached the
-                                 hole's end: the peer had received the hole
-                                 before it sent anything the capture shows */
     uint8_t unseen_acked;    /* the peer acknowledged bytes beyond next, and
                                 nothing after them was seen, since
                                 unseen_since_us (while next was unseen_next) */

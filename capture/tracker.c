@@ -295,8 +295,12 @@ void cap_emit_gap(cap_tracker *t, cap_flow *f, int side, int64_t ts_us, uint64_t
     cap_dir dir;
     ensure_open(t, f, ts_us);
     dir = cap_dir_of(f, side);
-    int start_hole = f->st[side].from_ack && f->pub.bytes[dir] == 0 && f->pub.gaps[dir] == 0;
-    int before_peer = start_hole && f->st[side].hole_before_peer;
+    const cap_stream *st = &f->st[side];
+    int start_hole = st->from_ack && f->pub.bytes[dir] == 0 && f->pub.gaps[dir] == 0;
+    /* it starts at pre_ack; the peer had received all of it before sending
+     * anything the capture shows when its first payload acknowledged its end */
+    int before_peer = start_hole && st->peer_data_ack_valid &&
+                      SEQ_GEQ(st->peer_data_ack, st->pre_ack + (uint32_t)len);
     t->stats.start_gaps += (uint64_t)start_hole; /* the hole start_streams made */
     f->pub.gaps[dir]++;
     f->pub.gap_bytes[dir] += len;
@@ -488,8 +492,6 @@ static uint32_t start_streams(cap_tracker *t, cap_flow *f, int side, const cap_p
              * GAP like any other, instead of the stream seeming whole. */
             cap_reasm_start(st, st->pre_ack);
             st->from_ack = 1;
-            st->hole_before_peer =
-                st->peer_data_ack_valid && SEQ_GEQ(st->peer_data_ack, p->seq);
         } else if (!st->started) {
             cap_reasm_start(st, p->seq);
             st->probe_start = p->payload_len + p->payload_missing == 0;
@@ -555,7 +557,7 @@ static void settle_probe_start(cap_tracker *t, cap_flow *f, int side, uint32_t n
  * delivered) and the peer's stream has not started, its ACK is what side
  * had received of the peer before sending anything the capture will show:
  * a start hole of the peer's up to there holds nothing sent in answer to
- * it (start_streams, hole_before_peer). */
+ * it (cap_emit_gap: before_peer). */
 static void note_first_payload(cap_flow *f, int side, const cap_pkt *p, uint32_t payload_seq)
 {
     cap_stream *st = &f->st[side];

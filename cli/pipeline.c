@@ -443,7 +443,8 @@ static int open_store(pipeline *p)
     /* live: -w's file counts as an input (the database must not be it) */
     int keeps = p->live && o->write_path;
     store_opts so = {.force = o->force, .store_commands = o->store_commands,
-                     .index_at_close = !p->live, .sync_once = !p->live, .writer_thread = o->threads > 1,
+                     .index_at_close = !p->live, .sync_once = !p->live,
+                     .writer_thread = o->threads > 1,
                      .command_line = cli_command_line,
                      .inputs = keeps ? &o->write_path : (const char *const *)o->files,
                      .n_inputs = keeps ? 1 : o->n_files};
