@@ -645,7 +645,7 @@ def lost_requests(c, half, se, p, stats):
     stats["client_holes"] = stats.get("client_holes", 0) + 1
 
 
-def hyp_reply(c, v, ts, start, stats):
+def hyp_reply(c, v, ts, start, stats, ack=None):
     """A reply while the queue's head is a block of lost requests: which of
     its counts x are still possible. With x, the m-th reply from here
     answers a lost request if m < x, else the (m - x)-th request after the
@@ -661,7 +661,8 @@ def hyp_reply(c, v, ts, start, stats):
         h = c["hyp"] = {"S": list(range(b["lo"], b["hi"] + 1)), "got": []}
     m = len(h["got"])
     h["got"].append((v, ts))
-    ack = c["ack_down"]
+    if ack is None:
+        ack = c["ack_down"]
     keep = []
     for x in h["S"]:
         if m < x:
@@ -736,7 +737,7 @@ def commands(path, node_ports, midstream=None, orphans=None, stats=None):
                 finish(c, stats)
             up_holes = lost.get((key, True))
             c = conns[key] = {"id": nconn, "up": Half(up_holes), "up_holes": up_holes,
-                              "umark": 1, "search": None, "hyp": None,
+                              "umark": 1, "search": None, "hyp": None, "early": [],
                               "up_lost": None,
                               "down": Half(lost.get((key, False))), "upos": 0,
                               "dpos": 0, "mark": 0, "queue": collections.deque(), "closed": False,
@@ -812,6 +813,7 @@ def requests(c, half, ts, key, out, stats):
             p, m = r
             c["search"] = None
             lost_requests(c, half, se, p, stats)
+            replay_early(c, stats)
             c["upos"] = p
             continue
         nxt = half.marks[c["umark"]][0] if c["umark"] < len(half.marks) else None
@@ -840,6 +842,7 @@ def requests(c, half, ts, key, out, stats):
                 return
             if r[0] == "end":
                 placeholder(c, r[2], stats)
+                replay_early(c, stats)
                 c["upos"] = r[1]
                 continue
             if r[0] == "end_lost":
@@ -867,6 +870,20 @@ def requests(c, half, ts, key, out, stats):
         else:
             c["queue"].append(cmd)
         out.append(cmd)
+
+
+def replay_early(c, stats):
+    """The replies that came while the client's stream waited at a hole,
+    now that the queue holds what the hole lost."""
+    early, c["early"] = c["early"], []
+    for v, ts, start, ack in early:
+        q = c["queue"]
+        if c["lost"] or not q:
+            return
+        if q[0].get("block"):
+            hyp_reply(c, v, ts, start, stats, ack)
+        else:
+            pair(q.popleft(), v, ts)
 
 
 def placeholder(c, end, stats):
@@ -930,6 +947,11 @@ def dreply(c, half, ts, key, orphans, stats):
         if c["unsure"] is not None:
             c["unsure"]["got"].append((v, ts, c["ack_down"]))
             settle(c, stats)
+            continue
+        if not q and c["up_holes"] and (c["search"] is not None or c["up"].next_seq in c["up_holes"]
+                                        or c["umark"] < len(c["up"].marks)):
+            # the client's stream waits at a hole: this may answer a lost request
+            c["early"].append((v, ts, start, c["ack_down"]))
             continue
         if q and q[0].get("block"):
             hyp_reply(c, v, ts, start, stats)
