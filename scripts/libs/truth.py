@@ -59,8 +59,14 @@ request are skipped, not counted).
 
 Lost bytes. A capture can miss bytes the peer got (kernel drops): a range
 of a direction no packet carries, or the server's bytes before its first
-captured one that the client's ACK shows were sent. The client's stream
-ends at its first such hole (nothing after it is in order). In the
+captured one that the client's ACK shows were sent. After a hole in the
+client's stream, a request the hole cuts is carried across by its declared
+lengths when its headers were captured; else the stream resumes at the first
+segment that begins a run of strict requests ending exactly at a segment's
+end, and the requests lost before it (1 .. bytes/10) are settled by the
+replies: their ACKs, the client's ACKs and the reply types (hyp_reply); the
+requests stay unknown while more than one count fits, and a server hole
+before that abandons the connection (all unknown). In the
 server's, replies still come in request order, but how many of the waiting
 requests the lost bytes answered is not on the wire: at most one per 3
 bytes, and none the client sent after acknowledging the hole's end; each
