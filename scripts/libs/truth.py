@@ -59,8 +59,14 @@ request are skipped, not counted).
 
 Lost bytes. A capture can miss bytes the peer got (kernel drops): a range
 of a direction no packet carries, or the server's bytes before its first
-captured one that the client's ACK shows were sent. The client's stream
-ends at its first such hole (nothing after it is in order). In the
+captured one that the client's ACK shows were sent. After a hole in the
+client's stream, a request the hole cuts is carried across by its declared
+lengths when its headers were captured; else the stream resumes at the first
+segment that begins a run of strict requests ending exactly at a segment's
+end, and the requests lost before it (1 .. bytes/10) are settled by the
+replies: their ACKs, the client's ACKs and the reply types (hyp_reply); the
+requests stay unknown while more than one count fits, and a server hole
+before that abandons the connection (all unknown). In the
 server's, replies still come in request order, but how many of the waiting
 requests the lost bytes answered is not on the wire: at most one per 3
 bytes, and none the client sent after acknowledging the hole's end; each
@@ -221,6 +227,8 @@ class Half:
         self.jump = jump
         self.marks = []       # (offset, seq): buf[offset:] starts at seq (offset 0: the start)
         self.dead = False
+        self.pstarts = []     # offsets in buf where a whole segment's bytes begin
+        self.pends = set()    # offsets in buf where a segment's bytes end
 
     def seq_at(self, off):
         """The sequence number of buf[off]."""
@@ -254,7 +262,10 @@ class Half:
                         continue                  # still in the future: keep
                     del self.pending[s]
                     if behind < len(d):
+                        if behind == 0:
+                            self.pstarts.append(len(self.buf))
                         self.buf += d[behind:]
+                        self.pends.add(len(self.buf))
                         self.next_seq = (s + len(d)) & M32
                         grew = True
                     # else a retransmission of bytes already had: dropped
@@ -348,6 +359,9 @@ def server_hole(c, lost, after, partial, stats):
     answer a request the client sent after acknowledging after): narrowed
     later by the server's ACKs."""
     q = c["queue"]
+    if c["hyp"] is not None or any(r.get("block") for r in q):
+        abandon(c, stats)    # lost requests and lost replies together: not modelled
+        return
     unsure = c["unsure"]
     cut = partial is not None and partial != b">"
     if unsure is None:
@@ -413,6 +427,291 @@ def give_up(c, stats):
     c["unsure"] = None
 
 
+# ---- client holes ---------------------------------------------------------
+MIN_REQUEST = 10       # the shortest request a server answers, "*1\r\n$0\r\n\r\n": bytes per lost request at most
+ARGC_MAX = 1 << 20
+BULK_MAX = 512 << 20
+
+
+def strict_request(buf, pos, end):
+    """One well-formed request at pos, ending at or before end: an array of
+    1..ARGC_MAX bulk strings (what a client library sends), the first a
+    command name (letters, digits, '-', '_', '|'). Returns the position
+    after it; Incomplete when end comes first, ValueError when the bytes are
+    no such request."""
+    def line(p, lead):
+        if p >= end:
+            raise Incomplete
+        if buf[p:p + 1] != lead:
+            raise ValueError
+        e = buf.find(b"\r\n", p, end)
+        if e < 0:
+            if end - p > 12:
+                raise ValueError
+            raise Incomplete
+        v = buf[p + 1:e]
+        if not v.isdigit() or len(v) > 10:
+            raise ValueError
+        return int(v), e + 2
+    n, p = line(pos, b"*")
+    if not 1 <= n <= ARGC_MAX:
+        raise ValueError
+    for i in range(n):
+        ln, p = line(p, b"$")
+        if ln > BULK_MAX:
+            raise ValueError
+        if p + ln + 2 > end:
+            raise Incomplete
+        if buf[p + ln:p + ln + 2] != b"\r\n":
+            raise ValueError
+        if i == 0 and (ln == 0 or not all(ch in NAME_BYTES for ch in buf[p:p + ln])):
+            raise ValueError
+        p += ln + 2
+    return p
+
+
+NAME_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_|")
+
+
+def piece_of(half, off):
+    """(index of the mark whose piece holds buffer offset off, end offset of that piece)."""
+    i = 0
+    for j, m in enumerate(half.marks):
+        if m[0] <= off:
+            i = j
+        else:
+            break
+    end = half.marks[i + 1][0] if i + 1 < len(half.marks) else len(half.buf)
+    return i, end
+
+
+def off_of(half, seq):
+    """The buffer offset of seq if the capture has that byte (or seq is the
+    end of what came so far), else None."""
+    for j, (off, s0) in enumerate(half.marks):
+        end = half.marks[j + 1][0] if j + 1 < len(half.marks) else len(half.buf)
+        d = sdiff(seq, s0)
+        if 0 <= d < end - off or (d == end - off and j + 1 == len(half.marks)):
+            return off + d
+    return None
+
+
+def carry_request(half, pos):
+    """A request at pos that a hole cuts: walk its array by the lengths it
+    declares. When every header line ("*N", "$len") is in bytes the capture
+    has and the hole falls inside bulk payloads, the request's end is exact:
+    ("end", offset of its end) or ("end_lost", seq of its end) when that end
+    is inside a later hole. ("wait",) when bytes needed have not come yet,
+    ("lost",) when a header is cut (the request's length is unknown)."""
+    seq = half.seq_at(pos)
+
+    def header(seq, lead):
+        off = off_of(half, seq)
+        if off is None:
+            raise Incomplete if beyond(half, seq) else LookupError
+        _, end = piece_of(half, off)
+        if off >= len(half.buf):
+            raise Incomplete
+        if half.buf[off:off + 1] != lead:
+            raise ValueError
+        e = half.buf.find(b"\r\n", off, end)
+        if e < 0:
+            if end < len(half.buf) or end - off > 12:
+                raise LookupError   # cut by a hole (or no header)
+            raise Incomplete
+        v = half.buf[off + 1:e]
+        if not v.isdigit():
+            raise ValueError
+        return int(v), (seq + e + 2 - off) & M32
+
+    try:
+        n, seq = header(seq, b"*")
+        for _ in range(n):
+            ln, seq = header(seq, b"$")
+            seq = (seq + ln + 2) & M32
+    except Incomplete:
+        return ("wait",)
+    except (LookupError, ValueError):
+        return ("lost",)
+    off = off_of(half, seq)
+    if off is None:
+        return ("wait",) if beyond(half, seq) else ("end_lost", seq)
+    return ("end", off, seq)
+
+
+def end_seq(half, off):
+    """The sequence number just after buf[off - 1]: where a message ending at
+    off ends (off may be where a hole's far side begins)."""
+    return (half.seq_at(off - 1) + 1) & M32 if off > 0 else half.marks[0][1]
+
+
+def beyond(half, seq):
+    """seq is past the last byte that came so far."""
+    return sdiff(seq, (half.seq_at(len(half.buf) - 1) + 1) & M32) > 0
+
+
+def find_resume(half, mark, limit_wait):
+    """The first point after the hole before marks[mark] where the request
+    boundary is certain: a segment that begins with a run of complete
+    well-formed requests (strict_request) ending exactly at a segment's
+    end, where no other '*' inside that run (after a CRLF, not one of the
+    run's own boundaries) starts a request that parses as far as the run's
+    end. Returns (offset, mark index of its piece), None to wait for
+    bytes, or False when no piece up to the last hole has one."""
+    m = mark
+    while m < len(half.marks):
+        lo = half.marks[m][0]
+        hi = half.marks[m + 1][0] if m + 1 < len(half.marks) else len(half.buf)
+        last = m + 1 == len(half.marks)
+        for p in half.pstarts:
+            if p < lo or p >= hi:
+                continue
+            bounds, q, ok = {p}, p, None
+            while True:
+                try:
+                    q = strict_request(half.buf, q, hi)
+                except Incomplete:
+                    ok = None if last else False
+                    break
+                except ValueError:
+                    ok = False
+                    break
+                bounds.add(q)
+                if q in half.pends:
+                    ok = True
+                    break
+            if ok is None:
+                return None        # the run is not complete yet
+            if not ok:
+                continue
+            alone = True
+            at = half.buf.find(b"*", p + 1, q)
+            while at >= 0:
+                if at not in bounds and half.buf[at - 2:at] == b"\r\n":
+                    try:
+                        strict_request(half.buf, at, q)
+                        alone = False     # another reading of the same bytes
+                    except Incomplete:
+                        alone = False     # it may go on past the run: not ruled out
+                    except ValueError:
+                        pass
+                if not alone:
+                    break
+                at = half.buf.find(b"*", at + 1, q)
+            if alone:
+                return p, m
+        if last:
+            return None if limit_wait else False
+        m += 1
+    return False
+
+
+def reply_fits(r, v):
+    """Can request r get reply v? Errors fit any; else by the command's
+    reply types (RESP2 and RESP3), for the commands whose types are fixed."""
+    t = v[0]
+    if t in (b"-", b"!"):
+        return True
+    name, n = r["name"], len(r["argv"])
+    if name == b"GET" and n == 2:
+        return t in (b"$", b"_")
+    if name == b"MGET":
+        return t == b"*"
+    if (name == b"SET" and n == 3) or (name in (b"MSET", b"ASKING", b"READONLY", b"READWRITE")):
+        return t == b"+"
+    return True
+
+
+def abandon(c, stats):
+    """Nothing on this connection can be paired from here: every waiting
+    request's reply is unknown, and so are later ones'."""
+    c["lost"] = True
+    stats["abandoned"] = stats.get("abandoned", 0) + 1
+    while c["queue"]:
+        r = c["queue"].popleft()
+        if not r.get("block"):
+            unknown_reply(r, stats)
+    c["unsure"] = None
+    c["hyp"] = None
+
+
+def lost_requests(c, half, se, p, stats):
+    """The client's bytes from seq se to buffer offset p (a certain request
+    boundary) hold requests the capture lost, at least one, at most one per
+    MIN_REQUEST bytes: a block in the queue whose count the replies settle
+    (hyp_reply), unless the connection is already unsure."""
+    if c["lost"]:
+        return
+    if c["unsure"] is not None or c["hyp"] is not None or any(r.get("block") for r in c["queue"]):
+        abandon(c, stats)
+        return
+    n = sdiff(half.seq_at(p), se)
+    c["queue"].append({"block": True, "lo": 1, "hi": max(1, n // MIN_REQUEST),
+                       "end": half.seq_at(p), "ackc": None})
+    stats["client_holes"] = stats.get("client_holes", 0) + 1
+
+
+def hyp_reply(c, v, ts, start, stats, ack=None):
+    """A reply while the queue's head is a block of lost requests: which of
+    its counts x are still possible. With x, the m-th reply from here
+    answers a lost request if m < x, else the (m - x)-th request after the
+    block, which must have been captured already, be received by the server
+    when it sent this reply (its end at or below the reply's ACK), have been
+    sent before the client had this reply's bytes (its own ACK below the
+    reply's start) and fit the reply's type. One x left: pair; none: the
+    connection is abandoned."""
+    q = c["queue"]
+    h = c["hyp"]
+    if h is None:
+        b = q[0]
+        h = c["hyp"] = {"S": list(range(b["lo"], b["hi"] + 1)), "got": []}
+    m = len(h["got"])
+    h["got"].append((v, ts))
+    if ack is None:
+        ack = c["ack_down"]
+    keep = []
+    for x in h["S"]:
+        if m < x:
+            keep.append(x)
+            continue
+        i = 1 + m - x
+        if i >= len(q):
+            continue
+        r = q[i]
+        if r.get("block"):
+            keep.append(x)
+            continue
+        if ack is not None and not seq_le(r["end"], ack):
+            continue
+        if r["ackc"] is not None and sdiff(r["ackc"], start) > 0:
+            continue
+        if not r.get("placeholder") and not reply_fits(r, v):
+            continue
+        keep.append(x)
+    h["S"] = keep
+    if not keep:
+        stats["contradictions"] = stats.get("contradictions", 0) + 1
+        abandon(c, stats)
+    elif len(keep) == 1:
+        x = keep[0]
+        q.popleft()
+        for i, (v, ts) in enumerate(h["got"]):
+            if i >= x:
+                pair(q.popleft(), v, ts)
+        c["hyp"] = None
+
+
+def hyp_end(c, stats):
+    """The connection ended with the block's count unsettled: the requests
+    the buffered replies may have answered are unknown; later ones certainly
+    got none."""
+    h, q = c["hyp"], c["queue"]
+    q.popleft()
+    for _ in range(min(len(q), len(h["got"]) - min(h["S"]))):
+        unknown_reply(q.popleft(), stats)
+    c["hyp"] = None
+
+
 def commands(path, node_ports, midstream=None, orphans=None, stats=None):
     """Every request with its reply, in the order the requests were sent:
     dicts with t, t_reply, client, conn, node, argv, name, reply.
@@ -440,10 +739,11 @@ def commands(path, node_ports, midstream=None, orphans=None, stats=None):
         c = conns.get(key)
         if c is None or (flags & 0x02 and to_server and c["closed"]):
             nconn += 1
-            if c is not None and c["unsure"] is not None:
-                give_up(c, stats)
+            if c is not None:
+                finish(c, stats)
             up_holes = lost.get((key, True))
-            c = conns[key] = {"id": nconn, "up": Half(up_holes, jump=False), "up_holes": up_holes,
+            c = conns[key] = {"id": nconn, "up": Half(up_holes), "up_holes": up_holes,
+                              "umark": 1, "search": None, "hyp": None, "early": [],
                               "up_lost": None,
                               "down": Half(lost.get((key, False))), "upos": 0,
                               "dpos": 0, "mark": 0, "queue": collections.deque(), "closed": False,
@@ -473,28 +773,7 @@ def commands(path, node_ports, midstream=None, orphans=None, stats=None):
                 c["upos"] = len(half.buf)   # the rest of a request sent before the capture
                 continue
             c["mid"] = False
-            while True:
-                try:
-                    argv, c["upos"] = resp_request(half.buf, c["upos"])
-                except Incomplete:
-                    break
-                if not argv:
-                    continue
-                name = argv[0].upper()
-                cmd = {"t": ts, "t_reply": None, "client": key[0], "conn": c["id"],
-                       "node": key[3], "cport": key[1], "argv": argv, "name": name, "reply": None,
-                       "prev": c["prev"], "readonly": c["readonly"], "seq": len(out),
-                       "end": half.seq_at(c["upos"]), "ackc": c["ack_up"], "unknown": False}
-                if name == b"READONLY":
-                    c["readonly"] = True
-                elif name == b"READWRITE":
-                    c["readonly"] = False
-                c["prev"] = cmd
-                if c["lost"]:
-                    unknown_reply(cmd, stats)
-                else:
-                    c["queue"].append(cmd)
-                out.append(cmd)
+            requests(c, half, ts, key, out, stats)
         else:
             if c["mid"]:
                 c["dpos"] = len(half.buf)   # replies to requests sent before the capture
@@ -508,9 +787,120 @@ def commands(path, node_ports, midstream=None, orphans=None, stats=None):
                 server_hole(c, sdiff(seq, c["queue"][0]["ackc"]), seq, None, stats)
             dreply(c, half, ts, key, orphans, stats)
     for c in conns.values():
-        if c["unsure"] is not None:
-            give_up(c, stats)
+        finish(c, stats)
     return out
+
+
+def finish(c, stats):
+    """The connection's end: what stays unsure becomes unknown."""
+    if c["unsure"] is not None:
+        give_up(c, stats)
+    if c["hyp"] is not None:
+        hyp_end(c, stats)
+
+
+def requests(c, half, ts, key, out, stats):
+    """Parse the client's new bytes into requests. At a hole (a mark of
+    half), the request it cuts is carried across by its declared lengths
+    when it can be (carry_request: one lost request, a placeholder in the
+    queue); else the requests from the last certain boundary to the first
+    certain one after the hole (find_resume) are lost, their number a range
+    (lost_requests)."""
+    while True:
+        while c["umark"] < len(half.marks) and half.marks[c["umark"]][0] < c["upos"]:
+            c["umark"] += 1
+        if c["search"] is not None:
+            se, mark = c["search"]
+            r = find_resume(half, mark, True)
+            if r is None:
+                return
+            if r is False:     # never on this connection so far: cannot be False with wait
+                return
+            p, m = r
+            c["search"] = None
+            lost_requests(c, half, se, p, stats)
+            replay_early(c, stats)
+            c["upos"] = p
+            continue
+        nxt = half.marks[c["umark"]][0] if c["umark"] < len(half.marks) else None
+        cross = False
+        if nxt is not None and c["upos"] == nxt:
+            # the hole starts at a request boundary: what it holds is unknown
+            c["search"] = ((half.seq_at(nxt - 1) + 1) & M32 if nxt > 0 else half.marks[c["umark"]][1],
+                           c["umark"])
+            c["umark"] += 1
+            continue
+        try:
+            argv, pos = resp_request(half.buf, c["upos"])
+            cross = nxt is not None and pos > nxt
+        except Incomplete:
+            if nxt is None:
+                return
+            cross = True
+        except ValueError:
+            if nxt is None:
+                raise
+            cross = True
+        if cross:
+            se = half.seq_at(c["upos"])
+            r = carry_request(half, c["upos"])
+            if r[0] == "wait":
+                return
+            if r[0] == "end":
+                placeholder(c, r[2], stats)
+                replay_early(c, stats)
+                c["upos"] = r[1]
+                continue
+            if r[0] == "end_lost":
+                placeholder(c, r[1], stats)
+                se = r[1]
+            c["search"] = (se, c["umark"])
+            c["umark"] += 1
+            continue
+        c["upos"] = pos
+        if not argv:
+            continue
+        name = argv[0].upper()
+        cmd = {"t": ts, "t_reply": None, "client": key[0], "conn": c["id"],
+               "node": key[3], "cport": key[1], "argv": argv, "name": name, "reply": None,
+               "prev": c["prev"], "readonly": c["readonly"], "seq": len(out),
+               "end": end_seq(half, c["upos"]),
+               "ackc": c["ack_up"], "unknown": False}
+        if name == b"READONLY":
+            c["readonly"] = True
+        elif name == b"READWRITE":
+            c["readonly"] = False
+        c["prev"] = cmd
+        if c["lost"]:
+            unknown_reply(cmd, stats)
+        else:
+            c["queue"].append(cmd)
+        out.append(cmd)
+
+
+def replay_early(c, stats):
+    """The replies that came while the client's stream waited at a hole,
+    now that the queue holds what the hole lost."""
+    early, c["early"] = c["early"], []
+    for v, ts, start, ack in early:
+        q = c["queue"]
+        if c["lost"] or not q:
+            return
+        if q[0].get("block"):
+            hyp_reply(c, v, ts, start, stats, ack)
+        else:
+            pair(q.popleft(), v, ts)
+
+
+def placeholder(c, end, stats):
+    """A request the capture has only in part, whose end is exact: it takes
+    its reply like any other, but is no command of the output."""
+    stats["carried"] = stats.get("carried", 0) + 1
+    if c["lost"]:
+        return
+    c["prev"] = None
+    c["queue"].append({"placeholder": True, "end": end, "ackc": c["ack_up"], "name": b"",
+                       "argv": [], "t_reply": None, "reply": None, "unknown": False})
 
 
 def dreply(c, half, ts, key, orphans, stats):
@@ -563,6 +953,16 @@ def dreply(c, half, ts, key, orphans, stats):
         if c["unsure"] is not None:
             c["unsure"]["got"].append((v, ts, c["ack_down"]))
             settle(c, stats)
+            continue
+        if not q and c["up_holes"] and (c["search"] is not None or c["up"].next_seq in c["up_holes"]
+                                        or c["umark"] < len(c["up"].marks)):
+            # the client's stream waits at a hole: this may answer a lost request
+            c["early"].append((v, ts, start, c["ack_down"]))
+            continue
+        if q and q[0].get("block"):
+            hyp_reply(c, v, ts, start, stats)
+            if c["lost"]:
+                return
             continue
         if q and q[0]["ackc"] is not None and sdiff(q[0]["ackc"], start) > 0:
             continue   # the client had (part of) it before it sent the request: an older reply
