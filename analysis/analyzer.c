@@ -1117,15 +1117,15 @@ enum {
     QUICK_SER_SLOW = 16
 };
 
-/* quick_command's counting of a command taken (on connection entry i, whose
- * client is valid, and node entry nd: node_entry of its node): what
- * on_command_general counts for any command, then which LRU moves are due
- * (conn_touch's rule: none of what it reads is written here but the
+/* The quick paths' counting of a command taken at ts (on connection entry
+ * i, whose client is valid, and node entry nd: node_entry of its node):
+ * what on_command_general counts for any command, then which LRU moves are
+ * due (conn_touch's rule: none of what it reads is written here but the
  * epoch), as QUICK_* bits. */
 static inline __attribute__((always_inline)) unsigned
-quick_count(an_analyzer *an, const resp_command *cmd, int32_t i, an_cn *cn, an_cli *cli, an_nd *nd)
+quick_count(an_analyzer *an, const resp_command *cmd, int64_t ts, int32_t i, an_cn *cn,
+            an_cli *cli, an_nd *nd)
 {
-    int64_t ts = cmd->reply.ts_us;
     if (ts > an->now_us)
         an->now_us = ts;
     if ((++an->st.commands & (AN_LRU_EPOCH - 1)) == 0)
@@ -1236,7 +1236,8 @@ static inline unsigned quick_command(an_analyzer *an, const resp_command *cmd)
     } else {
         ser_done = an_ser_quick_try(an, cmd->reply.ts_us, cli, nd, -1, 0);
     }
-    return quick_count(an, cmd, (int32_t)i, cn, cli, nd) | (ser_done ? 0 : QUICK_SER_SLOW);
+    return quick_count(an, cmd, cmd->reply.ts_us, (int32_t)i, cn, cli, nd) |
+           (ser_done ? 0 : QUICK_SER_SLOW);
 }
 
 /* The LRU moves quick_command found due for the connection of cmd (and its
@@ -1263,7 +1264,7 @@ static __attribute__((noinline)) void quick_link_command(an_analyzer *an,
     int32_t i = (int32_t)((uint32_t)cmd->conn_word - 1);
     an_cn *cn = &an->conns[i];
     an_nd *nd = node_entry(an, cn->node);
-    unsigned taken = quick_count(an, cmd, i, cn, &an->clients[cn->client], nd);
+    unsigned taken = quick_count(an, cmd, cmd->reply.ts_us, i, cn, &an->clients[cn->client], nd);
     an_ser_quick(an, cmd->reply.ts_us, cn->client, &an->clients[cn->client], cn->node, nd, -1, 0);
     an->st.node_link_commands++;
     if (taken != QUICK_TAKEN)
@@ -1286,6 +1287,63 @@ static __attribute__((noinline)) void quick_after(an_analyzer *an, const resp_co
         quick_relink(an, cmd, what);
 }
 
+/* A command without its reply (lost in a gap, or none by design: outcome
+ * RESP_UNANSWERED or RESP_NO_REPLY) on a connection in its usual state:
+ * found by its word, its client valid, not a node link, no ASKING pending,
+ * its name the connection's last one (a plain command), no command sink and
+ * no requests lost before it. All on_command_general does with such a
+ * command is count it (time series included) and, unanswered, tell ops.c:
+ * the same here, without its lookups. Returns 0, nothing written, when the
+ * command is not such. */
+static inline int quick_unpaired(an_analyzer *an, const resp_command *cmd)
+{
+    const resp_request *req = &cmd->req;
+    if (!cmd->conn || cmd->requests_lost || an->sink.command)
+        return 0;
+    uint32_t i = (uint32_t)cmd->conn_word - 1;
+    if (i >= an->conn_hwm)
+        return 0;
+    an_cn *cn = &an->conns[i];
+    if (cn->gen != (uint32_t)(cmd->conn_word >> 32)) /* as in quick_command */
+        return 0;
+    an_cli *cli = &an->clients[cn->client];
+    if (!cli->used || cli->gen != cn->client_gen)
+        return 0;
+    uint64_t w[2];
+    memcpy(w, req->name, sizeof w);
+    if (w[0] != cn->qname[0] || w[1] != cn->qname[1] || cn->qkind != AN_QK_PLAIN ||
+        cn->node_link || cn->asking_pending)
+        return 0;
+
+    resp_command_args(cmd); /* ops.c may read the key prefix */
+    int64_t ts = req->ts_us;
+    an_nd *nd = node_entry(an, cn->node);
+    unsigned taken = quick_count(an, cmd, ts, (int32_t)i, cn, cli, nd);
+    if (taken & QUICK_CONN_RELINK)
+        conn_relink(an, (int32_t)i);
+    if (taken & QUICK_CLI_RELINK)
+        cli_relink(an, cn->client);
+    int32_t slot = request_slot(req);
+    uint8_t busy = slot >= 0 ? an->slot_busy[slot] : 0;
+    int32_t ser_slot = busy & AN_SLOT_MIG ? slot : -1; /* an_ser_slot */
+    if (ser_slot >= 0 || !an_ser_quick_try(an, ts, cli, nd, -1, 0))
+        an_ser_add(an, ts, cn->client, cn->node, ser_slot, AN_SC_COMMANDS, -1, 0);
+    if (cmd->outcome == RESP_UNANSWERED) {
+        an->st.unanswered++;
+        if (busy & AN_SLOT_OPS) /* else no operation of the slot to tell */
+            an_ops_on_unanswered(an, cli, req, slot);
+    }
+    return 1;
+}
+
+/* A command without its reply: quick_unpaired, else the general path. */
+static __attribute__((noinline)) void on_command_unpaired(an_analyzer *an,
+                                                          const resp_command *cmd)
+{
+    if (!quick_unpaired(an, cmd))
+        on_command_general(an, cmd);
+}
+
 /* The resp_sink command callback: everything starts here. */
 static void on_command(void *ctx, const resp_command *cmd)
 {
@@ -1293,7 +1351,9 @@ static void on_command(void *ctx, const resp_command *cmd)
     unsigned quick = quick_command(an, cmd);
     if (quick == QUICK_TAKEN)
         return;
-    if (!quick)
+    if (!quick && cmd->outcome != RESP_OK)
+        on_command_unpaired(an, cmd);
+    else if (!quick)
         on_command_general(an, cmd);
     else if (quick == QUICK_LINK)
         quick_link_command(an, cmd);
