@@ -1152,20 +1152,20 @@ quick_count(an_analyzer *an, const resp_command *cmd, int64_t ts, int32_t i, an_
 
 /* The most common command of all, when everything on_command_general would
  * look at is already in its usual state: answered without a redirect-class
- * error, its connection found by its word with no ASKING pending and its
- * client valid, its name the one the general path last saw on the
- * connection (a known, plain command: an_cn.qname), no command sink, and
- * for a keyed one its slot quiet (no waiting operation, memory or slot
+ * error, its connection found by its word with no ASKING pending, its client
+ * valid and its node registered, its name the one the general path last saw
+ * on the connection (a known, plain command: an_cn.qname), no command sink,
+ * and for a keyed one its slot quiet (no waiting operation, memory or slot
  * latency), its view already noting the node and both latency histograms
  * allocated. All of that is checked before anything is written, so that 0
- * (not taken) leaves the general path the whole command; taken (QUICK_*
- * bits), it writes exactly what the general path would have written, but
- * the LRU moves and the time series' general case (an_ser_quick_slow: a
- * new bucket, a scope's first command in one) that on_command then makes
- * (quick_after). A node link's command goes to quick_link_command
- * (QUICK_LINK). Nothing here calls a function: the other paths are tail
- * calls from on_command, which saves no registers and copies nothing to
- * its stack. Most commands of a capture take this path. */
+ * (not taken) leaves the general path the whole command; taken (QUICK_* bits),
+ * it writes exactly what the general path would have written, but the LRU
+ * moves and the time series' general case (an_ser_quick_slow: a new bucket, a
+ * scope's first command in one) that on_command then makes (quick_after). A
+ * node link's command goes to quick_link_command (QUICK_LINK). Nothing here
+ * calls a function: the other paths are tail calls from on_command, which
+ * saves no registers and copies nothing to its stack. Most commands of a
+ * capture take this path. */
 static inline unsigned quick_command(an_analyzer *an, const resp_command *cmd)
 {
     const resp_request *req = &cmd->req;
@@ -1192,12 +1192,14 @@ static inline unsigned quick_command(an_analyzer *an, const resp_command *cmd)
         return cn->node_link && !cn->asking_pending && cn->qkind != AN_QK_NONE ? QUICK_LINK : 0;
     if (cn->qkind != AN_QK_PLAIN)
         return 0;
-    /* its slot, view and latency scopes */
-    int32_t slot = request_slot(req);
+    /* its node, registered (a connection to an unknown server is rare: the
+     * general path), so that nothing below tests for none */
     int32_t node = cn->node;
     an_nd *nd = node_entry(an, node);
-    if (nd && nd->replica && an_cn_readonly_unknown(cn)) /* readonly_from_reply */
+    if (!nd || (nd->replica && an_cn_readonly_unknown(cn))) /* readonly_from_reply */
         return 0;
+    /* its slot, view and latency scopes */
+    int32_t slot = request_slot(req);
     an_lat *node_lat = NULL;
     an_hist *cli_hist = NULL, *node_hist = NULL;
     if (slot >= 0) {
@@ -1206,7 +1208,7 @@ static inline unsigned quick_command(an_analyzer *an, const resp_command *cmd)
                                   AN_SLOT_OWN)))
             return 0;
         const an_vblock *b = cli->view.blocks;
-        if (!b || node < 0 || node >= 0xfffe)
+        if (!b) /* node < nnodes <= 30000 (an_new): node + 1 fits the view */
             return 0;
         b += (uint32_t)slot / AN_VIEW_BLOCK_SLOTS;
         uint32_t at = (uint32_t)slot % AN_VIEW_BLOCK_SLOTS;
@@ -1215,7 +1217,7 @@ static inline unsigned quick_command(an_analyzer *an, const resp_command *cmd)
         uint32_t have = b->chunk ? cli->view.pool[b->chunk - 1][at] : b->node;
         if (have != (uint32_t)node + 1 || !((b->known >> at) & 1u))
             return 0;
-        node_lat = nd ? &nd->lat[0] : &an->nonode_lat[0];
+        node_lat = &nd->lat[0];
         cli_hist = cli->lat[0].h;
         node_hist = node_lat->h;
         if (!cli_hist || !node_hist)
