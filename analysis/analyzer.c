@@ -1114,7 +1114,8 @@ enum {
     QUICK_CONN_RELINK = 2,
     QUICK_CLI_RELINK = 4,
     QUICK_LINK = 8,
-    QUICK_SER_SLOW = 16
+    QUICK_SER_SLOW = 16,
+    QUICK_OPS = 32 /* quick_unpaired: an_ops_on_unanswered to call */
 };
 
 /* The quick paths' counting of a command taken at ts (on connection entry
@@ -1290,14 +1291,16 @@ static __attribute__((noinline)) void quick_after(an_analyzer *an, const resp_co
 }
 
 /* A command without its reply (lost in a gap, or none by design: outcome
- * RESP_UNANSWERED or RESP_NO_REPLY) on a connection in its usual state:
- * found by its word, its client valid, not a node link, no ASKING pending,
- * its name the connection's last one (a plain command), no command sink and
- * no requests lost before it. All on_command_general does with such a
- * command is count it (time series included) and, unanswered, tell ops.c:
- * the same here, without its lookups. Returns 0, nothing written, when the
- * command is not such. */
-static inline int quick_unpaired(an_analyzer *an, const resp_command *cmd)
+ * RESP_UNANSWERED or RESP_NO_REPLY) on a connection in its usual state: found
+ * by its word, its client valid and its node registered, not a node link, no
+ * ASKING pending, its name the connection's last one (a plain command), no
+ * command sink and no requests lost before it. All on_command_general does
+ * with such a command is count it (time series included) and, unanswered,
+ * tell ops.c: the same here, without its lookups. Returns 0, nothing written,
+ * when the command is not such; else QUICK_TAKEN, with the bits of what is
+ * left to unpaired_after (LRU moves, the series' general case, ops.c): like
+ * quick_command, it calls nothing. */
+static inline unsigned quick_unpaired(an_analyzer *an, const resp_command *cmd)
 {
     const resp_request *req = &cmd->req;
     if (!cmd->conn || cmd->requests_lost || an->sink.command)
@@ -1317,33 +1320,54 @@ static inline int quick_unpaired(an_analyzer *an, const resp_command *cmd)
         cn->node_link || cn->asking_pending)
         return 0;
 
-    resp_command_args(cmd); /* ops.c may read the key prefix */
-    int64_t ts = req->ts_us;
     an_nd *nd = node_entry(an, cn->node);
+    if (!nd) /* as in quick_command */
+        return 0;
+    int64_t ts = req->ts_us;
     unsigned taken = quick_count(an, cmd, ts, (int32_t)i, cn, cli, nd);
-    if (taken & QUICK_CONN_RELINK)
-        conn_relink(an, (int32_t)i);
-    if (taken & QUICK_CLI_RELINK)
-        cli_relink(an, cn->client);
     int32_t slot = request_slot(req);
     uint8_t busy = slot >= 0 ? an->slot_busy[slot] : 0;
-    int32_t ser_slot = busy & AN_SLOT_MIG ? slot : -1; /* an_ser_slot */
-    if (ser_slot >= 0 || !an_ser_quick_try(an, ts, cli, nd, -1, 0))
-        an_ser_add(an, ts, cn->client, cn->node, ser_slot, AN_SC_COMMANDS, -1, 0);
+    if ((busy & AN_SLOT_MIG) || !an_ser_quick_try(an, ts, cli, nd, -1, 0))
+        taken |= QUICK_SER_SLOW;
     if (cmd->outcome == RESP_UNANSWERED) {
         an->st.unanswered++;
         if (busy & AN_SLOT_OPS) /* else no operation of the slot to tell */
-            an_ops_on_unanswered(an, cli, req, slot);
+            taken |= QUICK_OPS;
     }
-    return 1;
+    return taken;
+}
+
+/* What quick_unpaired left (see there), in the general path's order. */
+static __attribute__((noinline)) void unpaired_after(an_analyzer *an, const resp_command *cmd,
+                                                     unsigned what)
+{
+    int32_t i = (int32_t)((uint32_t)cmd->conn_word - 1);
+    const an_cn *cn = &an->conns[i];
+    int32_t slot = request_slot(&cmd->req);
+    if (what & QUICK_CONN_RELINK)
+        conn_relink(an, i);
+    if (what & QUICK_CLI_RELINK)
+        cli_relink(an, cn->client);
+    if (what & QUICK_SER_SLOW)
+        an_ser_add(an, cmd->req.ts_us, cn->client, cn->node, an_ser_slot(an, slot),
+                   AN_SC_COMMANDS, -1, 0);
+    if (what & QUICK_OPS) {
+        resp_command_args(cmd); /* ops.c reads the key prefix */
+        an_ops_on_unanswered(an, &an->clients[cn->client], &cmd->req, slot);
+    }
 }
 
 /* A command without its reply: quick_unpaired, else the general path. */
 static __attribute__((noinline)) void on_command_unpaired(an_analyzer *an,
                                                           const resp_command *cmd)
 {
-    if (!quick_unpaired(an, cmd))
+    unsigned q = quick_unpaired(an, cmd);
+    if (q == QUICK_TAKEN)
+        return;
+    if (!q)
         on_command_general(an, cmd);
+    else
+        unpaired_after(an, cmd, q);
 }
 
 /* The resp_sink command callback: everything starts here. */
