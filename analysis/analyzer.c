@@ -1114,18 +1114,19 @@ enum {
     QUICK_CONN_RELINK = 2,
     QUICK_CLI_RELINK = 4,
     QUICK_LINK = 8,
-    QUICK_SER_SLOW = 16
+    QUICK_SER_SLOW = 16,
+    QUICK_OPS = 32 /* quick_unpaired: an_ops_on_unanswered to call */
 };
 
-/* quick_command's counting of a command taken (on connection entry i, whose
- * client is valid, and node entry nd: node_entry of its node): what
- * on_command_general counts for any command, then which LRU moves are due
- * (conn_touch's rule: none of what it reads is written here but the
+/* The quick paths' counting of a command taken at ts (on connection entry
+ * i, whose client is valid, and node entry nd: node_entry of its node):
+ * what on_command_general counts for any command, then which LRU moves are
+ * due (conn_touch's rule: none of what it reads is written here but the
  * epoch), as QUICK_* bits. */
 static inline __attribute__((always_inline)) unsigned
-quick_count(an_analyzer *an, const resp_command *cmd, int32_t i, an_cn *cn, an_cli *cli, an_nd *nd)
+quick_count(an_analyzer *an, const resp_command *cmd, int64_t ts, int32_t i, an_cn *cn,
+            an_cli *cli, an_nd *nd)
 {
-    int64_t ts = cmd->reply.ts_us;
     if (ts > an->now_us)
         an->now_us = ts;
     if ((++an->st.commands & (AN_LRU_EPOCH - 1)) == 0)
@@ -1152,20 +1153,20 @@ quick_count(an_analyzer *an, const resp_command *cmd, int32_t i, an_cn *cn, an_c
 
 /* The most common command of all, when everything on_command_general would
  * look at is already in its usual state: answered without a redirect-class
- * error, its connection found by its word with no ASKING pending and its
- * client valid, its name the one the general path last saw on the
- * connection (a known, plain command: an_cn.qname), no command sink, and
- * for a keyed one its slot quiet (no waiting operation, memory or slot
+ * error, its connection found by its word with no ASKING pending, its client
+ * valid and its node registered, its name the one the general path last saw
+ * on the connection (a known, plain command: an_cn.qname), no command sink,
+ * and for a keyed one its slot quiet (no waiting operation, memory or slot
  * latency), its view already noting the node and both latency histograms
  * allocated. All of that is checked before anything is written, so that 0
- * (not taken) leaves the general path the whole command; taken (QUICK_*
- * bits), it writes exactly what the general path would have written, but
- * the LRU moves and the time series' general case (an_ser_quick_slow: a
- * new bucket, a scope's first command in one) that on_command then makes
- * (quick_after). A node link's command goes to quick_link_command
- * (QUICK_LINK). Nothing here calls a function: the other paths are tail
- * calls from on_command, which saves no registers and copies nothing to
- * its stack. Most commands of a capture take this path. */
+ * (not taken) leaves the general path the whole command; taken (QUICK_* bits),
+ * it writes exactly what the general path would have written, but the LRU
+ * moves and the time series' general case (an_ser_quick_slow: a new bucket, a
+ * scope's first command in one) that on_command then makes (quick_after). A
+ * node link's command goes to quick_link_command (QUICK_LINK). Nothing here
+ * calls a function: the other paths are tail calls from on_command, which
+ * saves no registers and copies nothing to its stack. Most commands of a
+ * capture take this path. */
 static inline unsigned quick_command(an_analyzer *an, const resp_command *cmd)
 {
     const resp_request *req = &cmd->req;
@@ -1192,12 +1193,14 @@ static inline unsigned quick_command(an_analyzer *an, const resp_command *cmd)
         return cn->node_link && !cn->asking_pending && cn->qkind != AN_QK_NONE ? QUICK_LINK : 0;
     if (cn->qkind != AN_QK_PLAIN)
         return 0;
-    /* its slot, view and latency scopes */
-    int32_t slot = request_slot(req);
+    /* its node, registered (a connection to an unknown server is rare: the
+     * general path), so that nothing below tests for none */
     int32_t node = cn->node;
     an_nd *nd = node_entry(an, node);
-    if (nd && nd->replica && an_cn_readonly_unknown(cn)) /* readonly_from_reply */
+    if (!nd || (nd->replica && an_cn_readonly_unknown(cn))) /* readonly_from_reply */
         return 0;
+    /* its slot, view and latency scopes */
+    int32_t slot = request_slot(req);
     an_lat *node_lat = NULL;
     an_hist *cli_hist = NULL, *node_hist = NULL;
     if (slot >= 0) {
@@ -1206,7 +1209,7 @@ static inline unsigned quick_command(an_analyzer *an, const resp_command *cmd)
                                   AN_SLOT_OWN)))
             return 0;
         const an_vblock *b = cli->view.blocks;
-        if (!b || node < 0 || node >= 0xfffe)
+        if (!b) /* node < nnodes <= 30000 (an_new): node + 1 fits the view */
             return 0;
         b += (uint32_t)slot / AN_VIEW_BLOCK_SLOTS;
         uint32_t at = (uint32_t)slot % AN_VIEW_BLOCK_SLOTS;
@@ -1215,7 +1218,7 @@ static inline unsigned quick_command(an_analyzer *an, const resp_command *cmd)
         uint32_t have = b->chunk ? cli->view.pool[b->chunk - 1][at] : b->node;
         if (have != (uint32_t)node + 1 || !((b->known >> at) & 1u))
             return 0;
-        node_lat = nd ? &nd->lat[0] : &an->nonode_lat[0];
+        node_lat = &nd->lat[0];
         cli_hist = cli->lat[0].h;
         node_hist = node_lat->h;
         if (!cli_hist || !node_hist)
@@ -1236,7 +1239,8 @@ static inline unsigned quick_command(an_analyzer *an, const resp_command *cmd)
     } else {
         ser_done = an_ser_quick_try(an, cmd->reply.ts_us, cli, nd, -1, 0);
     }
-    return quick_count(an, cmd, (int32_t)i, cn, cli, nd) | (ser_done ? 0 : QUICK_SER_SLOW);
+    return quick_count(an, cmd, cmd->reply.ts_us, (int32_t)i, cn, cli, nd) |
+           (ser_done ? 0 : QUICK_SER_SLOW);
 }
 
 /* The LRU moves quick_command found due for the connection of cmd (and its
@@ -1263,7 +1267,7 @@ static __attribute__((noinline)) void quick_link_command(an_analyzer *an,
     int32_t i = (int32_t)((uint32_t)cmd->conn_word - 1);
     an_cn *cn = &an->conns[i];
     an_nd *nd = node_entry(an, cn->node);
-    unsigned taken = quick_count(an, cmd, i, cn, &an->clients[cn->client], nd);
+    unsigned taken = quick_count(an, cmd, cmd->reply.ts_us, i, cn, &an->clients[cn->client], nd);
     an_ser_quick(an, cmd->reply.ts_us, cn->client, &an->clients[cn->client], cn->node, nd, -1, 0);
     an->st.node_link_commands++;
     if (taken != QUICK_TAKEN)
@@ -1286,6 +1290,86 @@ static __attribute__((noinline)) void quick_after(an_analyzer *an, const resp_co
         quick_relink(an, cmd, what);
 }
 
+/* A command without its reply (lost in a gap, or none by design: outcome
+ * RESP_UNANSWERED or RESP_NO_REPLY) on a connection in its usual state: found
+ * by its word, its client valid and its node registered, not a node link, no
+ * ASKING pending, its name the connection's last one (a plain command), no
+ * command sink and no requests lost before it. All on_command_general does
+ * with such a command is count it (time series included) and, unanswered,
+ * tell ops.c: the same here, without its lookups. Returns 0, nothing written,
+ * when the command is not such; else QUICK_TAKEN, with the bits of what is
+ * left to unpaired_after (LRU moves, the series' general case, ops.c): like
+ * quick_command, it calls nothing. */
+static inline unsigned quick_unpaired(an_analyzer *an, const resp_command *cmd)
+{
+    const resp_request *req = &cmd->req;
+    if (!cmd->conn || cmd->requests_lost || an->sink.command)
+        return 0;
+    uint32_t i = (uint32_t)cmd->conn_word - 1;
+    if (i >= an->conn_hwm)
+        return 0;
+    an_cn *cn = &an->conns[i];
+    if (cn->gen != (uint32_t)(cmd->conn_word >> 32)) /* as in quick_command */
+        return 0;
+    an_cli *cli = &an->clients[cn->client];
+    if (!cli->used || cli->gen != cn->client_gen)
+        return 0;
+    uint64_t w[2];
+    memcpy(w, req->name, sizeof w);
+    if (w[0] != cn->qname[0] || w[1] != cn->qname[1] || cn->qkind != AN_QK_PLAIN ||
+        cn->node_link || cn->asking_pending)
+        return 0;
+
+    an_nd *nd = node_entry(an, cn->node);
+    if (!nd) /* as in quick_command */
+        return 0;
+    int64_t ts = req->ts_us;
+    unsigned taken = quick_count(an, cmd, ts, (int32_t)i, cn, cli, nd);
+    int32_t slot = request_slot(req);
+    uint8_t busy = slot >= 0 ? an->slot_busy[slot] : 0;
+    if ((busy & AN_SLOT_MIG) || !an_ser_quick_try(an, ts, cli, nd, -1, 0))
+        taken |= QUICK_SER_SLOW;
+    if (cmd->outcome == RESP_UNANSWERED) {
+        an->st.unanswered++;
+        if (busy & AN_SLOT_OPS) /* else no operation of the slot to tell */
+            taken |= QUICK_OPS;
+    }
+    return taken;
+}
+
+/* What quick_unpaired left (see there), in the general path's order. */
+static __attribute__((noinline)) void unpaired_after(an_analyzer *an, const resp_command *cmd,
+                                                     unsigned what)
+{
+    int32_t i = (int32_t)((uint32_t)cmd->conn_word - 1);
+    const an_cn *cn = &an->conns[i];
+    int32_t slot = request_slot(&cmd->req);
+    if (what & QUICK_CONN_RELINK)
+        conn_relink(an, i);
+    if (what & QUICK_CLI_RELINK)
+        cli_relink(an, cn->client);
+    if (what & QUICK_SER_SLOW)
+        an_ser_add(an, cmd->req.ts_us, cn->client, cn->node, an_ser_slot(an, slot),
+                   AN_SC_COMMANDS, -1, 0);
+    if (what & QUICK_OPS) {
+        resp_command_args(cmd); /* ops.c reads the key prefix */
+        an_ops_on_unanswered(an, &an->clients[cn->client], &cmd->req, slot);
+    }
+}
+
+/* A command without its reply: quick_unpaired, else the general path. */
+static __attribute__((noinline)) void on_command_unpaired(an_analyzer *an,
+                                                          const resp_command *cmd)
+{
+    unsigned q = quick_unpaired(an, cmd);
+    if (q == QUICK_TAKEN)
+        return;
+    if (!q)
+        on_command_general(an, cmd);
+    else
+        unpaired_after(an, cmd, q);
+}
+
 /* The resp_sink command callback: everything starts here. */
 static void on_command(void *ctx, const resp_command *cmd)
 {
@@ -1293,7 +1377,9 @@ static void on_command(void *ctx, const resp_command *cmd)
     unsigned quick = quick_command(an, cmd);
     if (quick == QUICK_TAKEN)
         return;
-    if (!quick)
+    if (!quick && cmd->outcome != RESP_OK)
+        on_command_unpaired(an, cmd);
+    else if (!quick)
         on_command_general(an, cmd);
     else if (quick == QUICK_LINK)
         quick_link_command(an, cmd);
