@@ -124,18 +124,11 @@ int64_t an_span_add(an_span *s, int64_t from, int64_t to);
 typedef struct an_hist {
     uint32_t b[AN_HIST_BUCKETS];
 } an_hist;
-/* Count one in *c, saturating at UINT32_MAX (a histogram bucket). On x86,
- * an add and a subtract-with-borrow in memory: the add's carry (only from
- * UINT32_MAX) turns its 0 back into UINT32_MAX, two instructions where the
- * compiler makes four to six of the same in C, on the path of every
- * answered command. */
+/* Count one in *c, saturating at UINT32_MAX (a histogram bucket). */
 static inline void an_count_sat(uint32_t *c)
 {
-#if defined(__x86_64__) || defined(__i386__)
-    __asm__("addl $1, %0\n\tsbbl $0, %0" : "+m"(*c) : : "cc");
-#else
-    *c += *c != UINT32_MAX;
-#endif
+    uint32_t v;
+    *c = __builtin_add_overflow(*c, 1u, &v) ? UINT32_MAX : v;
 }
 /* The bucket of a value: one per microsecond below 16, then 8 per power of
  * two (the last bucket takes everything above its range). With e the top
