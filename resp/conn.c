@@ -66,9 +66,8 @@ static rc_conn *conn_new(resp_pipeline *rp, cap_conn *cc)
     rq_init(&c->rq, &pair_rq_out, c, &rp->cfg, &c->st, !cc->saw_syn);
     rp_init(&c->rpd, &pair_rp_out, c, &rp->cfg, &c->st, !cc->saw_syn);
     c->rpd.want_elem1 = c->repl_watch;
-    reply_clear(&c->reply);
-    c->rpd.rep = &c->reply;
-    reply_clear(&c->stage.cmd.reply); /* kept cleared, as every entry's (see pair_emit) */
+    reply_clear(&c->stage.cmd.reply);
+    c->rpd.rep = &c->stage.cmd.reply; /* where replies are decoded */
     c->cur = &c->stage;
     c->next = rp->live;
     if (rp->live != NULL)
@@ -80,6 +79,8 @@ static rc_conn *conn_new(resp_pipeline *rp, cap_conn *cc)
         rp->sink.conn_open(rp->sink.ctx, cc);
     if (rp->sink.conn_word != NULL)
         c->conn_word = rp->sink.conn_word(rp->sink.ctx, cc);
+    c->stage.cmd.conn = cc; /* for good: commands unpacked into the stage */
+    c->stage.cmd.conn_word = c->conn_word;
     return c;
 }
 

@@ -115,7 +115,7 @@ static void reply_clear_error(resp_reply *r)
     r->redir.host[0] = '\0';
 }
 
-/* Copy the reply decoded (c->reply) into the command handed to the sink:
+/* Copy the reply decoded (rpd.rep) into the command handed to the sink:
  * the fields every reply sets, and the error text and redirection only for
  * an error (they are kept cleared otherwise: see emit). */
 static inline void reply_copy(resp_reply *dst, const resp_reply *src)
@@ -166,24 +166,44 @@ static inline void emit_to_sink(rc_conn *c, resp_command *cmd)
     }
 }
 
+/* The command of slot e with the reply just decoded: a packed slot's is
+ * unpacked into the stage, around that reply, when the stage is free;
+ * otherwise (a whole entry, or the out buffer) the reply is copied in. */
+static inline __attribute__((always_inline)) resp_command *paired_command(rc_conn *c,
+                                                                           const rq_slot *e)
+{
+    resp_command *cmd;
+    resp_pipeline *rp = c->rp;
+    if (e->whole == 0) {
+        if (stage_free(c)) {
+            cmd = slot_unpack_stage(c, e);
+            if (cmd->reply.err == RESP_ERR_NONE && cmd->reply.errtext[0] != '\0')
+                reply_clear_error(&cmd->reply); /* an earlier error's, not sent */
+            return cmd;
+        }
+        if (rp->sink.args_later) {
+            /* the prefixes when the sink asks (resp_command_args) */
+            cmd = slot_unpack_head(c, e, &rp->out_args);
+            rp->out_key0_dup = e->key0_dup;
+            cmd->args_later = ARGS_LATER_OUT;
+        } else {
+            cmd = slot_unpack(c, e);
+        }
+    } else {
+        cmd = slot_command(c, e);
+    }
+    reply_copy(&cmd->reply, c->rpd.rep);
+    return cmd;
+}
+
 /* emit for a request paired with certainty (outcome RESP_OK). Inline: the
  * common path of reply_done calls it. */
 static inline __attribute__((always_inline)) void emit_paired(rc_conn *c, rq_slot *e)
 {
-    resp_command *cmd;
-    resp_pipeline *rp = c->rp;
-    if (e->whole == 0 && rp->sink.args_later) {
-        /* the prefixes when the sink asks (resp_command_args) */
-        cmd = slot_unpack_head(c, e, &rp->out_args);
-        rp->out_key0_dup = e->key0_dup;
-        cmd->args_later = 1;
-    } else {
-        cmd = slot_command(c, e);
-    }
+    resp_command *cmd = paired_command(c, e);
     resp_reply *dst = &cmd->reply;
     cmd->outcome = RESP_OK;
     cmd->resp3 = c->resp3;
-    reply_copy(dst, c->rpd.rep);
     if (e->got_reply)
         dst->start_us = e->first_reply_us;
     if (e->keep && c->rpd.keeping && !c->keep_over) {
@@ -199,11 +219,17 @@ static inline __attribute__((always_inline)) void emit_paired(rc_conn *c, rq_slo
 
 void resp_command_args_fill(const resp_command *cmd)
 {
-    /* only the out buffer is handed over with args_later set */
-    resp_pipeline *rp = (resp_pipeline *)(void *)((char *)(uintptr_t)cmd -
+    /* only the out buffer and a stage are handed over with args_later set */
+    resp_command *m = (resp_command *)(uintptr_t)cmd;
+    const resp_pipeline *rp;
+    if (cmd->args_later == ARGS_LATER_STAGE)
+        rp = ((const rc_conn *)(const void *)((const char *)cmd -
+                                              offsetof(rc_conn, stage.cmd)))->rp;
+    else
+        rp = (const resp_pipeline *)(const void *)((const char *)cmd -
                                                    offsetof(resp_pipeline, out));
-    slot_unpack_args(&rp->out.req, rp->out_args, rp->out_key0_dup);
-    rp->out.args_later = 0;
+    slot_unpack_args(&m->req, rp->out_args, rp->out_key0_dup);
+    m->args_later = 0;
 }
 
 /* Hand cmd to the sink without a reply (outcome RESP_UNANSWERED or
@@ -220,7 +246,7 @@ static inline void emit_without_reply(rc_conn *c, resp_command *cmd, resp_outcom
 }
 
 /* Hand one command to the sink: slot e unpacked into the pipeline's out
- * buffer, with (outcome RESP_OK) the reply just decoded, c->reply.
+ * buffer or its stage, with (outcome RESP_OK) the reply just decoded.
  *
  * The out buffer's reply.errtext and reply.redir are kept cleared ("",
  * slot -1, port 0, host "") except while an error reply is in the sink's
@@ -240,16 +266,26 @@ void pair_emit(rc_conn *c, rq_slot *e, resp_outcome outcome)
 
 /* The request being decoded (e, c->cur) cannot be queued (a cap, or no
  * memory): the FIFO lost a position, so the pairing after it is unknown;
- * the request itself is emitted unanswered, as it is. */
+ * the request itself is emitted unanswered, as it is: from its whole
+ * entry, or copied from the stage into the out buffer (emitting it would
+ * clear the stage's reply, where a reply may be being decoded). */
 static PAIR_RARE void stage_drop(rc_conn *c, rq_entry *e)
 {
     c->cur_dropped = 0;
     c->rp->closed.dropped_requests++;
     pair_lost(c);
-    e->cmd.conn = c->cc;
-    e->cmd.conn_word = c->conn_word;
-    e->cmd.requests_lost = e->after_loss;
-    emit_without_reply(c, &e->cmd, RESP_UNANSWERED);
+    resp_command *cmd = &e->cmd;
+    if (e == &c->stage) {
+        cmd = &c->rp->out;
+        cmd->seq = e->cmd.seq;
+        cmd->in_multi = e->cmd.in_multi;
+        cmd->args_later = 0;
+        cmd->req = e->cmd.req;
+    }
+    cmd->conn = c->cc;
+    cmd->conn_word = c->conn_word;
+    cmd->requests_lost = e->after_loss;
+    emit_without_reply(c, cmd, RESP_UNANSWERED);
 }
 
 /* Queue whole entry e (c->cur) in a slot: the slot takes it as it is (the
@@ -794,7 +830,7 @@ static void request_done(void *owner, uint8_t name_len)
  * flags on. */
 static PAIR_RARE resp_reply *reply_start_rare(rc_conn *c, rq_slot *h, int64_t ts)
 {
-    resp_reply *r = &c->reply;
+    resp_reply *r = &c->stage.cmd.reply;
     if (h->kind == RQK_SYNC) {
         /* SYNC is answered by an RDB payload without a final CRLF, then the
          * replication stream: neither is a reply. */
@@ -817,13 +853,13 @@ static PAIR_RARE resp_reply *reply_start_rare(rc_conn *c, rq_slot *h, int64_t ts
     return r;
 }
 
-/* A reply starts (rp_out.begin). It is decoded into the connection's
- * reply (rpd.rep), and copied into the command handed over when it is
- * paired. */
+/* A reply starts (rp_out.begin). It is decoded into the stage's reply
+ * (rpd.rep), and handed over in place or copied into the command handed
+ * over when it is paired (paired_command). */
 static resp_reply *reply_begin(void *owner, int64_t ts)
 {
     rc_conn *c = owner;
-    resp_reply *r = &c->reply;
+    resp_reply *r = &c->stage.cmd.reply;
     c->rep_ack = c->ev_ack;
     c->keep_len = 0;
     c->keep_over = 0;

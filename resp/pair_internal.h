@@ -410,16 +410,13 @@ static inline rq_slot *slot_queue_packed(rc_conn *c, const rq_entry *e, int dup,
     return s;
 }
 
-/* The command of packed slot s, unpacked into the pipeline's out buffer
- * but for its argument and key prefixes (slot_unpack_args, from *args on);
- * its reply is left to the caller. */
-static inline resp_command *slot_unpack_head(rc_conn *c, const rq_slot *s,
-                                             const uint8_t **args)
+/* The request of packed slot s, unpacked into cmd but for its argument
+ * and key prefixes (slot_unpack_args, from *args on); its connection and
+ * reply are left to the caller. */
+static inline void slot_unpack_req(rc_conn *c, resp_command *cmd, const rq_slot *s,
+                                   const uint8_t **args)
 {
-    resp_command *cmd = &c->rp->out;
     resp_request *r = &cmd->req;
-    cmd->conn = c->cc;
-    cmd->conn_word = c->conn_word;
     cmd->seq = s->seq;
     cmd->in_multi = s->in_multi;
     cmd->requests_lost = s->after_loss;
@@ -429,6 +426,18 @@ static inline resp_command *slot_unpack_head(rc_conn *c, const rq_slot *s,
     const uint8_t *p = pages_at(&c->text, s->text_pos);
     memcpy(r->name, p, RESP_NAME_MAX); /* its NUL among its units */
     *args = p + name_bytes(s->name_len);
+}
+
+/* The command of packed slot s, unpacked into the pipeline's out buffer
+ * but for its argument and key prefixes (slot_unpack_args, from *args on);
+ * its reply is left to the caller. */
+static inline resp_command *slot_unpack_head(rc_conn *c, const rq_slot *s,
+                                             const uint8_t **args)
+{
+    resp_command *cmd = &c->rp->out;
+    cmd->conn = c->cc;
+    cmd->conn_word = c->conn_word;
+    slot_unpack_req(c, cmd, s, args);
     return cmd;
 }
 
@@ -455,6 +464,39 @@ static inline resp_command *slot_unpack(rc_conn *c, const rq_slot *s)
     resp_command *cmd = slot_unpack_head(c, s, &p);
     slot_unpack_args(&cmd->req, p, s->key0_dup);
     cmd->args_later = 0;
+    return cmd;
+}
+
+/* resp_command.args_later of a command handed over with its prefixes
+ * left to resp_command_args: which command it is, so that
+ * resp_command_args_fill finds the pipeline. */
+enum { ARGS_LATER_OUT = 1, ARGS_LATER_STAGE = 2 };
+
+/* Can a packed slot's command be unpacked into c's stage: no request is
+ * being decoded there? (The decoder clears in_msg before request_done.) */
+static inline int stage_free(const rc_conn *c)
+{
+    return !c->rq.in_msg || c->cur != &c->stage;
+}
+
+/* The command of packed slot s, unpacked into c's stage (stage_free),
+ * whose reply is the one just decoded; the prefixes now, or (args_later)
+ * when the sink asks. The stage's conn and conn_word are set for good
+ * when the connection opens. */
+static inline resp_command *slot_unpack_stage(rc_conn *c, const rq_slot *s)
+{
+    resp_pipeline *rp = c->rp;
+    resp_command *cmd = &c->stage.cmd;
+    const uint8_t *p;
+    slot_unpack_req(c, cmd, s, &p);
+    if (rp->sink.args_later) {
+        rp->out_args = p;
+        rp->out_key0_dup = s->key0_dup;
+        cmd->args_later = ARGS_LATER_STAGE;
+    } else {
+        slot_unpack_args(&cmd->req, p, s->key0_dup);
+        cmd->args_later = 0;
+    }
     return cmd;
 }
 

@@ -80,8 +80,10 @@ typedef struct rq_entry {
             uint32_t sent;      /* declares, and the elements it carries */
         } tx_elems;
     };
-    resp_command cmd;        /* request filled in (its reply is not used:
-                                replies are decoded into rc_conn.reply) */
+    resp_command cmd;        /* request filled in; its reply: a whole
+                                entry's is copied in when it is paired,
+                                the stage's is where the connection's
+                                replies are decoded (rc_conn.stage) */
     uint16_t whole;          /* a whole entry: 1 + its index in
                                 resp_pipeline.whole (rq_slot.whole); 0 for
                                 the stage */
@@ -213,7 +215,6 @@ typedef struct rc_conn {
     uint32_t sub_channels, sub_patterns, sub_shards;
     rq_dec rq;
     rp_dec rpd;
-    resp_reply reply;         /* where every reply is decoded (rpd.rep) */
     rq_pages text;            /* the text of the queued slots, in order */
     uint8_t *keep;
     size_t keep_len, keep_cap;
@@ -266,8 +267,12 @@ typedef struct rc_conn {
     rc_sizes rsz[RC_SIZE_SLOTS];
     struct rc_bus *bus;       /* a cluster-bus connection: its two streams
                                  (bus.c), NULL for RESP */
-    rq_entry stage;           /* the request being decoded when it is not
-                                 in a whole entry (cur) */
+    /* The request being decoded when it is not in a whole entry (cur).
+     * Its cmd.reply is where every reply is decoded (rpd.rep), and a
+     * packed head paired while no request is being decoded here
+     * (stage_free) is unpacked into its cmd and handed to the sink with
+     * that reply in place: no copy of the reply. */
+    rq_entry stage;
 } rc_conn;
 
 enum { REPL_MID_NONE = 0, REPL_MID_SERVER = 1, REPL_MID_CLIENT = 2 };
@@ -295,10 +300,12 @@ struct resp_pipeline {
     uint64_t index;           /* the record being fed (cap_event.index of the
                                  latest event): proofs.c stamps with it */
     resp_command out;         /* the command handed to the sink for a
-                                 packed slot: it is unpacked here (one
-                                 pipeline per thread: no global state) */
-    const uint8_t *out_args;  /* out.args_later: where the slot's text goes
-                                 on after the name (slot_unpack_args) */
+                                 packed slot that is not unpacked into its
+                                 connection's stage (one pipeline per
+                                 thread: no global state) */
+    const uint8_t *out_args;  /* args_later: where the text of the slot
+                                 handed over goes on after the name
+                                 (slot_unpack_args) */
     uint8_t out_key0_dup;     /* ... and its key0_dup */
 };
 

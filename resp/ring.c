@@ -111,9 +111,10 @@ static int pages_index_grow(rq_pages *f, uint32_t n)
     return 0;
 }
 
-/* The slow part of pages_need: take pages until n bytes after the tail
- * fit. Returns -1 if memory ran out (the pages taken stay held). */
-int pages_need_slow(resp_pipeline *rp, rq_pages *f, uint32_t n)
+/* pages_need_slow in general: take pages until n bytes after the tail
+ * fit, growing the index and allocating pages as needed. Returns -1 if
+ * memory ran out (the pages taken stay held). */
+static PAIR_RARE int pages_need_general(resp_pipeline *rp, rq_pages *f, uint32_t n)
 {
     while (f->end - f->tail < n) {
         uint32_t held = pages_held(f);
@@ -128,13 +129,52 @@ int pages_need_slow(resp_pipeline *rp, rq_pages *f, uint32_t n)
     return 0;
 }
 
-/* The slow part of pages_drop_to: give back the pages before the one that
- * holds new_head (the head left them; all of them when new_head is end). */
-void pages_drop_slow(resp_pipeline *rp, rq_pages *f, uint32_t new_head)
+/* The slow part of pages_need: take pages until n bytes after the tail
+ * fit (they do not yet: its callers check). Returns -1 if memory ran out
+ * (the pages taken stay held). Its
+ * common case, one page that the pool has and the index has room for,
+ * calls nothing (so it saves no registers); the rest is
+ * pages_need_general's. */
+int pages_need_slow(resp_pipeline *rp, rq_pages *f, uint32_t n)
+{
+    uint8_t *p = rp->pool;
+    if (p == NULL || f->end - f->tail + RQ_PAGE < n || pages_held(f) >= f->cap)
+        return pages_need_general(rp, f, n);
+    memcpy(&rp->pool, p, sizeof(void *));
+    rp->pool_n--;
+    rp->pages_used++;
+    f->page[page_num(f->end) & (f->cap - 1)] = p;
+    f->end += RQ_PAGE;
+    return 0;
+}
+
+/* pages_drop_slow in general: any number of pages, some of them maybe
+ * freed rather than pooled (page_put). */
+static PAIR_RARE void pages_drop_general(resp_pipeline *rp, rq_pages *f, uint32_t new_head)
 {
     uint32_t stop = page_num(new_head);
     for (uint32_t pn = page_num(f->head); pn != stop; pn = (pn + 1) & PAGE_NUM_MASK)
         page_put(rp, f->page[pn & (f->cap - 1)]);
+    f->head = new_head;
+}
+
+/* The slow part of pages_drop_to: give back the pages before the one that
+ * holds new_head (the head left them; all of them when new_head is end).
+ * Its common case, one page that the pool keeps, calls nothing; the rest
+ * is pages_drop_general's. */
+void pages_drop_slow(resp_pipeline *rp, rq_pages *f, uint32_t new_head)
+{
+    uint32_t first = page_num(f->head);
+    if (page_num(new_head) != ((first + 1) & PAGE_NUM_MASK) ||
+        (rp->pool_n >= RQ_POOL_KEEP && rp->pool_n >= rp->pages_used - 1)) {
+        pages_drop_general(rp, f, new_head);
+        return;
+    }
+    uint8_t *p = f->page[first & (f->cap - 1)];
+    rp->pages_used--;
+    memcpy(p, &rp->pool, sizeof(void *));
+    rp->pool = p;
+    rp->pool_n++;
     f->head = new_head;
 }
 
