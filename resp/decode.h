@@ -476,6 +476,8 @@ typedef struct rq_tmpl {
     uint8_t joint[RQ_TMPL_ARGS][8]; /* joint[k]: before argument k (k >= 2) */
     uint32_t len[RQ_TMPL_ARGS];     /* len[k]: payload bytes of argument k */
     uint8_t joint_len[RQ_TMPL_ARGS]; /* 6..8 bytes (lengths below 1000) */
+    uint8_t kept[RQ_TMPL_ARGS];      /* kept[k]: bytes of argument k kept */
+    uint8_t keys;            /* bit k: argument k is a key */
     uint8_t head_len;        /* 0: no layout held */
     uint8_t argc;            /* 2..RQ_TMPL_ARGS */
     uint8_t name_len;        /* 1..15 */

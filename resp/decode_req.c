@@ -1160,6 +1160,15 @@ static RQ_APART void rq_tmpl_take(rq_dec *d, const uint8_t *msg, size_t n)
     }
     if (end - q != 2 || !rq_is_crlf(q))
         return;
+    /* what arg_plain makes of each argument with the cached masks */
+    t->keys = 0;
+    for (uint32_t a = 1; a < argc; a++) {
+        uint32_t key = (d->km_mask >> a) & 1u;
+        int bare = !key && ((d->km_bare >> a) & 1u);
+        t->keys |= (uint8_t)(key << a);
+        uint32_t kept = t->len[a] < RESP_ARG_PREFIX ? t->len[a] : RESP_ARG_PREFIX;
+        t->kept[a] = (uint8_t)(bare ? 0 : kept);
+    }
     memcpy(t->head, msg, head);
     memcpy(t->name, r->name, sizeof(t->name)); /* zero past the name */
     t->argc = (uint8_t)argc;
@@ -1187,7 +1196,8 @@ static inline int rq_tmpl_match(const rq_tmpl *t, const uint8_t *p, const uint8_
 
 /* Decode the request at p that rq_tmpl_match found laid out as d->tm, as
  * rq_fast would (its name a hit of the key mask cache, then arg_plain for
- * each argument), with no header to parse. Returns the byte after it. */
+ * each argument, whose choices the layout holds), with no header to parse.
+ * Returns the byte after it. */
 static inline const uint8_t *rq_tmpl_decode(rq_dec *d, const uint8_t *p, uint64_t at_zero,
                                             int64_t ts)
 {
@@ -1208,7 +1218,7 @@ static inline const uint8_t *rq_tmpl_decode(rq_dec *d, const uint8_t *p, uint64_
     for (uint32_t a = 1; a < argc; a++) {
         if (a >= 2)
             q += t->joint_len[a];
-        arg_plain(d, r, a, q, t->len[a]);
+        arg_keep(r, a, q, t->len[a], t->kept[a], (t->keys >> a) & 1u);
         q += t->len[a];
     }
     q += 2;

@@ -329,7 +329,8 @@ static void test_key_mask_reused(void **state)
 
 /* A hook that fixes its mask at the first question, by name: SET's key is
  * argument 1 and its value bare, MSET's keys are arguments 1, 3, 5 and its
- * values bare; any other name's key is argument 1. */
+ * values bare, HSET's key is argument 1 and its value bare; any other
+ * name's key is argument 1. */
 static int repeat_hook(void *ctx, resp_keyctx *k)
 {
     (void)ctx;
@@ -340,6 +341,9 @@ static int repeat_hook(void *ctx, resp_keyctx *k)
     } else if (strcmp(n, "MSET") == 0) {
         k->key_mask = (1u << 1) | (1u << 3) | (1u << 5);
         k->bare_mask = (1u << 2) | (1u << 4) | (1u << 6);
+    } else if (strcmp(n, "HSET") == 0) { /* a bare bit on a key means nothing */
+        k->key_mask = 1u << 1;
+        k->bare_mask = (1u << 1) | (1u << 3);
     } else {
         k->key_mask = 1u << 1;
     }
