@@ -1226,6 +1226,17 @@ static inline const uint8_t *rq_tmpl_decode(rq_dec *d, const uint8_t *p, uint64_
     return q;
 }
 
+/* Decode the requests from p on that have the layout of d->tm, while they
+ * do (a client in a loop sends many in a row). Returns where they end. Out
+ * of line, so that rq_fast stays small enough to be inlined in rq_feed. */
+static RQ_APART const uint8_t *rq_tmpl_run(rq_dec *d, const uint8_t *p, const uint8_t *end,
+                                           uint64_t at_zero, int64_t ts)
+{
+    while (d->line.len == 0 && rq_tmpl_match(&d->tm, p, end))
+        p = rq_tmpl_decode(d, p, at_zero, ts);
+    return p;
+}
+
 /* The fast path of RQ_ARG_TYPE: whole arguments ("$<len>\r\n<bytes>\r\n")
  * that lie entirely in this chunk are handled here in one go, and so is the
  * start of the next pipelined request ("*<n>\r\n") when it follows in the
@@ -1288,9 +1299,8 @@ static const uint8_t *rq_fast(rq_dec *d, const uint8_t *base, const uint8_t *p,
             rq_finish(d, at_zero + (uint64_t)(uintptr_t)p, ts);
             if (msg != NULL && name_hit)
                 rq_tmpl_take(d, msg, (size_t)(p - msg));
-            /* the same command again, maybe many times */
-            while (d->line.len == 0 && rq_tmpl_match(&d->tm, p, end))
-                p = rq_tmpl_decode(d, p, at_zero, ts);
+            if (d->tm.head_len != 0 && d->line.len == 0)
+                p = rq_tmpl_run(d, p, end, at_zero, ts);
             /* pipelined: the next request usually follows in the same
              * chunk; start it here, as RQ_START and RQ_MB_LINE would */
             if (end - p >= 8 && (k = rq_short_count(p, &len)) != 0) {
