@@ -462,8 +462,8 @@ enum { IN_SPACE = 0, IN_WORD, IN_DQ, IN_DQ_ESC, IN_DQ_HEX1, IN_DQ_HEX2, IN_SQ,
 #define RQ_TMPL_ARGS (1 + RESP_ARG_KEEP)
 
 /* The byte layout of a multibulk request, taken from one that repeated
- * the name and argc of the one before it (a client in a loop sends the
- * same command with arguments of the same lengths): every byte of it but
+ * the name, argc and size of the one before it (a client in a loop sends
+ * the same command with arguments of the same lengths): every byte of it but
  * the payloads of arguments 1.., i.e. the header "*<n>\r\n$<l>\r\n<NAME>
  * \r\n$<l1>\r\n", then per further argument a joint "\r\n$<lk>\r\n", then
  * the final CRLF. A request that has the same bytes there decodes to the
@@ -482,6 +482,12 @@ typedef struct rq_tmpl {
     uint8_t argc;            /* 2..RQ_TMPL_ARGS */
     uint8_t name_len;        /* 1..15 */
     uint64_t total;          /* bytes of the whole request */
+    uint64_t last_total;     /* bytes of the last request that hit the
+                                key mask cache and was read whole in a
+                                chunk: a layout is taken only from one of
+                                the same size as the one before (a sign
+                                that layouts repeat, cheaper than taking
+                                one that will not) */
 } rq_tmpl;
 
 /* The fields used by every request come first (three cache lines: a

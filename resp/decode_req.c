@@ -1117,7 +1117,8 @@ static size_t rq_tmpl_header(const uint8_t *q, const uint8_t *end, uint64_t *len
  * name the one the key mask cache holds for its argc (the caller saw it
  * hit), a header of 16..32 bytes and further lengths below 1000. Else
  * d->tm is left empty. Bytes decoded once already are parsed again here,
- * but only for a request that repeated its name (rq_fast). */
+ * but only for a request that repeated the name and size of the one
+ * before (rq_fast). */
 static RQ_APART void rq_tmpl_take(rq_dec *d, const uint8_t *msg, size_t n)
 {
     const resp_request *r = d->req;
@@ -1208,9 +1209,7 @@ static inline const uint8_t *rq_tmpl_decode(rq_dec *d, const uint8_t *p, uint64_
     r->argc = argc;
     memcpy(r->name, t->name, sizeof(t->name));
     d->name_len = t->name_len;
-    d->prev = (const uint8_t *)r->name;
-    d->prev_len = t->name_len;
-    d->prev_full = t->name_len;
+    /* d->prev is left alone: only the hook reads it, and it is not asked */
     d->kc.key_mask = d->km_mask;
     d->kc.bare_mask = d->km_bare;
     d->kc.key_mask_final = 1;
@@ -1223,6 +1222,7 @@ static inline const uint8_t *rq_tmpl_decode(rq_dec *d, const uint8_t *p, uint64_
     }
     q += 2;
     rq_finish(d, at_zero + (uint64_t)(uintptr_t)q, ts);
+    d->tm.last_total = t->total;
     return q;
 }
 
@@ -1260,10 +1260,9 @@ static const uint8_t *rq_fast(rq_dec *d, const uint8_t *base, const uint8_t *p,
     const uint64_t at_zero = d->off - (uint64_t)(uintptr_t)base;
     uint32_t i = d->argi;
     int64_t v;
-    /* the request being read, when it began here, and whether its name
-     * hit the key mask cache: then it may give its layout to d->tm */
+    /* the request being read, when it began here and its name hit the
+     * key mask cache (else NULL): it may give its layout to d->tm */
     const uint8_t *msg = NULL;
-    int name_hit = 0;
     for (;;) {
         const uint8_t *body;
         size_t len, k;
@@ -1285,7 +1284,8 @@ static const uint8_t *rq_fast(rq_dec *d, const uint8_t *base, const uint8_t *p,
         resp_request *r = d->req;
         if (i == 0) {
             arg_name_whole(d, r, body, len);
-            name_hit = d->kc.key_mask_final;
+            if (!d->kc.key_mask_final)
+                msg = NULL;
         } else if (i <= RESP_ARG_KEEP && d->cred == CRED_NONE) {
             arg_plain(d, r, i, body, (uint32_t)len);
         } else { /* credentials, or past the kept arguments */
@@ -1297,8 +1297,12 @@ static const uint8_t *rq_fast(rq_dec *d, const uint8_t *base, const uint8_t *p,
             /* a multibulk's argc was set from its count: i is that count
              * (d->argi is read by nothing once the request is complete) */
             rq_finish(d, at_zero + (uint64_t)(uintptr_t)p, ts);
-            if (msg != NULL && name_hit)
-                rq_tmpl_take(d, msg, (size_t)(p - msg));
+            if (msg != NULL) {
+                size_t n = (size_t)(p - msg);
+                if (n == d->tm.last_total)
+                    rq_tmpl_take(d, msg, n);
+                d->tm.last_total = n;
+            }
             if (d->tm.head_len != 0 && d->line.len == 0)
                 p = rq_tmpl_run(d, p, end, at_zero, ts);
             /* pipelined: the next request usually follows in the same
