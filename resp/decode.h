@@ -458,6 +458,38 @@ enum {
 enum { IN_SPACE = 0, IN_WORD, IN_DQ, IN_DQ_ESC, IN_DQ_HEX1, IN_DQ_HEX2, IN_SQ,
        IN_SQ_ESC, IN_AFTER_Q, IN_CR };
 
+/* Most args a request may have for rq_tmpl: the name and the kept ones. */
+#define RQ_TMPL_ARGS (1 + RESP_ARG_KEEP)
+
+/* The byte layout of a multibulk request, taken from one that repeated
+ * the name, argc and size of the one before it (a client in a loop sends
+ * the same command with arguments of the same lengths): every byte of it but
+ * the payloads of arguments 1.., i.e. the header "*<n>\r\n$<l>\r\n<NAME>
+ * \r\n$<l1>\r\n", then per further argument a joint "\r\n$<lk>\r\n", then
+ * the final CRLF. A request that has the same bytes there decodes to the
+ * same name, argc and lengths, so decode_req.c reads it without parsing
+ * (rq_tmpl_match). Only for names the key mask cache (km_*) holds with
+ * this argc, whose masks it reuses: km_remember clears it. */
+typedef struct rq_tmpl {
+    uint8_t head[32];        /* the header, head_len (16..32) bytes */
+    uint8_t name[16];        /* the name upper-cased, zero past it */
+    uint8_t joint[RQ_TMPL_ARGS][8]; /* joint[k]: before argument k (k >= 2) */
+    uint32_t len[RQ_TMPL_ARGS];     /* len[k]: payload bytes of argument k */
+    uint8_t joint_len[RQ_TMPL_ARGS]; /* 6..8 bytes (lengths below 1000) */
+    uint8_t kept[RQ_TMPL_ARGS];      /* kept[k]: bytes of argument k kept */
+    uint8_t keys;            /* bit k: argument k is a key */
+    uint8_t head_len;        /* 0: no layout held */
+    uint8_t argc;            /* 2..RQ_TMPL_ARGS */
+    uint8_t name_len;        /* 1..15 */
+    uint64_t total;          /* bytes of the whole request */
+    uint64_t last_total;     /* bytes of the last request that hit the
+                                key mask cache and was read whole in a
+                                chunk: a layout is taken only from one of
+                                the same size as the one before (a sign
+                                that layouts repeat, cheaper than taking
+                                one that will not) */
+} rq_tmpl;
+
 /* The fields used by every request come first (three cache lines: a
  * pipelined capture interleaves many connections, so each line of decoder
  * state touched per request is likely a cache miss); the line buffer, the
@@ -525,6 +557,8 @@ typedef struct rq_dec {
     uint8_t inline_seen;     /* an inline command was decoded: the client
                                 speaks inline (resync may look for one) */
     uint8_t prevbuf[RESP_ARG_PREFIX]; /* prefix of arguments past RESP_ARG_KEEP */
+    rq_tmpl tm;              /* the last repeated request's layout (read
+                                when a request begins inside a chunk) */
 } rq_dec;
 
 /* Is argument 1 of the request just handed over (out->done) a key, by the

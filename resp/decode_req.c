@@ -496,6 +496,7 @@ static void km_remember(rq_dec *d, const resp_request *r, uint32_t name_full)
     if (len == 0 || len > 15 || name_full != len || r->inline_cmd || d->cred != CRED_NONE)
         return; /* (its callers see no credentials; km_hit counts on it) */
     km_words(r->name, len, d->km_name);
+    d->tm.head_len = 0; /* its layout may be of the name cached before */
     d->km_len = (uint8_t)len;
     d->km_argc = r->argc;
     d->km_mask = d->kc.key_mask;
@@ -1072,14 +1073,180 @@ static inline size_t rq_short_count(const uint8_t *p, size_t *n)
     return 0;
 }
 
+/* ---------------------------------------------------------------- repeated requests */
+
+/* Do the n (4..8) bytes at a and b match? Two 4-byte compares, which
+ * overlap when n < 8; every load stays inside both runs. */
+static inline int rq_same_4to8(const uint8_t *a, const uint8_t *b, size_t n)
+{
+    uint32_t a0, a1, b0, b1;
+    memcpy(&a0, a, 4);
+    memcpy(&a1, a + n - 4, 4);
+    memcpy(&b0, b, 4);
+    memcpy(&b1, b + n - 4, 4);
+    return ((a0 ^ b0) | (a1 ^ b1)) == 0;
+}
+
+/* Do the 16 bytes at a and b match? */
+static inline int rq_same_16(const uint8_t *a, const uint8_t *b)
+{
+    uint64_t a0, a1, b0, b1;
+    memcpy(&a0, a, 8);
+    memcpy(&a1, a + 8, 8);
+    memcpy(&b0, b, 8);
+    memcpy(&b1, b + 8, 8);
+    return ((a0 ^ b0) | (a1 ^ b1)) == 0;
+}
+
+/* The header "$<len>\r\n" at q, in [q, end): its length with *len set,
+ * or 0 when it is not one (no '$', a bad, negative or split number). */
+static size_t rq_tmpl_header(const uint8_t *q, const uint8_t *end, uint64_t *len)
+{
+    int64_t v;
+    if (q >= end || *q != '$')
+        return 0;
+    size_t k = rd_num_fast(q + 1, end, &v);
+    if (k == 0 || v < 0)
+        return 0;
+    *len = (uint64_t)v;
+    return k + 1;
+}
+
+/* Take the layout of the multibulk request just decoded, msg[0, n), into
+ * d->tm (see rq_tmpl) when it fits one: 2..RQ_TMPL_ARGS arguments, its
+ * name the one the key mask cache holds for its argc (the caller saw it
+ * hit), a header of 16..32 bytes and further lengths below 1000. Else
+ * d->tm is left empty. Bytes decoded once already are parsed again here,
+ * but only for a request that repeated the name and size of the one
+ * before (rq_fast). */
+static RQ_APART void rq_tmpl_take(rq_dec *d, const uint8_t *msg, size_t n)
+{
+    const resp_request *r = d->req;
+    rq_tmpl *t = &d->tm;
+    const uint8_t *q = msg, *end = msg + n;
+    uint32_t argc = r->argc;
+    uint64_t len;
+    int64_t v;
+    size_t k;
+    t->head_len = 0;
+    if (argc < 2 || argc > RQ_TMPL_ARGS || d->cred != CRED_NONE || !d->kc.key_mask_final ||
+        d->km_len != d->name_len || d->km_argc != argc || n < 4 || *q != '*')
+        return;
+    k = rd_num_fast(q + 1, end, &v);
+    if (k == 0 || v != (int64_t)argc)
+        return;
+    q += 1 + k;
+    k = rq_tmpl_header(q, end, &len); /* the name's, kept whole */
+    if (k == 0 || len != d->name_len || (uint64_t)(end - q) < k + len + 2 ||
+        !rq_is_crlf(q + k + len))
+        return;
+    q += k + len + 2;
+    k = rq_tmpl_header(q, end, &len); /* argument 1's */
+    size_t head = (size_t)(q + k - msg);
+    if (k == 0 || head < 16 || head > sizeof(t->head) || len > UINT32_MAX ||
+        (uint64_t)(end - q - k) < len)
+        return;
+    t->len[1] = (uint32_t)len;
+    q += k + len;
+    for (uint32_t a = 2; a < argc; a++) {
+        if (end - q < 2 || !rq_is_crlf(q))
+            return;
+        k = rq_tmpl_header(q + 2, end, &len);
+        if (k == 0 || len > 999 || (uint64_t)(end - q - 2 - k) < len)
+            return;
+        t->joint_len[a] = (uint8_t)(k + 2);
+        memcpy(t->joint[a], q, k + 2);
+        t->len[a] = (uint32_t)len;
+        q += k + 2 + len;
+    }
+    if (end - q != 2 || !rq_is_crlf(q))
+        return;
+    /* what arg_plain makes of each argument with the cached masks */
+    t->keys = 0;
+    for (uint32_t a = 1; a < argc; a++) {
+        uint32_t key = (d->km_mask >> a) & 1u;
+        int bare = !key && ((d->km_bare >> a) & 1u);
+        t->keys |= (uint8_t)(key << a);
+        uint32_t kept = t->len[a] < RESP_ARG_PREFIX ? t->len[a] : RESP_ARG_PREFIX;
+        t->kept[a] = (uint8_t)(bare ? 0 : kept);
+    }
+    memcpy(t->head, msg, head);
+    memcpy(t->name, r->name, sizeof(t->name)); /* zero past the name */
+    t->argc = (uint8_t)argc;
+    t->name_len = d->name_len;
+    t->total = n;
+    t->head_len = (uint8_t)head;
+}
+
+/* Does the request at p, whole in [p, end), have the layout of d->tm?
+ * Every byte but the payloads of arguments 1.. is compared. */
+static inline int rq_tmpl_match(const rq_tmpl *t, const uint8_t *p, const uint8_t *end)
+{
+    size_t head = t->head_len;
+    if (head == 0 || (uint64_t)(end - p) < t->total || !rq_same_16(p, t->head) ||
+        !rq_same_16(p + head - 16, t->head + head - 16))
+        return 0;
+    const uint8_t *q = p + head + t->len[1];
+    for (uint32_t a = 2; a < t->argc; a++) {
+        if (!rq_same_4to8(q, t->joint[a], t->joint_len[a]))
+            return 0;
+        q += t->joint_len[a] + t->len[a];
+    }
+    return rq_is_crlf(q);
+}
+
+/* Decode the request at p that rq_tmpl_match found laid out as d->tm, as
+ * rq_fast would (its name a hit of the key mask cache, then arg_plain for
+ * each argument, whose choices the layout holds), with no header to parse.
+ * Returns the byte after it. */
+static inline const uint8_t *rq_tmpl_decode(rq_dec *d, const uint8_t *p, uint64_t at_zero,
+                                            int64_t ts)
+{
+    const rq_tmpl *t = &d->tm;
+    uint32_t argc = t->argc;
+    rq_begin_argc(d, at_zero + (uint64_t)(uintptr_t)p, ts, argc);
+    resp_request *r = d->req;
+    r->argc = argc;
+    memcpy(r->name, t->name, sizeof(t->name));
+    d->name_len = t->name_len;
+    /* d->prev is left alone: only the hook reads it, and it is not asked */
+    d->kc.key_mask = d->km_mask;
+    d->kc.bare_mask = d->km_bare;
+    d->kc.key_mask_final = 1;
+    const uint8_t *q = p + t->head_len;
+    for (uint32_t a = 1; a < argc; a++) {
+        if (a >= 2)
+            q += t->joint_len[a];
+        arg_keep(r, a, q, t->len[a], t->kept[a], (t->keys >> a) & 1u);
+        q += t->len[a];
+    }
+    q += 2;
+    rq_finish(d, at_zero + (uint64_t)(uintptr_t)q, ts);
+    d->tm.last_total = t->total;
+    return q;
+}
+
+/* Decode the requests from p on that have the layout of d->tm, while they
+ * do (a client in a loop sends many in a row). Returns where they end. Out
+ * of line, so that rq_fast stays small enough to be inlined in rq_feed. */
+static RQ_APART const uint8_t *rq_tmpl_run(rq_dec *d, const uint8_t *p, const uint8_t *end,
+                                           uint64_t at_zero, int64_t ts)
+{
+    while (d->line.len == 0 && rq_tmpl_match(&d->tm, p, end))
+        p = rq_tmpl_decode(d, p, at_zero, ts);
+    return p;
+}
+
 /* The fast path of RQ_ARG_TYPE: whole arguments ("$<len>\r\n<bytes>\r\n")
  * that lie entirely in this chunk are handled here in one go, and so is the
  * start of the next pipelined request ("*<n>\r\n") when it follows in the
  * same chunk, without trips through rq_feed's switch. The index of the
  * argument stays in a register (d->argi is written when leaving and before
- * arg_whole, which reads it). Returns where it stopped: at end, or at the
- * first byte the states of rq_feed must handle (split, malformed, too long,
- * "*0"), with d->state saying which. */
+ * arg_whole, which reads it). A request that repeats the layout of the one
+ * before (rq_tmpl) is read by that layout instead of header by header.
+ * Returns where it stopped: at end, or at the first byte the states of
+ * rq_feed must handle (split, malformed, too long, "*0"), with d->state
+ * saying which. */
 static const uint8_t *rq_fast(rq_dec *d, const uint8_t *base, const uint8_t *p,
                               const uint8_t *end, int64_t ts)
 {
@@ -1093,6 +1260,9 @@ static const uint8_t *rq_fast(rq_dec *d, const uint8_t *base, const uint8_t *p,
     const uint64_t at_zero = d->off - (uint64_t)(uintptr_t)base;
     uint32_t i = d->argi;
     int64_t v;
+    /* the request being read, when it began here and its name hit the
+     * key mask cache (else NULL): it may give its layout to d->tm */
+    const uint8_t *msg = NULL;
     for (;;) {
         const uint8_t *body;
         size_t len, k;
@@ -1114,6 +1284,8 @@ static const uint8_t *rq_fast(rq_dec *d, const uint8_t *base, const uint8_t *p,
         resp_request *r = d->req;
         if (i == 0) {
             arg_name_whole(d, r, body, len);
+            if (!d->kc.key_mask_final)
+                msg = NULL;
         } else if (i <= RESP_ARG_KEEP && d->cred == CRED_NONE) {
             arg_plain(d, r, i, body, (uint32_t)len);
         } else { /* credentials, or past the kept arguments */
@@ -1125,6 +1297,14 @@ static const uint8_t *rq_fast(rq_dec *d, const uint8_t *base, const uint8_t *p,
             /* a multibulk's argc was set from its count: i is that count
              * (d->argi is read by nothing once the request is complete) */
             rq_finish(d, at_zero + (uint64_t)(uintptr_t)p, ts);
+            if (msg != NULL) {
+                size_t n = (size_t)(p - msg);
+                if (n == d->tm.last_total)
+                    rq_tmpl_take(d, msg, n);
+                d->tm.last_total = n;
+            }
+            if (d->tm.head_len != 0 && d->line.len == 0)
+                p = rq_tmpl_run(d, p, end, at_zero, ts);
             /* pipelined: the next request usually follows in the same
              * chunk; start it here, as RQ_START and RQ_MB_LINE would */
             if (end - p >= 8 && (k = rq_short_count(p, &len)) != 0) {
@@ -1140,6 +1320,7 @@ static const uint8_t *rq_fast(rq_dec *d, const uint8_t *base, const uint8_t *p,
             if (d->line.len != 0)
                 return p;
             rq_begin_argc(d, at_zero + (uint64_t)(uintptr_t)p, ts, (uint32_t)v);
+            msg = p;
             p += k;
             d->req->argc = (uint32_t)v;
             d->state = RQ_ARG_TYPE;

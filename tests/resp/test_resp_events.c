@@ -325,13 +325,356 @@ static void test_key_mask_reused(void **state)
     assert_int_equal(o.evs[9].slot, resp_key_slot((const uint8_t *)"k6", 2));
 }
 
+/* ---------------------------------------------------------------- repeats */
+
+/* A hook that fixes its mask at the first question, by name: SET's key is
+ * argument 1 and its value bare, MSET's keys are arguments 1, 3, 5 and its
+ * values bare, HSET's key is argument 1 and its value bare; any other
+ * name's key is argument 1. Counts its calls. */
+static int repeat_hook_calls;
+static int repeat_hook(void *ctx, resp_keyctx *k)
+{
+    (void)ctx;
+    repeat_hook_calls++;
+    const char *n = k->req->name;
+    if (strcmp(n, "SET") == 0) {
+        k->key_mask = 1u << 1;
+        k->bare_mask = 1u << 2;
+    } else if (strcmp(n, "MSET") == 0) {
+        k->key_mask = (1u << 1) | (1u << 3) | (1u << 5);
+        k->bare_mask = (1u << 2) | (1u << 4) | (1u << 6);
+    } else if (strcmp(n, "HSET") == 0) { /* a bare bit on a key means nothing */
+        k->key_mask = 1u << 1;
+        k->bare_mask = (1u << 1) | (1u << 3);
+    } else {
+        k->key_mask = 1u << 1;
+    }
+    k->key_mask_final = 1;
+    return (int)((k->key_mask >> k->argi) & 1u);
+}
+
+/* An owner that logs every request it is handed, all its fields as text. */
+typedef struct text_owner {
+    resp_request req;
+    rq_dec *d;
+    char *log;
+    size_t len, cap;
+} text_owner;
+
+static void text_add(text_owner *o, const char *fmt, ...)
+{
+    char tmp[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    assert_true(n >= 0 && (size_t)n < sizeof tmp);
+    if (o->len + (size_t)n + 1 > o->cap) {
+        o->cap = (o->cap + (size_t)n + 1) * 2;
+        o->log = realloc(o->log, o->cap);
+        assert_non_null(o->log);
+    }
+    memcpy(o->log + o->len, tmp, (size_t)n + 1);
+    o->len += (size_t)n;
+}
+
+/* The n bytes at p as text, bytes outside printable ASCII as \xHH. */
+static void text_bytes(text_owner *o, const char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        uint8_t c = (uint8_t)p[i];
+        if (c >= 0x20 && c < 0x7f && c != '\\')
+            text_add(o, "%c", c);
+        else
+            text_add(o, "\\x%02x", c);
+    }
+}
+
+static resp_request *text_begin(void *v, int64_t ts)
+{
+    text_owner *o = v;
+    text_add(o, "begin ");
+    memset(&o->req, 0, sizeof(o->req));
+    o->req.slot = -1;
+    o->req.start_us = ts;
+    return &o->req;
+}
+
+static void text_done(void *v, uint8_t name_len)
+{
+    text_owner *o = v;
+    const resp_request *r = &o->req;
+    text_add(o, "done %s/%u argc=%u nargs=%u bytes=%llu", r->name, name_len, r->argc, r->nargs,
+             (unsigned long long)r->bytes);
+    for (unsigned i = 0; i < r->nargs; i++) {
+        text_add(o, " a%u=", i + 1);
+        text_bytes(o, r->args[i], r->arg_len[i]);
+        text_add(o, "/%u", r->arg_full_len[i]);
+    }
+    text_add(o, " nkeys=%u slot=%d ms=%u key0=", r->nkeys, r->slot, r->multi_slot);
+    text_bytes(o, r->key0, r->key0_len);
+    text_add(o, "/%u inl=%u gap=%u su=%u k1=%d\n", r->key0_full_len, r->inline_cmd, r->gap,
+             r->slot_unknown, rq_arg1_is_key(o->d));
+}
+
+static void text_dropped(void *v) { text_add(v, "dropped\n"); }
+static void text_error(void *v, int limit) { text_add(v, "error %d\n", limit); }
+static void text_resynced(void *v) { text_add(v, "resynced "); }
+
+static const rq_out text_rq_out = {text_begin, text_done, text_dropped, text_error,
+                                   text_resynced};
+
+/* Decode s[0, n) fed in chunks that end at ends[0..nends) (increasing,
+ * the last one n). Returns the log (malloc'd) and, in *tmpl, whether a
+ * request layout was held at the end, in *hook how often the key hook
+ * was asked. */
+static char *repeat_run(const char *s, const size_t *ends, size_t nends, int *tmpl, int *hook)
+{
+    resp_config cfg;
+    resp_conn_stats st;
+    resp_config_defaults(&cfg);
+    cfg.key_fn = repeat_hook;
+    text_owner o;
+    rq_dec d;
+    memset(&o, 0, sizeof(o));
+    memset(&st, 0, sizeof(st));
+    o.d = &d;
+    text_add(&o, "");
+    rq_init(&d, &text_rq_out, &o, &cfg, &st, 0);
+    repeat_hook_calls = 0;
+    size_t from = 0;
+    for (size_t i = 0; i < nends; i++) {
+        rq_feed(&d, (const uint8_t *)s + from, ends[i] - from, (int64_t)i, i);
+        from = ends[i];
+    }
+    text_add(&o, "errors=%llu", (unsigned long long)st.protocol_errors);
+    *tmpl = d.tm.head_len != 0;
+    *hook = repeat_hook_calls;
+    return o.log;
+}
+
+/* Fail unless a and b, two logs of the same stream (how is how b was
+ * fed), are equal; else show their first line that differs. */
+static void same_log(const char *a, const char *b, const char *how)
+{
+    if (strcmp(a, b) == 0)
+        return;
+    size_t i = 0, line = 0;
+    while (a[i] == b[i]) /* they differ somewhere: this stops */
+        i++;
+    while (i > 0 && a[i - 1] != '\n')
+        i--;
+    for (size_t k = 0; k < i; k++)
+        line += a[k] == '\n';
+    const char *ea = strchr(a + i, '\n'), *eb = strchr(b + i, '\n');
+    int la = ea ? (int)(ea - a - (long)i) : (int)strlen(a + i);
+    int lb = eb ? (int)(eb - b - (long)i) : (int)strlen(b + i);
+    fail_msg("%s: line %zu differs:\nwhole: %.*s\nthere: %.*s", how, line + 1, la, a + i, lb,
+             b + i);
+}
+
+/* Requests that repeat the name and argc of the one before, which the
+ * decoder reads by the layout it took from one before (rq_tmpl) when
+ * they are whole in a chunk, decode the same, with the same questions to
+ * the key hook, as when they are cut anywhere or come a byte at a time
+ * (the resumable path): near misses of the layout (a length, the case of
+ * the name, an argc, a CRLF, a header longer than 16 bytes), lengths at
+ * the limits of a layout, long and tagged keys, another name or
+ * credentials in between. */
+static void test_repeated_requests(void **state)
+{
+    (void)state;
+    static const char *const reqs[] = {
+        "*3\r\n$3\r\nSET\r\n$16\r\nkey:{06S}:000001\r\n$8\r\nvalue001\r\n",
+        "*3\r\n$3\r\nSET\r\n$16\r\nkey:{8M}}:000002\r\n$8\r\nvalue002\r\n",
+        "*3\r\n$3\r\nSET\r\n$16\r\nkey:{}{a}:000003\r\n$8\r\nvalue003\r\n",
+        "*3\r\n$3\r\nSET\r\n$16\r\nkey:no-tag:00004\r\n$8\r\nvalue004\r\n",
+        "*3\r\n$3\r\nSET\r\n$16\r\nkey:{06S}:00004a\r\n$8\r\nvalue04a\r\n",
+        "*3\r\n$3\r\nSET\r\n$16\r\nkey:{07S}:00004b\r\n$8\r\nvalue04b\r\n",
+        "*3\r\n$3\r\nSET\r\n$16\r\nkey:{07S}:00004c\r\n$9\r\nvalue004c\r\n",
+        "*3\r\n$3\r\nSET\r\n$17\r\nkey:{07S}:00004dd\r\n$8\r\nvalue04d\r\n",
+        "*3\r\n$3\r\nSET\r\n$16\r\nkey:{07S}:00004e\r\n$8\r\nvalue04e\r\n",
+        "*3\r\n$3\r\nSET\r\n$16\r\nkey:{07S}:0004e2\r\n$8\r\nvalue4e2\r\n",
+        /* another name between: the layout goes with its cached masks */
+        "*2\r\n$3\r\nGET\r\n$16\r\nkey:{07S}:00004f\r\n",
+        "*3\r\n$3\r\nSET\r\n$16\r\nkey:{07S}:00004g\r\n$8\r\nvalue04g\r\n",
+        "*2\r\n$3\r\nGET\r\n$16\r\nkey:{07S}:00004h\r\n",
+        "*3\r\n$3\r\nset\r\n$16\r\nkey:{06S}:000005\r\n$8\r\nvalue005\r\n",
+        "*3\r\n$3\r\nset\r\n$16\r\nkey:{x1}:0000006\r\n$8\r\nvalue006\r\n",
+        "*3\r\n$3\r\nSET\r\n$16\r\nkey:{06S}:000007\r\n$9\r\nvalue0007\r\n",
+        "*3\r\n$3\r\nSET\r\n$16\r\nkey:{06S}:000008\r\n$9\r\nvalue0008\r\n",
+        "*2\r\n$3\r\nGET\r\n$16\r\nkey:{06S}:000009\r\n",
+        "*2\r\n$3\r\nGET\r\n$16\r\nkey:{07S}:000010\r\n",
+        "*2\r\n$3\r\nGET\r\n$16\r\nkey:{08S}:000011\r\n",
+        "*2\r\n$3\r\nGET\r\n$16\r\nkey:{09S}:00011a\r\n",
+        "*2\r\n$3\r\nGET\r\n$16\r\nkey:{10S}:00011b\r\n",
+        "*2\r\n$3\r\nGET\r\n$2\r\nab\r\n",
+        "*2\r\n$3\r\nGET\r\n$2\r\ncd\r\n",
+        "*2\r\n$3\r\nGET\r\n$13\r\n{a}bcdefghijk\r\n",
+        "*2\r\n$3\r\nGET\r\n$13\r\n{b}bcdefghijk\r\n",
+        "*1\r\n$4\r\nPING\r\n",
+        "*1\r\n$4\r\nPING\r\n",
+        "*4\r\n$4\r\nHSET\r\n$5\r\nh{1}a\r\n$6\r\nfield1\r\n$12\r\nvalue-000001\r\n",
+        "*4\r\n$4\r\nHSET\r\n$5\r\nh{2}b\r\n$6\r\nfield2\r\n$12\r\nvalue-000002\r\n",
+        "*4\r\n$4\r\nHSET\r\n$5\r\nh{3}c\r\n$6\r\nfield3\r\n$12\r\nvalue-000003\r\n",
+        "*4\r\n$4\r\nHSET\r\n$5\r\nh{4}d\r\n$6\r\nfield4\r\n$12\r\nvalue-000004\r\n",
+        "*4\r\n$4\r\nHSET\r\n$5\r\nh{5}e\r\n$6\r\nfield5\r\n$12\r\nvalue-000005\r\n",
+        /* the same size, header and end, another joint */
+        "*4\r\n$4\r\nHSET\r\n$5\r\nh{6}f\r\n$5\r\nfield\r\n$13\r\nvalue-0000006\r\n",
+        "*4\r\n$4\r\nHSET\r\n$5\r\nh{7}g\r\n$6\r\nfield7\r\n$12\r\nvalue-000007\r\n",
+        "*2\r\n$4\r\nAUTH\r\n$16\r\nsecretsecret0001\r\n",
+        "*2\r\n$4\r\nAUTH\r\n$16\r\nsecretsecret0002\r\n",
+        "*2\r\n$3\r\nGET\r\n$16\r\nkey:{06S}:000012\r\n",
+        "*2\r\n$3\r\nGET\r\n$16\r\nkey:{06S}:000013\r\n",
+        "*7\r\n$4\r\nMSET\r\n$2\r\nk1\r\n$2\r\nv1\r\n$2\r\nk2\r\n$2\r\nv2\r\n$2\r\nk3\r\n$2\r\n"
+        "v3\r\n",
+        "*7\r\n$4\r\nMSET\r\n$2\r\nk4\r\n$2\r\nv4\r\n$2\r\nk5\r\n$2\r\nv5\r\n$2\r\nk6\r\n$2\r\n"
+        "v6\r\n",
+        "*6\r\n$4\r\nMSET\r\n$12\r\n{t}k0000001a\r\n$1\r\nv\r\n$12\r\n{u}k0000001b\r\n$1\r\n"
+        "w\r\n$1\r\nx\r\n",
+        "*6\r\n$4\r\nMSET\r\n$12\r\n{t}k0000002a\r\n$1\r\nv\r\n$12\r\n{t}k0000002b\r\n$1\r\n"
+        "w\r\n$1\r\nx\r\n",
+        "*6\r\n$4\r\nMSET\r\n$12\r\n{t}k0000003a\r\n$1\r\nv\r\n$12\r\n{t}k0000003b\r\n$1\r\n"
+        "w\r\n$1\r\nx\r\n",
+        "*6\r\n$4\r\nMSET\r\n$12\r\n{t}k000003ca\r\n$1\r\nv\r\n$12\r\n{v}k000003cb\r\n$1\r\n"
+        "w\r\n$1\r\ny\r\n",
+        "*6\r\n$4\r\nMSET\r\n$12\r\n{t}k000003da\r\n$1\r\nv\r\n$12\r\n{t}k000003db\r\n$1\r\n"
+        "w\r\n$1\r\nz\r\n",
+        "*6\r\n$4\r\nMSET\r\n$12\r\n{t}k0000004a\r\n$1\r\nv\r\n$12\r\n{t}k0000004b\r\n$1\r\n"
+        "w\r\n$2\r\nxy\r\n",
+        "*3\r\n$3\r\nSET\r\n$70\r\n"
+        "kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk1\r\n$1\r\nv\r\n",
+        "*3\r\n$3\r\nSET\r\n$70\r\n"
+        "kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk2\r\n$1\r\nv\r\n",
+        "*3\r\n$3\r\nSET\r\n$70\r\n"
+        "kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk3\r\n$1\r\nv\r\n",
+        "*3\r\n$3\r\nSET\r\n$70\r\n"
+        "kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk4\r\n$1\r\nv\r\n",
+        "*3\r\n$3\r\nSET\r\n$70\r\n"
+        "kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk5\r\n$1\r\nv\r\n",
+        "*3\r\n$16\r\nABCDEFGHIJKLMNOP\r\n$1\r\na\r\n$1\r\nb\r\n",
+        "*3\r\n$16\r\nABCDEFGHIJKLMNOP\r\n$1\r\na\r\n$1\r\nb\r\n",
+        "*3\r\n$15\r\nABCDEFGHIJKLMNO\r\n$1\r\na\r\n$1\r\nb\r\n",
+        "*3\r\n$15\r\nABCDEFGHIJKLMNO\r\n$1\r\nc\r\n$1\r\nd\r\n",
+        "*3\r\n$15\r\nABCDEFGHIJKLMNO\r\n$1\r\ng\r\n$1\r\nh\r\n",
+        "*3\r\n$15\r\nABCDEFGHIJKLMNO\r\n$1\r\ni\r\n$1\r\nj\r\n",
+        "*3\r\n$15\r\nABCDEFGHIJKLMNO\r\n$1\r\nk\r\n$1\r\nl\r\n",
+        "*3\r\n$15\r\nabcdefghijklmnO\r\n$1\r\ne\r\n$1\r\nf\r\n",
+        "*2\r\n$1\r\nX\r\n$1\r\na\r\n",
+        "*2\r\n$1\r\nX\r\n$1\r\nb\r\n",
+        "*2\r\n$3\r\nGET\r\n$16\r\nkey:{06S}:000014\r\n",
+        "*2\r\n$3\r\nGET\r\n$16\r\nkey:{06S}:000015\r\n",
+        "*2\r\n$3\r\nGET\r\n$16\r\nkey:{06S}:00015a\r\n",
+        "*2\r\n$3\r\nGET\r\n$16\r\nkey:{06S}:00015b\r\n",
+        "*2\r\n$3\r\nGET\r\n$16\r\nkey:{06S}:000016\r\r",
+        "*2\r\n$3\r\nGET\r\n$16\r\nkey:{06S}:000017\r\n",
+        "*2\r\n$3\r\nGET\r\n$16\r\nkey:{06S}:000018\r\n",
+        "*2\r\n$3\r\nGET\r\n$16\r\nkey:{06S}:000019\n\n",
+        "*2\r\n$3\r\nGET\r\n$16\r\nkey:{06S}:000020\r\n",
+        "*2\r\n$3\r\nGET\r\n$16\r\nkey:{06S}:000021\r\n",
+        "*3\r\n$3\r\nGET\r\n$16\r\nkey:{06S}:000022\r\n",
+        "*2\r\n$3\r\nGET\r\n$16\r\nkey:{06S}:000023\r\n",
+        "*2\r\n$3\r\nGET\r\n$016\r\nkey:{06S}:000024\r\n",
+        "*2\r\n$3\r\nGET\r\n$16\r\nkey:{06S}:000025\r\n",
+        "*2\r\n$3\r\nGET\r\n$16\r\nkey:{06S}:000026\r\n",
+        "*2\r\n$3\r\nGET\r\n$16\r\nkey:{06S}:000027\r\n",
+        "*2\r\n$3\r\nGET\r\n$16\r\nkey:{06S}:000028\r\n",
+        "*2\r\n$3\r\nGET\r\n$16\r\nkey:{06S}:000029\r\n",
+        /* the same first 16 bytes, a longer header, a CRLF in the key
+         * where the layout ends */
+        "*2\r\n$3\r\nGET\r\n$160\r\n"
+        "kkkkkkkkkkkkkkk\r\nxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+        "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+        "xxxxxxxxxxxxxxxxxx\r\n",
+        /* the same size and first 16 bytes, a CRLF where the layout ends
+         * (an inline command follows), another length */
+        "*2\r\n$3\r\nGET\r\n$10\r\n0123456789\r\nabcd\r\n",
+        "*2\r\n$3\r\nGET\r\n$16\r\nkey:{06S}:00029a\r\n",
+        "*3\r\n$3\r\nSET\r\n$16\r\nkey:{06S}:000030\r\n$999\r\n",
+        "*3\r\n$3\r\nSET\r\n$16\r\nkey:{06S}:000031\r\n$999\r\n",
+        "*3\r\n$3\r\nSET\r\n$16\r\nkey:{06S}:00031a\r\n$999\r\n",
+        "*3\r\n$3\r\nSET\r\n$16\r\nkey:{06S}:00031b\r\n$999\r\n",
+        "*3\r\n$3\r\nSET\r\n$16\r\nkey:{06S}:000032\r\n$1000\r\n",
+        "*3\r\n$3\r\nSET\r\n$16\r\nkey:{06S}:000033\r\n$1000\r\n",
+        "*2\r\n$3\r\nGET\r\n$16\r\nkey:{06S}:000034\r\n",
+        "*2\r\n$3\r\nGET\r\n$16\r\nkey:{06S}:000035\r\n",
+        "*2\r\n$3\r\nGET\r\n$16\r\nkey:{06S}:000036\r\n",
+        "*2\r\n$3\r\nGET\r\n$16\r\nkey:{06S}:000037\r\n",
+        "*2\r\n$3\r\nGET\r\n$16\r\nkey:{06S}:000038\r\n",
+        "*2\r\n$3\r\nGET\r\n$16\r\nkey:{06S}:00",
+    };
+    const size_t nreqs = sizeof reqs / sizeof reqs[0];
+    /* the stream; a "$999\r\n" or "$1000\r\n" at a request's end is
+     * followed by that many value bytes and a CRLF */
+    size_t cap = 64 * 1024, n = 0;
+    char *s = malloc(cap);
+    size_t *ends = malloc((cap + 1) * sizeof(*ends));
+    assert_non_null(s);
+    assert_non_null(ends);
+    for (size_t i = 0; i < nreqs; i++) {
+        size_t l = strlen(reqs[i]);
+        memcpy(s + n, reqs[i], l);
+        n += l;
+        size_t value = 0;
+        if (l > 6 && strcmp(reqs[i] + l - 6, "$999\r\n") == 0)
+            value = 999;
+        else if (l > 7 && strcmp(reqs[i] + l - 7, "$1000\r\n") == 0)
+            value = 1000;
+        for (size_t k = 0; k < value; k++)
+            s[n++] = (char)('a' + (i + k) % 26);
+        if (value > 0) {
+            memcpy(s + n, "\r\n", 2);
+            n += 2;
+        }
+        ends[i] = n;
+        assert_true(n + 2048 < cap);
+    }
+    /* each request in a chunk of its own: none is read by a layout (a
+     * layout is only taken from a request that began inside a chunk),
+     * the key mask cache still holds */
+    int tmpl, hook, hook_alone;
+    char *alone = repeat_run(s, ends, nreqs, &tmpl, &hook_alone);
+    assert_false(tmpl);
+    ends[0] = n;
+    char *whole = repeat_run(s, ends, 1, &tmpl, &hook);
+    assert_true(tmpl); /* the last GETs were read by their layout */
+    same_log(whole, alone, "each request alone");
+    assert_int_equal(hook, hook_alone); /* a layout asks the hook nothing new */
+    assert_null(strstr(whole, "secret"));
+    assert_non_null(strstr(whole, "done SET/3 argc=3 nargs=2 bytes=50 a1=key:{}{a}:000003/16"));
+    assert_non_null(strstr(whole, "done ABCDEFGHIJKLMNO/15 argc=3"));
+    assert_non_null(strstr(whole, "a1=k4/2 a2=/2 a3=k5/2 a4=/2 a5=k6/2 nkeys=3"));
+    char how[64];
+    for (size_t cut = 0; cut <= n; cut++) {
+        ends[0] = cut;
+        ends[1] = n;
+        char *o = repeat_run(s, ends, 2, &tmpl, &hook);
+        snprintf(how, sizeof how, "cut at %zu", cut);
+        same_log(whole, o, how);
+        free(o);
+    }
+    for (size_t step = 1; step <= 40; step++) {
+        size_t k = 0;
+        for (size_t e = step; e < n + step; e += step)
+            ends[k++] = e < n ? e : n;
+        char *o = repeat_run(s, ends, k, &tmpl, &hook);
+        snprintf(how, sizeof how, "chunks of %zu", step);
+        same_log(whole, o, how);
+        free(o);
+    }
+    free(alone);
+    free(whole);
+    free(ends);
+    free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_requests),      cmocka_unit_test(test_request_garbage),
         cmocka_unit_test(test_request_limit), cmocka_unit_test(test_replies),
         cmocka_unit_test(test_reply_keep),    cmocka_unit_test(test_reply_limit),
-        cmocka_unit_test(test_key_mask_reused),
+        cmocka_unit_test(test_key_mask_reused), cmocka_unit_test(test_repeated_requests),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
