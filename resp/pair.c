@@ -1209,7 +1209,7 @@ static PAIR_APART void reply_done_general(rc_conn *c, rq_slot *h, resp_type t)
  * of no special kind that it may answer (emitted unanswered: whose reply
  * it is, is not known). Returns 0 for anything else, having changed
  * nothing. */
-static PAIR_APART int reply_done_unsure(rc_conn *c, rq_slot *h)
+static inline int reply_done_unsure(rc_conn *c, rq_slot *h)
 {
     if (h == NULL) {
         c->reply_since_loss = 1;
@@ -1230,6 +1230,16 @@ static PAIR_APART int reply_done_unsure(rc_conn *c, rq_slot *h)
     keep_done(c);
     flush_no_reply(c);
     return 1;
+}
+
+/* reply_done past its common case, with no reply modes: the cases of
+ * reply_done_unsure, else reply_done_general. Out of line, so that
+ * reply_done's common path keeps as few registers as before. */
+static PAIR_APART void reply_done_other(rc_conn *c, rq_slot *h, resp_type t)
+{
+    if (t != RESP_T_PUSH && reply_done_unsure(c, h))
+        return;
+    reply_done_general(c, h, t);
 }
 
 /* A reply is complete (rp_out.done): pair it. Its end_pos becomes a
@@ -1260,9 +1270,7 @@ static void reply_done(void *owner)
         flush_no_reply(c);
         return;
     }
-    if (t != RESP_T_PUSH && reply_done_unsure(c, h))
-        return;
-    reply_done_general(c, h, t);
+    reply_done_other(c, h, t);
 }
 
 
