@@ -232,6 +232,21 @@ void resp_command_args_fill(const resp_command *cmd)
     m->args_later = 0;
 }
 
+/* The command of slot e, for emitting it without a reply: as slot_command,
+ * but a packed slot's argument prefixes are left to resp_command_args when
+ * the sink asks for that (most unanswered commands are counted without
+ * them). */
+static inline resp_command *slot_command_lazy(rc_conn *c, const rq_slot *e)
+{
+    resp_pipeline *rp = c->rp;
+    if (e->whole != 0 || !rp->sink.args_later)
+        return slot_command(c, e);
+    resp_command *cmd = slot_unpack_head(c, e, &rp->out_args);
+    rp->out_key0_dup = e->key0_dup;
+    cmd->args_later = ARGS_LATER_OUT;
+    return cmd;
+}
+
 /* Hand cmd to the sink without a reply (outcome RESP_UNANSWERED or
  * RESP_NO_REPLY). */
 static inline void emit_without_reply(rc_conn *c, resp_command *cmd, resp_outcome outcome)
@@ -261,7 +276,7 @@ void pair_emit(rc_conn *c, rq_slot *e, resp_outcome outcome)
         outcome = RESP_UNANSWERED; /* a reply came, but whose is not known */
         c->st.unpaired_replies++;
     }
-    emit_without_reply(c, slot_command(c, e), outcome);
+    emit_without_reply(c, slot_command_lazy(c, e), outcome);
 }
 
 /* The request being decoded (e, c->cur) cannot be queued (a cap, or no
@@ -1188,6 +1203,45 @@ static PAIR_APART void reply_done_general(rc_conn *c, rq_slot *h, resp_type t)
     flush_no_reply(c);
 }
 
+/* Two common cases of reply_done_general after a loss, settled as it
+ * would settle them, with fewer tests: a reply (not a push, no reply
+ * modes) that finds nothing queued, or whose head is an uncertain request
+ * of no special kind that it may answer (emitted unanswered: whose reply
+ * it is, is not known). Returns 0 for anything else, having changed
+ * nothing. */
+static inline int reply_done_unsure(rc_conn *c, rq_slot *h)
+{
+    if (h == NULL) {
+        c->reply_since_loss = 1;
+        c->st.replies++;
+        if (c->orphans < UINT32_MAX - 1)
+            c->orphans++;
+        c->st.unpaired_replies++;
+        keep_done(c);
+        return 1;
+    }
+    if (!h->uncertain || h->kind >= RQK_SUB ||
+        !reply_may_answer(c, h, c->rpd.rep->start_us, 1))
+        return 0;
+    c->reply_since_loss = 1;
+    c->st.replies++;
+    pair_emit(c, h, RESP_OK); /* uncertain: emitted unanswered */
+    ring_pop(c);
+    keep_done(c);
+    flush_no_reply(c);
+    return 1;
+}
+
+/* reply_done past its common case, with no reply modes: the cases of
+ * reply_done_unsure, else reply_done_general. Out of line, so that
+ * reply_done's common path keeps as few registers as before. */
+static PAIR_APART void reply_done_other(rc_conn *c, rq_slot *h, resp_type t)
+{
+    if (t != RESP_T_PUSH && reply_done_unsure(c, h))
+        return;
+    reply_done_general(c, h, t);
+}
+
 /* A reply is complete (rp_out.done): pair it. Its end_pos becomes a
  * position in the whole reply stream (lost bytes counted). The common
  * case, a reply to a request of no special kind that was certainly
@@ -1216,7 +1270,7 @@ static void reply_done(void *owner)
         flush_no_reply(c);
         return;
     }
-    reply_done_general(c, h, t);
+    reply_done_other(c, h, t);
 }
 
 
