@@ -21,10 +21,16 @@ command -v tshark >/dev/null || skip "tshark not installed (the wire's truth)"
 [ "$(id -u)" -eq 0 ] || skip "capturing on lo needs root"
 /usr/bin/python3 -c 'import redis' 2>/dev/null || skip "python3-redis not installed"
 
+# One run at a time per port range: two checkouts running their suites at
+# once would start clusters on the same ports and break each other's run.
+BASE=${SS_CLUSTER_BASE:-30150}
+exec 9>"/tmp/slotscope-live-cluster-$BASE.lock"
+flock -w 60 9 || skip "another run holds ports $BASE-$((BASE + 5)) (waited 60 s)"
+
 OUT=$(mktemp -d /tmp/slotscope-live-cluster.XXXXXX)
 trap 'rm -rf "$OUT"' EXIT
 
-timeout 200 "$ROOT/scripts/cluster/make-fixtures.sh" --out "$OUT" --base "${SS_CLUSTER_BASE:-30150}"
+timeout 200 "$ROOT/scripts/cluster/make-fixtures.sh" --out "$OUT" --base "$BASE"
 rc=0
 SS_CLUSTER_DIR="$OUT" "$TEST_BIN" || rc=$?
 if [ "$rc" -ne 0 ]; then
