@@ -605,7 +605,8 @@ enum {
 
 /* What the reply decoder hands its owner, in stream order: begin then
  * done for each top-level message (an attribute before a reply is part of
- * it), keep for its raw bytes when asked to, error after malformed bytes. */
+ * it), or whole for both, keep for its raw bytes when asked to, error after
+ * malformed bytes. */
 typedef struct rp_out {
     /* A message starts, its first byte captured at ts: where to decode it
      * (reset by the owner). The owner may also set rp_dec.keeping (hand out
@@ -621,6 +622,13 @@ typedef struct rp_out {
     /* Malformed bytes (limit: a cap was passed): the decoder lost its place,
      * dropped the message (keeping cleared) and searches for a boundary. */
     void (*error)(void *owner, int limit);
+    /* begin and done at once, for a simple reply ("+OK", ":n", "$-1", a bulk)
+     * read whole in a chunk: it was decoded into rp_dec.rep, which has type,
+     * integer, elements and the fields done names set; the owner sets the
+     * rest (start_us is ts_us) and returns 1, or returns 0 having changed
+     * nothing when it wants begin (to keep the bytes, say): then begin,
+     * keep and done follow for the same message. */
+    int (*whole)(void *owner);
 } rp_out;
 
 typedef struct rp_dec {
@@ -630,7 +638,9 @@ typedef struct rp_dec {
     const resp_config *cfg;  /* max_bulk_reply, max_depth, max_line */
     resp_conn_stats *st;     /* the counters it adds to */
     resp_reply *rep;         /* the reply being decoded (out->begin's, or
-                                where the owner moved it) */
+                                where the owner moved it); set by the owner
+                                after rp_init too: out->whole's reply is
+                                decoded there before it is asked */
     uint64_t frame;          /* record of the bytes being fed (rp_feed) */
     uint8_t keeping;         /* set by the owner: hand out the message's raw
                                 bytes (out->keep); cleared by a drop */

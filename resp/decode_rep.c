@@ -20,7 +20,9 @@
  * and keeps the top-level facts the owner reads back (rp_dec.elem0..,
  * status..), says out->done when the message is whole, out->keep with its
  * raw bytes while the owner asked for them (rp_dec.keeping), out->error
- * after malformed bytes. It knows nothing else of its owner (the pairer).
+ * after malformed bytes; out->whole instead of begin and done for a simple
+ * reply read whole in a chunk (rp_whole). It knows nothing else of its
+ * owner (the pairer).
  *
  * Spec: https://redis.io/docs/latest/develop/reference/protocol-spec/
  */
@@ -142,10 +144,9 @@ void rp_sink(rp_dec *d)
     d->keeping = 0;
 }
 
-/* A top-level message starts at pos. */
-static void rp_begin(rp_dec *d, uint64_t pos, int64_t ts)
+/* What the decoder resets for a top-level message starting at pos. */
+static inline void rp_reset_facts(rp_dec *d, uint64_t pos)
 {
-    d->in_msg = 1;
     d->top_set = 0;
     d->elem0_set = 0;
     d->elem0_len = 0;
@@ -155,6 +156,13 @@ static void rp_begin(rp_dec *d, uint64_t pos, int64_t ts)
     d->status_monitor = 0;
     d->msg_off = pos;
     d->top_idx = 0;
+}
+
+/* A top-level message starts at pos. */
+static void rp_begin(rp_dec *d, uint64_t pos, int64_t ts)
+{
+    d->in_msg = 1;
+    rp_reset_facts(d, pos);
     d->rep = d->out->begin(d->owner, ts);
 }
 
@@ -190,10 +198,9 @@ static void rp_error_text(rp_dec *d, const uint8_t *s, size_t n)
     rep->err = resp_classify_error(rep->errtext, n, &rep->redir);
 }
 
-/* The top-level message is complete at pos. */
-static void rp_message_done(rp_dec *d, uint64_t pos, int64_t ts)
+/* The reply fields set when the top-level message ends at pos. */
+static inline void rp_set_end(rp_dec *d, resp_reply *rep, uint64_t pos, int64_t ts)
 {
-    resp_reply *rep = d->rep;
     rep->ts_us = ts;
     rep->end_frame = d->frame;
     rep->bytes = pos - d->msg_off;
@@ -201,6 +208,12 @@ static void rp_message_done(rp_dec *d, uint64_t pos, int64_t ts)
     rep->nokey = d->status_len == 5 && rep->type == RESP_T_SIMPLE &&
                  memcmp(d->status, "NOKEY", 5) == 0;
     rep->end_pos = pos;
+}
+
+/* The top-level message is complete at pos. */
+static void rp_message_done(rp_dec *d, uint64_t pos, int64_t ts)
+{
+    rp_set_end(d, d->rep, pos, ts);
     d->in_msg = 0;
     d->state = RP_TYPE;
     d->out->done(d->owner);
@@ -532,6 +545,27 @@ static const uint8_t *rp_fast_top(rp_dec *d, const uint8_t *p, const uint8_t *en
     return s;
 }
 
+/* A reply of rp_fast_top's kinds, whole in the chunk at p (stream position
+ * pos), handed to the owner in one event, out->whole, instead of begin and
+ * done: a call less per reply, and the owner resets no field that is set
+ * here. Returns the end of the message, or NULL when it is no such reply or
+ * the owner declined (it wants begin, e.g. to keep the reply's bytes); then
+ * the general path reads it again from begin, which resets what was
+ * written here. */
+static const uint8_t *rp_whole(rp_dec *d, const uint8_t *p, const uint8_t *end, uint64_t pos,
+                               int64_t ts)
+{
+    resp_reply *rep = d->rep;
+    rp_reset_facts(d, pos);
+    rep->integer = 0;   /* what begin would have reset among the fields */
+    rep->elements = 0;  /* rp_fast_top may set */
+    const uint8_t *q = rp_fast_top(d, p, end);
+    if (q == NULL)
+        return NULL;
+    rp_set_end(d, rep, pos + (uint64_t)(q - p), ts);
+    return d->out->whole(d->owner) ? q : NULL;
+}
+
 /* A bulk string inside an aggregate ("$<len>\r\n<bytes>\r\n", or the null
  * "$-1"), whole in the chunk at p (its '$'): the elements of arrays of
  * strings. Decoded as RP_LINE, rp_num and RP_BULK would (the same captures
@@ -591,16 +625,9 @@ void rp_feed(rp_dec *d, const uint8_t *base, size_t len, int64_t ts, uint64_t fr
                     continue;
                 }
                 seg = p;
-                rp_begin(d, rp_pos(d, base, p), ts);
-                if (d->state == RP_SINK)
-                    continue;
-                const uint8_t *q = rp_fast_top(d, p, end);
+                const uint8_t *q = rp_whole(d, p, end, rp_pos(d, base, p), ts);
                 if (q != NULL) {
-                    p = q;
-                    if (d->keeping)
-                        d->out->keep(d->owner, seg, (size_t)(p - seg));
-                    rp_message_done(d, d->msg_off + (uint64_t)(p - seg), ts);
-                    seg = p;
+                    p = seg = q;
                     /* pipelined replies: the next type byte follows, read
                      * it without another trip through the state switch or
                      * the test above (a message just ended at the top) */
@@ -610,6 +637,10 @@ void rp_feed(rp_dec *d, const uint8_t *base, size_t len, int64_t ts, uint64_t fr
                     }
                     continue;
                 }
+                /* anything else, or declined: the general path, from begin */
+                rp_begin(d, rp_pos(d, base, p), ts);
+                if (d->state == RP_SINK)
+                    continue;
             }
             if (t == '$' && d->depth != 0) { /* an element of an aggregate */
                 int msg_end = 0;

@@ -1242,16 +1242,15 @@ static PAIR_APART void reply_done_other(rc_conn *c, rq_slot *h, resp_type t)
     reply_done_general(c, h, t);
 }
 
-/* A reply is complete (rp_out.done): pair it. Its end_pos becomes a
+/* A reply is complete (reply_done, reply_whole): pair it. Its end_pos becomes a
  * position in the whole reply stream (lost bytes counted). The common
  * case, a reply to a request of no special kind that was certainly
  * waiting, on a connection neither in MONITOR nor subscribed, is settled
  * here with a few tests (what reply_done_general would do for it: no
  * confirmation, no push, no effects); the rest goes to
  * reply_done_general. */
-static void reply_done(void *owner)
+static inline __attribute__((always_inline)) void reply_pair(rc_conn *c)
 {
-    rc_conn *c = owner;
     c->rpd.rep->end_pos += c->rp_lost_bytes;
     if (c->reply_modes) {
         if (c->repl_watch && repl_reply(c))
@@ -1271,6 +1270,37 @@ static void reply_done(void *owner)
         return;
     }
     reply_done_other(c, h, t);
+}
+
+static void reply_done(void *owner)
+{
+    reply_pair(owner);
+}
+
+/* A simple reply read whole (rp_out.whole): reply_begin and reply_done in
+ * one call. Declined, for reply_begin, when the head keeps its reply's
+ * bytes or is of a rare kind. Of the reply's fields, the decoder set those
+ * reply_reset_fields would set otherwise, but for these. */
+static int reply_whole(void *owner)
+{
+    rc_conn *c = owner;
+    if (c->count != 0) {
+        const rq_slot *h = ring_head(c);
+        if (h->kind >= RQK_EXEC || h->keep)
+            return 0;
+    }
+    resp_reply *r = c->rpd.rep;
+    r->start_us = r->ts_us;
+    r->err = RESP_ERR_NONE;
+    r->raw = NULL;
+    r->raw_len = 0;
+    r->gap = 0;
+    c->rep_ack = c->ev_ack;
+    c->keep_len = 0;
+    c->keep_over = 0;
+    c->rpd.keeping = 0;
+    reply_pair(c);
+    return 1;
 }
 
 
@@ -1298,4 +1328,5 @@ const rp_out pair_rp_out = {
     .done = reply_done,
     .keep = reply_keep,
     .error = reply_error,
+    .whole = reply_whole,
 };

@@ -116,7 +116,20 @@ static void rp_keep_ev(void *v, const uint8_t *p, size_t n)
 
 static void rp_error_ev(void *v, int limit) { add(v, 'e')->limit = limit; }
 
-static const rp_out rec_rp_out = {rp_begin_ev, rp_done_ev, rp_keep_ev, rp_error_ev};
+/* A reply read whole (out->whole): as begin then done, or declined when
+ * the bytes are to be kept (as the pairer does). */
+static int rp_whole_ev(void *v)
+{
+    owner *o = v;
+    if (o->keep)
+        return 0;
+    add(o, 'b');
+    rp_done_ev(v);
+    return 1;
+}
+
+static const rp_out rec_rp_out = {rp_begin_ev, rp_done_ev, rp_keep_ev, rp_error_ev,
+                                  rp_whole_ev};
 
 /* The event letters, in order. */
 static const char *letters(const owner *o)
@@ -150,6 +163,7 @@ static void rp_run(owner *o, rp_dec *d, const char *s, size_t cut, const resp_co
     o->rpd = d;
     o->keep = keep;
     rp_init(d, &rec_rp_out, o, cfg, st, 0);
+    d->rep = &o->rep;
     size_t n = strlen(s);
     rp_feed(d, (const uint8_t *)s, cut, 1, 1);
     rp_feed(d, (const uint8_t *)s + cut, n - cut, 2, 2);
@@ -668,6 +682,229 @@ static void test_repeated_requests(void **state)
     free(s);
 }
 
+/* ---------------------------------------------------------------- whole replies */
+
+/* An owner that writes each reply event as a line of text, all of the
+ * reply's fields included: begin and done, or whole (the decoder's fast
+ * path) written as the begin and done it stands for. */
+typedef struct log_owner {
+    rp_dec *d;
+    char *log;
+    size_t len, cap;
+    int decline;         /* out->whole declines: 0 never, 1 always, 2 every
+                            other reply */
+    int keep;            /* keep every reply's bytes (whole declines) */
+    int wholes;          /* replies taken by out->whole */
+    int asked;
+    resp_reply rep;
+    uint8_t kept[4096];
+    size_t kept_len;
+} log_owner;
+
+static void logf_(log_owner *o, const char *fmt, ...)
+{
+    va_list ap;
+    if (o->cap - o->len < 512) {
+        o->cap = o->cap * 2 + 4096;
+        o->log = realloc(o->log, o->cap);
+        assert_non_null(o->log);
+    }
+    va_start(ap, fmt);
+    o->len += (size_t)vsnprintf(o->log + o->len, o->cap - o->len, fmt, ap);
+    va_end(ap);
+}
+
+static resp_reply *lg_begin(void *v, int64_t ts)
+{
+    log_owner *o = v;
+    /* stale values, so that a field begin leaves to the decoder and it
+     * misses shows */
+    memset(&o->rep, 0x5a, sizeof(o->rep));
+    o->rep.start_us = ts;
+    o->rep.ts_us = ts;
+    o->rep.end_frame = 0;
+    o->rep.type = RESP_T_NONE;
+    o->rep.err = RESP_ERR_NONE;
+    o->rep.integer = 0;
+    o->rep.elements = 0;
+    o->rep.bytes = 0;
+    o->rep.end_pos = 0;
+    o->rep.raw = NULL;
+    o->rep.raw_len = 0;
+    o->rep.gap = 0;
+    o->d->keeping = (uint8_t)o->keep;
+    logf_(o, "begin\n");
+    return &o->rep;
+}
+
+static void lg_done(void *v)
+{
+    log_owner *o = v;
+    const resp_reply *r = &o->rep;
+    const rp_dec *d = o->d;
+    logf_(o, "done type=%c err=%d int=%lld elems=%lld bytes=%llu end=%llu start=%lld ts=%lld "
+             "frame=%llu gap=%d nokey=%d status=%.*s mon=%d",
+          r->type, (int)r->err, (long long)r->integer, (long long)r->elements,
+          (unsigned long long)r->bytes, (unsigned long long)r->end_pos, (long long)r->start_us,
+          (long long)r->ts_us, (unsigned long long)r->end_frame, r->gap, r->nokey,
+          (int)d->status_len, (const char *)d->status, d->status_monitor);
+    if (r->err != RESP_ERR_NONE)
+        logf_(o, " text=%s slot=%d port=%d host=%s", r->errtext, (int)r->redir.slot,
+              (int)r->redir.port, r->redir.host);
+    if (d->elem0_set)
+        logf_(o, " elem0=%.*s", (int)d->elem0_len, (const char *)d->elem0);
+    if (d->elem2_set)
+        logf_(o, " elem2=%lld", (long long)d->elem2);
+    logf_(o, "\n");
+}
+
+static void lg_keep(void *v, const uint8_t *p, size_t n)
+{
+    log_owner *o = v;
+    assert_true(o->kept_len + n <= sizeof(o->kept));
+    memcpy(o->kept + o->kept_len, p, n);
+    o->kept_len += n;
+}
+
+static void lg_error(void *v, int limit)
+{
+    logf_(v, "error %d\n", limit);
+}
+
+static int lg_whole(void *v)
+{
+    log_owner *o = v;
+    if (o->keep || o->decline == 1 || (o->decline == 2 && (o->asked++ & 1)))
+        return 0;
+    /* what begin sets and the decoder does not */
+    o->rep.start_us = o->rep.ts_us;
+    o->rep.err = RESP_ERR_NONE;
+    o->rep.raw = NULL;
+    o->rep.raw_len = 0;
+    o->rep.gap = 0;
+    o->wholes++;
+    logf_(o, "begin\n");
+    lg_done(v);
+    return 1;
+}
+
+static const rp_out log_rp_out = {lg_begin, lg_done, lg_keep, lg_error, lg_whole};
+
+/* Feed s (n bytes) in chunks ending at ends[0..nends) (the last is n), all
+ * captured at the same time and record, and return the log (to free). */
+static char *whole_run(const char *s, size_t n, const size_t *ends, size_t nends, int decline,
+                       int keep, int *wholes)
+{
+    resp_config cfg;
+    resp_conn_stats st;
+    rp_dec d;
+    log_owner o;
+    resp_config_defaults(&cfg);
+    memset(&st, 0, sizeof(st));
+    memset(&o, 0, sizeof(o));
+    o.d = &d;
+    o.decline = decline;
+    o.keep = keep;
+    memset(&o.rep, 0x5a, sizeof(o.rep));
+    rp_init(&d, &log_rp_out, &o, &cfg, &st, 0);
+    d.rep = &o.rep;
+    size_t at = 0;
+    for (size_t i = 0; i < nends; i++) {
+        rp_feed(&d, (const uint8_t *)s + at, ends[i] - at, 7, 3);
+        at = ends[i];
+    }
+    assert_int_equal(at, n);
+    rp_free(&d);
+    logf_(&o, "errors=%llu resyncs=%llu\n", (unsigned long long)st.protocol_errors,
+          (unsigned long long)st.resyncs);
+    if (keep) {
+        logf_(&o, "kept %zu: \n", o.kept_len);
+        assert_int_equal(o.kept_len, n);
+        assert_memory_equal(o.kept, s, n);
+    }
+    if (wholes != NULL)
+        *wholes = o.wholes;
+    return o.log;
+}
+
+/* Replies of every type, one after another: read whole in one chunk (most
+ * by the fast path, out->whole), cut at every byte, in chunks of 1..N
+ * bytes, with out->whole declining always or every other time, and kept,
+ * they give the same events with the same fields. */
+static void test_whole_replies(void **state)
+{
+    (void)state;
+    static const char s[] =
+        "+OK\r\n:42\r\n+OK\r\n:-7\r\n$-1\r\n:0\r\n$5\r\nhello\r\n$0\r\n\r\n+PONG\r\n"
+        "+NOKEY\r\n:9223372036854775807\r\n+QUEUED\r\n$12\r\nhello\r\nworld\r\n"
+        "-ERR wrong number of arguments\r\n+OK\r\n-MOVED 3999 127.0.0.1:6381\r\n:1\r\n"
+        "-ASK 12 10.0.0.2:7000\r\n$3\r\nabc\r\n-CROSSSLOT Keys don't hash\r\n"
+        "*2\r\n$3\r\nfoo\r\n:1\r\n*-1\r\n*0\r\n_\r\n#t\r\n#f\r\n,3.14\r\n"
+        "(12345678901234567890\r\n%1\r\n+a\r\n:1\r\n~2\r\n$1\r\nx\r\n$-1\r\n"
+        "*3\r\n$9\r\nsubscribe\r\n$2\r\nch\r\n:1\r\n"
+        ">3\r\n$7\r\nmessage\r\n$1\r\nc\r\n$2\r\nhi\r\n!10\r\nERR blob x\r\n"
+        "=7\r\ntxt:abc\r\n|1\r\n+k\r\n+v\r\n:5\r\n+1700000000.123456 [0 1.2.3.4:5] \"GET\"\r\n"
+        "$20\r\n01234567890123456789\r\n:123456789012345678901\r\n+OK\r\n";
+    const size_t n = sizeof s - 1;
+    size_t ends[sizeof s];
+    char how[64];
+    int wholes;
+    /* one byte at a time: never the fast path */
+    for (size_t i = 0; i < n; i++)
+        ends[i] = i + 1;
+    char *ref = whole_run(s, n, ends, n, 0, 0, &wholes);
+    assert_int_equal(wholes, 0);
+    assert_non_null(strstr(ref, "text=MOVED 3999 127.0.0.1:6381 slot=3999 port=6381"));
+    assert_non_null(strstr(ref, "type=: err=0 int=9223372036854775807"));
+    /* whole in one chunk */
+    ends[0] = n;
+    char *o = whole_run(s, n, ends, 1, 0, 0, &wholes);
+    same_log(o, ref, "whole");
+    assert_int_equal(wholes, 16); /* the fast path was taken */
+    free(o);
+    for (int decline = 1; decline <= 2; decline++) {
+        o = whole_run(s, n, ends, 1, decline, 0, &wholes);
+        snprintf(how, sizeof how, "whole, declining (%d)", decline);
+        same_log(o, ref, how);
+        free(o);
+    }
+    /* kept: up to the malformed integer (the bytes of a message found bad
+     * are handed to keep as they come, so they depend on the chunks) */
+    const size_t nk = (size_t)(strstr(s, ":123456789012345678901") - s);
+    ends[0] = nk;
+    o = whole_run(s, nk, ends, 1, 0, 1, &wholes);
+    assert_int_equal(wholes, 0);
+    for (size_t i = 0; i < nk; i++)
+        ends[i] = i + 1;
+    char *ref_keep = whole_run(s, nk, ends, nk, 0, 1, NULL);
+    same_log(o, ref_keep, "kept");
+    char want[16];
+    snprintf(want, sizeof want, "kept %zu: ", nk);
+    assert_non_null(strstr(o, want));
+    free(o);
+    free(ref_keep);
+    for (size_t cut = 0; cut <= n; cut++) {
+        ends[0] = cut;
+        ends[1] = n;
+        for (int decline = 0; decline <= 2; decline++) {
+            o = whole_run(s, n, ends, 2, decline, 0, NULL);
+            snprintf(how, sizeof how, "cut at %zu, declining (%d)", cut, decline);
+            same_log(o, ref, how);
+            free(o);
+        }
+    }
+    for (size_t step = 1; step <= 64; step++) {
+        size_t k = 0;
+        for (size_t e = step; e < n + step; e += step)
+            ends[k++] = e < n ? e : n;
+        o = whole_run(s, n, ends, k, 0, 0, NULL);
+        snprintf(how, sizeof how, "chunks of %zu", step);
+        same_log(o, ref, how);
+        free(o);
+    }
+    free(ref);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -675,6 +912,7 @@ int main(void)
         cmocka_unit_test(test_request_limit), cmocka_unit_test(test_replies),
         cmocka_unit_test(test_reply_keep),    cmocka_unit_test(test_reply_limit),
         cmocka_unit_test(test_key_mask_reused), cmocka_unit_test(test_repeated_requests),
+        cmocka_unit_test(test_whole_replies),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
