@@ -868,6 +868,16 @@ static PAIR_RARE resp_reply *reply_start_rare(rc_conn *c, rq_slot *h, int64_t ts
     return r;
 }
 
+/* What a connection resets when a reply starts: the ACK it carries, and
+ * no bytes kept (reply_begin may then ask for them). */
+static inline void reply_start_conn(rc_conn *c)
+{
+    c->rep_ack = c->ev_ack;
+    c->keep_len = 0;
+    c->keep_over = 0;
+    c->rpd.keeping = 0;
+}
+
 /* A reply starts (rp_out.begin). It is decoded into the stage's reply
  * (rpd.rep), and handed over in place or copied into the command handed
  * over when it is paired (paired_command). */
@@ -875,10 +885,7 @@ static resp_reply *reply_begin(void *owner, int64_t ts)
 {
     rc_conn *c = owner;
     resp_reply *r = &c->stage.cmd.reply;
-    c->rep_ack = c->ev_ack;
-    c->keep_len = 0;
-    c->keep_over = 0;
-    c->rpd.keeping = 0;
+    reply_start_conn(c);
     if (c->count != 0) {
         rq_slot *h = ring_head(c);
         if (h->kind >= RQK_EXEC) /* rare: a tail call, no frame here */
@@ -1295,10 +1302,7 @@ static int reply_whole(void *owner)
     r->raw = NULL;
     r->raw_len = 0;
     r->gap = 0;
-    c->rep_ack = c->ev_ack;
-    c->keep_len = 0;
-    c->keep_over = 0;
-    c->rpd.keeping = 0;
+    reply_start_conn(c);
     reply_pair(c);
     return 1;
 }
