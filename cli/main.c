@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "store/store.h"
 
 static const char main_help[] =
     "usage: slotscope COMMAND [ARGS]\n"
@@ -39,6 +40,7 @@ int main(int argc, char **argv)
 {
     const char *cmd = argc > 1 ? argv[1] : NULL;
 
+    store_init();
     cli_join_argv(argc, argv, cli_command_line, sizeof cli_command_line);
     if (!cmd) {
         fputs(main_help, stderr);

@@ -724,6 +724,12 @@ static void close_db(store *s)
     s->lock_fd = -1;
 }
 
+void store_init(void)
+{
+    /* SQLITE_MISUSE once SQLite is initialised: then it stays as it is. */
+    sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+}
+
 store *store_open(const char *path, const store_opts *opts, char *err, size_t err_size)
 {
     store_opts defaults = {0};

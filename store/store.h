@@ -44,6 +44,10 @@ typedef struct store_opts {
     size_t n_inputs;           /* device and inode as the database path) */
 } store_opts;
 
+/* Set SQLite up for this process, before any database is opened (main):
+ * no memory statistics, which slotscope never reads and which cost a global
+ * mutex on every allocation. Optional: without it SQLite works as before. */
+void store_init(void);
 /* Create the database at path. Refuses an existing file unless opts->force,
  * and even then anything but a regular file that is empty or a SQLite
  * database, one of opts->inputs, or a database another run holds (the file is
