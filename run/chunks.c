@@ -36,6 +36,16 @@ static int ra_slot_free(const struct par *p, uint64_t k, uint64_t tail)
            tail >= p->ck_left[(k - RA_KEEP_BUFFERS) % RA_KEEP_BUFFERS];
 }
 
+/* The slot whose chunk the calling thread must have left behind before the
+ * reader, waiting to read chunk k, is woken: not chunk k's (the first that
+ * frees it) but half the slots further on, so that the reader is woken
+ * once per half of them, and the calling thread has the other half in hand
+ * while the reader gets its core back. */
+static unsigned ra_wake_slot(uint64_t k)
+{
+    return (unsigned)((k - RA_KEEP_BUFFERS / 2) % RA_KEEP_BUFFERS);
+}
+
 /* Read chunk k, claimed by this thread (mutex held; released meanwhile). */
 static void ra_fill(struct par *p, uint64_t k)
 {
@@ -68,8 +78,9 @@ void ra_chunk(void *ctx, uint64_t k)
             break;
         }
         /* woken by ra_fetch once the tail passed ra_wake_at, or by the
-         * calling thread's ra_prefetch when chunk k is read */
-        p->ra_wake_at = theirs ? 0 : p->ck_left[(k - RA_KEEP_BUFFERS) % RA_KEEP_BUFFERS];
+         * calling thread's ra_prefetch when chunk k is read; ra_wake_at:
+         * once half the slots are free (ra_wake_slot) */
+        p->ra_wake_at = theirs ? 0 : p->ck_left[ra_wake_slot(k)];
         p->reader_waiting = 1;
         pthread_cond_wait(&p->room_cv, &p->mu);
         p->reader_waiting = 0;

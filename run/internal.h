@@ -5,7 +5,7 @@
  * once per event or record).
  *
  * Synchronisation: one mutex (par.mu) and condition variables, taken once
- * per batch (IN_BATCH records, or a quarter of an event ring), never per
+ * per batch (IN_BATCH records, or a part of an event ring), never per
  * record or event. Ring contents are written before the count that
  * publishes them and read after it, under the mutex. Fields are grouped by
  * the thread that writes them, each group on cache lines of its own (a line
@@ -56,20 +56,23 @@
 #define TIME_EVERY_US 100000       /* live: a clock event per 0.1 s of capture time */
 #define MAX_WORKERS 64
 _Static_assert(MAX_WORKERS <= CAP_PARTITIONS, "a worker per partition at most");
-/* read-ahead: chunks of the file kept in memory (chunks.c). More chunks
- * slowed captures of small commands (the kernel's copies land in chunks no
- * longer in cache), fewer lost most of the gain on large values
+/* read-ahead: chunks of the file kept in memory (chunks.c). The reader is
+ * woken when half of them are free: the other half (1.5 MiB) is what the
+ * calling thread replays meanwhile, a few milliseconds, while a reader
+ * that slept on a busy machine waits for its core; too many chunks and the
+ * kernel's copies land in chunks no longer in cache
  * (bench/results/2026-12-01-threads-history.txt). */
 #ifndef PAR_TINY_RINGS
-#define RA_KEEP_BUFFERS 5u
+#define RA_KEEP_BUFFERS 12u
 #else
 #define RA_KEEP_BUFFERS 4u
 #endif
 /* read-ahead's event ring when DATA refers to the chunks instead of
- * carrying the bytes: a quarter of it is handed over at once, and the ring
- * stays in the caches (a power of two, at most IN_BYTES) */
+ * carrying the bytes: the events of about as many records as the chunks
+ * hold (the reader is woken when half of it is free), and the ring stays in
+ * the caches (a power of two, at most IN_BYTES) */
 #ifndef PAR_TINY_RINGS
-#define RA_REF_RING (256u << 10)
+#define RA_REF_RING (1u << 20)
 #else
 #define RA_REF_RING (8u << 10)
 #endif

@@ -97,7 +97,9 @@ static void ra_wait_room(struct par *p, size_t need)
 {
     reader_show(p);
     pthread_mutex_lock(&p->mu);
-    p->ra_wake_at = wake_tail(p->ra_head, need, p->ra_size, p->ra_head);
+    /* woken once half the ring is free: the calling thread has the other
+     * half in hand while the reader gets its core back */
+    p->ra_wake_at = wake_tail(p->ra_head, need + p->ra_size / 4, p->ra_size, p->ra_head);
     while (p->ra_head + need - p->ra_tail > p->ra_size) {
         p->reader_waiting = 1;
         pthread_cond_wait(&p->room_cv, &p->mu);
