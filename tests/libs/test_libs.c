@@ -35,6 +35,21 @@
  * slotscope must count as many connections picked up mid-stream
  * (connections.mid_stream) for the library, as many unpaired requests and
  * replies, and, when the truth paired everything, no connection out of sync.
+ *
+ * DIR libs-drops (ctest libs_drops_NAME) holds captures made with tcpdump -i
+ * any and a buffer so small that the kernel dropped 51,809 packets
+ * (scenario.py --midstream --any --load --buffer 512). There truth.py
+ * cannot see what the holes took (a retry in a dropped packet, replies after
+ * a server-side hole), so its findings are not slotscope's to match
+ * (docs/clients.md says where and why). What must hold is the pairing, which
+ * scripts/libs/midcheck.py checks command by command against truth.py on
+ * the database of analyze --store-commands:
+ *   - no command paired with another reply than truth's (paired_WRONG), none
+ *     with a reply its command cannot get (paired_IMPOSSIBLE);
+ *   - both read the same number of the library's commands;
+ *   - the whole pairing line is the one in libs-drops/pairing.tsv (paired
+ *     the same, left unanswered by slotscope, unknown to truth): a change
+ *     in either tool shows there.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -187,11 +202,15 @@ static int gunzip(const char *src, const char *dst)
     return rc;
 }
 
-/* Run slotscope analyze CAPTURE --db DB. Its exit code, or -1. */
-static int analyze(const char *capture, const char *db)
+/* Run slotscope analyze CAPTURE --db DB (with --store-commands when
+ * commands is set). Its exit code, or -1. */
+static int analyze(const char *capture, const char *db, int commands)
 {
     th_run r;
-    if (th_slotscope(TH_ARGS("analyze", capture, "--db", db, "--quiet"), &r, NULL, NULL, 0) != 0)
+    const char *const *args =
+        commands ? TH_ARGS("analyze", capture, "--db", db, "--quiet", "--store-commands")
+                 : TH_ARGS("analyze", capture, "--db", db, "--quiet");
+    if (th_slotscope(args, &r, NULL, NULL, 0) != 0)
         return -1;
     int rc = th_exit_code(&r);
     if (rc != 0)
@@ -353,7 +372,7 @@ static void test_library(void **state)
     snprintf(capture, sizeof capture, "%s", th_path(dir, "capture.pcap"));
     snprintf(dbpath, sizeof dbpath, "%s", th_path(dir, "db"));
     assert_int_equal(gunzip(path, capture), 0);
-    assert_int_equal(analyze(capture, dbpath), 0);
+    assert_int_equal(analyze(capture, dbpath, 0), 0);
     assert_int_equal(sqlite3_open_v2(dbpath, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
     check_truth_vs_tshark(&t);
     check_counts(db, &t);
@@ -409,6 +428,100 @@ static void test_truth_reproduced(void **state)
     th_run_free(&r);
 }
 
+/* The line of midcheck's block for this library (after "== ADDR NAME")
+ * that starts with prefix, copied into out; 0, or -1 when there is none. */
+static int block_line(const char *text, const char *prefix, char *out, size_t size)
+{
+    char head[NAME_MAX_LEN + 8];
+    snprintf(head, sizeof head, " %s\n", lib_name);
+    const char *b = NULL;
+    for (const char *p = strstr(text, "== "); p; p = strstr(p + 1, "\n== ")) {
+        const char *eol = strchr(p + 1, '\n');
+        size_t n = strlen(head);
+        if (eol && (size_t)(eol + 1 - p) > n && strncmp(eol + 1 - n, head, n) == 0) {
+            b = eol + 1;
+            break;
+        }
+    }
+    for (const char *p = b; p && *p && strncmp(p, "== ", 3) != 0;) {
+        const char *eol = strchr(p, '\n');
+        size_t len = eol ? (size_t)(eol - p) : strlen(p);
+        if (strncmp(p, prefix, strlen(prefix)) == 0) {
+            snprintf(out, size, "%.*s", (int)len, p);
+            return 0;
+        }
+        p += len + (eol != NULL);
+    }
+    return -1;
+}
+
+/* The number after "commands " in line, or -1. */
+static long long commands_of(const char *line)
+{
+    const char *p = strstr(line, "commands ");
+    return p ? strtoll(p + 9, NULL, 10) : -1;
+}
+
+/* The pairing line committed for this library in pairing.tsv ("NAME\tline"). */
+static int committed_pairing(char *out, size_t size)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s/pairing.tsv", SS_FIXTURES, lib_dir);
+    char *text = th_slurp(path, NULL);
+    if (!text)
+        return -1;
+    int rc = -1;
+    size_t n = strlen(lib_name);
+    for (char *p = text; *p;) {
+        char *eol = strchr(p, '\n');
+        if (eol)
+            *eol = 0;
+        if (strncmp(p, lib_name, n) == 0 && p[n] == '\t') {
+            snprintf(out, size, "%s", p + n + 1);
+            rc = 0;
+        }
+        if (!eol)
+            break;
+        p = eol + 1;
+    }
+    free(text);
+    return rc;
+}
+
+static void test_pairing(void **state)
+{
+    (void)state;
+    char dir[64], path[512], capture[512], dbpath[512], events[512], script[512];
+    char got[1024], want[1024], truth_line[512], ss_line[512];
+    th_run r;
+    assert_int_equal(th_tmpdir_new("ss_libs", dir, sizeof dir), 0);
+    snprintf(path, sizeof path, "%s/%s/%s.pcap.gz", SS_FIXTURES, lib_dir, lib_name);
+    snprintf(events, sizeof events, "%s/%s/events.json", SS_FIXTURES, lib_dir);
+    snprintf(script, sizeof script, "%s/scripts/libs/midcheck.py", SS_SOURCE_DIR);
+    snprintf(capture, sizeof capture, "%s", th_path(dir, "capture.pcap"));
+    snprintf(dbpath, sizeof dbpath, "%s", th_path(dir, "db"));
+    assert_int_equal(gunzip(path, capture), 0);
+    assert_int_equal(analyze(capture, dbpath, 1), 0);
+    assert_int_equal(th_exec("/usr/bin/python3", TH_ARGS(script, capture, events, dbpath), &r,
+                             NULL, NULL, 0), 0);
+    if (th_exit_code(&r) != 0)
+        fail_msg("midcheck.py failed: %s", r.err);
+    assert_int_equal(block_line(r.out, "pairing: ", got, sizeof got), 0);
+    assert_int_equal(block_line(r.out, "truth: ", truth_line, sizeof truth_line), 0);
+    assert_int_equal(block_line(r.out, "slotscope: ", ss_line, sizeof ss_line), 0);
+    if (strstr(got, "paired_WRONG") || strstr(got, "paired_IMPOSSIBLE") || strstr(r.out, "  WRONG "))
+        check_failed("paired wrongly: %s", got);
+    if (commands_of(truth_line) < 0 || commands_of(truth_line) != commands_of(ss_line))
+        check_failed("commands: %s / %s", truth_line, ss_line);
+    assert_int_equal(committed_pairing(want, sizeof want), 0);
+    if (strcmp(got, want) != 0)
+        check_failed("pairing is now '%s', committed '%s'", got, want);
+    th_run_free(&r);
+    assert_int_equal(th_tmpdir_remove(dir), 0);
+    if (failures)
+        fail_msg("%d check(s) failed for %s (listed above)", failures, lib_name);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2 && argc != 3) {
@@ -418,6 +531,10 @@ int main(int argc, char **argv)
     lib_name = argv[1];
     if (argc == 3)
         lib_dir = argv[2];
+    if (strcmp(lib_dir, "libs-drops") == 0) {
+        const struct CMUnitTest pairing[] = {cmocka_unit_test(test_pairing)};
+        return cmocka_run_group_tests_name(lib_name, pairing, NULL, NULL);
+    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_truth_reproduced),
         cmocka_unit_test(test_library),
