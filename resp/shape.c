@@ -9,6 +9,12 @@
  * (resync.c's table of Redis 7 commands; as a reply when it is a pub/sub
  * message word). REPLCONF GETACK is the exception among commands: a master
  * sends it, inside its replication stream, so its sender is the server.
+ *
+ * A cluster-bus message ("RCmb", version 1) tells too: a node sends PING,
+ * MEET and every other message over the link it opened to the peer, and
+ * answers a PING with a PONG over the link the PING came in on. So any type
+ * but PONG comes from the connecting side; a PONG (also broadcast over a
+ * node's own links after a failover) tells nothing.
  */
 #include "resp/resp_internal.h"
 
@@ -52,10 +58,28 @@ int rd_replconf_at(const uint8_t *d, size_t len)
     return RD_RC_NONE;
 }
 
+/* The cluster-bus header's version and message types (bus/bus.h). */
+#define BUS_SHAPE_VERSION 1
+#define BUS_SHAPE_PONG 1
+#define BUS_SHAPE_TYPES 11 /* PING .. PUBLISHSHARD */
+
+/* +1 for a bus message sent by the side that opened the link, else 0. */
+static int bus_shape(const uint8_t *d, size_t len)
+{
+    if (len < 14)
+        return 0;
+    unsigned ver = (unsigned)d[8] << 8 | d[9], type = (unsigned)d[12] << 8 | d[13];
+    if (ver != BUS_SHAPE_VERSION || type >= BUS_SHAPE_TYPES || type == BUS_SHAPE_PONG)
+        return 0;
+    return 1;
+}
+
 int resp_shape(const uint8_t *data, size_t len)
 {
     if (data == NULL || len == 0)
         return 0;
+    if (len >= 4 && data[0] == 'R' && data[1] == 'C' && data[2] == 'm' && data[3] == 'b')
+        return bus_shape(data, len);
     if (rd_replconf_at(data, len) == RD_RC_GETACK)
         return -1; /* from a master to its replica: the sender serves */
     switch (data[0]) {

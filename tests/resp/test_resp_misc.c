@@ -206,6 +206,32 @@ static void test_shape(void **state)
     assert_int_equal(resp_shape(NULL, 4), 0);
 }
 
+/* A cluster-bus header: "RCmb", a length, version ver, port 30001, type. */
+static int bus_shape_of(unsigned ver, unsigned type, size_t len)
+{
+    uint8_t m[16] = {'R', 'C', 'm', 'b', 0, 0, 0x08, 0xa0};
+    m[8] = (uint8_t)(ver >> 8), m[9] = (uint8_t)ver;
+    m[10] = 0x75, m[11] = 0x31;
+    m[12] = (uint8_t)(type >> 8), m[13] = (uint8_t)type;
+    return resp_shape(m, len);
+}
+
+/* Every bus message but a PONG comes from the node that opened the link. */
+static void test_shape_bus(void **state)
+{
+    (void)state;
+    assert_int_equal(bus_shape_of(1, 0, 16), 1);  /* PING */
+    assert_int_equal(bus_shape_of(1, 2, 16), 1);  /* MEET */
+    assert_int_equal(bus_shape_of(1, 3, 16), 1);  /* FAIL */
+    assert_int_equal(bus_shape_of(1, 10, 16), 1); /* PUBLISHSHARD */
+    assert_int_equal(bus_shape_of(1, 1, 16), 0);  /* PONG: either side */
+    assert_int_equal(bus_shape_of(1, 11, 16), 0); /* an unknown type */
+    assert_int_equal(bus_shape_of(0, 0, 16), 0);  /* another version */
+    assert_int_equal(bus_shape_of(1, 0x100, 16), 0);
+    assert_int_equal(bus_shape_of(1, 0, 13), 0);  /* header cut before the type */
+    assert_int_equal(shape("RCmb"), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -214,6 +240,7 @@ int main(void)
         cmocka_unit_test(test_value_cluster_slots),
         cmocka_unit_test(test_value_types),
         cmocka_unit_test(test_shape),
+        cmocka_unit_test(test_shape_bus),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
