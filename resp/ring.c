@@ -26,14 +26,41 @@
 
 /* ---------------------------------------------------------------- pool */
 
+/* The pool is a stack of free pages linked through their first bytes. */
+
+/* Take the pool's first page (the pool is not empty). */
+static inline uint8_t *pool_pop(resp_pipeline *rp)
+{
+    uint8_t *p = rp->pool;
+    memcpy(&rp->pool, p, sizeof(void *));
+    rp->pool_n--;
+    return p;
+}
+
+/* Put page p first in the pool. */
+static inline void pool_push(resp_pipeline *rp, uint8_t *p)
+{
+    memcpy(p, &rp->pool, sizeof(void *));
+    rp->pool = p;
+    rp->pool_n++;
+}
+
+/* Does the pool keep a page given back while used pages stay in use? Not
+ * when it already holds RQ_POOL_KEEP pages and at least as many as are in
+ * use (then the page is freed, so that the pool does not keep the memory
+ * of a burst long past it). */
+static inline int pool_keeps(const resp_pipeline *rp, uint64_t used)
+{
+    return rp->pool_n < RQ_POOL_KEEP || rp->pool_n < used;
+}
+
 /* A page: from the pool, or allocated (on cache-line boundaries: slots are
  * two lines each). NULL on out of memory. */
 static uint8_t *page_get(resp_pipeline *rp)
 {
-    uint8_t *p = rp->pool;
-    if (p != NULL) {
-        memcpy(&rp->pool, p, sizeof(void *));
-        rp->pool_n--;
+    uint8_t *p;
+    if (rp->pool != NULL) {
+        p = pool_pop(rp);
     } else {
         p = aligned_alloc(64, RQ_PAGE);
         if (p == NULL)
@@ -46,30 +73,22 @@ static uint8_t *page_get(resp_pipeline *rp)
     return p;
 }
 
-/* Give a page back: the pool keeps it unless it already holds RQ_POOL_KEEP
- * pages and at least as many as are in use (then it is freed, so that the
- * pool does not keep the memory of a burst long past it). */
+/* Give a page back: to the pool, or freed (pool_keeps). */
 static void page_put(resp_pipeline *rp, uint8_t *p)
 {
     rp->pages_used--;
-    if (rp->pool_n >= RQ_POOL_KEEP && rp->pool_n >= rp->pages_used) {
+    if (!pool_keeps(rp, rp->pages_used)) {
         free(p);
         return;
     }
-    memcpy(p, &rp->pool, sizeof(void *));
-    rp->pool = p;
-    rp->pool_n++;
+    pool_push(rp, p);
 }
 
 /* Free the pool (resp_free). */
 void pages_pool_free(resp_pipeline *rp)
 {
-    while (rp->pool != NULL) {
-        uint8_t *p = rp->pool;
-        memcpy(&rp->pool, p, sizeof(void *));
-        free(p);
-    }
-    rp->pool_n = 0;
+    while (rp->pool != NULL)
+        free(pool_pop(rp));
 }
 
 /* ---------------------------------------------------------------- FIFOs */
@@ -137,13 +156,10 @@ static PAIR_RARE int pages_need_general(resp_pipeline *rp, rq_pages *f, uint32_t
  * pages_need_general's. */
 int pages_need_slow(resp_pipeline *rp, rq_pages *f, uint32_t n)
 {
-    uint8_t *p = rp->pool;
-    if (p == NULL || f->end - f->tail + RQ_PAGE < n || pages_held(f) >= f->cap)
+    if (rp->pool == NULL || f->end - f->tail + RQ_PAGE < n || pages_held(f) >= f->cap)
         return pages_need_general(rp, f, n);
-    memcpy(&rp->pool, p, sizeof(void *));
-    rp->pool_n--;
     rp->pages_used++;
-    f->page[page_num(f->end) & (f->cap - 1)] = p;
+    f->page[page_num(f->end) & (f->cap - 1)] = pool_pop(rp);
     f->end += RQ_PAGE;
     return 0;
 }
@@ -166,15 +182,12 @@ void pages_drop_slow(resp_pipeline *rp, rq_pages *f, uint32_t new_head)
 {
     uint32_t first = page_num(f->head);
     if (page_num(new_head) != ((first + 1) & PAGE_NUM_MASK) ||
-        (rp->pool_n >= RQ_POOL_KEEP && rp->pool_n >= rp->pages_used - 1)) {
+        !pool_keeps(rp, rp->pages_used - 1)) {
         pages_drop_general(rp, f, new_head);
         return;
     }
-    uint8_t *p = f->page[first & (f->cap - 1)];
     rp->pages_used--;
-    memcpy(p, &rp->pool, sizeof(void *));
-    rp->pool = p;
-    rp->pool_n++;
+    pool_push(rp, f->page[first & (f->cap - 1)]);
     f->head = new_head;
 }
 
