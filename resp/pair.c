@@ -87,23 +87,31 @@ static const char *const sub_words[SW_COUNT] = {
 
 /* ---------------------------------------------------------------- emit */
 
+/* The fields of a reply that the reply decoder leaves to its owner: no
+ * error, no raw bytes, no gap, started when its ts_us says (for a reply
+ * read whole, rp_out.whole, the decoder has set every other field). */
+static inline void reply_reset_owned(resp_reply *r)
+{
+    r->start_us = r->ts_us;
+    r->err = RESP_ERR_NONE;
+    r->raw = NULL;
+    r->raw_len = 0;
+    r->gap = 0;
+}
+
 /* Reset a reply to "none", started at ts, but for its error text and
  * redirection: an in-flight entry's are already cleared (see emit), and the
  * reply being decoded has them read only once an error reply sets them. */
 static inline void reply_reset_fields(resp_reply *r, int64_t ts)
 {
-    r->start_us = ts;
     r->ts_us = ts;
     r->end_frame = 0;
     r->type = RESP_T_NONE;
-    r->err = RESP_ERR_NONE;
     r->integer = 0;
     r->elements = 0;
     r->bytes = 0;
     r->end_pos = 0;
-    r->raw = NULL;
-    r->raw_len = 0;
-    r->gap = 0;
+    reply_reset_owned(r);
 }
 
 /* Clear an entry's error text and redirection (see emit). */
@@ -166,6 +174,20 @@ static inline void emit_to_sink(rc_conn *c, resp_command *cmd)
     }
 }
 
+/* The command of slot e, as slot_command, but a packed slot's argument
+ * prefixes are left to resp_command_args when the sink asks for that (most
+ * commands are counted without them). */
+static inline resp_command *slot_command_lazy(rc_conn *c, const rq_slot *e)
+{
+    resp_pipeline *rp = c->rp;
+    if (e->whole != 0 || !rp->sink.args_later)
+        return slot_command(c, e);
+    const uint8_t *args;
+    resp_command *cmd = slot_unpack_head(c, e, &args);
+    args_defer(rp, cmd, ARGS_LATER_OUT, args, e->key0_dup);
+    return cmd;
+}
+
 /* The command of slot e with the reply just decoded: a packed slot's is
  * unpacked into the stage, around that reply, when the stage is free;
  * otherwise (a whole entry, or the out buffer) the reply is copied in. */
@@ -173,25 +195,13 @@ static inline __attribute__((always_inline)) resp_command *paired_command(rc_con
                                                                            const rq_slot *e)
 {
     resp_command *cmd;
-    resp_pipeline *rp = c->rp;
-    if (e->whole == 0) {
-        if (stage_free(c)) {
-            cmd = slot_unpack_stage(c, e);
-            if (cmd->reply.err == RESP_ERR_NONE && cmd->reply.errtext[0] != '\0')
-                reply_clear_error(&cmd->reply); /* an earlier error's, not sent */
-            return cmd;
-        }
-        if (rp->sink.args_later) {
-            /* the prefixes when the sink asks (resp_command_args) */
-            cmd = slot_unpack_head(c, e, &rp->out_args);
-            rp->out_key0_dup = e->key0_dup;
-            cmd->args_later = ARGS_LATER_OUT;
-        } else {
-            cmd = slot_unpack(c, e);
-        }
-    } else {
-        cmd = slot_command(c, e);
+    if (e->whole == 0 && stage_free(c)) {
+        cmd = slot_unpack_stage(c, e);
+        if (cmd->reply.err == RESP_ERR_NONE && cmd->reply.errtext[0] != '\0')
+            reply_clear_error(&cmd->reply); /* an earlier error's, not sent */
+        return cmd;
     }
+    cmd = slot_command_lazy(c, e);
     reply_copy(&cmd->reply, c->rpd.rep);
     return cmd;
 }
@@ -230,21 +240,6 @@ void resp_command_args_fill(const resp_command *cmd)
                                                    offsetof(resp_pipeline, out));
     slot_unpack_args(&m->req, rp->out_args, rp->out_key0_dup);
     m->args_later = 0;
-}
-
-/* The command of slot e, for emitting it without a reply: as slot_command,
- * but a packed slot's argument prefixes are left to resp_command_args when
- * the sink asks for that (most unanswered commands are counted without
- * them). */
-static inline resp_command *slot_command_lazy(rc_conn *c, const rq_slot *e)
-{
-    resp_pipeline *rp = c->rp;
-    if (e->whole != 0 || !rp->sink.args_later)
-        return slot_command(c, e);
-    resp_command *cmd = slot_unpack_head(c, e, &rp->out_args);
-    rp->out_key0_dup = e->key0_dup;
-    cmd->args_later = ARGS_LATER_OUT;
-    return cmd;
 }
 
 /* Hand cmd to the sink without a reply (outcome RESP_UNANSWERED or
@@ -948,6 +943,26 @@ static void keep_done(rc_conn *c)
     }
 }
 
+/* The head got its reply (emitted already): it leaves the queue, the
+ * reply's kept bytes go, and the no-reply requests now at the head are
+ * emitted. */
+static inline __attribute__((always_inline)) void head_replied(rc_conn *c)
+{
+    ring_pop(c);
+    keep_done(c);
+    flush_no_reply(c);
+}
+
+/* A reply that found no request queued: counted, unpaired. */
+static inline void reply_orphan(rc_conn *c)
+{
+    c->st.replies++;
+    if (c->orphans < UINT32_MAX - 1)
+        c->orphans++;
+    c->st.unpaired_replies++;
+    keep_done(c);
+}
+
 /* Is the first element of the top-level aggregate this (lower-case) word? */
 static int elem0_is(const rp_dec *d, const char *upper_word)
 {
@@ -1139,8 +1154,7 @@ static PAIR_APART void reply_done_general(rc_conn *c, rq_slot *h, resp_type t)
             pair_emit(c, h, RESP_OK);
             ring_pop(c);
             flush_no_reply(c);
-        } else {
-                }
+        }
         keep_done(c);
         return;
     }
@@ -1155,19 +1169,16 @@ static PAIR_APART void reply_done_general(rc_conn *c, rq_slot *h, resp_type t)
         if (w >= 0) /* unsolicited confirmation, e.g. sunsubscribe on a slot move */
             sub_count_update(c, w, d);
         c->st.pushes++;
-            keep_done(c);
+        keep_done(c);
         return;
     }
 
     /* 3. A reply for the head. */
-    c->st.replies++;
     if (h == NULL) {
-        if (c->orphans < UINT32_MAX - 1)
-            c->orphans++;
-        c->st.unpaired_replies++;
-        keep_done(c);
+        reply_orphan(c);
         return;
     }
+    c->st.replies++;
     if (!reply_may_answer(c, h, c->rpd.rep->start_us, h->uncertain)) {
         /* it answers a request before the head that was not seen */
         reply_not_for_head(c, h);
@@ -1183,9 +1194,7 @@ static PAIR_APART void reply_done_general(rc_conn *c, rq_slot *h, resp_type t)
     }
     if (h->kind == RQK_LOST) { /* the reply of a request lost in a gap */
         c->st.unpaired_replies++;
-            ring_pop(c);
-        keep_done(c);
-        flush_no_reply(c);
+        head_replied(c);
         return;
     }
     if (h->kind >= RQK_MONITOR) { /* a reply with effects: rare */
@@ -1205,9 +1214,7 @@ static PAIR_APART void reply_done_general(rc_conn *c, rq_slot *h, resp_type t)
         reply_effects(c, h);
     }
     pair_emit(c, h, RESP_OK);
-    ring_pop(c);
-    keep_done(c);
-    flush_no_reply(c);
+    head_replied(c);
 }
 
 /* Two common cases of reply_done_general after a loss, settled as it
@@ -1220,11 +1227,7 @@ static inline int reply_done_unsure(rc_conn *c, rq_slot *h)
 {
     if (h == NULL) {
         c->reply_since_loss = 1;
-        c->st.replies++;
-        if (c->orphans < UINT32_MAX - 1)
-            c->orphans++;
-        c->st.unpaired_replies++;
-        keep_done(c);
+        reply_orphan(c);
         return 1;
     }
     if (!h->uncertain || h->kind >= RQK_SUB ||
@@ -1233,9 +1236,7 @@ static inline int reply_done_unsure(rc_conn *c, rq_slot *h)
     c->reply_since_loss = 1;
     c->st.replies++;
     pair_emit(c, h, RESP_OK); /* uncertain: emitted unanswered */
-    ring_pop(c);
-    keep_done(c);
-    flush_no_reply(c);
+    head_replied(c);
     return 1;
 }
 
@@ -1271,9 +1272,7 @@ static inline __attribute__((always_inline)) void reply_pair(rc_conn *c)
         t != RESP_T_PUSH && t != RESP_T_ERROR) {
         c->st.replies++;
         emit_paired(c, h);
-        ring_pop(c);
-        keep_done(c);
-        flush_no_reply(c);
+        head_replied(c);
         return;
     }
     reply_done_other(c, h, t);
@@ -1286,8 +1285,8 @@ static void reply_done(void *owner)
 
 /* A simple reply read whole (rp_out.whole): reply_begin and reply_done in
  * one call. Declined, for reply_begin, when the head keeps its reply's
- * bytes or is of a rare kind. Of the reply's fields, the decoder set those
- * reply_reset_fields would set otherwise, but for these. */
+ * bytes or is of a rare kind. The decoder set the reply's fields but those
+ * reply_reset_owned sets. */
 static int reply_whole(void *owner)
 {
     rc_conn *c = owner;
@@ -1296,12 +1295,7 @@ static int reply_whole(void *owner)
         if (h->kind >= RQK_EXEC || h->keep)
             return 0;
     }
-    resp_reply *r = c->rpd.rep;
-    r->start_us = r->ts_us;
-    r->err = RESP_ERR_NONE;
-    r->raw = NULL;
-    r->raw_len = 0;
-    r->gap = 0;
+    reply_reset_owned(c->rpd.rep);
     reply_start_conn(c);
     reply_pair(c);
     return 1;

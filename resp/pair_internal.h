@@ -472,6 +472,16 @@ static inline resp_command *slot_unpack(rc_conn *c, const rq_slot *s)
  * resp_command_args_fill finds the pipeline. */
 enum { ARGS_LATER_OUT = 1, ARGS_LATER_STAGE = 2 };
 
+/* Leave cmd's argument prefixes (its slot's text from args on) to
+ * resp_command_args_fill; which: ARGS_LATER_*. */
+static inline void args_defer(resp_pipeline *rp, resp_command *cmd, uint8_t which,
+                              const uint8_t *args, uint8_t key0_dup)
+{
+    rp->out_args = args;
+    rp->out_key0_dup = key0_dup;
+    cmd->args_later = which;
+}
+
 /* Can a packed slot's command be unpacked into c's stage: no request is
  * being decoded there? (The decoder clears in_msg before request_done.) */
 static inline int stage_free(const rc_conn *c)
@@ -490,9 +500,7 @@ static inline resp_command *slot_unpack_stage(rc_conn *c, const rq_slot *s)
     const uint8_t *p;
     slot_unpack_req(c, cmd, s, &p);
     if (rp->sink.args_later) {
-        rp->out_args = p;
-        rp->out_key0_dup = s->key0_dup;
-        cmd->args_later = ARGS_LATER_STAGE;
+        args_defer(rp, cmd, ARGS_LATER_STAGE, p, s->key0_dup);
     } else {
         slot_unpack_args(&cmd->req, p, s->key0_dup);
         cmd->args_later = 0;
