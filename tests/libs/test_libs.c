@@ -471,19 +471,10 @@ static int committed_pairing(char *out, size_t size)
     if (!text)
         return -1;
     int rc = -1;
-    size_t n = strlen(lib_name);
-    for (char *p = text; *p;) {
-        char *eol = strchr(p, '\n');
-        if (eol)
-            *eol = 0;
-        if (strncmp(p, lib_name, n) == 0 && p[n] == '\t') {
-            snprintf(out, size, "%s", p + n + 1);
-            rc = 0;
-        }
-        if (!eol)
-            break;
-        p = eol + 1;
-    }
+    char *save = NULL, *f[2];
+    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+        if (split_tabs(line, f, 2) == 2 && strcmp(f[0], lib_name) == 0)
+            rc = snprintf(out, size, "%s", f[1]) < 0 ? -1 : 0;
     free(text);
     return rc;
 }

@@ -54,14 +54,20 @@ static ev *add(owner *o, char what)
     return e;
 }
 
+/* A request cleared for decoding, started at ts (an owner's rq_out.begin). */
+static resp_request *req_started(resp_request *r, int64_t ts)
+{
+    memset(r, 0, sizeof(*r));
+    r->slot = -1;
+    r->start_us = ts;
+    return r;
+}
+
 static resp_request *rq_begin_ev(void *v, int64_t ts)
 {
     owner *o = v;
     add(o, 'b');
-    memset(&o->req, 0, sizeof(o->req));
-    o->req.slot = -1;
-    o->req.start_us = ts;
-    return &o->req;
+    return req_started(&o->req, ts);
 }
 
 static void rq_done_ev(void *v, uint8_t name_len)
@@ -408,10 +414,7 @@ static resp_request *text_begin(void *v, int64_t ts)
 {
     text_owner *o = v;
     text_add(o, "begin ");
-    memset(&o->req, 0, sizeof(o->req));
-    o->req.slot = -1;
-    o->req.start_us = ts;
-    return &o->req;
+    return req_started(&o->req, ts);
 }
 
 static void text_done(void *v, uint8_t name_len)
