@@ -7,8 +7,8 @@
  * commands per second since the start (the figures of live's status line,
  * status.c), the redirects so far, and the time left at that pace. Findings
  * are judged as the capture ends, so they are not shown here. Redrawn at
- * most five times a second; erased at the end so the report starts on a
- * clean line.
+ * most five times a second (SLOTSCOPE_PROGRESS_MS for tests); erased at the
+ * end so the report starts on a clean line.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -23,6 +23,7 @@
 
 struct progress {
     struct timespec start;   /* when analysis began */
+    int64_t redraw_ns;       /* at most one redraw this often */
     int64_t last_draw_ns;    /* since start, of the last redraw */
     int drawn;               /* something is on the line */
 };
@@ -33,14 +34,33 @@ static int64_t elapsed_ns(const struct timespec *a, const struct timespec *b)
     return (int64_t)(b->tv_sec - a->tv_sec) * 1000000000LL + (b->tv_nsec - a->tv_nsec);
 }
 
+/* Nanoseconds between redraws: REDRAW_NS, or the milliseconds in
+ * SLOTSCOPE_PROGRESS_MS (1..60000). That variable is for a test that needs
+ * the bar drawn (tests/cli/test_live.c): its capture must not be analysed
+ * whole before the first redraw, however fast the machine and the code get. */
+static int64_t redraw_interval_ns(void)
+{
+    const char *ms = getenv("SLOTSCOPE_PROGRESS_MS");
+    char *end;
+    long v;
+    if (!ms || !*ms)
+        return REDRAW_NS;
+    v = strtol(ms, &end, 10);
+    if (*end != '\0' || v < 1 || v > 60000)
+        return REDRAW_NS;
+    return (int64_t)v * 1000000LL;
+}
+
 progress *progress_new(int quiet)
 {
     progress *pg;
     if (quiet || !isatty(STDERR_FILENO))
         return NULL;
     pg = calloc(1, sizeof *pg);
-    if (pg)
+    if (pg) {
         clock_gettime(CLOCK_MONOTONIC, &pg->start);
+        pg->redraw_ns = redraw_interval_ns();
+    }
     return pg;
 }
 
@@ -53,7 +73,7 @@ static int64_t redraw_due(progress *pg)
         return -1;
     clock_gettime(CLOCK_MONOTONIC, &now);
     ns = elapsed_ns(&pg->start, &now);
-    if (ns - pg->last_draw_ns < REDRAW_NS)
+    if (ns - pg->last_draw_ns < pg->redraw_ns)
         return -1;
     pg->last_draw_ns = ns;
     return ns;
