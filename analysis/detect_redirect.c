@@ -22,6 +22,31 @@ static int same_redirect(const an_attempt *a, const an_attempt *b)
            a->target == b->target;
 }
 
+/* The summary of a redirect_loop finding, about operation op: how many
+ * redirects it took, from one node or several, and, once it has ended (how
+ * not NULL, see loop_end_text), over how long and how it ended; before that,
+ * its count "so far". */
+static void loop_summary(an_analyzer *an, const char *client, const an_op *op, const char *how,
+                         char *out, size_t size)
+{
+    char span[48] = " so far", end[96] = "";
+    if (how) {
+        int64_t last = op->last.reply_us ? op->last.reply_us : op->last.start_us;
+        snprintf(span, sizeof span, " over %.1f ms", (double)(last - op->first.start_us) / 1e3);
+        snprintf(end, sizeof end, ", then %s", how);
+    }
+    if (op->loop_one_node)
+        snprintf(out, size,
+                 "%s: %s (slot %d) was redirected %u times in one operation%s, every time by "
+                 "%s%s%s", client, op->name, (int)op->slot, op->redirects, span,
+                 an_node_name(an, op->loop_node),
+                 op->loop_same ? ", the same redirect again and again" : "", end);
+    else
+        snprintf(out, size, "%s: %s (slot %d) bounced between nodes: %u redirects in one "
+                 "operation%s%s%s", client, op->name, (int)op->slot, op->redirects, span,
+                 op->loop_same ? ", the same redirects again" : "", end);
+}
+
 /*
  * redirect_loop: one operation went round in a loop. Counted once per
  * operation when, among its MOVED/ASK-answered attempts since its last
@@ -36,14 +61,21 @@ static int same_redirect(const an_attempt *a, const an_attempt *b)
  * finding explains why (a client that never sends ASKING bounces until its
  * own cap: asking_missing and redirect_loop). Aggregated per (client, "",
  * slot); the evidence lists the attempts; the summary says whether the
- * redirects came from several nodes or all from one.
+ * redirects came from several nodes or all from one. The operation usually
+ * goes on bouncing after it is reported: its redirects are counted to its end
+ * (an_detect_loop_end).
  */
 void an_detect_redirect_loop(an_analyzer *an, an_attempt_ctx *a)
 {
     an_op *op = a->op;
-    if (!op || op->loop_reported || op->ntrail == 0)
+    if (!op || op->ntrail == 0)
         return;
     const an_attempt *cur = &op->trail[op->ntrail - 1];
+    if (op->loop_reported) { /* the reported loop goes on: one more redirect */
+        if (cur->node != op->loop_node)
+            op->loop_one_node = 0;
+        return;
+    }
     for (uint32_t i = 0; i + 1 < op->ntrail; i++)
         if (same_redirect(&op->trail[i], cur)) {
             if (op->trail_repeats < UINT8_MAX)
@@ -54,29 +86,72 @@ void an_detect_redirect_loop(an_analyzer *an, an_attempt_ctx *a)
     if (!looped && op->seg_redirects <= an->cfg.loop_max_redirects)
         return;
     op->loop_reported = 1;
+    op->loop_same = (uint8_t)looped;
+    op->loop_node = cur->node;
+    op->loop_one_node = 1;
     an_event ev[AN_OP_TRAIL];
     an_evtext rb[AN_OP_TRAIL];
-    int one_node = 1;
     for (uint32_t i = 0; i < op->ntrail; i++) {
         an_event_from_attempt(an, &ev[i], op, &op->trail[i], "redirected attempt", &rb[i]);
-        if (op->trail[i].node != op->trail[0].node)
-            one_node = 0;
+        if (op->trail[i].node != cur->node)
+            op->loop_one_node = 0;
     }
     char summary[AN_SUMMARY_MAX];
     const char *client = an_client_name(an, op->client);
-    if (one_node)
-        snprintf(summary, sizeof summary,
-                 "%s: %s (slot %d) was redirected %u times in one operation, every time by %s%s",
-                 client, op->name, (int)op->slot, op->redirects, an_node_name(an, cur->node),
-                 looped ? ", the same redirect again and again" : "");
-    else
-        snprintf(summary, sizeof summary,
-                 "%s: %s (slot %d) bounced between nodes: %u redirects in one operation%s",
-                 client, op->name, (int)op->slot, op->redirects,
-                 looped ? ", the same redirects again" : "");
-    int32_t f = an_finding_hit(an, AN_REDIRECT_LOOP, client, AN_NONE, op->slot, cur->start_us,
-                               1, summary, ev, op->ntrail);
-    an_attempt_found(a, f);
+    loop_summary(an, client, op, NULL, summary, sizeof summary);
+    op->loop = an_finding_hit(an, AN_REDIRECT_LOOP, client, AN_NONE, op->slot, cur->start_us,
+                              1, summary, ev, op->ntrail);
+    const an_fnd *f = an_fnd_at(an, op->loop);
+    op->loop_told = f && f->f.count == 1; /* the summary tells of the first operation */
+    an_attempt_found(a, op->loop);
+}
+
+/* How a looping operation ended, as its summary ends ("..., then %s"). */
+static const char *loop_end_text(const an_op *op, an_op_end how, char *buf, size_t size)
+{
+    switch (how) {
+    case AN_OP_COMPLETED:
+        if (op->last.reply == RESP_ERR_NONE)
+            return "it was served";
+        snprintf(buf, size, "it got -%s", resp_err_name((resp_err_class)op->last.reply));
+        return buf;
+    case AN_OP_GAVE_UP: return "the client gave up";
+    case AN_OP_RETRY_LOST: return "the capture lost its retry, if any";
+    case AN_OP_ABANDONED: return "the capture ended";
+    case AN_OP_EVICTED: return "it was dropped unjudged (max_ops operations waiting)";
+    case AN_OP_CLIENT_DROPPED: return "it was dropped unjudged with its client (max_clients)";
+    }
+    return "it ended";
+}
+
+/*
+ * A looping operation has ended (any way: an_op_end). The summary was
+ * written when the loop was detected, a few redirects in, and the operation
+ * often kept bouncing (hundreds of times on real captures): the finding must
+ * tell its real cost. Its redirects go to the finding's totals (evidence
+ * "redirects", "most_in_one_operation": over its ended operations), and when
+ * the summary tells of this operation (the finding's first, as its first
+ * evidence events do) it is rewritten with the final count, the time the
+ * operation took and how it ended. The evidence events stay those of
+ * detection.
+ */
+void an_detect_loop_end(an_analyzer *an, const an_op *op, an_op_end how)
+{
+    an_fnd *f = an_fnd_at(an, op->loop);
+    if (!f)
+        return;
+    f->tally[0] += op->redirects;
+    if (op->redirects > f->tally[1])
+        f->tally[1] = op->redirects;
+    snprintf(f->extra, sizeof f->extra, ",\"redirects\":%llu,\"most_in_one_operation\":%llu",
+             (unsigned long long)f->tally[0], (unsigned long long)f->tally[1]);
+    if (op->loop_told) {
+        char buf[64];
+        loop_summary(an, f->f.client, op, loop_end_text(op, how, buf, sizeof buf),
+                     f->f.summary, sizeof f->f.summary);
+    }
+    if (f->visible)
+        f->dirty = 1;
 }
 
 /*

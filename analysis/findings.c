@@ -14,7 +14,8 @@
  * retries, a stuck window's later ASKs): their detector keeps the state
  * (tally, note, tail event, the window) and marks them stale; the summary and
  * evidence are rebuilt from it once, just before the finding is emitted, so
- * nothing is formatted per command.
+ * nothing is formatted per command. (redirect_loop's summary is rewritten
+ * once, when the looping operation it tells of ends: an_detect_loop_end.)
  *
  * Evidence shape:
  *   {"finding":"asking_missing","client":"127.0.0.5","node":"127.0.0.1:30102",

@@ -344,6 +344,10 @@ typedef struct an_op {
     uint8_t loop_reported, storm_reported;
     uint8_t retry_unseen;        /* its retry may be what the capture lost
                                     (an_ops_on_unanswered, an_ops_requests_lost) */
+    uint8_t loop_one_node;       /* all its redirects (the trail that showed the
+                                    loop, and every one since) came from loop_node */
+    uint8_t loop_same;           /* the loop repeated a redirect (not only the cap) */
+    uint8_t loop_told;           /* the loop finding's summary tells of it */
     uint32_t cprev, cnext;       /* its client's other waiting operations: 1 +
                                     their index, 0: none (an_cli.op_first) */
     an_attempt retries[AN_OP_FIRST_RETRIES]; /* its first TRYAGAIN retries */
@@ -352,6 +356,9 @@ typedef struct an_op {
     int32_t fnd[AN_OP_FINDINGS]; /* findings it occurred in: each is charged the
                                     operation's extra time once, at its end */
     int32_t storm;               /* its tryagain_storm finding, or AN_NONE */
+    int32_t loop;                /* its redirect_loop finding, or AN_NONE */
+    int32_t loop_node;           /* the node of its last redirect when the loop
+                                    was reported (see loop_one_node) */
     int32_t lprev, lnext;        /* expiry list, by last reply time */
 } an_op;
 
@@ -409,7 +416,9 @@ typedef struct an_fnd {
     uint8_t nconns;
     char conns[4][AN_NAME_MAX];  /* their client endpoints, distinct */
     uint64_t tally[3];           /* kind-specific totals (tryagain_storm:
-                                    retries, fast retries, most in one op) */
+                                    retries, fast retries, most in one op;
+                                    redirect_loop: redirects, most in one op,
+                                    of its ended operations) */
     char note[96];               /* kind-specific text (crossslot, storm: the
                                     command names seen) */
     char extra[400];             /* kind-specific JSON members added to the
@@ -738,6 +747,15 @@ void an_ops_requests_lost(an_analyzer *an, an_cli *cli, int32_t node, int64_t fr
  * READONLY, readonly_missing's, rather than a redirect for moved_ignored? */
 int an_readonly_bounce(const an_analyzer *an, const an_cmdctx *x, const an_attempt *cur);
 void an_ops_expire(an_analyzer *an, int64_t now_us, int all);
+/* How an operation ended (ops.c: every end goes through op_free). */
+typedef enum an_op_end {
+    AN_OP_COMPLETED,             /* a reply other than MOVED, ASK or TRYAGAIN */
+    AN_OP_GAVE_UP,               /* judged: the client did not retry in time */
+    AN_OP_RETRY_LOST,            /* judged: its retry may be what the capture lost */
+    AN_OP_ABANDONED,             /* still in its retry window when the capture ended */
+    AN_OP_EVICTED,               /* dropped unjudged: max_ops operations waiting */
+    AN_OP_CLIENT_DROPPED,        /* dropped unjudged with its client: max_clients */
+} an_op_end;
 void an_ops_drop_client(an_analyzer *an, int32_t client);
 void an_ops_free(an_analyzer *an);
 /* An ASKING was spent on the command x (not a retry of an ASK'd operation):
@@ -773,6 +791,9 @@ void an_detect_moved_ignored(an_analyzer *an, an_attempt_ctx *a);
 void an_detect_readonly_missing(an_analyzer *an, an_attempt_ctx *a);
 void an_detect_crossslot(an_analyzer *an, an_attempt_ctx *a);
 void an_detect_redirect_loop(an_analyzer *an, an_attempt_ctx *a);
+/* Operation op, reported as a redirect_loop, has ended (how): its finding
+ * learns its final figures. */
+void an_detect_loop_end(an_analyzer *an, const an_op *op, an_op_end how);
 void an_detect_tryagain_storm(an_analyzer *an, an_attempt_ctx *a);
 void an_detect_unfollowed(an_analyzer *an, an_op *op, int64_t now_us);
 void an_detect_asking_interleaved(an_analyzer *an, an_cmdctx *x, an_op *op,

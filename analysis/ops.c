@@ -141,9 +141,14 @@ static void client_unlink(an_analyzer *an, int32_t i)
         an->ops[op->cnext - 1].cprev = op->cprev;
 }
 
-static void op_free(an_analyzer *an, int32_t i)
+/* Operation i has ended (how) and is freed. Every end of an operation comes
+ * here, so what must be told at its end is told here (a looping operation's
+ * final redirect count). */
+static void op_free(an_analyzer *an, int32_t i, an_op_end how)
 {
     an_op *op = &an->ops[i];
+    if (op->loop_reported)
+        an_detect_loop_end(an, op, how);
     client_unlink(an, i);
     an_map_del(&an->op_map, op->key_hash, i);
     if (op->slot >= 0 && op->slot < AN_SLOTS && an->op_slot_n[op->slot] > 0 &&
@@ -202,6 +207,7 @@ static void op_judge(an_analyzer *an, int32_t i, int64_t now_us, int at_end)
 {
     an_op *op = &an->ops[i];
     int redirect = op->last.reply == RESP_ERR_MOVED || op->last.reply == RESP_ERR_ASK;
+    an_op_end how = AN_OP_GAVE_UP;
     if (redirect) {
         const an_cli *c = &an->clients[op->client];
         int window_passed = now_us - op->last.reply_us >= an->cfg.op_window_us;
@@ -211,19 +217,20 @@ static void op_judge(an_analyzer *an, int32_t i, int64_t now_us, int at_end)
             (c->lost_to_us != 0 &&
              loss_hides_retry(an, &op->last, AN_NONE, c->lost_from_us, c->lost_to_us))) {
             an->st.unseen_retry_ops++; /* its retry may be what the capture lost */
+            how = AN_OP_RETRY_LOST;
         } else if (!at_end || window_passed || moved_on || closed) {
             an_detect_unfollowed(an, op, now_us);
         } else {
             an->st.abandoned_ops++;
             charge_findings(an, op, op->last.reply_us);
-            op_free(an, i);
+            op_free(an, i, AN_OP_ABANDONED);
             return;
         }
     }
     an_lat_record_given_up(an, op->client, op->first.node, op->slot, &op->first, &op->last,
                            op->attempts, op->askings);
     charge_findings(an, op, op->last.reply_us);
-    op_free(an, i);
+    op_free(an, i, how);
 }
 
 void an_ops_expire(an_analyzer *an, int64_t now_us, int all)
@@ -240,7 +247,7 @@ void an_ops_expire(an_analyzer *an, int64_t now_us, int all)
 static an_op *op_new(an_analyzer *an, an_cmdctx *x, const an_attempt *cur, uint64_t h)
 {
     if (an->nops >= an->cfg.max_ops) {
-        op_free(an, an->op_list_head); /* the oldest, unjudged */
+        op_free(an, an->op_list_head, AN_OP_EVICTED); /* the oldest, unjudged */
         an->st.evicted_ops++;
     }
     int32_t i;
@@ -272,6 +279,7 @@ static an_op *op_new(an_analyzer *an, an_cmdctx *x, const an_attempt *cur, uint6
     op->askings = x->asked;
     op->first = op->last = *cur;
     op->storm = AN_NONE;
+    op->loop = AN_NONE;
     an_map_put(&an->op_map, h, i);
     list_push(an, i);
     client_link(an, i);
@@ -462,7 +470,7 @@ void an_ops_on_command(an_analyzer *an, an_cmdctx *x)
         an_lat_record(an, op->client, op->first.node, op->slot, &op->first, &op->last,
                       op->attempts, op->askings);
         charge_findings(an, op, op->last.req_us);
-        op_free(an, (int32_t)(op - an->ops));
+        op_free(an, (int32_t)(op - an->ops), AN_OP_COMPLETED);
     } else {
         an_lat_record(an, x->cn->client, x->node, x->slot, &cur, &cur, 1, 0);
     }
@@ -529,7 +537,7 @@ void an_ops_drop_client(an_analyzer *an, int32_t client)
 {
     const an_cli *c = &an->clients[client];
     while (c->op_first != 0) { /* op_free unlinks it */
-        op_free(an, (int32_t)c->op_first - 1);
+        op_free(an, (int32_t)c->op_first - 1, AN_OP_CLIENT_DROPPED);
         an->st.evicted_ops++;
     }
 }

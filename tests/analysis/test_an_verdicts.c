@@ -221,6 +221,105 @@ static void test_loop_cost_within_wall_time(void **state)
     sc_free(&s);
 }
 
+/* A looping operation goes on bouncing after the loop is detected (at its
+ * 4th redirect here: S -ASK-> T -MOVED-> S -ASK-> T): the summary must tell
+ * the redirects it took in all (26), over how long and how it ended, not
+ * the figure of detection time; the evidence counts them too. */
+static void test_loop_summary_counts_to_the_end(void **state)
+{
+    (void)state;
+    sc s;
+    sc_init(&s, NULL);
+    int cs = sc_conn(&s, 13, 40000, S), ct = sc_conn(&s, 13, 40001, T);
+    int64_t t = mig_bounce(&s, cs, ct, 1000, 26, k1); /* the last reply at t - 100 */
+    /* as emitted when detected (what live mode prints): a count so far */
+    const an_finding *f = sc_find(&s, AN_REDIRECT_LOOP, "127.0.0.13");
+    assert_non_null(f);
+    assert_string_equal(f->summary, "127.0.0.13: GET (slot 100) bounced between nodes: 4 "
+                                    "redirects in one operation so far, the same redirects "
+                                    "again");
+    sc_do(&s, cs, t, 100, "$", "GET", k1, NULL);     /* served at t + 100 = 6300 */
+    sc_finish(&s, 20000000);
+    f = sc_find(&s, AN_REDIRECT_LOOP, "127.0.0.13");
+    assert_non_null(f);
+    assert_int_equal(f->count, 1);
+    assert_string_equal(f->summary, "127.0.0.13: GET (slot 100) bounced between nodes: 26 "
+                                    "redirects in one operation over 5.3 ms, the same "
+                                    "redirects again, then it was served");
+    assert_non_null(strstr(sc_evidence(&s, f), "\"redirects\":26,\"most_in_one_operation\":26"));
+    sc_free(&s);
+}
+
+/* The same for an operation still bouncing when the capture ends (inside its
+ * retry window: abandoned, not judged), every redirect from one node. */
+static void test_loop_summary_abandoned_at_end(void **state)
+{
+    (void)state;
+    sc s;
+    sc_init(&s, NULL);
+    int cs = sc_conn(&s, 13, 40000, S);
+    for (int i = 0; i < 30; i++) /* the last reply at 1000 + 29 * 200 + 100 = 6900 */
+        sc_do(&s, cs, 1000 + i * 200, 100, MOVED_T, "GET", k1, NULL);
+    sc_finish(&s, 8000);
+    const an_finding *f = sc_find(&s, AN_REDIRECT_LOOP, "127.0.0.13");
+    assert_non_null(f);
+    assert_string_equal(f->summary, "127.0.0.13: GET (slot 100) was redirected 30 times in one "
+                                    "operation over 5.9 ms, every time by 127.0.0.1:30310, the "
+                                    "same redirect again and again, then the capture ended");
+    sc_free(&s);
+}
+
+/* And for one dropped unjudged when max_ops other operations wait. */
+static void test_loop_summary_evicted(void **state)
+{
+    (void)state;
+    an_config cfg;
+    an_config_defaults(&cfg);
+    assert_int_equal(an_config_set(&cfg, "max_ops=16"), 0);
+    sc s;
+    sc_init(&s, &cfg);
+    int cs = sc_conn(&s, 13, 40000, S);
+    for (int i = 0; i < 6; i++) /* the last reply at 1000 + 5 * 200 + 100 = 2100 */
+        sc_do(&s, cs, 1000 + i * 200, 100, MOVED_T, "GET", k1, NULL);
+    char key[16];
+    for (int i = 0; i < 16; i++) { /* 16 more waiting operations: the loop is the oldest */
+        snprintf(key, sizeof key, "other%d", i);
+        sc_do(&s, cs, 3000 + i * 10, 5, "-TRYAGAIN busy", "GET", key, NULL);
+    }
+    sc_finish(&s, 20000000);
+    const an_finding *f = sc_find(&s, AN_REDIRECT_LOOP, "127.0.0.13");
+    assert_non_null(f);
+    assert_string_equal(f->summary, "127.0.0.13: GET (slot 100) was redirected 6 times in one "
+                                    "operation over 1.1 ms, every time by 127.0.0.1:30310, the "
+                                    "same redirect again and again, then it was dropped "
+                                    "unjudged (max_ops operations waiting)");
+    sc_free(&s);
+}
+
+/* Two looping operations of one (client, slot): the summary tells of the
+ * first (10 redirects), as the first evidence events do; the evidence counts
+ * the redirects of both (40) and the most in one (30). */
+static void test_loop_summary_first_operation(void **state)
+{
+    (void)state;
+    sc s;
+    sc_init(&s, NULL);
+    int cs = sc_conn(&s, 13, 40000, S), ct = sc_conn(&s, 13, 40001, T);
+    int64_t t = mig_bounce(&s, cs, ct, 1000, 10, k1);
+    sc_do(&s, cs, t, 100, "$", "GET", k1, NULL);
+    t = mig_bounce(&s, cs, ct, t + 1000, 30, k2);
+    sc_do(&s, cs, t, 100, "$", "GET", k2, NULL);
+    sc_finish(&s, 20000000);
+    const an_finding *f = sc_find(&s, AN_REDIRECT_LOOP, "127.0.0.13");
+    assert_non_null(f);
+    assert_int_equal(f->count, 2);
+    assert_string_equal(f->summary, "127.0.0.13: GET (slot 100) bounced between nodes: 10 "
+                                    "redirects in one operation over 2.1 ms, the same "
+                                    "redirects again, then it was served");
+    assert_non_null(strstr(sc_evidence(&s, f), "\"redirects\":40,\"most_in_one_operation\":30"));
+    sc_free(&s);
+}
+
 /* ---------------------------------------------------------------- class 3 */
 
 /* One ask_cached occurrence (below its threshold of 2) on an operation whose
@@ -414,6 +513,10 @@ int main(void)
         cmocka_unit_test(test_loop_summary_one_node),
         cmocka_unit_test(test_loop_retries_not_moved_ignored),
         cmocka_unit_test(test_loop_cost_within_wall_time),
+        cmocka_unit_test(test_loop_summary_counts_to_the_end),
+        cmocka_unit_test(test_loop_summary_abandoned_at_end),
+        cmocka_unit_test(test_loop_summary_evicted),
+        cmocka_unit_test(test_loop_summary_first_operation),
         cmocka_unit_test(test_below_threshold_does_not_hide_unfollowed),
         cmocka_unit_test(test_unfollowed_judged_after_close),
         cmocka_unit_test(test_summary_names_first_occurrence),
