@@ -13,6 +13,12 @@ one a line: "SRC DST START END", the sender and receiver as ip:port and the
 stream positions of its first byte and of the byte after its last, counted
 from the sender's SYN + 1 (or, for a stream picked up mid-way, from its first
 payload byte in the capture) -- the positions bench/pair_dump prints.
+The first payload segment of a stream without a SYN in the capture (a
+connection that predates it) is always kept: a reader picks such a stream up
+at its first byte seen, so dropping that segment would move position 0 of
+the lossy run's stream and no command of it could be compared with the clean
+run's. The random draw is made for it all the same, so the other segments
+dropped are those an earlier version dropped.
 IPv4 only (other packets are copied as they are).
 """
 import argparse
@@ -103,11 +109,14 @@ def main():
             if seg is not None:
                 src, dst, seq, flags, plen = seg
                 key = (src, dst)
+                first_mid = False
                 if flags & 0x02:  # SYN: the stream starts after it
                     base[key] = (seq + 1) & 0xFFFFFFFF
                 elif plen > 0 and key not in base:
                     base[key] = seq
-                if plen > 0 and rng.random() < a.rate:
+                    first_mid = True
+                drop = plen > 0 and rng.random() < a.rate
+                if drop and not first_mid:
                     start = (seq - base[key]) & 0xFFFFFFFF
                     dropped.append("%s %s %d %d" % (src, dst, start, start + plen))
                     gone += 1
