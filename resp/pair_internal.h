@@ -74,9 +74,15 @@ enum {
 /* Confirmation words of the subscribe family, indexed by rq_entry.sub_word. */
 enum { SW_SUB = 0, SW_PSUB, SW_SSUB, SW_UNSUB, SW_PUNSUB, SW_SUNSUB, SW_COUNT };
 
-/* Replies (requests) of a command (connection) seen before its sizes are
- * taken as predictable (loss.c). */
-#define SIZES_SEEN 8
+/* Replies of a command in a row whose sizes are among those seen before
+ * them, before their sizes are taken as predictable (loss.c): a GET of
+ * values of a few lengths may show only two of them for a while. */
+#define SIZES_SEEN 16
+/* Requests in a row of sizes seen before, before a request gap is counted
+ * in them (loss.c): a client that has just begun sending another command
+ * (ASKING and its command when a slot starts migrating) may have lost one
+ * of a size not seen yet, which the sizes seen would miscount. */
+#define RQ_SIZES_STABLE 32
 
 /* ---------------------------------------------------------------- functions */
 
@@ -86,7 +92,9 @@ enum { SW_SUB = 0, SW_PSUB, SW_SSUB, SW_UNSUB, SW_PUNSUB, SW_SUNSUB, SW_COUNT };
 extern const rq_out pair_rq_out;
 extern const rp_out pair_rp_out;
 void pair_lost(rc_conn *c);           /* replies lost: pairing unknown now */
+void pair_lost_gap(rc_conn *c, uint64_t len); /* the same, in a gap of len bytes */
 void pair_lost_requests(rc_conn *c);  /* requests lost: what is queued stays */
+
 void pair_limit_hit(rc_conn *c);      /* a limit was hit */
 void pair_emit(rc_conn *c, rq_slot *e, resp_outcome outcome);
 void pair_pop_unanswered(rc_conn *c);
@@ -119,6 +127,9 @@ extern const uint64_t size_key_mask[RESP_NAME_MAX];
 rc_sizes *sizes_slot(rc_conn *c, uint64_t k);
 void sizes_learn_change(rc_sizes *z, const resp_reply *r);
 void rp_gap_give_up(rc_conn *c, uint32_t n);
+/* The first n queued, about to be given up over a reply gap of len bytes
+ * (0: not known): the replies they still owe (pair.c, owed_min). */
+void owed_after_reply_gap(rc_conn *c, uint64_t n, uint64_t len);
 void rp_gap_resolve(rc_conn *c, const uint8_t *p, size_t n, int64_t ts);
 void rq_gap_resolve(rc_conn *c, const uint8_t *p, size_t n);
 
@@ -620,16 +631,19 @@ static inline void sizes_learn(rc_conn *c, const resp_request *q, uint8_t name_l
     sizes_learn_change(z, r);
 }
 
-/* A request of `bytes` was decoded: remember its size. */
+/* A request of `bytes` was decoded: remember its size, and how many
+ * requests in a row have had a size seen before (up to RQ_SIZES_STABLE). */
 static inline void rq_sizes_learn(rc_conn *c, uint64_t bytes)
 {
-    if (c->qsz_seen < SIZES_SEEN) /* only reaching it counts */
-        c->qsz_seen++;
-    else if (c->qsz_varied) /* sticky: the sizes are not read any more */
+    if (c->qsz_varied) /* sticky: the sizes are not read any more */
         return;
     for (uint8_t i = 0; i < c->qsz_n; i++)
-        if (c->qsz[i] == bytes)
+        if (c->qsz[i] == bytes) {
+            if (c->qsz_stable < RQ_SIZES_STABLE)
+                c->qsz_stable++;
             return;
+        }
+    c->qsz_stable = 0;
     if (c->qsz_n < RC_RQ_SIZES && bytes <= UINT32_MAX)
         c->qsz[c->qsz_n++] = (uint32_t)bytes;
     else

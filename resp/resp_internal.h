@@ -155,7 +155,8 @@ _Static_assert(RQ_WHOLE_MAX < UINT16_MAX, "rq_slot.whole holds an index + 1");
 typedef struct rc_sizes {
     uint64_t key;            /* name, its length and argc (size_key, pair_internal.h) */
     uint32_t size[2];        /* the sizes seen, most recent first */
-    uint16_t seen;           /* replies seen (up to SIZES_SEEN) */
+    uint16_t seen;           /* replies since size[] last changed, this one
+                                included (up to SIZES_SEEN; 0: slot unused) */
     uint8_t n;               /* sizes in size[] */
     uint8_t varied;          /* a third size was seen: not predictable */
 } rc_sizes;
@@ -210,6 +211,10 @@ typedef struct rc_conn {
     /* synchronisation of the pairing */
     uint8_t synced;
     uint8_t reply_since_loss;  /* a reply completed since the pairing was lost */
+    uint32_t owed_min;         /* replies still to come, at least, for requests
+                                  lost or given up (not queued): a reply with
+                                  nothing queued pays one; none owed is one
+                                  condition of solid ground (pair.c, owed_*) */
     /* raw reply kept for analysis (rpd.keeping: while one is) */
     uint8_t keep_over;
     uint32_t sub_channels, sub_patterns, sub_shards;
@@ -262,7 +267,8 @@ typedef struct rc_conn {
     uint8_t rsz_last;         /* rsz slot learnt from last */
     uint8_t qsz_n;            /* request sizes in qsz */
     uint8_t qsz_varied;       /* more request sizes than qsz holds were seen */
-    uint16_t qsz_seen;        /* requests seen (up to SIZES_SEEN) */
+    uint16_t qsz_stable;      /* requests in a row whose size was in qsz
+                                 already (up to RQ_SIZES_STABLE) */
     uint32_t qsz[RC_RQ_SIZES];
     rc_sizes rsz[RC_SIZE_SLOTS];
     struct rc_bus *bus;       /* a cluster-bus connection: its two streams

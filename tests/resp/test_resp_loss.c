@@ -26,7 +26,7 @@ static const char *set_req(char *buf, size_t size, int i)
 }
 
 /* Replies and requests seen before their sizes count (SIZES_SEEN). */
-#define W 8
+#define W 40
 
 /* The next event a microsecond later. */
 static void tick(h_ctx *h) { h->ts += 1; }
@@ -531,8 +531,8 @@ static void test_ack_bounded_reply(void **state)
 
 /* The first request X is lost (nothing to count it with); Y follows. The
  * reply to X comes from a packet that had not acknowledged Y, so it is not
- * taken for Y's. Without the ACK, X's reply was matched to Y, the queue
- * looked empty when Z started, and Z was paired with Y's reply: one off. */
+ * taken for Y's. Without the ACK, X's reply is matched to Y and the queue
+ * looks empty when Z starts: Z was once paired with Y's reply, one off. */
 static void pipelined_loss(h_ctx *h, int with_ack)
 {
     const char *y = "*2\r\n$4\r\nINCR\r\n$1\r\ny\r\n";
@@ -580,12 +580,17 @@ static void test_pipelined_loss_not_one_off(void **state)
         if (h.cmds[i].outcome == RESP_OK)
             assert_int_equal(h.cmds[i].reply.integer, 2 + (int64_t)i); /* Y 2, Z 3, W 4 */
     h_free(&h);
-    /* the case the ACK settles: without it Z takes Y's reply (the known
-     * limit that remains for captures without ACK numbers) */
+    /* without the ACK, Y takes X's reply (unanswered, as uncertain) and the
+     * queue is empty when Z starts; Z is not trusted all the same: X's
+     * request was lost and no reply has shown itself as its (one with
+     * nothing queued) yet. Z takes Y's (unanswered), Z's own comes with
+     * nothing queued, and W is paired with its own. */
     pipelined_loss(&h, 0);
     assert_int_equal(h.ncmds, 3);
-    assert_int_equal(h.cmds[1].outcome, RESP_OK);
-    assert_int_equal(h.cmds[1].reply.integer, 2);
+    assert_int_equal(h.cmds[0].outcome, RESP_UNANSWERED); /* Y */
+    assert_int_equal(h.cmds[1].outcome, RESP_UNANSWERED); /* Z */
+    assert_int_equal(h.cmds[2].outcome, RESP_OK);         /* W */
+    assert_int_equal(h.cmds[2].reply.integer, 4);
     h_free(&h);
 }
 
@@ -730,6 +735,177 @@ static void test_redirect_other_slot(void **state)
     h_free(&h);
 }
 
+/* ---------------------------------------------------------------- guesses that were wrong
+ *
+ * Each case below paired a command with another's reply on a real library
+ * capture with packets dropped by bench/loss-inject.py (libs-a, libs-b:
+ * ioredis, iovalkey, during a reshard); each is now left unpaired instead. */
+
+/* A request gap of a size no count of the sizes seen explains but one,
+ * right after the client began sending another command: the connection's
+ * GETs (22 bytes) were joined by an ASKING (16) just before, and the 48
+ * bytes lost were one SET, not three ASKINGs. The sizes of a connection
+ * whose requests have just changed are not trusted to count a gap. */
+static void test_lost_request_of_new_size(void **state)
+{
+    (void)state;
+    h_ctx h;
+    const char *get = "*2\r\n$3\r\nGET\r\n$3\r\nfoo\r\n";
+    const char *asking = "*1\r\n$6\r\nASKING\r\n";
+    const char *set = "*3\r\n$3\r\nSET\r\n$21\r\n{foo}:bar:0123456789a\r\n$1\r\nv\r\n";
+    const char *ping = "*1\r\n$4\r\nPING\r\n";
+    char b[128];
+    assert_int_equal(strlen(get), 22);
+    assert_int_equal(strlen(set), 3 * strlen(asking));
+    h_init(&h, 1, NULL);
+    h_open(&h);
+    for (int i = 0; i < W; i++) {
+        send_str(&h, CAP_TO_SERVER, get);
+        send_str(&h, CAP_TO_CLIENT, "$3\r\nbar\r\n");
+    }
+    send_str(&h, CAP_TO_SERVER, asking);
+    send_str(&h, CAP_TO_CLIENT, "+OK\r\n");
+    tick(&h);
+    h_gap(&h, CAP_TO_SERVER, strlen(set)); /* the SET */
+    snprintf(b, sizeof b, "%s%s", asking, get);
+    send_str(&h, CAP_TO_SERVER, b);
+    send_str(&h, CAP_TO_CLIENT, "+OK\r\n");      /* the SET's */
+    send_str(&h, CAP_TO_CLIENT, "+OK\r\n");      /* ASKING's */
+    send_str(&h, CAP_TO_CLIENT, "$3\r\nbaz\r\n"); /* GET's */
+    send_str(&h, CAP_TO_SERVER, ping);
+    send_str(&h, CAP_TO_CLIENT, "+PONG\r\n");
+    h_close(&h);
+    assert_int_equal(h.ncmds, W + 4);
+    assert_int_equal(h.cmds[W + 1].outcome, RESP_UNANSWERED); /* ASKING */
+    assert_int_equal(h.cmds[W + 2].outcome, RESP_UNANSWERED); /* GET */
+    assert_string_equal(h.cmds[W + 3].req.name, "PING");
+    assert_int_equal(h.cmds[W + 3].outcome, RESP_OK);
+    assert_int_equal(h.cmds[W + 3].reply.bytes, strlen("+PONG\r\n"));
+    h_free(&h);
+}
+
+/* The first request of a connection lost (iovalkey's CLIENT SETNAME), the
+ * next ones pipelined: READONLY takes the lost one's +OK (unanswered, as an
+ * uncertain request), and its queue is empty when CLUSTER SLOTS starts. That
+ * is no solid ground: one reply is still owed for the request lost (here
+ * READONLY's +OK), so CLUSTER SLOTS stays uncertain too. Only a reply that
+ * comes with nothing queued (CLUSTER SLOTS' own) shows the lost request's
+ * reply among those seen: the PING after it is paired. */
+static void test_lost_first_request_owes_a_reply(void **state)
+{
+    (void)state;
+    h_ctx h;
+    const char *setname = "*4\r\n$6\r\nCLIENT\r\n$7\r\nSETNAME\r\n$4\r\nname\r\n";
+    const char *readonly = "*1\r\n$8\r\nREADONLY\r\n";
+    const char *slots = "*2\r\n$7\r\nCLUSTER\r\n$5\r\nSLOTS\r\n";
+    const char *ping = "*1\r\n$4\r\nPING\r\n";
+    h_init(&h, 1, NULL);
+    h_open(&h);
+    tick(&h);
+    h_gap(&h, CAP_TO_SERVER, strlen(setname));
+    send_str(&h, CAP_TO_SERVER, readonly);
+    send_str(&h, CAP_TO_CLIENT, "+OK\r\n"); /* CLIENT SETNAME's */
+    send_str(&h, CAP_TO_SERVER, slots);
+    send_str(&h, CAP_TO_CLIENT, "+OK\r\n"); /* READONLY's */
+    send_str(&h, CAP_TO_CLIENT, "*0\r\n");  /* CLUSTER SLOTS' */
+    send_str(&h, CAP_TO_SERVER, ping);
+    send_str(&h, CAP_TO_CLIENT, "+PONG\r\n");
+    h_close(&h);
+    assert_int_equal(h.ncmds, 3);
+    assert_string_equal(h.cmds[1].req.name, "CLUSTER");
+    assert_int_equal(h.cmds[1].outcome, RESP_UNANSWERED); /* never READONLY's +OK */
+    assert_int_equal(h.cmds[2].outcome, RESP_OK);
+    assert_int_equal(h.cmds[2].reply.bytes, strlen("+PONG\r\n"));
+    assert_int_equal(h.closed.unpaired_replies, 3);
+    h_free(&h);
+}
+
+/* GET's replies had two sizes (9 and 27 bytes: values of 3 and 20) and had
+ * just changed (the 27 first seen a few replies back); MGET's had one (19).
+ * A gap of 27 bytes after GET MGET GET is not taken as the first GET's
+ * 27-byte reply, since a size not seen yet may be in it (here an 8-byte one
+ * and MGET's 19). */
+static void test_reply_sizes_just_changed(void **state)
+{
+    (void)state;
+    h_ctx h;
+    const char *get = "*2\r\n$3\r\nGET\r\n$3\r\nfoo\r\n";
+    const char *mget = "*3\r\n$4\r\nMGET\r\n$1\r\na\r\n$1\r\nb\r\n";
+    const char *mget_rep = "*2\r\n$2\r\n11\r\n$1\r\n2\r\n";
+    const char *long20 = "$20\r\n0123456789abcdefghij\r\n";
+    char b[256];
+    assert_int_equal(strlen(long20), 27);
+    assert_int_equal(strlen(mget_rep), 19);
+    h_init(&h, 1, NULL);
+    h_open(&h);
+    for (int i = 0; i < W; i++) {
+        send_str(&h, CAP_TO_SERVER, get);
+        send_str(&h, CAP_TO_CLIENT, "$3\r\nbar\r\n");
+        send_str(&h, CAP_TO_SERVER, mget);
+        send_str(&h, CAP_TO_CLIENT, mget_rep);
+    }
+    for (int i = 0; i < 9; i++) { /* 27 seen 5 times, below SIZES_SEEN */
+        send_str(&h, CAP_TO_SERVER, get);
+        send_str(&h, CAP_TO_CLIENT, i % 2 ? "$3\r\nbar\r\n" : long20);
+    }
+    snprintf(b, sizeof b, "%s%s%s", get, mget, get);
+    send_str(&h, CAP_TO_SERVER, b);
+    tick(&h);
+    h_gap(&h, CAP_TO_CLIENT, 8 + 19); /* "$2\r\nxy\r\n" and MGET's */
+    send_str(&h, CAP_TO_CLIENT, "$3\r\nbar\r\n"); /* the last GET's */
+    h_close(&h);
+    assert_int_equal(h.ncmds, 2 * W + 12);
+    assert_string_equal(h.cmds[2 * W + 10].req.name, "MGET");
+    /* never given the GET's reply (the sizes would say the gap is the
+     * first GET's 27 bytes) */
+    assert_int_equal(h.cmds[2 * W + 10].outcome, RESP_UNANSWERED);
+    h_free(&h);
+}
+
+/* A reply gap that took the reply of the only request queued, and the reply
+ * of a request the capture had not shown yet (lost: the request gap shows
+ * with the next request bytes); MGET's replies vary, so the sizes do not
+ * measure the gap. Two more replies of lost requests come with nothing
+ * queued, then the request gap: three MGETs. Counting it with the two
+ * replies seen (min_m) left one reply owed too many, and the next MGET was
+ * paired with the one after its own. */
+static void test_reply_gap_with_unseen_request(void **state)
+{
+    (void)state;
+    h_ctx h;
+    const char *mget = "*3\r\n$4\r\nMGET\r\n$2\r\nka\r\n$2\r\nkb\r\n";
+    const char *reps[3] = {"*2\r\n$1\r\n1\r\n$1\r\n2\r\n", "*2\r\n$2\r\n11\r\n$-1\r\n",
+                           "*2\r\n$-1\r\n$-1\r\n"};
+    const char *r29 = "*2\r\n$10\r\nabcdefghij\r\n$2\r\nxy\r\n";
+    assert_int_equal(strlen(r29), 29);
+    h_init(&h, 1, NULL);
+    h_open(&h);
+    for (int i = 0; i < W; i++) {
+        send_str(&h, CAP_TO_SERVER, mget);
+        send_str(&h, CAP_TO_CLIENT, reps[i % 3]);
+    }
+    send_str(&h, CAP_TO_SERVER, mget); /* X */
+    tick(&h);
+    h_gap(&h, CAP_TO_CLIENT, 2 * 29); /* X's reply and L1's */
+    send_str(&h, CAP_TO_CLIENT, r29);  /* L2's */
+    send_str(&h, CAP_TO_CLIENT, r29);  /* L3's */
+    tick(&h);
+    h_gap(&h, CAP_TO_SERVER, 3 * strlen(mget)); /* L1, L2, L3 */
+    send_str(&h, CAP_TO_SERVER, mget); /* Y */
+    send_str(&h, CAP_TO_CLIENT, reps[0]);
+    send_str(&h, CAP_TO_SERVER, mget); /* Z */
+    send_str(&h, CAP_TO_CLIENT, reps[1]);
+    h_close(&h);
+    assert_int_equal(h.ncmds, W + 3);
+    assert_int_equal(h.cmds[W].outcome, RESP_UNANSWERED); /* X */
+    /* Y: unanswered, or its own reply; never Z's */
+    if (h.cmds[W + 1].outcome == RESP_OK)
+        assert_int_equal(h.cmds[W + 1].reply.bytes, strlen(reps[0]));
+    assert_int_equal(h.cmds[W + 2].outcome, RESP_OK);
+    assert_int_equal(h.cmds[W + 2].reply.bytes, strlen(reps[1]));
+    h_free(&h);
+}
+
 /* ---------------------------------------------------------------- fixture
  *
  * tests/fixtures/loss/bench-5pct.pcap is tests/fixtures/resp/bench.pcap
@@ -814,15 +990,23 @@ static int fx_lost(const char *dropped, const char *from, const char *to, uint64
     return 0;
 }
 
-static void test_lossy_fixture(void **state)
+/* One lossy fixture against its clean capture: wrong (a command paired
+ * with another reply than in the clean run), eligible (paired in the clean
+ * run, its request-completing and reply-completing bytes both kept) and
+ * paired (of those, paired alike in the lossy run). */
+typedef struct fx_case {
+    const char *clean, *lossy, *dropped; /* under SS_FIXTURES */
+    int all_paired;                       /* the clean run pairs every command */
+    size_t eligible, paired;              /* what bench/loss-compare.py prints */
+} fx_case;
+
+static void fx_check(const fx_case *k)
 {
-    (void)state;
-    const char *dir = SS_FIXTURES;
     char clean_path[1024], lossy_path[1024], list_path[1024];
-    assert_non_null(dir);
-    snprintf(clean_path, sizeof clean_path, "%s/resp/bench.pcap", dir);
-    snprintf(lossy_path, sizeof lossy_path, "%s/loss/bench-5pct.pcap", dir);
-    snprintf(list_path, sizeof list_path, "%s/loss/bench-5pct.dropped", dir);
+    assert_non_null(SS_FIXTURES);
+    snprintf(clean_path, sizeof clean_path, "%s/%s", SS_FIXTURES, k->clean);
+    snprintf(lossy_path, sizeof lossy_path, "%s/%s", SS_FIXTURES, k->lossy);
+    snprintf(list_path, sizeof list_path, "%s/%s", SS_FIXTURES, k->dropped);
     FILE *f = fopen(list_path, "r");
     assert_non_null(f);
     static char dropped[64 * 1024];
@@ -832,7 +1016,6 @@ static void test_lossy_fixture(void **state)
     fx_run clean, lossy;
     fx_load(clean_path, &clean);
     fx_load(lossy_path, &lossy);
-    assert_int_equal(clean.n, 1522);
     size_t wrong = 0, eligible = 0, paired = 0;
     for (size_t i = 0; i < lossy.n; i++) {
         const fx_cmd *l = &lossy.v[i];
@@ -844,8 +1027,10 @@ static void test_lossy_fixture(void **state)
     }
     for (size_t i = 0; i < clean.n; i++) {
         const fx_cmd *c = &clean.v[i];
-        assert_true(c->reply_end != 0); /* the clean run pairs everything */
-        if (fx_lost(dropped, c->client, c->server, c->req_end - 1) ||
+        if (k->all_paired)
+            assert_true(c->reply_end != 0);
+        if (c->reply_end == 0 ||
+            fx_lost(dropped, c->client, c->server, c->req_end - 1) ||
             fx_lost(dropped, c->server, c->client, c->reply_end - 1))
             continue;
         eligible++;
@@ -853,12 +1038,46 @@ static void test_lossy_fixture(void **state)
         if (l != NULL && l->reply_end == c->reply_end)
             paired++;
     }
-    /* the figures bench/loss-compare.py printed for these files */
+    if (wrong != 0 || eligible != k->eligible || paired != k->paired)
+        print_message("%s: wrong %zu, eligible %zu, paired %zu\n", k->lossy, wrong, eligible,
+                      paired);
     assert_int_equal(wrong, 0);
-    assert_int_equal(eligible, 1322);
-    assert_int_equal(paired, 1274);
+    assert_int_equal(eligible, k->eligible);
+    assert_int_equal(paired, k->paired);
     free(clean.v);
     free(lossy.v);
+}
+
+/* tests/fixtures/loss/bench-5pct.pcap: pipelined redis-benchmark (1,522
+ * commands, all paired in the clean run), 5% loss. */
+static void test_lossy_fixture(void **state)
+{
+    (void)state;
+    static const fx_case k = {"resp/bench.pcap", "loss/bench-5pct.pcap",
+                              "loss/bench-5pct.dropped", 1, 1322, 1258};
+    fx_check(&k);
+}
+
+/* Real client libraries during a reshard (tests/fixtures/libs), with 5% or
+ * 10% of the segments dropped (bench/loss-inject.py --seed N): each of
+ * these paired commands wrongly before the sizes had to be stable, a lost
+ * request owed its reply and a reply gap its given-up requests' (1 to 25
+ * commands each). */
+static void test_lossy_libraries(void **state)
+{
+    (void)state;
+    static const fx_case ks[] = {
+        {"libs/iovalkey.pcap.gz", "loss/iovalkey-10pct-s11.pcap.gz",
+         "loss/iovalkey-10pct-s11.dropped", 0, 545, 457},
+        {"libs/redis-py-asyncio.pcap.gz", "loss/redis-py-asyncio-5pct-s17.pcap.gz",
+         "loss/redis-py-asyncio-5pct-s17.dropped", 0, 567, 533},
+        {"libs/ioredis.pcap.gz", "loss/ioredis-5pct-s28.pcap.gz",
+         "loss/ioredis-5pct-s28.dropped", 0, 664, 606},
+        {"libs/ioredis.pcap.gz", "loss/ioredis-10pct-s16.pcap.gz",
+         "loss/ioredis-10pct-s16.dropped", 0, 582, 462},
+    };
+    for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++)
+        fx_check(&ks[i]);
 }
 
 int main(void)
@@ -882,7 +1101,12 @@ int main(void)
         cmocka_unit_test(test_reply_lost_before_first),
         cmocka_unit_test(test_start_gap_before_peer),
         cmocka_unit_test(test_redirect_other_slot),
+        cmocka_unit_test(test_lost_request_of_new_size),
+        cmocka_unit_test(test_lost_first_request_owes_a_reply),
+        cmocka_unit_test(test_reply_sizes_just_changed),
+        cmocka_unit_test(test_reply_gap_with_unseen_request),
         cmocka_unit_test(test_lossy_fixture),
+        cmocka_unit_test(test_lossy_libraries),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
