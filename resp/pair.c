@@ -278,6 +278,13 @@ void pair_emit(rc_conn *c, rq_slot *e, resp_outcome outcome)
     emit_without_reply(c, slot_command_lazy(c, e), outcome);
 }
 
+/* The replies a request given up still owes, at least: nreply, none when
+ * their number depends on replies (dynamic). */
+static uint32_t replies_owed(uint32_t nreply, uint8_t dynamic)
+{
+    return dynamic ? 0 : nreply;
+}
+
 /* The request being decoded (e, c->cur) cannot be queued (a cap, or no
  * memory): the FIFO lost a position, so the pairing after it is unknown;
  * the request itself is emitted unanswered, as it is: from its whole
@@ -287,7 +294,16 @@ static PAIR_RARE void stage_drop(rc_conn *c, rq_entry *e)
 {
     c->cur_dropped = 0;
     c->rp->closed.dropped_requests++;
+    /* no reply byte was lost: every request given up still owes its
+     * replies, and so does e (unless a reply gap is pending: how many it
+     * held is not known) */
+    uint64_t owed = c->rp_gap_pending ? 0 : (uint64_t)c->owed_min + replies_owed(e->nreply, e->dynamic);
+    for (uint32_t i = 0; i < c->count && !c->rp_gap_pending; i++) {
+        const rq_slot *q = ring_at(c, i);
+        owed += replies_owed(q->nreply, q->dynamic);
+    }
     pair_lost(c);
+    c->owed_min = owed > UINT32_MAX ? UINT32_MAX : (uint32_t)owed;
     resp_command *cmd = &e->cmd;
     if (e == &c->stage) {
         cmd = &c->rp->out;

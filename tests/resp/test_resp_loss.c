@@ -906,6 +906,41 @@ static void test_reply_gap_with_unseen_request(void **state)
     h_free(&h);
 }
 
+/* A request past the in-flight cap (max_inflight 4, six pipelined) is not
+ * queued: every request in flight is given up, and each still owes its
+ * reply, as does the one dropped (no reply bytes were lost). The request
+ * after them is paired only once all six replies came. */
+static void test_cap_owes_every_reply(void **state)
+{
+    (void)state;
+    h_ctx h;
+    resp_config cfg;
+    resp_config_defaults(&cfg);
+    cfg.max_inflight = 4;
+    char b[512], one[64];
+    h_init(&h, 1, &cfg);
+    h_open(&h);
+    b[0] = '\0';
+    for (int i = 0; i < 6; i++) {
+        snprintf(one, sizeof one, "*2\r\n$4\r\nINCR\r\n$1\r\n%d\r\n", i);
+        strcat(b, one);
+    }
+    send_str(&h, CAP_TO_SERVER, b);
+    send_str(&h, CAP_TO_CLIENT, ":1\r\n:2\r\n:3\r\n");
+    send_str(&h, CAP_TO_SERVER, "*2\r\n$4\r\nINCR\r\n$1\r\nx\r\n");
+    send_str(&h, CAP_TO_CLIENT, ":4\r\n:5\r\n:6\r\n");
+    send_str(&h, CAP_TO_CLIENT, ":7\r\n"); /* INCR x's */
+    send_str(&h, CAP_TO_SERVER, "*2\r\n$4\r\nINCR\r\n$1\r\ny\r\n");
+    send_str(&h, CAP_TO_CLIENT, ":8\r\n");
+    h_close(&h);
+    for (size_t i = 0; i < h.ncmds; i++)
+        if (h.cmds[i].outcome == RESP_OK) /* INCR x :7, INCR y :8, nothing else */
+            assert_int_equal(h.cmds[i].reply.integer,
+                             h.cmds[i].req.args[0][0] == 'x' ? 7 : 8);
+    assert_int_equal(h_count(&h, "INCR", RESP_OK), 1);
+    h_free(&h);
+}
+
 /* ---------------------------------------------------------------- fixture
  *
  * tests/fixtures/loss/bench-5pct.pcap is tests/fixtures/resp/bench.pcap
@@ -1105,6 +1140,7 @@ int main(void)
         cmocka_unit_test(test_lost_first_request_owes_a_reply),
         cmocka_unit_test(test_reply_sizes_just_changed),
         cmocka_unit_test(test_reply_gap_with_unseen_request),
+        cmocka_unit_test(test_cap_owes_every_reply),
         cmocka_unit_test(test_lossy_fixture),
         cmocka_unit_test(test_lossy_libraries),
     };

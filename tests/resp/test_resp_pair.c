@@ -195,8 +195,8 @@ static void test_reply_split_across_ring_growth(void **state)
 /* A request dropped at the in-flight cap while a reply is being decoded into
  * the head's entry: the queue is given up (the head emitted unanswered,
  * with no trace of the half-read error reply), the reply is still read to
- * its end and counted as unpaired, and the entries reused afterwards carry
- * nothing of it. */
+ * its end and counted as unpaired, so are the replies of the other two, and
+ * the entries reused afterwards carry nothing of it. */
 static void test_drop_while_reply_in_head(void **state)
 {
     (void)state;
@@ -221,6 +221,10 @@ static void test_drop_while_reply_in_head(void **state)
     }
     h_str(&h, CAP_TO_CLIENT, ".0.7:6381\r\n"); /* no request waits: unpaired */
     assert_int_equal(resp_get_stats(h.rp)->total.unpaired_replies, 1);
+    /* the other two GETs' replies: owed by the requests given up (nothing
+     * is paired before they came) */
+    h_str(&h, CAP_TO_CLIENT, "$1\r\nv\r\n$1\r\nv\r\n");
+    assert_int_equal(resp_get_stats(h.rp)->total.unpaired_replies, 3);
     /* solid ground again: requests in the ring slots the error was in */
     for (int i = 0; i < 4; i++) {
         h_str(&h, CAP_TO_SERVER, req);
