@@ -77,25 +77,35 @@ PAIR_APART void sizes_learn_change(rc_sizes *z, const resp_reply *r)
     z->seen = 1; /* a new size: counted again from this reply */
 }
 
-/* The sizes e's reply may have: 1 or 2 of them in out, or 0 when they are
- * not predictable (a command seen fewer than SIZES_SEEN times, with more
- * than two sizes or an integer other than 0 and 1, or not a plain one). */
-static int sizes_of(const rc_conn *c, const rq_slot *e, uint32_t out[2])
+/* The sizes remembered for the replies of e's command (a plain command of
+ * one reply), NULL when none. */
+static const rc_sizes *sizes_known(const rc_conn *c, const rq_slot *e)
 {
-    if (e->kind != RQK_NORMAL || e->nreply != 1 || e->uncertain || e->keep)
-        return 0;
+    if (e->kind != RQK_NORMAL || e->nreply != 1)
+        return NULL;
     char name[16];
     slot_name16(c, e, name);
     uint64_t k = size_key_of(name, e->name_len, slot_argc(c, e));
-    for (int i = 0; i < RC_SIZE_SLOTS; i++) {
-        const rc_sizes *z = &c->rsz[i];
-        if (z->key == k && z->seen >= SIZES_SEEN && !z->varied && z->n > 0) {
-            out[0] = z->size[0];
-            out[1] = z->size[1];
-            return z->n;
-        }
-    }
-    return 0;
+    for (int i = 0; i < RC_SIZE_SLOTS; i++)
+        if (c->rsz[i].key == k && c->rsz[i].seen != 0)
+            return &c->rsz[i];
+    return NULL;
+}
+
+/* The sizes e's reply may have: 1 or 2 of them in out, or 0 when they are
+ * not predictable (a command seen fewer than SIZES_SEEN times in a row
+ * since its sizes changed, with more than two sizes or an integer other
+ * than 0 and 1, or not a plain one). */
+static int sizes_of(const rc_conn *c, const rq_slot *e, uint32_t out[2])
+{
+    if (e->uncertain || e->keep)
+        return 0;
+    const rc_sizes *z = sizes_known(c, e);
+    if (z == NULL || z->seen < SIZES_SEEN || z->varied || z->n == 0)
+        return 0;
+    out[0] = z->size[0];
+    out[1] = z->size[1];
+    return z->n;
 }
 
 
@@ -327,19 +337,11 @@ static void rp_gap_anchor(rc_conn *c, uint32_t d)
  * when that is not known. */
 static uint64_t least_seen(const rc_conn *c, const rq_slot *e)
 {
-    if (e->kind != RQK_NORMAL || e->nreply != 1)
+    const rc_sizes *z = sizes_known(c, e);
+    if (z == NULL || z->varied || z->n == 0)
         return 3;
-    char name[16];
-    slot_name16(c, e, name);
-    uint64_t k = size_key_of(name, e->name_len, slot_argc(c, e));
-    for (int i = 0; i < RC_SIZE_SLOTS; i++) {
-        const rc_sizes *z = &c->rsz[i];
-        if (z->key == k && z->seen != 0 && !z->varied && z->n > 0) {
-            uint32_t least = z->n > 1 && z->size[1] < z->size[0] ? z->size[1] : z->size[0];
-            return least < 3 ? 3 : least;
-        }
-    }
-    return 3;
+    uint32_t least = z->n > 1 && z->size[1] < z->size[0] ? z->size[1] : z->size[0];
+    return least < 3 ? 3 : least;
 }
 
 /* The fewest bytes the reply of any of the first n requests queued takes,
