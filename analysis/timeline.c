@@ -15,7 +15,8 @@
  * covered (an importing node answers those with MOVED: it serves them only
  * once it owns the slot; a client that refreshed its map sees no MOVED). One window per slot at a time: an ASK to another target, or any
  * migration event after a closed window, starts a new one (the old one is
- * emitted). Cost: the extra time of operations on the slot that ended while
+ * emitted), but an ASK from the window's source to its target after the
+ * flip (the source has not learnt it yet: late_ask), which is counted in it. Cost: the extra time of operations on the slot that ended while
  * the window was open.
  *
  * For migration_stuck's evidence a window keeps its CLUSTER SETSLOT commands
@@ -141,6 +142,17 @@ static void close_window(an_mig *m, int64_t ts)
     m->pub.complete = 1;
 }
 
+/* Is x's ASK one of window m's, after its flip? The target flips first
+ * (SETSLOT NODE goes to it first, then to the source and the others), and
+ * until the source learns it the source still answers -ASK to the same
+ * target: the same migration (a new one from the same source to the same
+ * target would need the slot back at the source first, another window). */
+static int late_ask(const an_mig *m, const an_cmdctx *x)
+{
+    return m && m->pub.complete == 1 && m->source != AN_NONE && m->source == x->node &&
+           m->target != AN_NONE && m->target == x->target;
+}
+
 void an_tl_redirect(an_analyzer *an, an_cmdctx *x)
 {
     int32_t slot = reply_slot(x);
@@ -151,7 +163,8 @@ void an_tl_redirect(an_analyzer *an, an_cmdctx *x)
     switch (x->cmd->reply.err) {
     case RESP_ERR_ASK: {
         int other = m && m->target != AN_NONE && x->target != AN_NONE && m->target != x->target;
-        m = mig_open(an, slot, other);
+        if (!late_ask(m, x))
+            m = mig_open(an, slot, other);
         if (!m)
             break;
         if (m->source == AN_NONE)

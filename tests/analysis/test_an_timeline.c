@@ -78,11 +78,36 @@ static void test_asking_or_nothing_keeps_open(void **state)
     }
 }
 
+/* The target served the slot (the window closed at 5100), then the source,
+ * which has not learnt the flip yet, answers -ASK to the same target once
+ * more: a late ASK of the same migration, counted in its window, not a new
+ * window (a live reshard showed it: the target got SETSLOT NODE 1 ms before
+ * the source's last -ASK). */
+static void test_late_ask_same_window(void **state)
+{
+    (void)state;
+    sc s;
+    sc_init(&s, NULL);
+    int cs = sc_conn(&s, 19, 40000, S), ct = sc_conn(&s, 19, 40001, T);
+    mig_ask_followed(&s, cs, ct, 1000, k1);
+    sc_do(&s, ct, 5000, 100, "$", "GET", k1, NULL); /* served by T: the flip */
+    mig_ask_followed(&s, cs, ct, 6000, k1);         /* late: S still ASKs */
+    sc_finish(&s, 200000000);
+    assert_int_equal(s.out.nmigrations, 1);
+    assert_true(s.out.migrations[0].complete);
+    assert_int_equal(s.out.migrations[0].flip_us, SC_T0 + 5100);
+    assert_int_equal(s.out.migrations[0].asks, 2);
+    assert_int_equal(s.out.migrations[0].last_ask_us, SC_T0 + 6100);
+    assert_null(sc_find(&s, AN_MIGRATION_STUCK, ""));
+    sc_free(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_served_by_target_closes),
         cmocka_unit_test(test_asking_or_nothing_keeps_open),
+        cmocka_unit_test(test_late_ask_same_window),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -22,8 +22,8 @@
  *     tshark: the wire_redirect lines), at least those the clients counted;
  *   - one migration window per (slot, source, target) the scenario made and
  *     no other, complete or still open as it was left, with the wire's ASK
- *     count and first/last ASK times (wire_ask), and its flip after the last
- *     ASK and no later than the first MOVED to the target (wire_moved).
+ *     count and first/last ASK times (wire_ask), and its flip and its last
+ *     ASK no later than the first MOVED to the target (wire_moved).
  *
  * The live version (live-cluster.sh) makes a new capture and runs this same
  * program on it: the environment variable SS_CLUSTER_DIR then names the
@@ -348,13 +348,17 @@ static size_t check_migration(const exp_line *e)
                 "%lld .. %lld\n", e->f[0], asks, first, last, want_asks, want_first, want_last);
         bad++;
     }
-    /* the flip: after the last ASK, no later than the first MOVED to the target */
+    /* the flip (SETSLOT NODE at the target, the first to get it): no later
+     * than the first MOVED to the target; the ASKs after it are the source's
+     * until it learns the flip, and so come before that MOVED too (a live
+     * run: the target flipped at 77.664801, the source answered -ASK at
+     * 77.665844 and -MOVED at 77.698135) */
     for (size_t i = 0; complete && i < n_lines; i++) {
         const exp_line *m = &lines[i];
         if (strcmp(m->what, "wire_moved") || strcmp(m->f[0], e->f[0]) || strcmp(m->f[1], e->f[2]))
             continue;
         long long moved = strtoll(m->f[2], NULL, 10);
-        if (flip > moved || flip < want_last) {
+        if (flip > moved || want_last > moved) {
             fprintf(stderr, "migration of slot %s: flip %lld, last ASK %lld, first MOVED to "
                     "the target %lld\n", e->f[0], flip, want_last, moved);
             bad++;
