@@ -285,6 +285,22 @@ static uint32_t replies_owed(uint32_t nreply, uint8_t dynamic)
     return dynamic ? 0 : nreply;
 }
 
+/* What owed_min becomes when e is dropped and every request queued is given
+ * up: no reply byte was lost, so all of them still owe their replies, and
+ * so does e (unless a reply gap is pending: how many it held is not known,
+ * and nothing is known to be owed, as at any loss of replies). */
+static uint32_t owed_at_drop(rc_conn *c, const rq_entry *e)
+{
+    if (c->rp_gap_pending)
+        return 0;
+    uint64_t owed = (uint64_t)c->owed_min + replies_owed(e->nreply, e->dynamic);
+    for (uint32_t i = 0; i < c->count; i++) {
+        const rq_slot *q = ring_at(c, i);
+        owed += replies_owed(q->nreply, q->dynamic);
+    }
+    return owed > UINT32_MAX ? UINT32_MAX : (uint32_t)owed;
+}
+
 /* The request being decoded (e, c->cur) cannot be queued (a cap, or no
  * memory): the FIFO lost a position, so the pairing after it is unknown;
  * the request itself is emitted unanswered, as it is: from its whole
@@ -294,16 +310,9 @@ static PAIR_RARE void stage_drop(rc_conn *c, rq_entry *e)
 {
     c->cur_dropped = 0;
     c->rp->closed.dropped_requests++;
-    /* no reply byte was lost: every request given up still owes its
-     * replies, and so does e (unless a reply gap is pending: how many it
-     * held is not known) */
-    uint64_t owed = c->rp_gap_pending ? 0 : (uint64_t)c->owed_min + replies_owed(e->nreply, e->dynamic);
-    for (uint32_t i = 0; i < c->count && !c->rp_gap_pending; i++) {
-        const rq_slot *q = ring_at(c, i);
-        owed += replies_owed(q->nreply, q->dynamic);
-    }
+    uint32_t owed = owed_at_drop(c, e);
     pair_lost(c);
-    c->owed_min = owed > UINT32_MAX ? UINT32_MAX : (uint32_t)owed;
+    c->owed_min = owed;
     resp_command *cmd = &e->cmd;
     if (e == &c->stage) {
         cmd = &c->rp->out;
