@@ -168,6 +168,11 @@ extern const char cli_analysis_options_help[];
 void cli_print_settings_help(FILE *out);
 /* argv joined with shell quoting where needed. */
 void cli_join_argv(int argc, char **argv, char *out, size_t size);
+/* An interval in nanoseconds: the milliseconds (1..60000) in the environment
+ * variable name, else default_ns. Such variables are for tests that need a
+ * run's periodic work (a snapshot, a progress redraw) to come before their
+ * capture is analysed whole, however fast the machine and the code get. */
+int64_t cli_env_interval_ns(const char *name, int64_t default_ns);
 /* The whole command line, set by main (recorded in the database's meta). */
 extern char cli_command_line[4096];
 

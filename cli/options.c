@@ -599,6 +599,19 @@ static void put_str(char *out, size_t size, size_t *used, const char *s)
         put_char(out, size, used, *s);
 }
 
+int64_t cli_env_interval_ns(const char *name, int64_t default_ns)
+{
+    const char *ms = getenv(name);
+    char *end;
+    long v;
+    if (!ms || !*ms)
+        return default_ns;
+    v = strtol(ms, &end, 10);
+    if (*end != '\0' || v < 1 || v > 60000)
+        return default_ns;
+    return (int64_t)v * 1000000LL;
+}
+
 void cli_join_argv(int argc, char **argv, char *out, size_t size)
 {
     size_t used = 0;

@@ -549,30 +549,14 @@ pipeline *pipeline_new(const cli_opts *o, report *rep, int live)
 
 /* ---------------------------------------------------------------- run */
 
-/* Wall time between analyze's snapshots: SNAPSHOT_NS, or the milliseconds in
- * SLOTSCOPE_SNAPSHOT_MS (1..60000). That variable is for tests that stop a
- * run after its first snapshot (tests/robust/test_interrupt.c): their
- * captures must not be analysed whole before it comes, however fast the
- * machine and the code get. */
-static int64_t snapshot_interval_ns(void)
-{
-    const char *ms = getenv("SLOTSCOPE_SNAPSHOT_MS");
-    char *end;
-    long v;
-    if (!ms || !*ms)
-        return SNAPSHOT_NS;
-    v = strtol(ms, &end, 10);
-    if (*end != '\0' || v < 1 || v > 60000)
-        return SNAPSHOT_NS;
-    return (int64_t)v * 1000000LL;
-}
-
 int pipeline_run(pipeline *p, cap_source *src)
 {
     char err[512] = "";
     int rc;
     p->src = src;
-    p->snapshot_ns = snapshot_interval_ns();
+    /* SLOTSCOPE_SNAPSHOT_MS: tests/robust/test_interrupt.c stops a run
+     * after its first snapshot */
+    p->snapshot_ns = cli_env_interval_ns("SLOTSCOPE_SNAPSHOT_MS", SNAPSHOT_NS);
     /* The inputs are named in the database from the start. */
     snapshot(p);
     clock_gettime(CLOCK_MONOTONIC, &p->last_snapshot);

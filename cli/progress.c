@@ -34,23 +34,6 @@ static int64_t elapsed_ns(const struct timespec *a, const struct timespec *b)
     return (int64_t)(b->tv_sec - a->tv_sec) * 1000000000LL + (b->tv_nsec - a->tv_nsec);
 }
 
-/* Nanoseconds between redraws: REDRAW_NS, or the milliseconds in
- * SLOTSCOPE_PROGRESS_MS (1..60000). That variable is for a test that needs
- * the bar drawn (tests/cli/test_live.c): its capture must not be analysed
- * whole before the first redraw, however fast the machine and the code get. */
-static int64_t redraw_interval_ns(void)
-{
-    const char *ms = getenv("SLOTSCOPE_PROGRESS_MS");
-    char *end;
-    long v;
-    if (!ms || !*ms)
-        return REDRAW_NS;
-    v = strtol(ms, &end, 10);
-    if (*end != '\0' || v < 1 || v > 60000)
-        return REDRAW_NS;
-    return (int64_t)v * 1000000LL;
-}
-
 progress *progress_new(int quiet)
 {
     progress *pg;
@@ -59,7 +42,8 @@ progress *progress_new(int quiet)
     pg = calloc(1, sizeof *pg);
     if (pg) {
         clock_gettime(CLOCK_MONOTONIC, &pg->start);
-        pg->redraw_ns = redraw_interval_ns();
+        /* SLOTSCOPE_PROGRESS_MS: tests/cli/test_live.c needs the bar drawn */
+        pg->redraw_ns = cli_env_interval_ns("SLOTSCOPE_PROGRESS_MS", REDRAW_NS);
     }
     return pg;
 }
