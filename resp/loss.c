@@ -344,39 +344,29 @@ static uint64_t least_seen(const rc_conn *c, const rq_slot *e)
     return least < 3 ? 3 : least;
 }
 
-/* The fewest bytes the reply of any of the first n requests queued takes,
- * by the sizes their commands' replies have had (least_seen). */
-static uint64_t least_reply(rc_conn *c, uint64_t n)
-{
-    uint64_t least = UINT64_MAX;
-    if (n > 4096)
-        return 3;
-    for (uint32_t i = 0; i < n && i < c->count && least > 3; i++) {
-        uint64_t l = least_seen(c, ring_at(c, i));
-        least = l < least ? l : least;
-    }
-    return least == UINT64_MAX ? 3 : least;
-}
-
-/* The first n requests queued are given up over a lost stretch of the reply
- * stream of len bytes (0: its length is not known): their replies are owed
- * too (pair.c, owed_min), less the most the stretch may have held, which may
- * also have been replies already owed (of a size not known). Before they are
- * popped. */
-void owed_after_reply_gap(rc_conn *c, uint64_t n, uint64_t len)
+/* The replies owed (pair.c, owed_min) once the first n requests queued are
+ * given up over a lost stretch of the reply stream of len bytes (0: its
+ * length is not known): theirs and those already owed, less the most the
+ * stretch may have held. That is counted with the least size the given-up
+ * requests' replies have had (least_seen), or 3 bytes when replies of sizes
+ * not known were owed already; the scan stops once the stretch may have held
+ * them all. Before the requests are popped. */
+uint32_t owed_after_reply_gap(rc_conn *c, uint64_t n, uint64_t len)
 {
     uint64_t total = (uint64_t)c->owed_min + n;
-    /* the first one's least size bounds the least of all: when even that
-     * many fit, the gap may have held them all (no need to look at each) */
-    if (len == 0 || total <= len / (c->count > 0 ? least_seen(c, ring_head(c)) : 3)) {
-        c->owed_min = 0;
-        return;
+    if (len == 0)
+        return 0;
+    uint64_t least = c->owed_min > 0 || n > 4096 ? 3 : UINT64_MAX;
+    for (uint32_t i = 0; least > 3 && i < n && i < c->count; i++) {
+        uint64_t l = least_seen(c, ring_at(c, i));
+        least = l < least ? l : least;
+        if (total <= len / least)
+            return 0;
     }
-    uint64_t fits = len / (c->owed_min > 0 ? 3 : least_reply(c, n));
+    uint64_t fits = len / (least == UINT64_MAX ? 3 : least);
     if (total <= fits)
-        c->owed_min = 0;
-    else
-        c->owed_min = total - fits > UINT32_MAX ? UINT32_MAX : (uint32_t)(total - fits);
+        return 0;
+    return total - fits > UINT32_MAX ? UINT32_MAX : (uint32_t)(total - fits);
 }
 
 /* The first n queued requests, which a reply gap may have answered, are
@@ -385,7 +375,7 @@ void rp_gap_give_up(rc_conn *c, uint32_t n)
 {
     if (n > c->count)
         n = c->count;
-    owed_after_reply_gap(c, n, c->rp_gap_len);
+    c->owed_min = owed_after_reply_gap(c, n, c->rp_gap_len);
     c->st.out_of_sync = 1;
     c->synced = 0;
     c->reply_since_loss = 0;

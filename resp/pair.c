@@ -278,6 +278,8 @@ void pair_emit(rc_conn *c, rq_slot *e, resp_outcome outcome)
     emit_without_reply(c, slot_command_lazy(c, e), outcome);
 }
 
+static void pair_lost_owing(rc_conn *c, uint32_t owed);
+
 /* The replies a request given up still owes, at least: nreply, none when
  * their number depends on replies (dynamic). */
 static uint32_t replies_owed(uint32_t nreply, uint8_t dynamic)
@@ -310,9 +312,7 @@ static PAIR_RARE void stage_drop(rc_conn *c, rq_entry *e)
 {
     c->cur_dropped = 0;
     c->rp->closed.dropped_requests++;
-    uint32_t owed = owed_at_drop(c, e);
-    pair_lost(c);
-    c->owed_min = owed;
+    pair_lost_owing(c, owed_at_drop(c, e));
     resp_command *cmd = &e->cmd;
     if (e == &c->stage) {
         cmd = &c->rp->out;
@@ -381,10 +381,11 @@ void pair_flush_all(rc_conn *c)
 /* ---------------------------------------------------------------- sync */
 
 /* Replies were lost (a gap or garbage on the server side): any request in
- * flight may have been answered in the lost bytes, so all are given up. */
-void pair_lost(rc_conn *c)
+ * flight may have been answered in the lost bytes, so all are given up;
+ * owed: the replies still to come that the bytes show (owed_min). */
+static void pair_lost_owing(rc_conn *c, uint32_t owed)
 {
-    c->owed_min = 0; /* how many of their replies the loss took is not known */
+    c->owed_min = owed;
     c->rp_gap_pending = 0;
     c->st.out_of_sync = 1;
     c->synced = 0;
@@ -393,14 +394,16 @@ void pair_lost(rc_conn *c)
     pair_flush_all(c);
 }
 
+void pair_lost(rc_conn *c)
+{
+    pair_lost_owing(c, 0); /* how many replies the loss took is not known */
+}
+
 /* pair_lost for a gap of len bytes in the reply stream: the requests given
  * up still owe the replies it cannot have held. */
 void pair_lost_gap(rc_conn *c, uint64_t len)
 {
-    owed_after_reply_gap(c, c->count, len);
-    uint32_t owed = c->owed_min;
-    pair_lost(c);
-    c->owed_min = owed;
+    pair_lost_owing(c, owed_after_reply_gap(c, c->count, len));
 }
 
 /* One more reply is owed: a request was lost. */

@@ -94,7 +94,6 @@ extern const rp_out pair_rp_out;
 void pair_lost(rc_conn *c);           /* replies lost: pairing unknown now */
 void pair_lost_gap(rc_conn *c, uint64_t len); /* the same, in a gap of len bytes */
 void pair_lost_requests(rc_conn *c);  /* requests lost: what is queued stays */
-
 void pair_limit_hit(rc_conn *c);      /* a limit was hit */
 void pair_emit(rc_conn *c, rq_slot *e, resp_outcome outcome);
 void pair_pop_unanswered(rc_conn *c);
@@ -128,8 +127,8 @@ rc_sizes *sizes_slot(rc_conn *c, uint64_t k);
 void sizes_learn_change(rc_sizes *z, const resp_reply *r);
 void rp_gap_give_up(rc_conn *c, uint32_t n);
 /* The first n queued, about to be given up over a reply gap of len bytes
- * (0: not known): the replies they still owe (pair.c, owed_min). */
-void owed_after_reply_gap(rc_conn *c, uint64_t n, uint64_t len);
+ * (0: not known): the replies owed then (pair.c, owed_min). */
+uint32_t owed_after_reply_gap(rc_conn *c, uint64_t n, uint64_t len);
 void rp_gap_resolve(rc_conn *c, const uint8_t *p, size_t n, int64_t ts);
 void rq_gap_resolve(rc_conn *c, const uint8_t *p, size_t n);
 
