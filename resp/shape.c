@@ -58,20 +58,14 @@ int rd_replconf_at(const uint8_t *d, size_t len)
     return RD_RC_NONE;
 }
 
-/* The cluster-bus header's version and message types (bus/bus.h). */
-#define BUS_SHAPE_VERSION 1
-#define BUS_SHAPE_PONG 1
-#define BUS_SHAPE_TYPES 11 /* PING .. PUBLISHSHARD */
-
-/* +1 for a bus message sent by the side that opened the link, else 0. */
+/* +1 for a bus message sent by the side that opened the link, else 0: a
+ * header bus_signature accepts (version 1), of a known type but PONG. */
 static int bus_shape(const uint8_t *d, size_t len)
 {
-    if (len < 14)
+    if (len < 14 || bus_signature(d, len) != 1)
         return 0;
-    unsigned ver = (unsigned)d[8] << 8 | d[9], type = (unsigned)d[12] << 8 | d[13];
-    if (ver != BUS_SHAPE_VERSION || type >= BUS_SHAPE_TYPES || type == BUS_SHAPE_PONG)
-        return 0;
-    return 1;
+    unsigned type = (unsigned)d[12] << 8 | d[13];
+    return type < BUS_TYPE_COUNT && type != BUS_PONG;
 }
 
 int resp_shape(const uint8_t *data, size_t len)
