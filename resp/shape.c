@@ -59,10 +59,11 @@ int rd_replconf_at(const uint8_t *d, size_t len)
 }
 
 /* +1 for a bus message sent by the side that opened the link, else 0: a
- * header bus_signature accepts (version 1), of a known type but PONG. */
+ * header of version 1 (bytes 8-9), of a known type but PONG (bytes 12-13;
+ * bus/bus.h's types). Its length is not judged: the first bytes are enough. */
 static int bus_shape(const uint8_t *d, size_t len)
 {
-    if (len < 14 || bus_signature(d, len) != 1)
+    if (len < 14 || ((unsigned)d[8] << 8 | d[9]) != 1)
         return 0;
     unsigned type = (unsigned)d[12] << 8 | d[13];
     return type < BUS_TYPE_COUNT && type != BUS_PONG;
