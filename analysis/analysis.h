@@ -446,6 +446,11 @@ typedef struct an_stats {
                                         their retry may be what the capture lost
                                         (the client's requests lost after the
                                         redirect, or a retry without its reply) */
+    uint64_t keys_lost;              /* commands whose first key lost bytes in a
+                                        capture gap (or past the snap length):
+                                        in no operation, never judged; the
+                                        operations whose retry they may be are
+                                        not judged redirect_unfollowed */
     uint64_t readonly_unknown_moved; /* MOVEDs of reads from a replica whose
                                         master is not known, on connections
                                         picked up mid-stream whose READONLY the

@@ -1010,7 +1010,10 @@ static __attribute__((noinline)) void on_command_full(an_analyzer *an, const res
     } else {
         an_tl_served(an, &x);
     }
-    if (x.slot >= 0 && req->name[0]) {
+    if (req->slot_unknown) { /* its key was lost: in no operation */
+        if (x.asked)
+            cn->asking_spent_ts = asking_ts;
+    } else if (x.slot >= 0 && req->name[0]) {
         an_ops_on_command(an, &x);
     } else if (x.asked) {
         an_ops_asking_spent(an, &x, asking_ts);
@@ -1057,6 +1060,10 @@ static __attribute__((noinline)) void on_command_general(an_analyzer *an,
         cli->last_start_us = req->start_us;
     if (cmd->requests_lost)
         an_ops_requests_lost(an, cli, cn->node, conn_before_us, req->start_us);
+    if (req->slot_unknown) { /* which operation it is, only its key would say */
+        an->st.keys_lost++;
+        an_ops_requests_lost(an, cli, cn->node, req->start_us, req->start_us);
+    }
     if (cn->node != AN_NONE)
         an->nodes[cn->node].pub.commands++;
 
@@ -1170,7 +1177,7 @@ quick_count(an_analyzer *an, const resp_command *cmd, int64_t ts, int32_t i, an_
 static inline unsigned quick_command(an_analyzer *an, const resp_command *cmd)
 {
     const resp_request *req = &cmd->req;
-    if (cmd->outcome != RESP_OK || !cmd->conn || cmd->requests_lost ||
+    if (cmd->outcome != RESP_OK || !cmd->conn || cmd->requests_lost || req->slot_unknown ||
         is_redirect_class(cmd->reply.err) ||
         an->sink.command)
         return 0;
@@ -1303,7 +1310,7 @@ static __attribute__((noinline)) void quick_after(an_analyzer *an, const resp_co
 static inline unsigned quick_unpaired(an_analyzer *an, const resp_command *cmd)
 {
     const resp_request *req = &cmd->req;
-    if (!cmd->conn || cmd->requests_lost || an->sink.command)
+    if (!cmd->conn || cmd->requests_lost || req->slot_unknown || an->sink.command)
         return 0;
     uint32_t i = (uint32_t)cmd->conn_word - 1;
     if (i >= an->conn_hwm)

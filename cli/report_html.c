@@ -978,6 +978,7 @@ static void section_blind(FILE *out, sqlite3 *db)
         {"skipped_bytes", "bytes skipped unparsed"},
         {"protocol_errors", "RESP protocol errors"},
         {"unknown_commands", "commands not in the command table (keys unknown)"},
+        {"keys_lost", "commands whose first key the capture lost: in no operation, never judged"},
         {"abandoned_ops", "operations still waiting for a retry at the end"},
         {"evicted_ops", "operations dropped unjudged (table full)"},
         {"unseen_retry_ops", "redirected operations whose retry the capture may have lost: not"

@@ -831,6 +831,10 @@ static void print_loss(const report *r, FILE *out)
             report_counter(r, "protocol_errors"));
     fprintf(out, "  commands     %" PRIu64 " not in the command table (their keys are unknown)\n",
             report_counter(r, "unknown_commands"));
+    if (report_counter(r, "keys_lost"))
+        fprintf(out, "               %" PRIu64 " whose first key the capture lost (a gap or the snap"
+                " length cut it): in no operation, never judged (keys_lost)\n",
+                report_counter(r, "keys_lost"));
     fprintf(out, "  operations   %" PRIu64 " still waiting for a retry at the end, not judged"
             " (abandoned_ops), %" PRIu64 " dropped unjudged (evicted_ops)\n",
             report_counter(r, "abandoned_ops"), report_counter(r, "evicted_ops"));

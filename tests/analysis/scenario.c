@@ -234,6 +234,18 @@ static void emit(sc *s, int c, int64_t t, int64_t rtt, const char *reply, const 
     cmd.requests_lost = s->lost[c];
     s->lost[c] = 0;
     build_request(&cmd.req, argc, argv);
+    if (s->key_lost[c] && cmd.req.nkeys > 0) { /* as resp's rq_finish leaves it */
+        cmd.req.slot_unknown = 1;
+        cmd.req.nkeys = 0;
+        cmd.req.slot = -1;
+        cmd.req.multi_slot = 0;
+        cmd.req.key0_len = 0;
+        cmd.req.key0_full_len = 0;
+        memset(cmd.req.key0, 0, sizeof cmd.req.key0);
+        if (cmd.req.nargs > 0) /* the key's kept prefix was damaged */
+            cmd.req.arg_len[0] = 0;
+    }
+    s->key_lost[c] = 0;
     cmd.req.start_us = SC_T0 + t;
     cmd.req.ts_us = SC_T0 + t;
     build_reply(&cmd.reply, reply);
@@ -281,6 +293,11 @@ int sc_do(sc *s, int c, int64_t t, int64_t rtt, const char *reply, ...)
 void sc_requests_lost(sc *s, int c)
 {
     s->lost[c] = 1;
+}
+
+void sc_key_lost(sc *s, int c)
+{
+    s->key_lost[c] = 1;
 }
 
 void sc_close(sc *s, int c, int64_t t)

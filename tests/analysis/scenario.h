@@ -55,6 +55,7 @@ typedef struct sc {
     uint64_t seq[64];
     uint64_t word[64];     /* the analyzer's conn_word of each, as resp keeps it */
     uint8_t lost[64];      /* sc_requests_lost: the next command is flagged */
+    uint8_t key_lost[64];  /* sc_key_lost: the next command's key was lost */
 } sc;
 
 /* New scenario with this configuration (NULL: defaults). */
@@ -87,6 +88,10 @@ int sc_do(sc *s, int c, int64_t t, int64_t rtt, const char *reply, ...);
  * comes with resp_command.requests_lost, as resp flags it. A reply of "?"
  * to sc_cmd / sc_do makes a command without its reply (RESP_UNANSWERED). */
 void sc_requests_lost(sc *s, int c);
+/* The first key of connection c's next command lost bytes in a capture gap
+ * (or past the snap length): it comes as resp hands such a command over,
+ * slot_unknown set and no key facts (nkeys 0, slot -1, no key0). */
+void sc_key_lost(sc *s, int c);
 /* Close connection c at t. */
 void sc_close(sc *s, int c, int64_t t);
 /* an_finish at t. */
