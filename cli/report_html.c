@@ -1085,6 +1085,25 @@ static const char css[] =
     ".none{color:#5a6578;font-style:italic}.more{font-size:12px;color:#5a6578}"
     ".err{color:#b00020}code{font-family:ui-monospace,monospace;font-size:12px}";
 
+/* What the capture could not support, as analyze diagnosed it (meta
+ * diagnosis, verdict.c): "no findings" from such a capture means nothing. */
+static void inconclusive_note(FILE *out, sqlite3 *db)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, "SELECT (SELECT value FROM meta WHERE key = 'diagnosis'),"
+                               " (SELECT value FROM meta WHERE key = 'diagnosis_text')",
+                           -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW && col_text(st, 0)[0]) {
+        fputs("<p class=\"err\" id=\"inconclusive\">The capture cannot support a full verdict (",
+              out);
+        esc(out, col_text(st, 0));
+        fputs("): ", out);
+        esc(out, col_text(st, 1));
+        fputs("</p>\n", out);
+    }
+    sqlite3_finalize(st);
+}
+
 static void page_head(FILE *out, sqlite3 *db, const span *sp)
 {
     char a[64], b[64], d[32];
@@ -1118,6 +1137,7 @@ static void page_head(FILE *out, sqlite3 *db, const span *sp)
                  "</b><span>findings</span></div><div class=\"tot\"><b id=\"total-clients\">%"
                  PRId64 "</b><span>clients</span></div></div>\n</header>\n",
             q_int(db, "SELECT count(*) FROM findings"), q_int(db, "SELECT count(*) FROM clients"));
+    inconclusive_note(out, db);
 }
 
 /* The capture's span: its inputs' first and last records, else what the

@@ -646,8 +646,14 @@ static void print_findings(const report *r, FILE *out)
         cli_print_safe(out, r->filter);
         fputs(" (findings, redirects and connections; the totals are the whole run's)\n", out);
     }
+    verdict_diag d;
+    verdict_diagnose(r, &d);
     if (r->n_findings == 0) {
-        fputs("\nFindings: none (no client mishandled a redirect the capture shows)\n", out);
+        if (d.code)
+            fprintf(out, "\nFindings: none seen, but the capture cannot support a verdict (%s): "
+                         "%s\n", d.code, d.text);
+        else
+            fputs("\nFindings: none (no client mishandled a redirect the capture shows)\n", out);
         return;
     }
     if (rg_build(r, &g) != 0) {
@@ -655,6 +661,8 @@ static void print_findings(const report *r, FILE *out)
         return;
     }
     print_findings_headline(r, &g, out);
+    if (d.code)
+        fprintf(out, "  The capture cannot support a full verdict (%s): %s\n", d.code, d.text);
     shown = r->full || g.n_clients <= TEXT_MAX_CLIENTS ? g.n_clients : TEXT_MAX_CLIENTS;
     for (size_t i = 0; i < shown; i++)
         print_client_group(r, &g, &g.clients[i], i + 1, days, out);

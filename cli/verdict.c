@@ -139,9 +139,17 @@ static int diagnose_traffic(const report *r, verdict_diag *d)
     uint64_t bus = report_counter(r, "cluster_bus_connections");
     uint64_t to_server = report_counter(r, "stream_bytes_to_server");
     uint64_t to_client = report_counter(r, "stream_bytes_to_client");
+    uint64_t truncated = report_counter(r, "truncated");
     if (packets == 0)
         return SET("empty", "the capture holds no packets: check the interface and the "
                             "filter (tcpdump -i IFACE -U -w FILE 'tcp port 7000 or ...')");
+    /* before the tests below, whose counters a cut header or payload empties */
+    if (paired == 0 && truncated * 2 > packets)
+        return SET("snaplen", "%llu of %llu packets were cut by the capture's snap length "
+                              "before their payload ended (the bytes past it are not in the "
+                              "file), and no command was paired with its reply: capture "
+                              "whole packets (tcpdump -s 0)",
+                   (unsigned long long)truncated, (unsigned long long)packets);
     if (report_counter(r, "tcp_packets") == 0)
         return SET("no_tcp", "the capture holds no TCP packets: capture the Redis ports "
                              "(tcpdump -i IFACE -U -w FILE 'tcp port 7000 or ...')");

@@ -87,6 +87,16 @@ static void check_inconclusive(const char *file, const char *code, const char *a
     assert_int_equal(run(&r, TH_ARGS("analyze", path, "-q")), 0);
     assert_string_equal(r.err, "");
     th_run_free(&r);
+
+    /* the text report says it where the findings are, with or without any */
+    assert_int_equal(run(&r, TH_ARGS("report", db)), 0);
+    const char *at = strstr(r.out, "\nFindings: ");
+    if (!at || (!strstr(at, "but the capture cannot support a verdict (") &&
+                !strstr(at, "The capture cannot support a full verdict (")) ||
+        !strstr(at, code) || !strstr(at, advice))
+        fail_msg("%s: the report's findings do not say the capture cannot support a verdict "
+                 "(%s):\n%s", file, code, r.out);
+    th_run_free(&r);
 }
 
 static void test_empty(void **state)
@@ -126,6 +136,17 @@ static void test_snaplen(void **state)
     (void)state;
     check_inconclusive("snaplen.pcap", "snaplen", "7 packets were cut by the capture's snap "
                                                   "length");
+}
+
+/* The same cut to 54 bytes: the TCP headers (with their options) are cut
+ * too, so no TCP packet is decoded; the diagnosis is still the snap
+ * length, not "no TCP packets". */
+static void test_snaplen_headers(void **state)
+{
+    (void)state;
+    check_inconclusive("snaplen-headers.pcap", "snaplen", "130 of 130 packets were cut by the "
+                                                          "capture's snap length before their "
+                                                          "payload ended");
 }
 
 static void test_cut_short(void **state)
@@ -173,6 +194,11 @@ static void test_clean_passes(void **state)
                                      "--fail-on", "warning")),
                      0);
     assert_non_null(strstr(r.out, "{\"type\":\"verdict\",\"verdict\":\"pass\",\"diagnosis\":\"\""));
+    th_run_free(&r);
+    /* its text report: no findings, and nothing said against the verdict */
+    assert_int_equal(run(&r, TH_ARGS("analyze", VFX "cluster-clean.pcap")), 0);
+    assert_non_null(strstr(r.out, "\nFindings: none (no client mishandled a redirect"));
+    assert_null(strstr(r.out, "cannot support"));
     th_run_free(&r);
 }
 
@@ -318,6 +344,7 @@ int main(void)
         cmocka_unit_test(test_tls),           cmocka_unit_test(test_bus_only),
         cmocka_unit_test(test_standalone),    cmocka_unit_test(test_cut_short),
         cmocka_unit_test(test_snaplen),
+        cmocka_unit_test(test_snaplen_headers),
         cmocka_unit_test(test_redirects_unseen),
         cmocka_unit_test(test_clean_passes),  cmocka_unit_test(test_choosing),
         cmocka_unit_test(test_classes),       cmocka_unit_test(test_report_choosing),
