@@ -446,6 +446,11 @@ typedef struct an_stats {
                                         their retry may be what the capture lost
                                         (the client's requests lost after the
                                         redirect, or a retry without its reply) */
+    uint64_t unseen_target_ops;      /* operations not judged redirect_unfollowed:
+                                        redirected to a node the capture holds
+                                        no connection to (left out by its
+                                        filter, or announced under another
+                                        address than the capture shows) */
     uint64_t keys_lost;              /* commands whose first key lost bytes in a
                                         capture gap (or past the snap length):
                                         in no operation, never judged; the

@@ -233,6 +233,7 @@ static int32_t conn_new(an_analyzer *an, const cap_conn *cc, int64_t ts)
     cap_endpoint_format(&cc->client, cn->src, sizeof cn->src);
     cap_endpoint_format(&cc->server, cn->dst, sizeof cn->dst);
     cn->node = an_node_by_endpoint_text(an, cn->dst);
+    an_nodes_connected(an, cn->node, cc->client.port);
     client_name_of(an, NULL, cc, name, sizeof name);
     cn->client = client_get(an, name, &cc->client.addr, ts);
     cn->client_gen = an->clients[cn->client].gen;
@@ -967,6 +968,7 @@ static __attribute__((noinline)) void on_command_full(an_analyzer *an, const res
     case AN_SP_READONLY:
         cn->readonly = cmd->outcome == RESP_OK && cmd->reply.err == RESP_ERR_NONE;
         cn->readonly_seen = 1;
+        cli->reads_replicas |= cn->readonly;
         return;
     case AN_SP_READWRITE:
     case AN_SP_RESET:
@@ -1071,6 +1073,9 @@ static __attribute__((noinline)) void on_command_general(an_analyzer *an,
     uint8_t special = AN_SP_NONE, kind = AN_QK_NONE;
     const an_cmd *info = command_of(an, req, &sub_known, &special, &kind);
     readonly_from_reply(an, cn, cmd, info, AN_NONE);
+    if (cn->node != AN_NONE && an->nodes[cn->node].replica && !cn->node_link && info &&
+        (info->flags & AN_CMD_READONLY))
+        cli->reads_replicas = 1; /* quick_command leaves such reads here until READONLY is known */
     /* for quick_command: the next command on this connection is likely the same */
     memcpy(cn->qname, req->name, sizeof cn->qname);
     cn->qkind = kind;

@@ -117,6 +117,7 @@ static const char *loop_end_text(const an_op *op, an_op_end how, char *buf, size
         return buf;
     case AN_OP_GAVE_UP: return "the client gave up";
     case AN_OP_RETRY_LOST: return "the capture lost its retry, if any";
+    case AN_OP_TARGET_UNSEEN: return "its retry, if any, went to a node the capture does not show";
     case AN_OP_ABANDONED: return "the capture ended";
     case AN_OP_EVICTED: return "it was dropped unjudged (max_ops operations waiting)";
     case AN_OP_CLIENT_DROPPED: return "it was dropped unjudged with its client (max_clients)";
@@ -194,6 +195,8 @@ void an_detect_moved_ignored(an_analyzer *an, an_attempt_ctx *a)
                           !(m->ask_ts > m->moved_ts && m->ask_to == m->moved_from);
     if (!known)
         return;
+    if (m->moved_to != AN_NONE && !an_node_covered(an, m->moved_to, 0))
+        return; /* the node it was sent to may have sent it back: the capture cannot tell */
     if (an_readonly_bounce(an, x, cur))
         return; /* readonly_missing */
     an_event ev;

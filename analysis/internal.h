@@ -161,6 +161,7 @@ void an_lat_emit(struct an_analyzer *an, an_scope scope, const char *key, an_lat
 
 /* ---------------------------------------------------------------- nodes.c */
 
+#define AN_COVER_PORTS 4         /* client ports a node keeps (an_nd.conn_ports) */
 typedef struct an_nd {
     an_node pub;                /* observed, announced, id, role, slots, commands */
     char hostname_ep[AN_NAME_MAX]; /* hostname:port announced (Redis 7) */
@@ -179,6 +180,12 @@ typedef struct an_nd {
                                    reply that listed it (0: none) */
     uint64_t told_epoch_prev;   /* told_epoch before that reply (nodes.c) */
     uint8_t replica;            /* its role is "replica" (node_set_role) */
+    uint16_t conn_ports[AN_COVER_PORTS]; /* client ports of the connections to
+                                   it the capture holds (an_nodes_connected) */
+    uint8_t nconn_ports;        /* how many, AN_COVER_PORTS + 1: more */
+    uint8_t covered;            /* an_node_covered's answers at cover_stamp:
+                                   bit 0 itself, bit 1 with its replicas */
+    uint64_t cover_stamp;       /* reg_version + cover_version then (0: none) */
     uint8_t phantom;            /* made for the server side of a replication link
                                    found reversed (it is the replica's source
                                    endpoint, not a node): not reported while
@@ -239,6 +246,9 @@ typedef struct an_cli {
     cap_addr host;
     int32_t memo_head;           /* this client's memos */
     int64_t map_ts;              /* last cluster map reply it received */
+    uint8_t reads_replicas;      /* it sent a read to a replica, or a READONLY
+                                    answered +OK: it may retry a read at a
+                                    replica */
     uint32_t op_first;           /* its waiting operations: 1 + the index of
                                     the first (an_op.cnext), 0: none */
     int64_t lost_from_us, lost_to_us; /* losses of its requests whose operations
@@ -547,6 +557,8 @@ struct an_analyzer {
     an_cli *clients; an_map client_map; int32_t cli_lru_head, cli_lru_tail, cli_free;
     uint32_t nclients;
     an_nd *nodes; an_map node_map; uint32_t nnodes;
+    uint64_t node_ports[65536 / 64]; /* bit p: a node is named with port p */
+    uint64_t cover_version;      /* moves when a node gains a connection port */
     int16_t owner[AN_SLOTS];     /* latest map: slot -> node, AN_NONE unknown */
     int16_t owner_saved[AN_SLOTS]; /* owner before a map is learnt (nodes.c) */
     uint64_t reg_version;        /* moves whenever the node registry or owner[]
@@ -623,6 +635,15 @@ int32_t an_node_by_endpoint(an_analyzer *an, const cap_endpoint *ep);
 /* The same for an endpoint already formatted by cap_endpoint_format into
  * AN_NAME_MAX bytes (a new connection's dst: not formatted twice). */
 int32_t an_node_by_endpoint_text(an_analyzer *an, const char *text);
+/* The capture holds a connection to node i from client port port. */
+void an_nodes_connected(an_analyzer *an, int32_t i, uint16_t port);
+/* Does the capture cover node i, and with reads its replicas too (a client
+ * may retry a read at a replica of the node a MOVED named): does it hold,
+ * for each, a connection that it did not hold only because its client port
+ * is a node's port (a capture filtered to some nodes' ports also holds the
+ * connections whose ephemeral port happens to be one of theirs)? A retry
+ * sent where the capture does not reach cannot be seen. */
+int an_node_covered(an_analyzer *an, int32_t i, int reads);
 /* The node an announced "host:port" (or hostname:port, or node id) stands for,
  * after user overrides; created (observed "") when unknown and create != 0. */
 int32_t an_node_by_announced(an_analyzer *an, const char *text, int create);
@@ -752,6 +773,8 @@ typedef enum an_op_end {
     AN_OP_COMPLETED,             /* a reply other than MOVED, ASK or TRYAGAIN */
     AN_OP_GAVE_UP,               /* judged: the client did not retry in time */
     AN_OP_RETRY_LOST,            /* judged: its retry may be what the capture lost */
+    AN_OP_TARGET_UNSEEN,         /* judged: its retry would go to a node the
+                                    capture holds no connection to */
     AN_OP_ABANDONED,             /* still in its retry window when the capture ended */
     AN_OP_EVICTED,               /* dropped unjudged: max_ops operations waiting */
     AN_OP_CLIENT_DROPPED,        /* dropped unjudged with its client: max_clients */

@@ -48,10 +48,20 @@ static int32_t node_find(an_analyzer *an, const char *name)
 }
 
 /* Add a name for node i (no-op when it already answers to it). */
+/* The port of an "host:port" text, or 0. */
+static long name_port(const char *t)
+{
+    const char *c = strrchr(t, ':');
+    return c ? strtol(c + 1, NULL, 10) : 0;
+}
+
 static void node_add_name(an_analyzer *an, int32_t i, const char *name)
 {
     if (!name[0] || node_find(an, name) == i)
         return;
+    long port = strncmp(name, "id:", 3) != 0 ? name_port(name) : 0;
+    if (port > 0 && port < 65536)
+        an->node_ports[port / 64] |= 1ull << (port % 64);
     an_map_put(&an->node_map, an_hash_str(name, 2), i);
     an->reg_version++;
 }
@@ -96,6 +106,53 @@ int32_t an_node_by_endpoint(an_analyzer *an, const cap_endpoint *ep)
     char text[AN_NAME_MAX];
     cap_endpoint_format(ep, text, sizeof text);
     return an_node_by_endpoint_text(an, text);
+}
+
+void an_nodes_connected(an_analyzer *an, int32_t i, uint16_t port)
+{
+    if (i == AN_NONE)
+        return;
+    an_nd *n = &an->nodes[i];
+    for (uint8_t k = 0; k < n->nconn_ports && k < AN_COVER_PORTS; k++)
+        if (n->conn_ports[k] == port)
+            return;
+    if (n->nconn_ports < AN_COVER_PORTS)
+        n->conn_ports[n->nconn_ports] = port;
+    if (n->nconn_ports <= AN_COVER_PORTS) {
+        n->nconn_ports++;
+        an->cover_version++;
+    }
+}
+
+/* Does the capture hold a connection to node i that is not there only by
+ * its client port? */
+static int node_reached(const an_analyzer *an, const an_nd *n)
+{
+    if (n->nconn_ports > AN_COVER_PORTS) /* more connections than chance makes */
+        return 1;
+    for (uint8_t k = 0; k < n->nconn_ports; k++) {
+        uint16_t p = n->conn_ports[k];
+        if (!(an->node_ports[p / 64] >> (p % 64) & 1u))
+            return 1;
+    }
+    return 0;
+}
+
+int an_node_covered(an_analyzer *an, int32_t i, int reads)
+{
+    if (i == AN_NONE || (uint32_t)i >= an->nnodes)
+        return 0;
+    an_nd *n = &an->nodes[i];
+    uint64_t stamp = an->reg_version + an->cover_version + 1;
+    if (n->cover_stamp != stamp) { /* something it depends on has changed */
+        int self = node_reached(an, n), all = self;
+        for (uint32_t k = 0; all && k < an->nnodes; k++)
+            if (an->nodes[k].master == i && an->nodes[k].replica && !an->nodes[k].phantom)
+                all = node_reached(an, &an->nodes[k]);
+        n->covered = (uint8_t)(self | all << 1);
+        n->cover_stamp = stamp;
+    }
+    return (n->covered >> (reads ? 1 : 0)) & 1;
 }
 
 /* an_node_by_endpoint with the endpoint's text already made. */
@@ -272,13 +329,6 @@ void an_nodes_learn_moved(an_analyzer *an, int32_t node, int32_t target, int32_t
     node_set_role(an, target, "master", AN_NONE);
     node_set_role(an, node, "replica", target);
     an->nodes[target].promoted_from = node;
-}
-
-/* The port of an "host:port" text, or 0. */
-static long name_port(const char *t)
-{
-    const char *c = strrchr(t, ':');
-    return c ? strtol(c + 1, NULL, 10) : 0;
 }
 
 /* A replica connects to its master from host (maybe not the address it

@@ -16,7 +16,10 @@
  *
  * An operation that waits longer than 2 * op_window_us is judged: after MOVED
  * or ASK it was not followed (redirect_unfollowed); after TRYAGAIN the client
- * gave up, which is allowed. At the end of the capture, waiting operations are
+ * gave up, which is allowed. Not when its retry may be in what the capture
+ * lost (unseen_retry_ops), or would go to a node the capture does not cover
+ * (an_node_covered: unseen_target_ops; a command of it at another node then
+ * starts a new operation). At the end of the capture, waiting operations are
  * judged the same way when their window has passed or the client sent other
  * commands after the redirect; the others are counted as abandoned_ops.
  *
@@ -197,6 +200,44 @@ static void charge_findings(an_analyzer *an, const an_op *op, int64_t end_us)
     an_tl_op_cost(an, op->slot, op->first.req_us, end_us);
 }
 
+/* Could the capture show the retry of op's last attempt: does it cover the
+ * node the redirect named (an_node_covered), with its replicas for a read
+ * (or a command not in the table) of a client that reads from replicas? A
+ * capture filtered to some nodes' ports (tcpdump on one node's host) sees
+ * the redirects they send but none of the retries at the others. A
+ * redirect naming no node (its address unreadable) is judged as before:
+ * where it points, no client can follow it. */
+static int target_seen(an_analyzer *an, const an_op *op)
+{
+    if (op->last.target == AN_NONE)
+        return 1;
+    const an_cmd *info = an_cmd_lookup_name(op->name);
+    int read = !info || (info->flags & AN_CMD_READONLY);
+    return an_node_covered(an, op->last.target, read && an->clients[op->client].reads_replicas);
+}
+
+/* Was op redirected to a node whose traffic the capture does not hold
+ * (target_seen), while a command of it comes at another node? Its retry may
+ * have been served there unseen: the command may start a new operation as
+ * well as retry it. Taken for a retry, the attempts of many operations
+ * would make one (a redirect_loop that is not one). */
+static int retry_unseeable(an_analyzer *an, const an_op *op, int32_t node)
+{
+    return (op->last.reply == RESP_ERR_MOVED || op->last.reply == RESP_ERR_ASK) &&
+           node != op->last.target && !target_seen(an, op);
+}
+
+/* End operation i unjudged: its retry went where the capture cannot see. */
+static void op_end_target_unseen(an_analyzer *an, int32_t i)
+{
+    an_op *op = &an->ops[i];
+    an->st.unseen_target_ops++;
+    an_lat_record_given_up(an, op->client, op->first.node, op->slot, &op->first, &op->last,
+                           op->attempts, op->askings);
+    charge_findings(an, op, op->last.reply_us);
+    op_free(an, i, AN_OP_TARGET_UNSEEN);
+}
+
 /* Judge an operation that waits no more, then free it. At the end of the
  * input, one still inside its retry window is judged when the client cannot
  * retry it any more or has moved on: the connection the redirect came on has
@@ -219,6 +260,10 @@ static void op_judge(an_analyzer *an, int32_t i, int64_t now_us, int at_end)
             an->st.unseen_retry_ops++; /* its retry may be what the capture lost */
             how = AN_OP_RETRY_LOST;
         } else if (!at_end || window_passed || moved_on || closed) {
+            if (!target_seen(an, op)) {
+                op_end_target_unseen(an, i); /* its retry went where the capture cannot see */
+                return;
+            }
             an_detect_unfollowed(an, op, now_us);
         } else {
             an->st.abandoned_ops++;
@@ -391,6 +436,10 @@ void an_ops_on_command(an_analyzer *an, an_cmdctx *x)
     opkey k = req_opkey(an, &x->cli->host, req);
     uint64_t h = has_ops || redir ? opkey_hash(&k) : 0;
     int32_t oi = has_ops ? op_find(an, h, &k) : AN_NONE;
+    if (oi != AN_NONE && retry_unseeable(an, &an->ops[oi], cur.node)) {
+        op_end_target_unseen(an, oi);
+        oi = AN_NONE;
+    }
     an_op *op = oi != AN_NONE ? &an->ops[oi] : NULL;
     an_attempt prev;
     an_attempt_ctx a;

@@ -983,6 +983,8 @@ static void section_blind(FILE *out, sqlite3 *db)
         {"evicted_ops", "operations dropped unjudged (table full)"},
         {"unseen_retry_ops", "redirected operations whose retry the capture may have lost: not"
                              " judged redirect_unfollowed"},
+        {"unseen_target_ops", "redirected operations sent to a node the capture holds no"
+                              " connection to: not judged redirect_unfollowed"},
         {"readonly_unknown_moved", "replica MOVEDs not judged (READONLY and master not known)"},
         {"evicted_clients", "clients evicted (table full)"},
         {"dropped_findings", "findings not kept (table full)"},

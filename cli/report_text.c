@@ -850,6 +850,11 @@ static void print_loss(const report *r, FILE *out)
         fprintf(out, "               %" PRIu64 " redirected whose retry the capture may have lost"
                 " (requests lost after the redirect, or a retry without its reply): not judged"
                 " redirect_unfollowed (unseen_retry_ops)\n", report_counter(r, "unseen_retry_ops"));
+    if (report_counter(r, "unseen_target_ops"))
+        fprintf(out, "               %" PRIu64 " redirected to a node the capture holds no connection"
+                " to (its filter left it out, or it announces another address): not judged"
+                " redirect_unfollowed (unseen_target_ops)\n",
+                report_counter(r, "unseen_target_ops"));
     if (report_counter(r, "readonly_unknown_moved"))
         fprintf(out, "  READONLY     %" PRIu64 " MOVEDs of reads from replicas whose master is not known,"
                 " on connections picked up mid-stream whose READONLY the capture had not"

@@ -179,6 +179,7 @@ static int diagnose_loss(const report *r, verdict_diag *d)
     uint64_t out_of_sync = report_counter(r, "out_of_sync_connections");
     uint64_t pending = report_counter(r, "abandoned_ops");
     uint64_t unseen = report_counter(r, "unseen_retry_ops");
+    uint64_t unseen_target = report_counter(r, "unseen_target_ops");
     uint64_t at_end = report_counter(r, "unanswered_at_end");
     uint64_t commands = report_counter(r, "commands");
     uint64_t truncated = report_counter(r, "truncated");
@@ -208,6 +209,13 @@ static int diagnose_loss(const report *r, verdict_diag *d)
                                         "their retry at the end: capture a little longer "
                                         "(and with tcpdump -U)",
                    (unsigned long long)pending);
+    if (unseen_target > 0)
+        return SET("nodes_unseen", "%llu redirected operations were sent to nodes the capture "
+                                   "holds no connection to, so their retries cannot be seen: "
+                                   "capture every node's port where all of them pass (tcpdump "
+                                   "-i any 'tcp portrange 7000-7005'), or map the addresses the "
+                                   "nodes announce to the ones captured (--node-map)",
+                   (unsigned long long)unseen_target);
     if (unseen > 0)
         return SET("redirects_unseen", "the retries of %llu redirected operations may be in "
                                        "what the capture lost (requests lost after the "

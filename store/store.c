@@ -1074,6 +1074,7 @@ static void each_an_counter(const an_stats *a, store_counter_fn fn, void *ctx)
     fn(ctx, "map_errors", a->map_errors);
     fn(ctx, "abandoned_ops", a->abandoned_ops);
     fn(ctx, "unseen_retry_ops", a->unseen_retry_ops);
+    fn(ctx, "unseen_target_ops", a->unseen_target_ops);
     fn(ctx, "keys_lost", a->keys_lost);
     fn(ctx, "readonly_unknown_moved", a->readonly_unknown_moved);
     fn(ctx, "bus_connections", a->bus_connections);

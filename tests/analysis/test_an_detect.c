@@ -443,6 +443,7 @@ static void test_redirect_unfollowed(void **state)
     (void)state;
     sc s;
     sc_init(&s, NULL);
+    sc_conn(&s, 30, 40000, T); /* the capture holds T's traffic: a retry there is seen */
     int c = sc_conn(&s, 11, 40000, S);
     sc_do(&s, c, 1000, 100, MOVED_T, "GET", k1, NULL);
     sc_do(&s, c, 2000, 100, MOVED_T, "SET", k1, "v", NULL);
@@ -555,6 +556,7 @@ static void test_redirect_unfollowed_on_flush(void **state)
     (void)state;
     sc s;
     sc_init(&s, NULL);
+    sc_conn(&s, 30, 40000, T); /* the capture holds T's traffic */
     int c = sc_conn(&s, 11, 40000, S);
     sc_do(&s, c, 1000, 100, ASK_T, "GET", k1, NULL);
     an_flush(s.an, SC_T0 + 1100 + 9000000);
@@ -584,6 +586,80 @@ static void test_redirect_loop(void **state)
     assert_int_equal(f->extra_latency_us, 1800 - 1000);
     assert_non_null(strstr(sc_evidence(&s, f), "127.0.0.1:30311"));
     assert_int_equal(sc_total_clients(&s), 1);
+    sc_free(&s);
+}
+
+/* A capture that holds no connection to the node a redirect names (one
+ * filtered to S's port, tcpdump on S's host) cannot show the retry: the
+ * operation is not judged but counted in unseen_target_ops, and the same
+ * client is judged once the capture holds a connection to T (of another
+ * client, opened after the redirect but before the judgement). GETs of one
+ * key sent to S again and again, each answered MOVED to an unseen T, are
+ * as many operations (each may have been served at T), not a redirect
+ * loop. A connection to T held only by its client
+ * port, and a read of a client that reads from replicas when T's replica
+ * is not held, are no better. */
+static void test_redirect_unfollowed_target_unseen(void **state)
+{
+    (void)state;
+    sc s;
+    sc_init(&s, NULL);
+    int c = sc_conn(&s, 11, 40000, S);
+    sc_do(&s, c, 1000, 100, MOVED_T, "GET", k1, NULL);
+    sc_do(&s, c, 2000, 100, ASK_T, "SET", k2, "v", NULL);
+    sc_do(&s, c, 3000, 100, "$", "GET", "other-slot-key", NULL);
+    int l = sc_conn(&s, 13, 40000, S);
+    for (int i = 0; i < 6; i++)
+        sc_do(&s, l, 4000 + i * 200, 100, MOVED_T, "GET", k2, NULL);
+    sc_finish(&s, 20000000);
+    assert_null(sc_find(&s, AN_REDIRECT_UNFOLLOWED, "127.0.0.11"));
+    /* 127.0.0.13's GETs may each have been served at T: six operations,
+     * none judged, no loop */
+    assert_null(sc_find(&s, AN_REDIRECT_LOOP, "127.0.0.13"));
+    assert_int_equal(an_get_stats(s.an)->unseen_target_ops, 2 + 6);
+    assert_int_equal(sc_total(&s), 0);
+    sc_free(&s);
+
+    sc_init(&s, NULL);
+    c = sc_conn(&s, 11, 40000, S);
+    sc_do(&s, c, 1000, 100, MOVED_T, "GET", k1, NULL);
+    sc_conn(&s, 30, 40000, T);
+    sc_do(&s, c, 3000, 100, "$", "GET", "other-slot-key", NULL);
+    sc_finish(&s, 20000000);
+    assert_non_null(sc_find(&s, AN_REDIRECT_UNFOLLOWED, "127.0.0.11"));
+    assert_int_equal(an_get_stats(s.an)->unseen_target_ops, 0);
+    sc_free(&s);
+
+    /* the only connection to T has S's port for its client port: a capture
+     * filtered to S's port holds it by chance, it shows nothing of T */
+    sc_init(&s, NULL);
+    c = sc_conn(&s, 11, 40000, S);
+    sc_do(&s, c, 1000, 100, MOVED_T, "GET", k1, NULL);
+    sc_conn(&s, 30, S, T);
+    sc_do(&s, c, 3000, 100, "$", "GET", "other-slot-key", NULL);
+    sc_finish(&s, 20000000);
+    assert_null(sc_find(&s, AN_REDIRECT_UNFOLLOWED, "127.0.0.11"));
+    assert_int_equal(an_get_stats(s.an)->unseen_target_ops, 1);
+    sc_free(&s);
+
+    /* a client that reads from replicas (READONLY on S's replica :30314)
+     * may retry a read at T's replica :30315, which the capture does not
+     * hold: its GET is not judged, its SET (a write: at T) is */
+    sc_init(&s, NULL);
+    c = sc_conn(&s, 11, 40000, S);
+    mig_fetch_map(&s, c, 0);
+    int r = sc_conn(&s, 11, 40001, 30314);
+    sc_do(&s, r, 500, 100, "+OK", "READONLY", NULL);
+    sc_conn(&s, 30, 40000, T);
+    sc_do(&s, c, 1000, 100, MOVED_T, "GET", k1, NULL);
+    sc_do(&s, c, 1200, 100, MOVED_T, "SET", k2, "v", NULL);
+    sc_do(&s, c, 3000, 100, "$", "GET", "other-slot-key", NULL);
+    sc_finish(&s, 20000000);
+    const an_finding *f = sc_find(&s, AN_REDIRECT_UNFOLLOWED, "127.0.0.11");
+    assert_non_null(f);
+    assert_int_equal(f->count, 1);
+    assert_non_null(strstr(sc_evidence(&s, f), "SET"));
+    assert_int_equal(an_get_stats(s.an)->unseen_target_ops, 1);
     sc_free(&s);
 }
 
@@ -1080,6 +1156,7 @@ int main(void)
         cmocka_unit_test(test_redirect_unfollowed_many_waiting),
         cmocka_unit_test(test_redirect_loop),
         cmocka_unit_test(test_keys_lost_no_operation),
+        cmocka_unit_test(test_redirect_unfollowed_target_unseen),
         cmocka_unit_test(test_redirect_loop_without_asking),
         cmocka_unit_test(test_redirect_loop_cap),
         cmocka_unit_test(test_tryagain_storm),

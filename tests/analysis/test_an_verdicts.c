@@ -257,6 +257,7 @@ static void test_loop_summary_abandoned_at_end(void **state)
     (void)state;
     sc s;
     sc_init(&s, NULL);
+    sc_conn(&s, 30, 40000, T); /* the capture holds T's traffic */
     int cs = sc_conn(&s, 13, 40000, S);
     for (int i = 0; i < 30; i++) /* the last reply at 1000 + 29 * 200 + 100 = 6900 */
         sc_do(&s, cs, 1000 + i * 200, 100, MOVED_T, "GET", k1, NULL);
@@ -278,6 +279,7 @@ static void test_loop_summary_evicted(void **state)
     assert_int_equal(an_config_set(&cfg, "max_ops=16"), 0);
     sc s;
     sc_init(&s, &cfg);
+    sc_conn(&s, 30, 40000, T); /* the capture holds T's traffic */
     int cs = sc_conn(&s, 13, 40000, S);
     for (int i = 0; i < 6; i++) /* the last reply at 1000 + 5 * 200 + 100 = 2100 */
         sc_do(&s, cs, 1000 + i * 200, 100, MOVED_T, "GET", k1, NULL);
@@ -351,6 +353,7 @@ static void test_unfollowed_judged_after_close(void **state)
     (void)state;
     sc s;
     sc_init(&s, NULL);
+    sc_conn(&s, 30, 40000, T); /* the capture holds T's traffic */
     int c = sc_conn(&s, 11, 40000, S);
     sc_do(&s, c, 19999000, 100, MOVED_T, "GET", k1, NULL);
     sc_close(&s, c, 19999500);
@@ -436,6 +439,7 @@ static void test_given_up_operation_in_latency(void **state)
     (void)state;
     sc s;
     sc_init(&s, NULL);
+    sc_conn(&s, 30, 40000, T); /* the capture holds T's traffic */
     int c = sc_conn(&s, 11, 40000, S);
     sc_do(&s, c, 1000, 100, MOVED_T, "GET", k1, NULL);
     sc_do(&s, c, 3000, 100, "$", "GET", "other-key", NULL);
