@@ -98,21 +98,26 @@ int cli_clock_plan(const cli_opts *o, cli_clock *c)
         c->n_skews = cap_estimate_skew(o->files, o->n_files, c->skews,
                                        sizeof c->skews / sizeof c->skews[0]);
     if (o->time_offset_auto) {
-        /* align with the first input through the pairs found: b's clock is
-         * skew ahead of a's, so b moves by -skew relative to a */
+        /* align with the first input through the pairs found (b's clock is
+         * skew ahead of a's, so b moves by -skew relative to a); inputs
+         * that no pair ties to it, with the first of their own group */
         unsigned char *known = fixed;
-        known[0] = 1;
-        for (size_t round = 0; round < c->n; round++)
-            for (size_t k = 0; k < c->n_skews; k++) {
-                const cap_skew *s = &c->skews[k];
-                if (known[s->a] && !known[s->b]) {
-                    c->offset_us[s->b] = c->offset_us[s->a] - s->skew_us;
-                    known[s->b] = 1;
-                } else if (known[s->b] && !known[s->a]) {
-                    c->offset_us[s->a] = c->offset_us[s->b] + s->skew_us;
-                    known[s->a] = 1;
+        for (size_t first = 0; first < c->n; first++) {
+            if (known[first] && first > 0)
+                continue;
+            known[first] = 1;
+            for (size_t round = 0; round < c->n; round++)
+                for (size_t k = 0; k < c->n_skews; k++) {
+                    const cap_skew *s = &c->skews[k];
+                    if (known[s->a] && !known[s->b]) {
+                        c->offset_us[s->b] = c->offset_us[s->a] - s->skew_us;
+                        known[s->b] = 1;
+                    } else if (known[s->b] && !known[s->a]) {
+                        c->offset_us[s->a] = c->offset_us[s->b] + s->skew_us;
+                        known[s->a] = 1;
+                    }
                 }
-            }
+        }
     }
     free(fixed);
     return 0;
@@ -130,20 +135,22 @@ void cli_clock_apply(const cli_clock *c, cap_source *src)
                             c->skews[k].shared);
 }
 
-/* One warning per pair whose clocks differ by a millisecond or more. */
+/* One warning per pair whose clocks differ by a millisecond or more; it
+ * says "aligned" when the offsets given or found make up for it. */
 void cli_clock_warn(const cli_opts *o, const cli_clock *c)
 {
     for (size_t k = 0; k < c->n_skews; k++) {
         const cap_skew *s = &c->skews[k];
         if (llabs(s->skew_us) < SKEW_WARN_US)
             continue;
+        int aligned = llabs(s->skew_us + c->offset_us[s->b] - c->offset_us[s->a]) < SKEW_WARN_US;
         cli_error("warning: '%s' and '%s' captured %" PRIu64 " of the same TCP segments: the "
                   "clock of '%s' is %+.3f ms ahead%s; %s", o->files[s->a], o->files[s->b],
                   s->shared, o->files[s->b], (double)s->skew_us / 1000.0,
                   s->one_way ? " (segments of one direction only: the delay between the "
                                "capture points is included)" : "",
-                  o->time_offset_auto ? "aligned (--time-offset auto)"
-                                      : "times not changed (--time-offset auto aligns them)");
+                  aligned ? (o->time_offset_auto ? "aligned (--time-offset auto)" : "aligned")
+                          : "times not changed (--time-offset auto aligns them)");
     }
 }
 

@@ -172,6 +172,32 @@ static int diagnose_traffic(const report *r, verdict_diag *d)
                           "traffic, on the ports slotscope knows (--ports)?");
 }
 
+/* Skews below this leave a redirect and its retry in order. */
+#define CLOCK_SKEW_US 1000
+
+/* Two inputs whose clocks were found apart (the same TCP segments in both)
+ * and not aligned: a redirect in one and its retry in the other may look
+ * out of order. */
+static int diagnose_clock(const report *r, verdict_diag *d)
+{
+    for (size_t i = 0; i < r->n_inputs; i++) {
+        const rep_input *in = &r->inputs[i];
+        if (in->skew_shared == 0 || in->skew_ref < 1 || in->skew_ref > r->n_inputs)
+            continue;
+        const rep_input *ref = &r->inputs[in->skew_ref - 1];
+        int64_t left = in->skew_us + in->time_offset_us - ref->time_offset_us;
+        if (left > -CLOCK_SKEW_US && left < CLOCK_SKEW_US)
+            continue;
+        return SET("clock_skew", "the clock of input %zu is %+.3f ms against input %u's (%llu "
+                                 "TCP segments both captured) and their times were not "
+                                 "aligned: a redirect in one and its retry in the other may "
+                                 "look out of order; run with --time-offset auto",
+                   i + 1, (double)left / 1000.0, (unsigned)in->skew_ref,
+                   (unsigned long long)in->skew_shared);
+    }
+    return 0;
+}
+
 /* What the capture lost (sync, its end, the cluster's answers). */
 static int diagnose_loss(const report *r, verdict_diag *d)
 {
@@ -198,6 +224,8 @@ static int diagnose_loss(const report *r, verdict_diag *d)
                                   "requests and replies: packets were lost; capture with "
                                   "-s 0 and a bigger buffer (-B), and check drops",
                    (unsigned long long)out_of_sync, (unsigned long long)conns);
+    if (diagnose_clock(r, d))
+        return 1;
     if (migration_cut(r) || (at_end > 0 && at_end * 100 >= commands))
         return SET("cut_short", "the capture seems cut short (%s): tcpdump buffers packets; "
                                 "capture with tcpdump -U (or --immediate-mode) and stop it "

@@ -381,12 +381,20 @@ static void test_skew(void **state)
     /* data segments both ways, the SYNs and FINs: none of the pure ACKs */
     assert_true(q(db, "SELECT skew_shared FROM inputs WHERE id = 2") >= 80);
     assert_int_equal(q(db, "SELECT sum(time_offset_us) FROM inputs"), 0);
+    /* left unaligned, the capture cannot support a verdict: and says why */
+    assert_int_equal(q(db, "SELECT count(*) FROM meta WHERE key = 'diagnosis' AND "
+                           "value = 'clock_skew'"), 1);
+    assert_int_equal(run(TH_ARGS("report", db)), 0);
+    assert_non_null(strstr(last.out, "(clock_skew): the clock of input 2 is +250.000 ms "
+                                     "against input 1's"));
 
     assert_int_equal(run(TH_ARGS("analyze", P("client.pcap"), P("server.pcap"),
                                  "--time-offset", "auto", "--db", aut, "-q")),
                      0);
     assert_non_null(strstr(last.err, "aligned (--time-offset auto)"));
     assert_int_equal(q(aut, "SELECT time_offset_us FROM inputs WHERE id = 2"), -250000);
+    assert_int_equal(q(aut, "SELECT count(*) FROM meta WHERE key = 'diagnosis' AND "
+                            "value = 'clock_skew'"), 0);
     /* the report's input line says both, and so does the report of the database */
     assert_non_null(strstr(last.out, "server.pcap: EN10MB, "));
     assert_non_null(strstr(last.out, ", times shifted -250.000 ms, clock +250.000 ms against "));
@@ -418,6 +426,19 @@ static void test_skew(void **state)
                      0);
     assert_null(strstr(last.err, "ahead"));
     assert_int_equal(q(P("small.db"), "SELECT skew_us FROM inputs WHERE id = 2"), 200);
+
+    /* auto with a first input that shares nothing with the pair: the pair
+     * is aligned within itself (it used to be left as it was, "aligned") */
+    write_two_hosts(40000);
+    assert_int_equal(run(TH_ARGS("analyze", RESHARD, P("client.pcap"), P("server.pcap"),
+                                 "--time-offset", "auto", "--db", P("three.db"), "-q")),
+                     0);
+    assert_non_null(strstr(last.err, "aligned (--time-offset auto)"));
+    assert_int_equal(q(P("three.db"), "SELECT time_offset_us FROM inputs WHERE id = 3") -
+                         q(P("three.db"), "SELECT time_offset_us FROM inputs WHERE id = 2"),
+                     -40000);
+    assert_int_equal(q(P("three.db"), "SELECT count(*) FROM meta WHERE key = 'diagnosis' "
+                                      "AND value = 'clock_skew'"), 0);
 
     /* inputs that share nothing: no estimate */
     assert_int_equal(run(TH_ARGS("analyze", P("client.pcap"), RESHARD, "--db",
