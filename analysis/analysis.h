@@ -456,6 +456,11 @@ typedef struct an_stats {
                                         in no operation, never judged; the
                                         operations whose retry they may be are
                                         not judged redirect_unfollowed */
+    uint64_t at_risk_unseen;         /* writes an old owner acknowledged after a
+                                        newer claim, not judged writes_at_risk:
+                                        the capture holds none of the bus links
+                                        it opened, where its own new claim of
+                                        the slots would show in time */
     uint64_t readonly_unknown_moved; /* MOVEDs of reads from a replica whose
                                         master is not known, on connections
                                         picked up mid-stream whose READONLY the

@@ -38,6 +38,8 @@
 /* What the bus said about one registry node. */
 typedef struct an_bnode {
     uint8_t seen;                  /* it sent a message */
+    uint8_t heard_out;             /* it sent one on a link it opened: its
+                                      broadcasts (a new claim) reach the capture */
     uint8_t promoted;              /* it became master in a failover and has not
                                       been a replica since */
     uint16_t flags;                /* BUS_NODE_* of its latest message */
@@ -906,6 +908,8 @@ void an_cluster_on_bus(an_analyzer *an, const cap_conn *cc, int dir, const bus_m
     int32_t was_replica_of;
     announce(an, x, m, ts_us, frame, cc->id, &was_replica_of);
     an_bnode *b = &cl->bn[x];
+    if (dir == CAP_TO_SERVER)
+        b->heard_out = 1;
     if (was_replica_of != AN_NONE)
         b->fo_idx = failover_done(an, x, was_replica_of, m, ts_us, frame, cc->id);
     if ((m->flags & BUS_NODE_MASTER) && !(m->flags & BUS_NODE_REPLICA) && m->slots) {
@@ -969,6 +973,13 @@ void an_cluster_on_bus(an_analyzer *an, const cap_conn *cc, int dir, const bus_m
 int an_cluster_has_bus(const an_analyzer *an)
 {
     return an->cluster && an->cluster->has_bus;
+}
+
+int an_cluster_heard_out(const an_analyzer *an, int32_t node)
+{
+    const struct an_cluster *cl = an->cluster;
+    return cl && cl->bn && node >= 0 && (uint32_t)node < an->cfg.max_nodes &&
+           cl->bn[node].heard_out;
 }
 
 int32_t an_cluster_slot_owner(const an_analyzer *an, int32_t slot, uint64_t *config_epoch,

@@ -362,8 +362,14 @@ void an_cv_on_command(an_analyzer *an, an_cmdctx *x)
         note_slow(an, x, c, w);
     }
     if (c->ev.source == AN_OWN_BUS && x->cmd->reply.err == RESP_ERR_NONE && x->info &&
-        (x->info->flags & AN_CMD_WRITE))
-        note_risk(an, x, c, w);
+        (x->info->flags & AN_CMD_WRITE)) {
+        /* the old owner served it as its own: stale, unless it had claimed the
+         * slots back, which only its own broadcast shows in time */
+        if (an_cluster_heard_out(an, c->ev.old_node))
+            note_risk(an, x, c, w);
+        else
+            an->st.at_risk_unseen++;
+    }
 }
 
 void an_cv_check(an_analyzer *an, int64_t now_us, int all)

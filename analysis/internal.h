@@ -1072,6 +1072,11 @@ int32_t an_cluster_slot_owner(const an_analyzer *an, int32_t slot, uint64_t *con
 const an_failover *an_cluster_slot_failover(const an_analyzer *an, int32_t slot);
 /* Does the capture carry bus messages with slot claims (the source used)? */
 int an_cluster_has_bus(const an_analyzer *an);
+/* Has node sent a bus message on a link it opened? Its broadcasts (the
+ * claim it makes when it takes slots) go out on those: a capture that holds
+ * only the links others opened to it sees its new claims late, at its next
+ * PONG. */
+int an_cluster_heard_out(const an_analyzer *an, int32_t node);
 
 /* Fed by analyzer.c: one bus message of a connection (dir: its cap_dir). */
 void an_cluster_on_bus(an_analyzer *an, const cap_conn *cc, int dir, const bus_msg *m,

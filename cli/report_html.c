@@ -985,6 +985,8 @@ static void section_blind(FILE *out, sqlite3 *db)
                              " judged redirect_unfollowed"},
         {"unseen_target_ops", "redirected operations sent to a node the capture holds no"
                               " connection to: not judged redirect_unfollowed"},
+        {"at_risk_unseen", "writes acknowledged by an old owner not judged (its own bus links"
+                           " not captured)"},
         {"readonly_unknown_moved", "replica MOVEDs not judged (READONLY and master not known)"},
         {"evicted_clients", "clients evicted (table full)"},
         {"dropped_findings", "findings not kept (table full)"},

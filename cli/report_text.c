@@ -861,6 +861,11 @@ static void print_loss(const report *r, FILE *out)
                 " shown, judged by neither"
                 " moved_ignored nor readonly_missing (readonly_unknown_moved)\n",
                 report_counter(r, "readonly_unknown_moved"));
+    if (report_counter(r, "at_risk_unseen"))
+        fprintf(out, "  writes       %" PRIu64 " acknowledged by an old owner after a newer claim, not"
+                " judged writes_at_risk: the capture holds none of the bus links it opened,"
+                " where its own new claim would show (at_risk_unseen)\n",
+                report_counter(r, "at_risk_unseen"));
 }
 
 /* Caps that were hit anywhere: tables that were full, records not shown. */

@@ -1077,6 +1077,7 @@ static void each_an_counter(const an_stats *a, store_counter_fn fn, void *ctx)
     fn(ctx, "unseen_target_ops", a->unseen_target_ops);
     fn(ctx, "keys_lost", a->keys_lost);
     fn(ctx, "readonly_unknown_moved", a->readonly_unknown_moved);
+    fn(ctx, "at_risk_unseen", a->at_risk_unseen);
     fn(ctx, "bus_connections", a->bus_connections);
     fn(ctx, "bus_messages_analysed", a->bus_messages);
     fn(ctx, "bus_unknown_sender", a->bus_unknown_sender);

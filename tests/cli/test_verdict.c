@@ -149,6 +149,29 @@ static void test_snaplen_headers(void **state)
                                                           "payload ended");
 }
 
+/* A capture on one node's host (tests/fixtures/cli/README.md): no
+ * finding (the whole capture has none of those the cut used to give), the
+ * redirects to nodes it does not reach and the writes the node acknowledged
+ * before its own claim reached the capture counted, not judged; the
+ * diagnosis says why. */
+static void test_one_node(void **state)
+{
+    (void)state;
+    th_run r;
+    const char *db = th_path(dir, "one.db");
+    assert_int_equal(run(&r, TH_ARGS("analyze", SS_FIXTURES "/cli/one-node-bus.pcap.gz", "-q",
+                                     "--fail-on-findings", "--db", db, "--force")),
+                     4);
+    assert_non_null(strstr(r.err, "inconclusive capture (nodes_unseen): "));
+    th_run_free(&r);
+    assert_int_equal(th_db_int(db, "SELECT count(*) FROM findings"), 0);
+    assert_int_equal(th_db_int(db, "SELECT count(*) FROM at_risk_writes"), 0);
+    assert_int_equal(th_db_int(db, "SELECT value FROM counters WHERE name = 'at_risk_unseen'"),
+                     1);
+    assert_true(th_db_int(db, "SELECT value FROM counters WHERE name = 'unseen_target_ops'") >=
+                29);
+}
+
 static void test_cut_short(void **state)
 {
     (void)state;
@@ -345,6 +368,7 @@ int main(void)
         cmocka_unit_test(test_standalone),    cmocka_unit_test(test_cut_short),
         cmocka_unit_test(test_snaplen),
         cmocka_unit_test(test_snaplen_headers),
+        cmocka_unit_test(test_one_node),
         cmocka_unit_test(test_redirects_unseen),
         cmocka_unit_test(test_clean_passes),  cmocka_unit_test(test_choosing),
         cmocka_unit_test(test_classes),       cmocka_unit_test(test_report_choosing),
