@@ -239,10 +239,11 @@ static int diagnose_loss(const report *r, verdict_diag *d)
                    (unsigned long long)pending);
     if (unseen_target > 0)
         return SET("nodes_unseen", "%llu redirected operations were sent to nodes the capture "
-                                   "holds no connection to, so their retries cannot be seen: "
-                                   "capture every node's port where all of them pass (tcpdump "
-                                   "-i any 'tcp portrange 7000-7005'), or map the addresses the "
-                                   "nodes announce to the ones captured (--node-map)",
+                                   "holds no connection to (left out by its filter or host, or "
+                                   "idle), so their retries cannot be seen: capture every node's "
+                                   "port where all of them pass (tcpdump -i any 'tcp portrange "
+                                   "7000-7005'), or map the addresses the nodes announce to the "
+                                   "ones captured (--node-map)",
                    (unsigned long long)unseen_target);
     if (unseen > 0)
         return SET("redirects_unseen", "the retries of %llu redirected operations may be in "
