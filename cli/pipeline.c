@@ -286,13 +286,14 @@ static void snapshot(pipeline *p)
     show_db_error(p);
 }
 
-/* Live: emit what changed at capture time now_us, print it, then snapshot
- * and commit. */
+/* Live: emit what changed at capture time now_us, snapshot and commit,
+ * then print it: a finding printed is in the database (`report DB` run on
+ * seeing it finds it). */
 static void live_flush(pipeline *p, int64_t now_us)
 {
     an_flush(p->an, now_us);
-    console_print(p->con, p->rep, p->status);
     snapshot(p);
+    console_print(p->con, p->rep, p->status);
     p->next_flush_us = now_us + LIVE_FLUSH_US;
     clock_gettime(CLOCK_MONOTONIC, &p->last_flush);
 }
