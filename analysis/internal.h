@@ -183,8 +183,8 @@ typedef struct an_nd {
     uint16_t conn_ports[AN_COVER_PORTS]; /* client ports of the connections to
                                    it the capture holds (an_nodes_connected) */
     uint8_t nconn_ports;        /* how many, AN_COVER_PORTS + 1: more */
-    uint8_t covered;            /* an_node_covered's answers at cover_stamp:
-                                   bit 0 itself, bit 1 with its replicas */
+    uint8_t covered;            /* an_node_covered: its replicas are covered,
+                                   as at cover_stamp */
     uint64_t cover_stamp;       /* reg_version + cover_version then (0: none) */
     uint8_t phantom;            /* made for the server side of a replication link
                                    found reversed (it is the replica's source

@@ -143,16 +143,22 @@ int an_node_covered(an_analyzer *an, int32_t i, int reads)
     if (i == AN_NONE || (uint32_t)i >= an->nnodes)
         return 0;
     an_nd *n = &an->nodes[i];
+    if (!node_reached(an, n))
+        return 0;
+    if (!reads)
+        return 1;
+    /* its replicas: a scan of the registry, kept until the registry or a
+     * node's connections change (a judgement at a time, not per command) */
     uint64_t stamp = an->reg_version + an->cover_version + 1;
-    if (n->cover_stamp != stamp) { /* something it depends on has changed */
-        int self = node_reached(an, n), all = self;
+    if (n->cover_stamp != stamp) {
+        int all = 1;
         for (uint32_t k = 0; all && k < an->nnodes; k++)
             if (an->nodes[k].master == i && an->nodes[k].replica && !an->nodes[k].phantom)
                 all = node_reached(an, &an->nodes[k]);
-        n->covered = (uint8_t)(self | all << 1);
+        n->covered = (uint8_t)all;
         n->cover_stamp = stamp;
     }
-    return (n->covered >> (reads ? 1 : 0)) & 1;
+    return n->covered;
 }
 
 /* an_node_by_endpoint with the endpoint's text already made. */
