@@ -470,6 +470,12 @@ void an_detect_migration_stuck(an_analyzer *an, an_mig *m, int64_t now_us, int a
     int64_t start = window_start(m);
     if (m->aborted || !start)
         return;
+    /* still open, as far as the capture shows: its flip goes first to the
+     * target (SETSLOT NODE), and clients then go there; a capture that does
+     * not cover the target (an_node_covered) may just not show it */
+    if (!m->pub.complete && !m->stuck_reported && m->target != AN_NONE &&
+        !an_node_covered(an, m->target, 0))
+        return;
     m->judged_us = now_us;
     m->judged_at_end = (uint8_t)at_end;
     int64_t dur = window_end(m) - start;
