@@ -245,6 +245,8 @@ static void note_slow(an_analyzer *an, an_cmdctx *x, const cv_change *c, cv_row 
     int64_t stale_us = w->last_untold_us - w->first_us;
     if (stale_us <= an->cfg.slow_convergence_us)
         return;
+    if (!an_node_covered(an, c->ev.node, 0))
+        return; /* the client's move to the new owner could not be seen */
     char summary[AN_SUMMARY_MAX];
     snprintf(summary, sizeof summary,
              "kept sending slots %d-%d to %s, which still served them, for %.1f ms after "
@@ -357,7 +359,10 @@ void an_cv_on_command(an_analyzer *an, an_cmdctx *x)
         w->moved_replies++;
         if (!w->told_us)
             w->told_us = ts;
-    } else if (!w->told_us) {
+    } else if (!w->told_us && !w->converged_us) {
+        /* untold: not after a MOVED, nor after the client used the new
+         * owner itself (going back, served, shows a newer change than the
+         * capture has learnt, not a client nobody told) */
         w->last_untold_us = ts;
         note_slow(an, x, c, w);
     }
