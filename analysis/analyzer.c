@@ -1012,10 +1012,7 @@ static __attribute__((noinline)) void on_command_full(an_analyzer *an, const res
     } else {
         an_tl_served(an, &x);
     }
-    if (req->slot_unknown) { /* its key was lost: in no operation */
-        if (x.asked)
-            cn->asking_spent_ts = asking_ts;
-    } else if (x.slot >= 0 && req->name[0]) {
+    if (x.slot >= 0 && req->name[0] && !req->slot_unknown) { /* a lost key: in no operation */
         an_ops_on_command(an, &x);
     } else if (x.asked) {
         an_ops_asking_spent(an, &x, asking_ts);

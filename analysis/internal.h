@@ -358,6 +358,8 @@ typedef struct an_op {
                                     loop, and every one since) came from loop_node */
     uint8_t loop_same;           /* the loop repeated a redirect (not only the cap) */
     uint8_t loop_told;           /* the loop finding's summary tells of it */
+    uint8_t read;                /* its command only reads, or is not in the
+                                    table: a retry may go to a replica */
     uint32_t cprev, cnext;       /* its client's other waiting operations: 1 +
                                     their index, 0: none (an_cli.op_first) */
     an_attempt retries[AN_OP_FIRST_RETRIES]; /* its first TRYAGAIN retries */

@@ -211,9 +211,8 @@ static int target_seen(an_analyzer *an, const an_op *op)
 {
     if (op->last.target == AN_NONE)
         return 1;
-    const an_cmd *info = an_cmd_lookup_name(op->name);
-    int read = !info || (info->flags & AN_CMD_READONLY);
-    return an_node_covered(an, op->last.target, read && an->clients[op->client].reads_replicas);
+    return an_node_covered(an, op->last.target,
+                           op->read && an->clients[op->client].reads_replicas);
 }
 
 /* Was op redirected to a node whose traffic the capture does not hold
@@ -311,6 +310,7 @@ static an_op *op_new(an_analyzer *an, an_cmdctx *x, const an_attempt *cur, uint6
     op->host = x->cli->host;
     op->client = x->cn->client;
     an_copy_str(op->name, sizeof op->name, x->cmd->req.name);
+    op->read = !x->info || (x->info->flags & AN_CMD_READONLY);
     op->key_len = x->cmd->req.key0_len;
     op->key_full_len = x->cmd->req.key0_full_len;
     memcpy(op->key, x->cmd->req.key0, op->key_len);
@@ -565,8 +565,9 @@ void an_ops_requests_lost(an_analyzer *an, an_cli *cli, int32_t node, int64_t fr
 void an_ops_asking_spent(an_analyzer *an, an_cmdctx *x, int64_t asking_ts)
 {
     x->cn->asking_spent_ts = asking_ts;
-    if (x->cmd->requests_lost)
-        return; /* it may have covered a request the capture lost: which, unknown */
+    if (x->cmd->requests_lost || x->cmd->req.slot_unknown)
+        return; /* it may have covered a request the capture lost (or this one, its
+                   key lost, may be an ASK'd operation's retry): which, unknown */
     /* is an ASK'd operation of this host waiting for exactly this node? */
     for (uint32_t k = 0; k < AN_RING; k++) {
         an_ask_rec *r = &an->ask_ring[k];
