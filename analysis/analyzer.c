@@ -101,6 +101,7 @@ static int32_t client_get(an_analyzer *an, const char *name, const cap_addr *hos
     c->used = 1;
     c->gen = ++an->cli_gen;
     c->memo_head = AN_NONE;
+    c->retry_max_us = -1;
     c->lprev = c->lnext = AN_NONE;
     an_copy_str(c->pub.name, sizeof c->pub.name, name);
     c->host = *host;

@@ -254,6 +254,8 @@ typedef struct an_cli {
     int64_t lost_from_us, lost_to_us; /* losses of its requests whose operations
                                     were not all walked (an_ops_requests_lost):
                                     their span, 0 0: none */
+    int64_t retry_max_us;        /* slowest retry of a MOVED or ASK it made
+                                    (reply to the retry's start), -1: none seen */
     uint64_t node_conns;         /* connections that are node links */
     uint64_t client_conns;       /* other connections */
     uint32_t ser_seq;            /* series.c: its cell in the newest bucket */

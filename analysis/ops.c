@@ -20,8 +20,11 @@
  * lost (unseen_retry_ops), or would go to a node the capture does not cover
  * (an_node_covered: unseen_target_ops; a command of it at another node then
  * starts a new operation). At the end of the capture, waiting operations are
- * judged the same way when their window has passed or the client sent other
- * commands after the redirect; the others are counted as abandoned_ops.
+ * judged the same way when their window has passed, or when the client sent
+ * other commands after the redirect or closed its connection and the capture
+ * went on for more than twice the slowest retry the client was seen to make
+ * (redis-benchmark closes the connection and retries seconds later on a new
+ * one); the others are counted as abandoned_ops.
  *
  * Operations waiting for a retry live in a pool of cfg.max_ops entries, in a
  * list ordered by their last reply time; when the pool is full the oldest is
@@ -238,10 +241,12 @@ static void op_end_target_unseen(an_analyzer *an, int32_t i)
 }
 
 /* Judge an operation that waits no more, then free it. At the end of the
- * input, one still inside its retry window is judged when the client cannot
- * retry it any more or has moved on: the connection the redirect came on has
- * closed, or the client sent other commands since. The others are counted in
- * abandoned_ops. A judged operation is a redirected one that ended there: its
+ * input, one still inside its retry window is judged when the client has
+ * moved on (the connection the redirect came on has closed, or the client
+ * sent other commands since) and is not one that may still retry it: a
+ * cluster-aware client (it fetched the map or followed a redirect) with no
+ * retry seen, or with a slowest retry more than half the time the capture
+ * went on after the redirect. The others are counted in abandoned_ops. A judged operation is a redirected one that ended there: its
  * time (first request to last reply) goes to the latency summaries. */
 static void op_judge(an_analyzer *an, int32_t i, int64_t now_us, int at_end)
 {
@@ -253,12 +258,17 @@ static void op_judge(an_analyzer *an, int32_t i, int64_t now_us, int at_end)
         int window_passed = now_us - op->last.reply_us >= an->cfg.op_window_us;
         int moved_on = c->used && c->last_start_us > op->last.reply_us;
         int closed = an_conn_src(an, op->last.conn, AN_NONE) == NULL;
+        /* a cluster-aware client may still retry it: one never seen
+         * retrying a redirect, or the capture ends sooner after it than twice
+         * the slowest retry the client made */
+        int may_retry = c->used && c->pub.cluster_aware &&
+                        (c->retry_max_us < 0 || now_us - op->last.reply_us <= 2 * c->retry_max_us);
         if (op->retry_unseen ||
             (c->lost_to_us != 0 &&
              loss_hides_retry(an, &op->last, AN_NONE, c->lost_from_us, c->lost_to_us))) {
             an->st.unseen_retry_ops++; /* its retry may be what the capture lost */
             how = AN_OP_RETRY_LOST;
-        } else if (!at_end || window_passed || moved_on || closed) {
+        } else if (!at_end || window_passed || ((moved_on || closed) && !may_retry)) {
             if (!target_seen(an, op)) {
                 op_end_target_unseen(an, i); /* its retry went where the capture cannot see */
                 return;
@@ -463,6 +473,9 @@ void an_ops_on_command(an_analyzer *an, an_cmdctx *x)
         }
         if (prev.target != AN_NONE && cur.node == prev.target)
             x->cli->pub.cluster_aware = 1; /* it followed a redirect */
+        if ((prev.reply == RESP_ERR_MOVED || prev.reply == RESP_ERR_ASK) &&
+            cur.start_us - prev.reply_us > x->cli->retry_max_us)
+            x->cli->retry_max_us = cur.start_us - prev.reply_us;
         op->last = cur;
         a.op = op;
         a.prev = &prev;

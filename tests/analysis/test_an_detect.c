@@ -463,6 +463,63 @@ static void test_redirect_unfollowed(void **state)
     sc_free(&s);
 }
 
+/* At the end of the capture, a redirect inside its retry window is judged
+ * for a client that moved on (other commands, its connection closed) only
+ * when the capture went on for more than twice the slowest retry the client
+ * was seen to make: redis-benchmark closes the connection after ASK and
+ * retries seconds later on a new one. Here the client retried a MOVED 1 s
+ * after it; the capture ends 1.9 s (not judged) or 2.1 s (judged) after the
+ * next MOVED. */
+static void test_unfollowed_at_end_slow_retrier(void **state)
+{
+    (void)state;
+    for (int late = 0; late <= 1; late++) {
+        sc s;
+        sc_init(&s, NULL);
+        int ct = sc_conn(&s, 11, 40001, T);
+        int c = sc_conn(&s, 11, 40000, S);
+        sc_do(&s, c, 1000, 100, MOVED_T, "GET", k1, NULL);
+        sc_do(&s, ct, 1001100, 100, "$", "GET", k1, NULL); /* 1 s after its MOVED */
+        sc_do(&s, c, 10000000, 100, MOVED_T, "GET", k2, NULL);
+        sc_do(&s, c, 10100000, 100, "$", "GET", "other-slot-key", NULL);
+        sc_close(&s, c, 10200000);
+        sc_finish(&s, late ? 12000101 + 100000 : 10000100 + 1900000);
+        const an_finding *f = sc_find(&s, AN_REDIRECT_UNFOLLOWED, "127.0.0.11");
+        if (late) {
+            assert_non_null(f);
+            assert_int_equal(f->count, 1);
+            assert_int_equal(an_get_stats(s.an)->abandoned_ops, 0);
+        } else {
+            assert_null(f);
+            assert_int_equal(an_get_stats(s.an)->abandoned_ops, 1);
+        }
+        sc_free(&s);
+    }
+}
+
+/* A client that fetched the cluster map and was never seen retrying: a
+ * redirect inside its window at the end is not judged, however it moved on
+ * (it knows about the cluster; its retries may just be slow). The same
+ * without the map is judged (test_unfollowed_judged_after_close). */
+static void test_unfollowed_at_end_map_fetcher(void **state)
+{
+    (void)state;
+    static const char raw[] = "*1\r\n*3\r\n:0\r\n:16383\r\n*2\r\n$9\r\n127.0.0.1\r\n:30310\r\n";
+    const char *argv[] = {"CLUSTER", "SLOTS"};
+    sc s;
+    sc_init(&s, NULL);
+    sc_conn(&s, 30, 40000, T); /* the capture holds T's traffic */
+    int c = sc_conn(&s, 11, 40000, S);
+    sc_cmd_raw(&s, c, 1000, 100, (const uint8_t *)raw, sizeof raw - 1, 2, argv);
+    sc_do(&s, c, 19999000, 100, MOVED_T, "GET", k1, NULL);
+    sc_do(&s, c, 19999300, 100, "$", "GET", "other-slot-key", NULL);
+    sc_close(&s, c, 19999500);
+    sc_finish(&s, 20000000);
+    assert_null(sc_find(&s, AN_REDIRECT_UNFOLLOWED, "127.0.0.11"));
+    assert_int_equal(an_get_stats(s.an)->abandoned_ops, 1);
+    sc_free(&s);
+}
+
 /* A redirected operation whose retry the capture may have lost is not
  * judged redirect_unfollowed, and is counted: 127.0.0.11 retried, but the
  * retry came without its reply; 127.0.0.12's requests to the redirect's
@@ -1162,6 +1219,8 @@ int main(void)
         cmocka_unit_test(test_moved_ignored),
         cmocka_unit_test(test_moved_ignored_readonly_midstream),
         cmocka_unit_test(test_redirect_unfollowed),
+        cmocka_unit_test(test_unfollowed_at_end_slow_retrier),
+        cmocka_unit_test(test_unfollowed_at_end_map_fetcher),
         cmocka_unit_test(test_redirect_unfollowed_on_flush),
         cmocka_unit_test(test_redirect_unfollowed_retry_unseen),
         cmocka_unit_test(test_redirect_unfollowed_many_waiting),
