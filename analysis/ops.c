@@ -240,6 +240,15 @@ static void op_end_target_unseen(an_analyzer *an, int32_t i)
     op_free(an, i, AN_OP_TARGET_UNSEEN);
 }
 
+/* End operation i unjudged at the end of the input: its client may still
+ * retry it (abandoned_ops). */
+static void op_abandon(an_analyzer *an, int32_t i)
+{
+    an->st.abandoned_ops++;
+    charge_findings(an, &an->ops[i], an->ops[i].last.reply_us);
+    op_free(an, i, AN_OP_ABANDONED);
+}
+
 /* Judge an operation that waits no more, then free it. At the end of the
  * input, one still inside its retry window is judged when the client has
  * moved on (the connection the redirect came on has closed, or the client
@@ -255,7 +264,7 @@ static void op_judge(an_analyzer *an, int32_t i, int64_t now_us, int at_end)
     an_op_end how = AN_OP_GAVE_UP;
     if (redirect) {
         const an_cli *c = &an->clients[op->client];
-        int window_passed = now_us - op->last.reply_us >= an->cfg.op_window_us;
+        int in_window = at_end && now_us - op->last.reply_us < an->cfg.op_window_us;
         int moved_on = c->used && c->last_start_us > op->last.reply_us;
         int closed = an_conn_src(an, op->last.conn, AN_NONE) == NULL;
         /* a cluster-aware client may still retry it: one never seen
@@ -268,17 +277,17 @@ static void op_judge(an_analyzer *an, int32_t i, int64_t now_us, int at_end)
              loss_hides_retry(an, &op->last, AN_NONE, c->lost_from_us, c->lost_to_us))) {
             an->st.unseen_retry_ops++; /* its retry may be what the capture lost */
             how = AN_OP_RETRY_LOST;
-        } else if (!at_end || window_passed || ((moved_on || closed) && !may_retry)) {
-            if (!target_seen(an, op)) {
-                op_end_target_unseen(an, i); /* its retry went where the capture cannot see */
-                return;
-            }
-            an_detect_unfollowed(an, op, now_us);
-        } else {
-            an->st.abandoned_ops++;
-            charge_findings(an, op, op->last.reply_us);
-            op_free(an, i, AN_OP_ABANDONED);
+        } else if (in_window && !moved_on && !closed) {
+            op_abandon(an, i);
             return;
+        } else if (!target_seen(an, op)) {
+            op_end_target_unseen(an, i); /* its retry went where the capture cannot see */
+            return;
+        } else if (in_window && may_retry) {
+            op_abandon(an, i);
+            return;
+        } else {
+            an_detect_unfollowed(an, op, now_us);
         }
     }
     an_lat_record_given_up(an, op->client, op->first.node, op->slot, &op->first, &op->last,

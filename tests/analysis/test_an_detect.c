@@ -517,6 +517,19 @@ static void test_unfollowed_at_end_map_fetcher(void **state)
     sc_finish(&s, 20000000);
     assert_null(sc_find(&s, AN_REDIRECT_UNFOLLOWED, "127.0.0.11"));
     assert_int_equal(an_get_stats(s.an)->abandoned_ops, 1);
+    assert_int_equal(an_get_stats(s.an)->unseen_target_ops, 0);
+    sc_free(&s);
+
+    /* the same with no connection to T in the capture: what keeps it
+     * unjudged is that T is not covered (the diagnosis says nodes_unseen) */
+    sc_init(&s, NULL);
+    c = sc_conn(&s, 11, 40000, S);
+    sc_cmd_raw(&s, c, 1000, 100, (const uint8_t *)raw, sizeof raw - 1, 2, argv);
+    sc_do(&s, c, 19999000, 100, MOVED_T, "GET", k1, NULL);
+    sc_do(&s, c, 19999300, 100, "$", "GET", "other-slot-key", NULL);
+    sc_finish(&s, 20000000);
+    assert_int_equal(an_get_stats(s.an)->abandoned_ops, 0);
+    assert_int_equal(an_get_stats(s.an)->unseen_target_ops, 1);
     sc_free(&s);
 }
 
