@@ -254,8 +254,9 @@ static void op_abandon(an_analyzer *an, int32_t i)
  * moved on (the connection the redirect came on has closed, or the client
  * sent other commands since) and is not one that may still retry it: a
  * cluster-aware client (it fetched the map or followed a redirect) with no
- * retry seen, or with a slowest retry more than half the time the capture
- * went on after the redirect. The others are counted in abandoned_ops. A judged operation is a redirected one that ended there: its
+ * retry seen, one that fetched the map after the redirect, or one whose
+ * slowest retry is more than half the time the capture went on after the
+ * redirect. The others are counted in abandoned_ops. A judged operation is a redirected one that ended there: its
  * time (first request to last reply) goes to the latency summaries. */
 static void op_judge(an_analyzer *an, int32_t i, int64_t now_us, int at_end)
 {
@@ -268,10 +269,12 @@ static void op_judge(an_analyzer *an, int32_t i, int64_t now_us, int at_end)
         int moved_on = c->used && c->last_start_us > op->last.reply_us;
         int closed = an_conn_src(an, op->last.conn, AN_NONE) == NULL;
         /* a cluster-aware client may still retry it: one never seen
-         * retrying a redirect, or the capture ends sooner after it than twice
-         * the slowest retry the client made */
+         * retrying a redirect, one that fetched the map after it (redis-py
+         * retries a MOVED once the new map is in), or the capture ends
+         * sooner after it than twice the slowest retry the client made */
         int may_retry = c->used && c->pub.cluster_aware &&
-                        (c->retry_max_us < 0 || now_us - op->last.reply_us <= 2 * c->retry_max_us);
+                        (c->retry_max_us < 0 || c->map_ts > op->last.reply_us ||
+                         now_us - op->last.reply_us <= 2 * c->retry_max_us);
         if (op->retry_unseen ||
             (c->lost_to_us != 0 &&
              loss_hides_retry(an, &op->last, AN_NONE, c->lost_from_us, c->lost_to_us))) {

@@ -497,6 +497,42 @@ static void test_unfollowed_at_end_slow_retrier(void **state)
     }
 }
 
+/* A client that fetches the map after a MOVED may still retry it once the
+ * map is in (redis-py: MOVED, then CLUSTER SLOTS on a new connection, the
+ * retry 215 ms after the MOVED): at the end inside the window, not judged,
+ * although its earlier retry was fast. Sending another command instead of
+ * the map fetch, it is judged. */
+static void test_unfollowed_at_end_map_after_redirect(void **state)
+{
+    (void)state;
+    static const char raw[] = "*1\r\n*3\r\n:0\r\n:16383\r\n*2\r\n$9\r\n127.0.0.1\r\n:30311\r\n";
+    const char *argv[] = {"CLUSTER", "SLOTS"};
+    for (int fetch = 0; fetch <= 1; fetch++) {
+        sc s;
+        sc_init(&s, NULL);
+        int ct = sc_conn(&s, 11, 40001, T);
+        int c = sc_conn(&s, 11, 40000, S);
+        sc_do(&s, c, 1000, 100, MOVED_T, "GET", k1, NULL);
+        sc_do(&s, ct, 1200, 100, "$", "GET", k1, NULL); /* 100 us after its MOVED */
+        sc_do(&s, c, 10000000, 100, MOVED_T, "GET", k2, NULL);
+        int m = sc_conn(&s, 11, 40002, S);
+        if (fetch)
+            sc_cmd_raw(&s, m, 10050000, 100, (const uint8_t *)raw, sizeof raw - 1, 2, argv);
+        else
+            sc_do(&s, m, 10050000, 100, "$", "GET", "other-slot-key", NULL);
+        sc_finish(&s, 10200000);
+        const an_finding *f = sc_find(&s, AN_REDIRECT_UNFOLLOWED, "127.0.0.11");
+        if (fetch) {
+            assert_null(f);
+            assert_int_equal(an_get_stats(s.an)->abandoned_ops, 1);
+        } else {
+            assert_non_null(f);
+            assert_int_equal(an_get_stats(s.an)->abandoned_ops, 0);
+        }
+        sc_free(&s);
+    }
+}
+
 /* A client that fetched the cluster map and was never seen retrying: a
  * redirect inside its window at the end is not judged, however it moved on
  * (it knows about the cluster; its retries may just be slow). The same
@@ -1234,6 +1270,7 @@ int main(void)
         cmocka_unit_test(test_redirect_unfollowed),
         cmocka_unit_test(test_unfollowed_at_end_slow_retrier),
         cmocka_unit_test(test_unfollowed_at_end_map_fetcher),
+        cmocka_unit_test(test_unfollowed_at_end_map_after_redirect),
         cmocka_unit_test(test_redirect_unfollowed_on_flush),
         cmocka_unit_test(test_redirect_unfollowed_retry_unseen),
         cmocka_unit_test(test_redirect_unfollowed_many_waiting),
