@@ -20,11 +20,11 @@
  * lost (unseen_retry_ops), or would go to a node the capture does not cover
  * (an_node_covered: unseen_target_ops; a command of it at another node then
  * starts a new operation). At the end of the capture, waiting operations are
- * judged the same way when their window has passed, or when the client sent
- * other commands after the redirect or closed its connection and the capture
- * went on for more than twice the slowest retry the client was seen to make
- * (redis-benchmark closes the connection and retries seconds later on a new
- * one); the others are counted as abandoned_ops.
+ * judged the same way when their window has passed, or when the client moved
+ * on (sent other commands, closed the connection) and shows no sign that it
+ * may still retry (op_judge: redis-benchmark closes the connection and
+ * retries seconds later on a new one); the others are counted as
+ * abandoned_ops.
  *
  * Operations waiting for a retry live in a pool of cfg.max_ops entries, in a
  * list ordered by their last reply time; when the pool is full the oldest is
@@ -254,10 +254,12 @@ static void op_abandon(an_analyzer *an, int32_t i)
  * moved on (the connection the redirect came on has closed, or the client
  * sent other commands since) and is not one that may still retry it: a
  * cluster-aware client (it fetched the map or followed a redirect) with no
- * retry seen, one that fetched the map after the redirect, or one whose
+ * retry seen, that fetched the map after the redirect, or whose
  * slowest retry is more than half the time the capture went on after the
- * redirect. The others are counted in abandoned_ops. A judged operation is a redirected one that ended there: its
- * time (first request to last reply) goes to the latency summaries. */
+ * redirect. The others are counted in abandoned_ops, or in unseen_target_ops
+ * when the capture does not cover the redirect's target. A judged operation
+ * is a redirected one that ended there: its time (first request to last
+ * reply) goes to the latency summaries. */
 static void op_judge(an_analyzer *an, int32_t i, int64_t now_us, int at_end)
 {
     an_op *op = &an->ops[i];
