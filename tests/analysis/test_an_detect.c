@@ -463,6 +463,33 @@ static void test_redirect_unfollowed(void **state)
     sc_free(&s);
 }
 
+/* The start of the end-of-capture cases below: 127.0.0.11 retries a MOVED
+ * of GET k1 at T retry_us after it, then gets MOVED for GET k2 (reply at
+ * 10000100) on its connection to S, which is returned. */
+static int retrier_redirected(sc *s, int64_t retry_us)
+{
+    int ct = sc_conn(s, 11, 40001, T);
+    int c = sc_conn(s, 11, 40000, S);
+    sc_do(s, c, 1000, 100, MOVED_T, "GET", k1, NULL);
+    sc_do(s, ct, 1100 + retry_us, 100, "$", "GET", k1, NULL);
+    sc_do(s, c, 10000000, 100, MOVED_T, "GET", k2, NULL);
+    return c;
+}
+
+/* The end of those cases: GET k2's MOVED judged redirect_unfollowed, or
+ * left unjudged in abandoned_ops. */
+static void assert_judged_at_end(sc *s, int judged)
+{
+    const an_finding *f = sc_find(s, AN_REDIRECT_UNFOLLOWED, "127.0.0.11");
+    if (judged) {
+        assert_non_null(f);
+        assert_int_equal(f->count, 1);
+    } else {
+        assert_null(f);
+    }
+    assert_int_equal(an_get_stats(s->an)->abandoned_ops, judged ? 0 : 1);
+}
+
 /* At the end of the capture, a redirect inside its retry window is judged
  * for a client that moved on (other commands, its connection closed) only
  * when the capture went on for more than twice the slowest retry the client
@@ -476,23 +503,11 @@ static void test_unfollowed_at_end_slow_retrier(void **state)
     for (int late = 0; late <= 1; late++) {
         sc s;
         sc_init(&s, NULL);
-        int ct = sc_conn(&s, 11, 40001, T);
-        int c = sc_conn(&s, 11, 40000, S);
-        sc_do(&s, c, 1000, 100, MOVED_T, "GET", k1, NULL);
-        sc_do(&s, ct, 1001100, 100, "$", "GET", k1, NULL); /* 1 s after its MOVED */
-        sc_do(&s, c, 10000000, 100, MOVED_T, "GET", k2, NULL);
+        int c = retrier_redirected(&s, 1000000);
         sc_do(&s, c, 10100000, 100, "$", "GET", "other-slot-key", NULL);
         sc_close(&s, c, 10200000);
-        sc_finish(&s, late ? 12000101 + 100000 : 10000100 + 1900000);
-        const an_finding *f = sc_find(&s, AN_REDIRECT_UNFOLLOWED, "127.0.0.11");
-        if (late) {
-            assert_non_null(f);
-            assert_int_equal(f->count, 1);
-            assert_int_equal(an_get_stats(s.an)->abandoned_ops, 0);
-        } else {
-            assert_null(f);
-            assert_int_equal(an_get_stats(s.an)->abandoned_ops, 1);
-        }
+        sc_finish(&s, late ? 10000100 + 2100000 : 10000100 + 1900000);
+        assert_judged_at_end(&s, late);
         sc_free(&s);
     }
 }
@@ -500,8 +515,8 @@ static void test_unfollowed_at_end_slow_retrier(void **state)
 /* A client that fetches the map after a MOVED may still retry it once the
  * map is in (redis-py: MOVED, then CLUSTER SLOTS on a new connection, the
  * retry 215 ms after the MOVED): at the end inside the window, not judged,
- * although its earlier retry was fast. Sending another command instead of
- * the map fetch, it is judged. */
+ * although its earlier retry was fast (100 us). Sending another command
+ * instead of the map fetch, it is judged. */
 static void test_unfollowed_at_end_map_after_redirect(void **state)
 {
     (void)state;
@@ -510,25 +525,14 @@ static void test_unfollowed_at_end_map_after_redirect(void **state)
     for (int fetch = 0; fetch <= 1; fetch++) {
         sc s;
         sc_init(&s, NULL);
-        int ct = sc_conn(&s, 11, 40001, T);
-        int c = sc_conn(&s, 11, 40000, S);
-        sc_do(&s, c, 1000, 100, MOVED_T, "GET", k1, NULL);
-        sc_do(&s, ct, 1200, 100, "$", "GET", k1, NULL); /* 100 us after its MOVED */
-        sc_do(&s, c, 10000000, 100, MOVED_T, "GET", k2, NULL);
+        retrier_redirected(&s, 100);
         int m = sc_conn(&s, 11, 40002, S);
         if (fetch)
             sc_cmd_raw(&s, m, 10050000, 100, (const uint8_t *)raw, sizeof raw - 1, 2, argv);
         else
             sc_do(&s, m, 10050000, 100, "$", "GET", "other-slot-key", NULL);
         sc_finish(&s, 10200000);
-        const an_finding *f = sc_find(&s, AN_REDIRECT_UNFOLLOWED, "127.0.0.11");
-        if (fetch) {
-            assert_null(f);
-            assert_int_equal(an_get_stats(s.an)->abandoned_ops, 1);
-        } else {
-            assert_non_null(f);
-            assert_int_equal(an_get_stats(s.an)->abandoned_ops, 0);
-        }
+        assert_judged_at_end(&s, !fetch);
         sc_free(&s);
     }
 }
