@@ -154,16 +154,29 @@ static void test_snaplen_headers(void **state)
  * redirects to nodes it does not reach and the writes the node acknowledged
  * before its own claim reached the capture counted, not judged; the
  * diagnosis says why. */
+/* Analyze tests/fixtures/cli/FILE into database DB_NAME with
+ * --fail-on-findings: a capture cut the way people capture, which must exit
+ * 4 with want on stderr. Returns the database's path. */
+static const char *analyze_cut(const char *file, const char *db_name, const char *want)
+{
+    char path[512];
+    th_run r;
+    const char *db = th_path(dir, db_name);
+    snprintf(path, sizeof path, SS_FIXTURES "/cli/%s", file);
+    assert_int_equal(run(&r, TH_ARGS("analyze", path, "-q", "--fail-on-findings", "--db", db,
+                                     "--force")),
+                     4);
+    if (!strstr(r.err, want))
+        fail_msg("%s: stderr lacks '%s':\n%s", file, want, r.err);
+    th_run_free(&r);
+    return db;
+}
+
 static void test_one_node(void **state)
 {
     (void)state;
-    th_run r;
-    const char *db = th_path(dir, "one.db");
-    assert_int_equal(run(&r, TH_ARGS("analyze", SS_FIXTURES "/cli/one-node-bus.pcap.gz", "-q",
-                                     "--fail-on-findings", "--db", db, "--force")),
-                     4);
-    assert_non_null(strstr(r.err, "inconclusive capture (nodes_unseen): "));
-    th_run_free(&r);
+    const char *db =
+        analyze_cut("one-node-bus.pcap.gz", "one.db", "inconclusive capture (nodes_unseen): ");
     assert_int_equal(th_db_int(db, "SELECT count(*) FROM findings"), 0);
     assert_int_equal(th_db_int(db, "SELECT count(*) FROM at_risk_writes"), 0);
     assert_int_equal(th_db_int(db, "SELECT value FROM counters WHERE name = 'at_risk_unseen'"),
@@ -181,14 +194,9 @@ static void test_one_node(void **state)
 static void test_stopped_failover(void **state)
 {
     (void)state;
-    th_run r;
-    const char *db = th_path(dir, "stopped.db");
-    assert_int_equal(run(&r, TH_ARGS("analyze", SS_FIXTURES "/cli/stopped-failover.pcap.gz", "-q",
-                                     "--fail-on-findings", "--db", db, "--force")),
-                     4);
-    assert_non_null(strstr(r.err, "inconclusive capture (redirects_pending): 272 redirected "
-                                  "operations were still waiting"));
-    th_run_free(&r);
+    const char *db = analyze_cut("stopped-failover.pcap.gz", "stopped.db",
+                                 "inconclusive capture (redirects_pending): 272 redirected "
+                                 "operations were still waiting");
     assert_int_equal(
         th_db_int(db, "SELECT count(*) FROM findings WHERE kind = 'redirect_unfollowed'"), 0);
     assert_int_equal(th_db_int(db, "SELECT value FROM counters WHERE name = 'abandoned_ops'"),
