@@ -47,7 +47,6 @@ static int32_t node_find(an_analyzer *an, const char *name)
     return an_map_find(&an->node_map, an_hash_str(name, 2), node_eq, an, name);
 }
 
-/* Add a name for node i (no-op when it already answers to it). */
 /* The port of an "host:port" text, or 0. */
 static long name_port(const char *t)
 {
@@ -55,6 +54,8 @@ static long name_port(const char *t)
     return c ? strtol(c + 1, NULL, 10) : 0;
 }
 
+/* Add a name for node i (no-op when it already answers to it); its port
+ * goes into node_ports (an_node_covered). */
 static void node_add_name(an_analyzer *an, int32_t i, const char *name)
 {
     if (!name[0] || node_find(an, name) == i)

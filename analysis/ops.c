@@ -270,10 +270,8 @@ static void op_judge(an_analyzer *an, int32_t i, int64_t now_us, int at_end)
         int in_window = at_end && now_us - op->last.reply_us < an->cfg.op_window_us;
         int moved_on = c->used && c->last_start_us > op->last.reply_us;
         int closed = an_conn_src(an, op->last.conn, AN_NONE) == NULL;
-        /* a cluster-aware client may still retry it: one never seen
-         * retrying a redirect, one that fetched the map after it (redis-py
-         * retries a MOVED once the new map is in), or the capture ends
-         * sooner after it than twice the slowest retry the client made */
+        /* (redis-py retries a MOVED once the new map is in; redis-benchmark
+         * seconds later, on a new connection) */
         int may_retry = c->used && c->pub.cluster_aware &&
                         (c->retry_max_us < 0 || c->map_ts > op->last.reply_us ||
                          now_us - op->last.reply_us <= 2 * c->retry_max_us);

@@ -62,6 +62,25 @@ static int all_regular(const cli_opts *o)
     return 1;
 }
 
+/* Offsets for the inputs tied to input first through the skew pairs found
+ * (b's clock is skew ahead of a's, so b moves by -skew relative to a);
+ * known marks the inputs placed, first among them. */
+static void align_group(cli_clock *c, unsigned char *known, size_t first)
+{
+    known[first] = 1;
+    for (size_t round = 0; round < c->n; round++)
+        for (size_t k = 0; k < c->n_skews; k++) {
+            const cap_skew *s = &c->skews[k];
+            if (known[s->a] && !known[s->b]) {
+                c->offset_us[s->b] = c->offset_us[s->a] - s->skew_us;
+                known[s->b] = 1;
+            } else if (known[s->b] && !known[s->a]) {
+                c->offset_us[s->a] = c->offset_us[s->b] + s->skew_us;
+                known[s->a] = 1;
+            }
+        }
+}
+
 /* Work out every input's offset. 0, or EXIT_USAGE printed. */
 int cli_clock_plan(const cli_opts *o, cli_clock *c)
 {
@@ -97,28 +116,11 @@ int cli_clock_plan(const cli_opts *o, cli_clock *c)
     if (o->n_files >= 2 && (o->time_offset_auto || o->n_files <= CAP_SKEW_INPUTS) && all_regular(o))
         c->n_skews = cap_estimate_skew(o->files, o->n_files, c->skews,
                                        sizeof c->skews / sizeof c->skews[0]);
-    if (o->time_offset_auto) {
-        /* align with the first input through the pairs found (b's clock is
-         * skew ahead of a's, so b moves by -skew relative to a); inputs
-         * that no pair ties to it, with the first of their own group */
-        unsigned char *known = fixed;
-        for (size_t first = 0; first < c->n; first++) {
-            if (known[first] && first > 0)
-                continue;
-            known[first] = 1;
-            for (size_t round = 0; round < c->n; round++)
-                for (size_t k = 0; k < c->n_skews; k++) {
-                    const cap_skew *s = &c->skews[k];
-                    if (known[s->a] && !known[s->b]) {
-                        c->offset_us[s->b] = c->offset_us[s->a] - s->skew_us;
-                        known[s->b] = 1;
-                    } else if (known[s->b] && !known[s->a]) {
-                        c->offset_us[s->a] = c->offset_us[s->b] + s->skew_us;
-                        known[s->a] = 1;
-                    }
-                }
-        }
-    }
+    /* --time-offset auto: with the first input through the pairs found;
+     * inputs that no pair ties to it, with the first of their own group */
+    for (size_t first = 0; o->time_offset_auto && first < c->n; first++)
+        if (first == 0 || !fixed[first])
+            align_group(c, fixed, first);
     free(fixed);
     return 0;
 }

@@ -730,27 +730,24 @@ static void test_redirect_unfollowed_target_unseen(void **state)
     assert_int_equal(sc_total(&s), 0);
     sc_free(&s);
 
-    sc_init(&s, NULL);
-    c = sc_conn(&s, 11, 40000, S);
-    sc_do(&s, c, 1000, 100, MOVED_T, "GET", k1, NULL);
-    sc_conn(&s, 30, 40000, T);
-    sc_do(&s, c, 3000, 100, "$", "GET", "other-slot-key", NULL);
-    sc_finish(&s, 20000000);
-    assert_non_null(sc_find(&s, AN_REDIRECT_UNFOLLOWED, "127.0.0.11"));
-    assert_int_equal(an_get_stats(s.an)->unseen_target_ops, 0);
-    sc_free(&s);
-
-    /* the only connection to T has S's port for its client port: a capture
-     * filtered to S's port holds it by chance, it shows nothing of T */
-    sc_init(&s, NULL);
-    c = sc_conn(&s, 11, 40000, S);
-    sc_do(&s, c, 1000, 100, MOVED_T, "GET", k1, NULL);
-    sc_conn(&s, 30, S, T);
-    sc_do(&s, c, 3000, 100, "$", "GET", "other-slot-key", NULL);
-    sc_finish(&s, 20000000);
-    assert_null(sc_find(&s, AN_REDIRECT_UNFOLLOWED, "127.0.0.11"));
-    assert_int_equal(an_get_stats(s.an)->unseen_target_ops, 1);
-    sc_free(&s);
+    /* another client's connection to T covers it, unless its client port
+     * is S's: a capture filtered to S's port holds it by chance, it shows
+     * nothing of T */
+    for (int by_chance = 0; by_chance <= 1; by_chance++) {
+        sc_init(&s, NULL);
+        c = sc_conn(&s, 11, 40000, S);
+        sc_do(&s, c, 1000, 100, MOVED_T, "GET", k1, NULL);
+        sc_conn(&s, 30, by_chance ? S : 40000, T);
+        sc_do(&s, c, 3000, 100, "$", "GET", "other-slot-key", NULL);
+        sc_finish(&s, 20000000);
+        const an_finding *f = sc_find(&s, AN_REDIRECT_UNFOLLOWED, "127.0.0.11");
+        if (by_chance)
+            assert_null(f);
+        else
+            assert_non_null(f);
+        assert_int_equal(an_get_stats(s.an)->unseen_target_ops, by_chance ? 1 : 0);
+        sc_free(&s);
+    }
 
     /* a client that reads from replicas (READONLY on S's replica :30314)
      * may retry a read at T's replica :30315, which the capture does not
